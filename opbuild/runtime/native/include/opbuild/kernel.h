@@ -1,0 +1,99 @@
+/* opbuild/kernel.h: the kernel side of the device ABI (what an Ascend C kernel sees, in C).
+ *
+ * A kernel source defines one entry with the Ascend C argument order:
+ *
+ *     KERNEL_ENTRY void add_custom_template(GM_ADDR x, GM_ADDR y, GM_ADDR z,
+ *                                           GM_ADDR workspace, GM_ADDR tiling) {
+ *         GET_TILING_DATA(td, tiling);            // needs the op's generated <op>_tiling.h
+ *         uint32_t block = GetBlockIdx(), blocks = GetBlockNum();
+ *         ...
+ *     }
+ *
+ * Inputs come first (a dynamic input is one GM_ADDR to an OpbuildTensorList), then outputs, then
+ * the workspace, then the tiling data. The build compiles the source once per binary with that
+ * binary's macros (DTYPE_<NAME> the C element type, ORIG_DTYPE_<NAME> the GE enum, FORMAT_<NAME>,
+ * OPBUILD_BINARY_NAME, ...) and links it with a generated launch shim that exports
+ * `opbuild_kernel_launch` (type opbuild_kernel_launch_fn below) for the device simulator.
+ */
+#ifndef OPBUILD_KERNEL_H
+#define OPBUILD_KERNEL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "opbuild/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GM_ADDR uint8_t *
+#define __global__
+#define __aicore__
+#define KERNEL_ENTRY __attribute__((visibility("hidden")))
+#define OPBUILD_KERNEL_ERROR_LEN 256
+
+/* A dynamic (tensor list) input: `count` device pointers. */
+typedef struct OpbuildTensorList {
+    uint64_t count;
+    void *data[];
+} OpbuildTensorList;
+
+static inline uint64_t opbuild_list_count(GM_ADDR list) { return ((const OpbuildTensorList *)list)->count; }
+static inline void *opbuild_list_item(GM_ADDR list, uint64_t i) { return ((const OpbuildTensorList *)list)->data[i]; }
+
+/* Set by the launch shim in the thread that runs the block. */
+extern __thread uint32_t opbuild_block_idx_ __attribute__((visibility("hidden")));
+extern __thread uint32_t opbuild_block_num_ __attribute__((visibility("hidden")));
+extern __thread char opbuild_kernel_error_[OPBUILD_KERNEL_ERROR_LEN] __attribute__((visibility("hidden")));
+
+/* Cross-block barrier (Ascend C SyncAll). Only valid in kernels whose spec sets
+ * `kernel.intercore_sync: true`: the simulator then runs all blocks concurrently, and the tiling
+ * must keep block_dim <= the core count. A block that returns early leaves the barrier. */
+typedef void (*opbuild_sync_all_fn)(void *barrier);
+extern __thread opbuild_sync_all_fn opbuild_sync_all_ __attribute__((visibility("hidden")));
+extern __thread void *opbuild_sync_ctx_ __attribute__((visibility("hidden")));
+static inline void SyncAll(void) {
+    if (opbuild_sync_all_) opbuild_sync_all_(opbuild_sync_ctx_);
+}
+
+static inline uint32_t GetBlockIdx(void) { return opbuild_block_idx_; }
+static inline uint32_t GetBlockNum(void) { return opbuild_block_num_; }
+
+/* Record a kernel failure for this block; the launch reports it as an error. */
+static inline void opbuild_kernel_fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(opbuild_kernel_error_, OPBUILD_KERNEL_ERROR_LEN, fmt, ap);
+    va_end(ap);
+    if (opbuild_kernel_error_[0] == '\0') opbuild_kernel_error_[0] = '?';
+}
+#define KERNEL_FAIL(...) do { opbuild_kernel_fail(__VA_ARGS__); return; } while (0)
+
+/* Copy the op's tiling data (type OPBUILD_TILING_DATA_TYPE from the generated <op>_tiling.h). */
+#define GET_TILING_DATA(var, tiling) \
+    OPBUILD_TILING_DATA_TYPE var;    \
+    memcpy(&(var), (tiling), sizeof(var))
+
+/* The split of n items over the blocks: this block's [begin, end). */
+static inline void opbuild_block_range(uint64_t n, uint64_t *begin, uint64_t *end) {
+    uint64_t blocks = GetBlockNum(), idx = GetBlockIdx();
+    uint64_t per = n / blocks, rem = n % blocks;
+    *begin = idx * per + (idx < rem ? idx : rem);
+    *end = *begin + per + (idx < rem ? 1 : 0);
+}
+
+/* Signature of the launch shim every kernel binary exports as `opbuild_kernel_launch`: runs block
+ * `block_idx` of `block_num` (sync/sync_ctx: the barrier behind SyncAll, NULL when the kernel does
+ * not use it); returns 0, or nonzero with a message in err. */
+typedef int32_t (*opbuild_kernel_launch_fn)(void *const *args, uint32_t nargs, uint32_t block_idx,
+                                            uint32_t block_num, opbuild_sync_all_fn sync, void *sync_ctx,
+                                            char *err, uint32_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* OPBUILD_KERNEL_H */

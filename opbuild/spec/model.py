@@ -1,0 +1,225 @@
+"""The typed, immutable op-spec model that every later stage consumes.
+
+A spec file (`ops/<op_snake>/op.yaml`) is loaded and validated by `opbuild.spec.load_spec`; what
+comes out is an `OpSpec`. Nothing downstream reads YAML: codegen, the build and the runtime's
+key rules only see these frozen dataclasses.
+
+Dtype/format semantics follow CANN's OpDef: each tensor's `dtypes` list is either one entry long
+(that dtype in every combination, like `DataTypeList`) or exactly N entries long, where N is the
+op's number of declared combinations; column i of all tensors is combination i. `formats` works
+the same way. `OpSpec.combinations()` yields the declared columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Literal
+
+ParamType = Literal["required", "optional", "dynamic"]
+AttrType = Literal["int", "float", "bool", "str", "list_int", "list_float", "list_bool"]
+Deterministic = Literal["ignore", "true", "false"]
+ImplMode = Literal["default", "high_performance", "high_precision"]
+KeyMode = Literal["default", "customized"]
+CallbackKind = Literal["table", "c", "python"]
+
+IMPL_MODE_INDEX: dict[str, int] = {"default": 0, "high_performance": 1, "high_precision": 2}
+"""The `p=` value of a simplified key for each impl mode (nnopbase individual-op precision byte)."""
+
+DEFAULT_IMPL_MODES: tuple[str, ...] = ("high_performance", "default")
+"""A binary without `impl_mode` gets p=1 and p=0 keys, as `--impl_mode=high_performance,optional`."""
+
+
+@dataclass(frozen=True)
+class Mark:
+    """Where something was written: file, 1-based line and column."""
+
+    file: str
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True)
+class ShapeRule:
+    """How an output's shape follows from the inputs.
+
+    kind `same_as` (operands = one input), `broadcast` (operands = inputs, numpy rules),
+    `reduce` (operand = one input; axes/keep_dims attrs named by `axes_attr`/`keep_dims_attr`),
+    or `function` (operands = one C symbol in the tiling library).
+    """
+
+    kind: Literal["same_as", "broadcast", "reduce", "function"]
+    operands: tuple[str, ...]
+    axes_attr: str | None = None
+    keep_dims_attr: str | None = None
+
+
+@dataclass(frozen=True)
+class Param:
+    """One IR input or output."""
+
+    name: str
+    index: int
+    dtypes: tuple[str, ...]
+    formats: tuple[str, ...]
+    param_type: ParamType
+    is_output: bool
+    shape: ShapeRule | None = None
+    mark: Mark | None = field(default=None, compare=False)
+
+    def dtype_at(self, column: int) -> str:
+        return self.dtypes[0] if len(self.dtypes) == 1 else self.dtypes[column]
+
+    def format_at(self, column: int) -> str:
+        return self.formats[0] if len(self.formats) == 1 else self.formats[column]
+
+
+@dataclass(frozen=True)
+class Attr:
+    """One op attribute; `default is None` means the attribute is required."""
+
+    name: str
+    index: int
+    type: AttrType
+    default: Any = None
+    mark: Mark | None = field(default=None, compare=False)
+
+    @property
+    def required(self) -> bool:
+        return self.default is None
+
+
+@dataclass(frozen=True)
+class TilingField:
+    """One member of the op's tiling-data C struct; `count` > 1 makes it an array."""
+
+    name: str
+    type: Literal["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float", "double"]
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """A C source of the op (relative to the op directory) and the symbol it defines."""
+
+    source: str
+    symbol: str
+
+
+@dataclass(frozen=True)
+class KeyRule:
+    """How GenSimplifiedKey works for this op.
+
+    mode `default` (simplifiedKeyMode 0): dtype,format groups for every input then output.
+    mode `customized` (simplifiedKeyMode 2): a fragment from a callback: `table` (generated from
+    the binaries' `when` and `key`), `c` (symbol in the tiling library, `uint32_t fn(TilingContext*,
+    char*)`), or `python` (module file in the op directory and a function in it).
+    """
+
+    mode: KeyMode
+    callback: CallbackKind | None = None
+    c_symbol: str | None = None
+    py_module: str | None = None
+    py_function: str | None = None
+
+    @property
+    def simplified_key_mode(self) -> int:
+        return 2 if self.mode == "customized" else 0
+
+
+@dataclass(frozen=True)
+class TensorChoice:
+    """A binary's condition on one tensor: its dtype, and its format if the binary pins one."""
+
+    dtype: str
+    format: str | None = None
+
+
+@dataclass(frozen=True)
+class Binary:
+    """One precompiled kernel binary and the calls it serves.
+
+    `when` pins every input and output's dtype (and optionally format); `attr_when` optionally
+    pins attribute values (the binary then serves only calls with exactly those values).
+    `key` is the customized-mode fragment (None in default mode).
+    """
+
+    name: str
+    when: tuple[tuple[str, TensorChoice], ...]
+    attr_when: tuple[tuple[str, Any], ...] = ()
+    key: str | None = None
+    deterministic: Deterministic = "ignore"
+    impl_modes: tuple[str, ...] = DEFAULT_IMPL_MODES
+    block_dim: int = -1
+    mark: Mark | None = field(default=None, compare=False)
+
+    def choice(self, tensor: str) -> TensorChoice:
+        return dict(self.when)[tensor]
+
+    @property
+    def d_values(self) -> tuple[int, ...]:
+        return {"ignore": (0, 1), "true": (1,), "false": (0,)}[self.deterministic]
+
+    @property
+    def p_values(self) -> tuple[int, ...]:
+        return tuple(IMPL_MODE_INDEX[m] for m in self.impl_modes)
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """A whole validated op: the unit every later stage works on."""
+
+    op: str
+    snake: str
+    description: str
+    inputs: tuple[Param, ...]
+    outputs: tuple[Param, ...]
+    attrs: tuple[Attr, ...]
+    tiling_data: tuple[TilingField, ...]
+    kernel: SourceRef
+    tiling: SourceRef
+    key_rule: KeyRule
+    binaries: tuple[Binary, ...]
+    socs: tuple[str, ...]
+    spec_path: Path
+    package: Literal["custom", "built-in"] = "custom"
+    domain: str | None = None
+    core_type: Literal["AiCore", "VectorCore", "MIX"] = "VectorCore"
+    infer_shape: str | None = None
+
+    @property
+    def op_dir(self) -> Path:
+        return self.spec_path.parent
+
+    @property
+    def tensors(self) -> tuple[Param, ...]:
+        """Inputs then outputs, the order of key groups and of kernel arguments."""
+        return self.inputs + self.outputs
+
+    def param(self, name: str) -> Param:
+        for p in self.tensors:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def attr(self, name: str) -> Attr:
+        for a in self.attrs:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+    @property
+    def combination_count(self) -> int:
+        return max(max(len(p.dtypes), len(p.formats)) for p in self.tensors)
+
+    def combinations(self) -> Iterator[dict[str, TensorChoice]]:
+        """Every declared dtype/format column, as tensor name -> (dtype, format)."""
+        for column in range(self.combination_count):
+            yield {p.name: TensorChoice(p.dtype_at(column), p.format_at(column)) for p in self.tensors}
+
+    @property
+    def tiling_data_struct(self) -> str:
+        return f"{self.op}TilingData"
