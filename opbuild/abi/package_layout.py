@@ -1,0 +1,72 @@
+"""Where each file of an installed op package lives (the real OPP tree, DESIGN.md §3).
+
+Shared by the build, which lays the tree out, and the runtime, which reads it. All paths are
+relative to a package root: `out/opp/vendors/<vendor>` for a custom package, or
+`out/opp/built-in` for the built-in one.
+"""
+
+from __future__ import annotations
+
+import platform
+from pathlib import PurePosixPath
+
+KERNEL_ROOT = PurePosixPath("op_impl/ai_core/tbe/kernel")
+"""`binPath` and `jsonPath` in binary_info_config.json are relative to this directory."""
+
+TILING_LIB_NAME = "libcust_opmaster_rt2.0.so"
+OPTILING_LINK_NAME = "liboptiling.so"
+CUSTOM_OPAPI_LIB = "libcust_opapi.so"
+DEFAULT_VENDOR = "customize"
+
+
+def host_arch() -> str:
+    """The `<arch>` directory name of the tiling library (x86_64, aarch64)."""
+    machine = platform.machine().lower()
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+
+
+def kernel_dir(soc: str, op_snake: str) -> PurePosixPath:
+    return KERNEL_ROOT / soc / op_snake
+
+
+def kernel_binary(soc: str, op_snake: str, binary: str, suffix: str) -> PurePosixPath:
+    return kernel_dir(soc, op_snake) / f"{binary}{suffix}"
+
+
+def kernel_json(soc: str, op_snake: str, binary: str) -> PurePosixPath:
+    return kernel_dir(soc, op_snake) / f"{binary}.json"
+
+
+def kernel_config_dir(soc: str) -> PurePosixPath:
+    return KERNEL_ROOT / "config" / soc
+
+
+def binary_info_config(soc: str) -> PurePosixPath:
+    return kernel_config_dir(soc) / "binary_info_config.json"
+
+
+def op_kernel_config(soc: str, op_snake: str) -> PurePosixPath:
+    return kernel_config_dir(soc) / f"{op_snake}.json"
+
+
+def ops_info(soc: str) -> PurePosixPath:
+    return PurePosixPath("op_impl/ai_core/tbe/config") / soc / f"aic-{soc}-ops-info.json"
+
+
+def tiling_lib(arch: str | None = None) -> PurePosixPath:
+    return PurePosixPath("op_impl/ai_core/tbe/op_tiling/lib/linux") / (arch or host_arch()) / TILING_LIB_NAME
+
+
+def optiling_link() -> PurePosixPath:
+    return PurePosixPath("op_impl/ai_core/tbe/op_tiling") / OPTILING_LINK_NAME
+
+
+def python_api_dir() -> PurePosixPath:
+    return PurePosixPath("op_api/python")
+
+
+def aclnn_header(op_snake: str) -> PurePosixPath:
+    return PurePosixPath("op_api/include") / f"aclnn_{op_snake}.h"
+
+
+VERSION_INFO = PurePosixPath("version.info")

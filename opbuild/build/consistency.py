@@ -1,0 +1,51 @@
+"""The build-time check that GenSimplifiedKey and the declared binaries agree (DESIGN.md §5).
+
+Every declared dtype/format combination is run through the op's key rule; a call that would
+find no binary, or a binary no call can reach, fails the build. Table, Python and default rules
+are checked before anything is built; C callbacks once the tiling library is linked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from opbuild.keys import check_key_consistency, make_fragment_fn
+from opbuild.spec.model import OpSpec
+
+
+def _located(spec: OpSpec, problems: list[str]) -> list[str]:
+    return [f"{spec.spec_path}: {p}" for p in problems]
+
+
+def check_specs_without_native(specs: list[OpSpec]) -> list[str]:
+    """Problems of every spec whose key rule needs no compiled code (default, table, python)."""
+    problems: list[str] = []
+    for spec in specs:
+        if spec.key_rule.callback == "c":
+            continue
+        try:
+            fragment_fn = make_fragment_fn(spec)
+        except Exception as exc:  # noqa: BLE001 - a broken callback module is a spec problem
+            problems.append(f"{spec.spec_path}: {spec.op}: cannot load the simplified-key callback: {exc}")
+            continue
+        problems += _located(spec, check_key_consistency(spec, fragment_fn))
+    return problems
+
+
+def check_c_callbacks(specs: list[OpSpec], tiling_lib: Path) -> list[str]:
+    """Problems of every spec whose GenSimplifiedKey is a C symbol in the linked tiling library."""
+    c_specs = [s for s in specs if s.key_rule.callback == "c"]
+    if not c_specs:
+        return []
+    from opbuild.abi.c_callbacks import CKeyCallback, TilingLibrary
+
+    library = TilingLibrary(tiling_lib)
+    problems: list[str] = []
+    for spec in c_specs:
+        try:
+            callback = CKeyCallback(library, spec.key_rule.c_symbol, spec.op)
+        except Exception as exc:  # noqa: BLE001
+            problems.append(f"{spec.spec_path}: {spec.op}: {exc}")
+            continue
+        problems += _located(spec, check_key_consistency(spec, make_fragment_fn(spec, c_callback=callback)))
+    return problems

@@ -1,0 +1,103 @@
+/* sim.h: C API of the opbuild device simulator (libopbuild_sim, built as opbuild.runtime._opbuild_sim).
+ *
+ * The simulated device shares the host address space: device memory is host memory allocated with
+ * the alignment of aclrtMalloc (512 bytes), and kernels are host shared objects that export
+ * `opbuild_kernel_launch` (opbuild_kernel_launch_fn, see opbuild/kernel.h).
+ *
+ * Execution model
+ *   - A thread pool of sim_threads() threads (the calling thread counts as one: the pool starts
+ *     sim_threads() - 1 workers and the caller runs blocks too) is started lazily on the first
+ *     multi-block launch. Its size is sysconf(_SC_NPROCESSORS_ONLN), or env OPBUILD_SIM_THREADS
+ *     (read when the pool is created), or sim_set_threads(n).
+ *   - Kernels without inter-core sync: blocks 0..block_dim-1 are claimed dynamically by the pool
+ *     workers and the caller. A 1-block launch runs inline in the calling thread.
+ *   - Kernels with inter-core sync (SyncAll): all blocks run concurrently, each on its own thread
+ *     (the caller runs block 0; reusable dedicated threads run the others), block_dim <= 1024.
+ *     A block that returns (normally or with an error) leaves the barrier.
+ *   - All blocks of a launch always run; if any fail, the launch fails with
+ *     "block <i>: <message>" for the lowest failing block index.
+ *   - NULL stream = the default stream: synchronous, the launch returns the result.
+ *     A created stream is an in-order queue served by one worker thread: sim_launch validates its
+ *     arguments, copies the args array, enqueues and returns 0. Every task runs even after an
+ *     earlier one failed; the first error is kept and returned (and cleared) by
+ *     sim_stream_synchronize / sim_stream_destroy. The default stream does not synchronize with
+ *     created streams.
+ *
+ * Errors: functions returning int return 0 on success or a SIM_E* code, write the message to
+ * err[0..errlen) when err is not NULL, and always keep it as the calling thread's sim_last_error().
+ */
+#ifndef OPBUILD_SIM_H
+#define OPBUILD_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "opbuild/kernel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SIM_API __attribute__((visibility("default")))
+
+#define SIM_ABI_VERSION 1u
+#define SIM_MEM_ALIGN 512u
+#define SIM_MAX_SYNC_BLOCKS 1024u
+#define SIM_MAX_THREADS 1024u
+#define SIM_ERROR_LEN 512u
+
+enum {
+    SIM_OK = 0,
+    SIM_EINVAL = 1,  /* invalid argument (block_dim 0, NULL kernel, bad pointer, ...) */
+    SIM_EKERNEL = 2, /* a block of the kernel failed */
+    SIM_ENOMEM = 3,  /* out of memory or threads */
+    SIM_ESTATE = 4,  /* operation not allowed in this state */
+};
+
+typedef struct sim_stream sim_stream;
+typedef void (*sim_host_fn)(void *arg);
+
+SIM_API uint32_t sim_abi_version(void);
+
+/* The message of the last failed call made by this thread ("" if none). */
+SIM_API const char *sim_last_error(void);
+
+/* ---- device memory ------------------------------------------------------------------------ */
+
+/* 512-byte aligned, uninitialised; size 0 gives a valid unique pointer. NULL on failure. */
+SIM_API void *sim_malloc(size_t size);
+/* 0, or SIM_EINVAL for a pointer that sim_malloc did not return (or that was freed already). */
+SIM_API int sim_free(void *ptr);
+/* sim_free as a host callback, for frees ordered on a stream (errors are ignored). */
+SIM_API void sim_free_host_fn(void *ptr);
+SIM_API uint64_t sim_mem_in_use(void);  /* bytes currently allocated by sim_malloc */
+SIM_API uint64_t sim_mem_peak(void);    /* high-water mark of sim_mem_in_use */
+SIM_API uint64_t sim_mem_blocks(void);  /* number of live allocations */
+
+/* ---- thread pool -------------------------------------------------------------------------- */
+
+/* n threads (1..SIM_MAX_THREADS; 0 = default: env OPBUILD_SIM_THREADS, else the CPU count).
+ * Stops a running pool (it is recreated with the new size on the next launch). */
+SIM_API int sim_set_threads(uint32_t n);
+/* The pool size in use, or that the next pool would have; 0 if OPBUILD_SIM_THREADS is invalid. */
+SIM_API uint32_t sim_threads(void);
+
+/* ---- launch and streams ------------------------------------------------------------------- */
+
+SIM_API int sim_launch(sim_stream *stream, opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs,
+                       uint32_t block_dim, int intercore_sync, char *err, uint32_t errlen);
+
+SIM_API sim_stream *sim_stream_create(void);
+/* Wait for every task enqueued so far; returns (and clears) the first error recorded. */
+SIM_API int sim_stream_synchronize(sim_stream *stream, char *err, uint32_t errlen);
+/* Drain, stop and free the stream; returns an error that was not reported yet. */
+SIM_API int sim_stream_destroy(sim_stream *stream, char *err, uint32_t errlen);
+/* Run fn(arg) on the stream's thread after every task enqueued before it. */
+SIM_API int sim_stream_enqueue_host(sim_stream *stream, sim_host_fn fn, void *arg);
+/* Number of tasks enqueued and not finished yet. */
+SIM_API uint64_t sim_stream_pending(sim_stream *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* OPBUILD_SIM_H */
