@@ -1,0 +1,53 @@
+"""opbuild.runtime: run built op packages on the CPU device simulator.
+
+    import opbuild.runtime as rt
+    ops = rt.import_ops("out/opp/vendors/customize")
+    z = ops.add_custom_template(x, y)                       # one shot
+    size, executor = ops.aclnnAddCustomTemplateGetWorkspaceSize(x, y, z)   # two phases
+    ops.aclnnAddCustomTemplate(rt.malloc(size), size, executor, stream)
+
+Submodules load lazily so that importing this package stays cheap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opbuild.runtime.errors import (
+    ACLNN_ERR_INNER,
+    ACLNN_ERR_PARAM_INVALID,
+    ACLNN_ERR_PARAM_NULLPTR,
+    ACLNN_ERR_RUNTIME_ERROR,
+    ACLNN_SUCCESS,
+    AclnnError,
+)
+from opbuild.runtime.settings import get_deterministic, get_impl_mode, set_deterministic, set_impl_mode
+from opbuild.runtime.tensor import Tensor
+
+__all__ = [
+    "ACLNN_ERR_INNER", "ACLNN_ERR_PARAM_INVALID", "ACLNN_ERR_PARAM_NULLPTR", "ACLNN_ERR_RUNTIME_ERROR",
+    "ACLNN_SUCCESS", "AclnnError", "DeviceError", "ResetCacheThreadLocal", "Stream", "Tensor", "default_stream",
+    "get_deterministic", "get_impl_mode", "import_ops", "malloc", "set_deterministic", "set_impl_mode",
+]
+
+
+def import_ops(package_dir):
+    """The generated Python aclnn module of a built package (see opbuild.runtime.api)."""
+    from opbuild.runtime.api import import_ops as _import_ops
+
+    return _import_ops(package_dir)
+
+
+def ResetCacheThreadLocal() -> None:  # noqa: N802 - the CANN symbol name
+    """Clear the calling thread's op-parameter cache."""
+    from opbuild.runtime.executor import reset_cache_thread_local
+
+    reset_cache_thread_local()
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("malloc", "Stream", "DeviceError", "default_stream"):
+        from opbuild.runtime import device
+
+        return getattr(device, name)
+    raise AttributeError(f"module 'opbuild.runtime' has no attribute {name!r}")

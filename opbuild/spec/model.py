@@ -189,6 +189,8 @@ class OpSpec:
     domain: str | None = None
     core_type: Literal["AiCore", "VectorCore", "MIX"] = "VectorCore"
     infer_shape: str | None = None
+    intercore_sync: bool = False
+    """`kernel.intercore_sync`: the kernel uses SyncAll, so all blocks must run concurrently."""
 
     @property
     def op_dir(self) -> Path:

@@ -69,7 +69,7 @@ def schema_problems(data: Any, marks: Marks) -> Iterator[tuple[JsonPath, Problem
             allowed = ", ".join(known) if known else "none"
             for key in error.instance:
                 if key not in known:
-                    yield path, marks.problem(path + (key,), f"unknown field {key!r} (allowed here: {allowed})",
+                    yield path + (key,), marks.problem(path + (key,), f"unknown field {key!r} (allowed here: {allowed})",
                                               at_key=True)
             continue
         if error.validator == "required" and isinstance(error.instance, dict):

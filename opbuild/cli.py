@@ -1,0 +1,114 @@
+"""The `opbuild` command.
+
+Each subcommand is one `Command`: a function that adds its arguments to an argparse subparser
+and a function that runs it and returns the exit status. Register one with
+
+    def _configure_build(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(...)
+
+    @command("build", "build op packages", _configure_build)
+    def _build(args: argparse.Namespace) -> int:
+        from opbuild.build import ...      # import the stage here, so other commands stay fast
+        ...
+
+Handlers import their stage lazily: `opbuild --help` and `opbuild validate` load only what they use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+Configure = Callable[[argparse.ArgumentParser], None]
+Run = Callable[[argparse.Namespace], int]
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    help: str
+    configure: Configure
+    run: Run
+
+
+COMMANDS: dict[str, Command] = {}
+"""Subcommand name -> Command, in registration order (the order `opbuild --help` lists them)."""
+
+
+def command(name: str, help: str, configure: Configure | None = None) -> Callable[[Run], Run]:
+    """Register the decorated function as subcommand `name`."""
+
+    def register(run: Run) -> Run:
+        if name in COMMANDS:
+            raise ValueError(f"opbuild subcommand {name!r} is registered twice")
+        COMMANDS[name] = Command(name, help, configure or (lambda parser: None), run)
+        return run
+
+    return register
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="opbuild",
+        description="Build system and runtime for CANN-style (Ascend) operator packages.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for cmd in COMMANDS.values():
+        sub = subparsers.add_parser(cmd.name, help=cmd.help, description=cmd.help)
+        cmd.configure(sub)
+        sub.set_defaults(_run=cmd.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run `opbuild ARGS`; returns the exit status (argparse usage errors exit with status 2)."""
+    args = build_parser().parse_args(argv)
+    return args._run(args)
+
+
+# ~~~ validate ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+
+def _configure_validate(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "paths", nargs="*", metavar="PATH", default=["ops"],
+        help="op.yaml files, or directories holding op.yaml or */op.yaml (default: ops/)",
+    )
+
+
+@command("validate", "check op specs and report every problem as path:line:col", _configure_validate)
+def _validate(args: argparse.Namespace) -> int:
+    from opbuild.spec import SpecError, find_specs, load_specs
+
+    failed = False
+    files: list[Path] = []
+    for raw in args.paths:
+        path = Path(raw)
+        if not path.exists():
+            print(f"opbuild validate: error: no such file or directory: {raw}", file=sys.stderr)
+            failed = True
+            continue
+        found = find_specs([path])
+        if not found:
+            print(f"opbuild validate: error: no op specs (op.yaml or */op.yaml) in {raw}", file=sys.stderr)
+            failed = True
+        files.extend(found)
+    try:
+        specs = load_specs(files)
+    except SpecError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        print(f"opbuild validate: {len(exc.problems)} problem(s) in "
+              f"{len({p.file for p in exc.problems})} file(s)", file=sys.stderr)
+        return 1
+    if failed:
+        return 1
+    print(f"ok: {len(specs)} op specs")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""Per-SoC package files: `kernel/config/<soc>/binary_info_config.json` (cann-formats.md §1.2)
+and `config/<soc>/aic-<soc>-ops-info.json` (§3), plus the two one-line text files."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from opbuild.abi.ge_types import DTYPE_OPS_INFO_NAME
+from opbuild.abi.package_layout import KERNEL_ROOT, kernel_binary
+from opbuild.codegen.kernel_json import OPTIONAL_INPUT_MODE, kernel_json_path
+from opbuild.codegen.naming import dumps
+from opbuild.keys.rules import binary_full_keys
+from opbuild.spec.model import Attr, OpSpec, Param
+
+CORE_TYPE_INT = {"MIX": 0, "AiCore": 1, "VectorCore": 2}
+"""binary_info_config.json `coreType` (nnopbase: kMix=0, kAicore, kVectorcore)."""
+
+OPS_INFO_ATTR_TYPE = {
+    "int": "int", "float": "float", "bool": "bool", "str": "str",
+    "list_int": "listInt", "list_float": "listFloat", "list_bool": "listBool",
+}
+"""Attribute type spelling of the ops-info library."""
+
+
+def _for_soc(specs: Iterable[OpSpec], soc: str) -> list[OpSpec]:
+    return [s for s in specs if soc in s.socs]
+
+
+def _param_entry(p: Param, index: int) -> Any:
+    entry = {"name": p.name, "index": index, "paramType": p.param_type, "dtypeMode": "", "formatMode": "nd_agnostic"}
+    return [entry] if p.param_type == "dynamic" else entry
+
+
+def binary_info_entry(spec: OpSpec, soc: str, bin_suffix: str) -> dict[str, Any]:
+    """One op's value in binary_info_config.json."""
+    return {
+        "dynamicRankSupport": True,
+        "simplifiedKeyMode": spec.key_rule.simplified_key_mode,
+        "optionalInputMode": OPTIONAL_INPUT_MODE,
+        "params": {
+            "inputs": [_param_entry(p, i) for i, p in enumerate(spec.inputs)],
+            "outputs": [_param_entry(p, i) for i, p in enumerate(spec.outputs)],
+            "attrs": [{"name": a.name, "mode": "all"} for a in spec.attrs],
+        },
+        "binaryList": [
+            {
+                "coreType": CORE_TYPE_INT[spec.core_type],
+                "simplifiedKey": binary_full_keys(spec, b),
+                "binPath": kernel_binary(soc, spec.snake, b.name, bin_suffix).relative_to(KERNEL_ROOT).as_posix(),
+                "jsonPath": kernel_json_path(soc, spec, b.name),
+            }
+            for b in spec.binaries
+        ],
+    }
+
+
+def render_binary_info_config(specs: Iterable[OpSpec], soc: str, bin_suffix: str) -> str:
+    """binary_info_config.json of one SoC: keyed by op type, every op that supports the SoC."""
+    return dumps({s.op: binary_info_entry(s, soc, bin_suffix) for s in _for_soc(specs, soc)})
+
+
+def _default_text(attr: Attr) -> str:
+    def one(v: Any) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        return str(v) if not isinstance(v, float) else repr(v)
+
+    value = attr.default
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(one(v) for v in value) + "]"
+    return one(value)
+
+
+def ops_info_entry(spec: OpSpec) -> dict[str, Any]:
+    """One op's value in aic-<soc>-ops-info.json: one column per declared combination."""
+    columns = range(spec.combination_count)
+    entry: dict[str, Any] = {
+        "opFile": {"value": spec.snake},
+        "opInterface": {"value": spec.snake},
+        "dynamicShapeSupport": {"flag": "true"},
+        "dynamicRankSupport": {"flag": "true"},
+    }
+    for kind, params in (("input", spec.inputs), ("output", spec.outputs)):
+        for i, p in enumerate(params):
+            entry[f"{kind}{i}"] = {
+                "name": p.name,
+                "dtype": ",".join(DTYPE_OPS_INFO_NAME[p.dtype_at(c)] for c in columns),
+                "format": ",".join(p.format_at(c) for c in columns),
+                "paramType": p.param_type,
+                "shape": "all",
+            }
+    if spec.attrs:
+        entry["attr"] = {"list": ",".join(a.name for a in spec.attrs)}
+    for a in spec.attrs:
+        info = {"type": OPS_INFO_ATTR_TYPE[a.type], "value": "all", "paramType": "required" if a.required else "optional"}
+        if not a.required:
+            info["defaultValue"] = _default_text(a)
+        entry[f"attr_{a.name}"] = info
+    return entry
+
+
+def render_ops_info(specs: Iterable[OpSpec], soc: str) -> str:
+    """aic-<soc>-ops-info.json: op type -> opFile, opInterface, inputN/outputN, attrs, flags."""
+    return dumps({s.op: ops_info_entry(s) for s in _for_soc(specs, soc)})
+
+
+def render_version_info(compiler_version: str) -> str:
+    """version.info: `custom_opp_compiler_version=<X>`."""
+    if not compiler_version or any(c in compiler_version for c in "\r\n"):
+        raise ValueError(f"bad compiler version {compiler_version!r}: want one non-empty line")
+    return f"custom_opp_compiler_version={compiler_version}\n"
+
+
+def render_vendors_config(vendors: list[str]) -> str:
+    """vendors/config.ini: `load_priority=v1,v2` (highest priority first)."""
+    if not vendors:
+        raise ValueError("vendors/config.ini needs at least one vendor")
+    for v in vendors:
+        if not v or any(c in v for c in ",=/\\") or any(c.isspace() for c in v):
+            raise ValueError(f"bad vendor name {v!r}: no commas, '=', slashes or whitespace")
+    return f"load_priority={','.join(vendors)}\n"

@@ -1,0 +1,77 @@
+"""The package's Python aclnn module (`op_api/python/aclnn_ops.py`) and its key-rule modules.
+
+Parameter names follow the real aclnn rules: camelCase, an `Optional` suffix for optional
+inputs, a single output named `out` (else `<name>Out`), attributes after inputs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import PurePosixPath
+
+from opbuild.codegen.environment import template
+from opbuild.spec.model import OpSpec
+from opbuild.spec.serialize import spec_to_dict
+
+PYTHON_MODULE = "aclnn_ops.py"
+KEYRULES_DIR = "keyrules"
+
+
+def camel_case(name: str) -> str:
+    """`negative_slope` -> `negativeSlope` (aclnn parameter naming)."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _input_name(spec: OpSpec, index: int) -> str:
+    p = spec.inputs[index]
+    return camel_case(p.name) + ("Optional" if p.param_type == "optional" else "")
+
+
+def output_names(spec: OpSpec) -> list[str]:
+    if len(spec.outputs) == 1:
+        return ["out"]
+    return [camel_case(p.name) + "Out" for p in spec.outputs]
+
+
+def _tuple(items: list[str]) -> str:
+    return ", ".join(items) + ("," if len(items) == 1 else "")
+
+
+def keyrule_path(spec: OpSpec) -> PurePosixPath | None:
+    """Where a python key-rule module of `spec` is shipped, relative to op_api/python/."""
+    if spec.key_rule.callback != "python":
+        return None
+    return PurePosixPath(KEYRULES_DIR) / spec.snake / f"{spec.key_rule.py_module}.py"
+
+
+def render_python_api(specs: list[OpSpec]) -> str:
+    ops = []
+    for spec in specs:
+        inputs = [_input_name(spec, i) for i in range(len(spec.inputs))]
+        attrs = [camel_case(a.name) for a in spec.attrs]
+        outputs = output_names(spec)
+        # Attributes with defaults must follow required ones in Python: keyword-only after `*`.
+        required_attrs = [camel_case(a.name) for a in spec.attrs if a.required]
+        optional_attrs = [f"{camel_case(a.name)}={_literal(a.default)}" for a in spec.attrs if not a.required]
+        oneshot = inputs + required_attrs + ["*", *optional_attrs, "deterministic=None", "impl_mode=None", "stream=None"]
+        ops.append({
+            "op": spec.op,
+            "snake": spec.snake,
+            "description": spec.description.replace('"', "'"),
+            "phase1_params": inputs + attrs + outputs,
+            "oneshot_params": oneshot,
+            "input_args": _tuple(inputs),
+            "attr_args": _tuple(attrs),
+            "output_args": _tuple(outputs),
+            "multi_output": len(outputs) > 1,
+        })
+    definitions = {spec.op: spec_to_dict(spec) for spec in specs}
+    text = json.dumps(definitions, sort_keys=True, separators=(",", ":"))
+    return template("python_aclnn.py.j2").render(ops=ops, definitions_json=repr(text))
+
+
+def _literal(value: object) -> str:
+    if isinstance(value, tuple):
+        value = list(value)
+    return repr(value)

@@ -1,0 +1,133 @@
+"""Do GenSimplifiedKey and the declared binaries agree? (DESIGN.md §5; the seeds' main failure mode.)
+
+`check_key_consistency(spec, fragment_fn)` calls the key rule on every declared call and reports:
+
+* a call whose full key no binary has (it would fail at run time);
+* a binary that no call reaches (dead weight, usually a typo in `key`);
+* a call on which the rule raises or returns an invalid fragment;
+* a full key that two binaries claim (the lookup would be ambiguous).
+
+The calls enumerated: every declared dtype/format column (`spec.combinations()`), crossed with
+attribute samples, d in {0, 1} and p in the union of the binaries' impl modes. Attribute samples:
+the default, every value any binary's `attr_when` names, and for int/float attributes one value
+different from all of those (max + 1, max + 1.5); bool attributes both values; str/list
+attributes the default only (or "" / [] when required). A dynamic input has one element, every
+shape is [1]. An optional input is present, and also absent when some binary's `when` leaves it
+out (such a binary serves calls without it).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from opbuild.keys.grammar import check_fragment, full_key
+from opbuild.keys.rules import (
+    FragmentFn,
+    all_binary_keys,
+    binary_full_keys,
+    context_for_choices,
+    describe_call,
+)
+from opbuild.spec.model import Attr, OpSpec, TensorChoice
+
+
+def _add(values: list[Any], value: Any) -> None:
+    for v in values:
+        if type(v) is type(value) and v == value:
+            return
+    values.append(value)
+
+
+def attr_samples(spec: OpSpec, attr: Attr) -> list[Any]:
+    """The values of one attribute the consistency check tries (see the module doc)."""
+    values: list[Any] = []
+    if attr.default is not None:
+        _add(values, attr.default)
+    for b in spec.binaries:
+        for name, value in b.attr_when:
+            if name == attr.name:
+                _add(values, value)
+    if attr.type == "bool":
+        _add(values, False)
+        _add(values, True)
+    elif attr.type in ("int", "float"):
+        numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if attr.type == "int":
+            _add(values, int(max(numbers)) + 1 if numbers else 1)
+        else:
+            _add(values, float(max(numbers)) + 1.5 if numbers else 1.5)
+    elif not values:
+        values.append("" if attr.type == "str" else [])
+    return values
+
+
+def _columns(spec: OpSpec) -> list[dict[str, TensorChoice | None]]:
+    """Declared columns (deduplicated), with optional-absent variants where a binary serves them."""
+    absent_ok = [
+        p.name for p in spec.inputs
+        if p.param_type == "optional" and any(p.name not in dict(b.when) for b in spec.binaries)
+    ]
+    seen: set[tuple] = set()
+    out: list[dict[str, TensorChoice | None]] = []
+    for column in spec.combinations():
+        for absent in itertools.product((False, True), repeat=len(absent_ok)):
+            col: dict[str, TensorChoice | None] = dict(column)
+            for name, gone in zip(absent_ok, absent):
+                if gone:
+                    col[name] = None
+            sig = tuple(sorted((k, (v.dtype, v.format) if v else None) for k, v in col.items()))
+            if sig not in seen:
+                seen.add(sig)
+                out.append(col)
+    return out
+
+
+def check_key_consistency(spec: OpSpec, fragment_fn: FragmentFn, soc: str | None = None) -> list[str]:
+    """Messages for every disagreement between the key rule and the binaries; [] when they agree."""
+    op = spec.op
+    messages: list[str] = []
+    keys = all_binary_keys(spec)
+    for key, owners in keys.items():
+        if len(owners) > 1:
+            messages.append(f"{op}: key '{key}' belongs to several binaries: {', '.join(owners)}")
+    p_values = sorted({p for b in spec.binaries for p in b.p_values})
+    attr_names = [a.name for a in spec.attrs]
+    attr_value_lists = [attr_samples(spec, a) for a in spec.attrs]
+    soc = soc if soc is not None else (spec.socs[0] if spec.socs else "")
+    reached: set[str] = set()
+
+    for column in _columns(spec):
+        for values in itertools.product(*attr_value_lists):
+            attrs = dict(zip(attr_names, values))
+            for d in (0, 1):
+                for p in p_values:
+                    ctx = context_for_choices(spec, column, attrs, d, p, soc)
+                    try:
+                        fragment = fragment_fn(ctx)
+                    except Exception as e:  # noqa: BLE001 - every failure is a finding
+                        messages.append(
+                            f"{op}: GenSimplifiedKey failed for a call with {describe_call(spec, ctx)}: "
+                            f"{type(e).__name__}: {e}"
+                        )
+                        continue
+                    problem = check_fragment(fragment)
+                    if problem is not None:
+                        messages.append(
+                            f"{op}: GenSimplifiedKey returned an invalid fragment for a call with "
+                            f"{describe_call(spec, ctx)}: {problem}"
+                        )
+                        continue
+                    key = full_key(op, d, p, fragment)
+                    if key in keys:
+                        reached.add(key)
+                    else:
+                        messages.append(
+                            f"{op}: a call with {describe_call(spec, ctx)} gives key '{key}' which no binary has"
+                        )
+
+    for b in spec.binaries:
+        bkeys = binary_full_keys(spec, b)
+        if not any(k in reached for k in bkeys):
+            messages.append(f"{op}: binary {b.name} (keys {', '.join(bkeys)}) is reached by no declared combination")
+    return messages

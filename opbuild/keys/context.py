@@ -1,0 +1,122 @@
+"""KeyContext: what a Python GenSimplifiedKey callback (and the table rule) sees of one call.
+
+It is the Python counterpart of the C TilingContext as far as key selection goes: per IR input
+and output the tensor instances (dtype name, storage format name, shape), the attributes by name,
+the deterministic flag (d), the impl mode (p) and the SoC. A required tensor has one instance, an
+absent optional one none, a dynamic list one per element.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+Instance = tuple[str, str, tuple[int, ...]]
+"""One tensor instance: (dtype name, format name, shape)."""
+
+
+class KeyContext:
+    """One call's key-relevant facts. Cheap to build; treat it as read-only."""
+
+    __slots__ = ("_inputs", "_outputs", "_attrs", "_deterministic", "_impl_mode", "_soc")
+
+    def __init__(
+        self,
+        inputs: Sequence[Sequence[Instance]],
+        outputs: Sequence[Sequence[Instance]],
+        attrs: Mapping[str, Any] | None = None,
+        deterministic: int = 0,
+        impl_mode: int = 0,
+        soc: str = "",
+    ) -> None:
+        self._inputs = inputs
+        self._outputs = outputs
+        self._attrs = attrs if attrs is not None else {}
+        self._deterministic = 1 if deterministic else 0
+        self._impl_mode = int(impl_mode)
+        self._soc = soc
+
+    # ---- inputs ------------------------------------------------------------------------------
+
+    def _instance(self, params: Sequence[Sequence[Instance]], kind: str, i: int, k: int) -> Instance | None:
+        if not 0 <= i < len(params):
+            raise IndexError(f"{kind} index {i} out of range: the op has {len(params)} {kind}s")
+        instances = params[i]
+        return instances[k] if 0 <= k < len(instances) else None
+
+    def input_count(self, i: int) -> int:
+        """Instances of IR input i: 1 for a tensor, 0 for an absent optional one, n for a list."""
+        if not 0 <= i < len(self._inputs):
+            raise IndexError(f"input index {i} out of range: the op has {len(self._inputs)} inputs")
+        return len(self._inputs[i])
+
+    def input_dtype(self, i: int, k: int = 0) -> str | None:
+        """Dtype name (`float16`, ...) of instance k of IR input i; None if absent."""
+        inst = self._instance(self._inputs, "input", i, k)
+        return inst[0] if inst else None
+
+    def input_format(self, i: int, k: int = 0) -> str | None:
+        inst = self._instance(self._inputs, "input", i, k)
+        return inst[1] if inst else None
+
+    def input_shape(self, i: int, k: int = 0) -> tuple[int, ...] | None:
+        inst = self._instance(self._inputs, "input", i, k)
+        return tuple(inst[2]) if inst else None
+
+    # ---- outputs -----------------------------------------------------------------------------
+
+    def output_count(self, i: int) -> int:
+        if not 0 <= i < len(self._outputs):
+            raise IndexError(f"output index {i} out of range: the op has {len(self._outputs)} outputs")
+        return len(self._outputs[i])
+
+    def output_dtype(self, i: int, k: int = 0) -> str | None:
+        inst = self._instance(self._outputs, "output", i, k)
+        return inst[0] if inst else None
+
+    def output_format(self, i: int, k: int = 0) -> str | None:
+        inst = self._instance(self._outputs, "output", i, k)
+        return inst[1] if inst else None
+
+    def output_shape(self, i: int, k: int = 0) -> tuple[int, ...] | None:
+        inst = self._instance(self._outputs, "output", i, k)
+        return tuple(inst[2]) if inst else None
+
+    # ---- attrs and flags ---------------------------------------------------------------------
+
+    def attr(self, name: str) -> Any:
+        """The attribute's value for this call; KeyError naming the known attributes if unknown."""
+        try:
+            return self._attrs[name]
+        except KeyError:
+            known = ", ".join(sorted(self._attrs)) or "none"
+            raise KeyError(f"no attribute {name!r} in this call (attributes: {known})") from None
+
+    @property
+    def attrs(self) -> Mapping[str, Any]:
+        return self._attrs
+
+    @property
+    def deterministic(self) -> int:
+        """d: 1 when the call asks for deterministic computation, else 0."""
+        return self._deterministic
+
+    @property
+    def impl_mode(self) -> int:
+        """p: 0 default, 1 high_performance, 2 high_precision."""
+        return self._impl_mode
+
+    @property
+    def soc(self) -> str:
+        return self._soc
+
+    @property
+    def num_inputs(self) -> int:
+        return len(self._inputs)
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self._outputs)
+
+    def __repr__(self) -> str:
+        return (f"KeyContext(inputs={self._inputs!r}, outputs={self._outputs!r}, attrs={dict(self._attrs)!r}, "
+                f"deterministic={self._deterministic}, impl_mode={self._impl_mode}, soc={self._soc!r})")

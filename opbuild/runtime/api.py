@@ -1,0 +1,104 @@
+"""What generated Python aclnn modules call: registration, the two phases, the one-shot call.
+
+`import_ops(package_dir)` loads a package's generated `op_api/python/aclnn_ops.py`; that module
+registers its ops here with the package they belong to and forwards every call to this module.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import threading
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Sequence
+
+import numpy as np
+
+from opbuild.abi.ge_types import dtype_name, numpy_dtype
+from opbuild.runtime import executor as _executor
+from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
+from opbuild.runtime.selection import OpRuntime
+from opbuild.runtime.shapes import infer_output_dtype, infer_output_shape
+from opbuild.runtime.tensor import Tensor, as_array
+from opbuild.spec.serialize import spec_from_dict
+
+PYTHON_MODULE = Path("op_api/python/aclnn_ops.py")
+_LOADED: dict[Path, ModuleType] = {}
+_LOCK = threading.Lock()
+
+
+def register_package(module_file: str, definitions: dict[str, Any]) -> dict[str, OpRuntime]:
+    """Called by a generated module at import: its ops, bound to the package it lives in."""
+    python_dir = Path(module_file).resolve().parent
+    package = python_dir.parent.parent
+    ops = {}
+    for name, d in definitions.items():
+        spec_path = python_dir / "keyrules" / d["snake"] / "op.yaml"
+        ops[name] = OpRuntime(spec_from_dict(d, spec_path), package)
+    return ops
+
+
+def import_ops(package_dir: str | Path) -> ModuleType:
+    """The generated Python aclnn module of the package at `package_dir` (e.g. out/opp/vendors/customize)."""
+    root = Path(package_dir).resolve()
+    module_path = root / PYTHON_MODULE
+    with _LOCK:
+        module = _LOADED.get(module_path)
+        if module is not None:
+            return module
+        if not module_path.is_file():
+            raise AclnnError(ACLNN_ERR_INNER, f"no generated aclnn module at {module_path}: is {root} a built op package?")
+        name = f"opbuild_ops_{abs(hash(str(root))):x}"
+        spec = importlib.util.spec_from_file_location(name, module_path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        _LOADED[module_path] = module
+        return module
+
+
+def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], outputs: Sequence[Any],
+                       deterministic: bool | None = None, impl_mode: str | int | None = None):
+    return _executor.get_workspace_size(op, inputs, attrs, outputs, deterministic, impl_mode)
+
+
+def execute(workspace: Any, workspace_size: int, executor: _executor.Executor, stream: Any = None) -> int:
+    _executor.execute(workspace, workspace_size, executor, stream)
+    return 0
+
+
+def call(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], deterministic: bool | None = None,
+         impl_mode: str | int | None = None, stream: Any = None):
+    """One shot: allocate the outputs by the spec's rules, run both phases, return the outputs.
+
+    Returns numpy arrays when the inputs are numpy arrays, Tensors when any input is a Tensor.
+    """
+    spec = op.spec
+    attr_values = _executor.normalize_attrs(op, attrs)
+    attr_map = {a.name: v for a, v in zip(spec.attrs, attr_values)}
+    shapes: dict[str, tuple[int, ...]] = {}
+    dtypes: dict[str, str] = {}
+    any_tensor = False
+    for param, value in zip(spec.inputs, inputs):
+        first = value[0] if param.param_type == "dynamic" and isinstance(value, (list, tuple)) and value else value
+        if first is None:
+            continue
+        any_tensor |= isinstance(first, Tensor)
+        array, _ = as_array(first, f"{spec.op} input '{param.name}'")
+        shapes[param.name] = array.shape
+        dtypes[param.name] = dtype_name(array.dtype)
+    outputs = []
+    for param in spec.outputs:
+        shape = infer_output_shape(spec, param, shapes, attr_map)
+        if shape is None:
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID,
+                             f"{spec.op}: output '{param.name}' has no shape rule; use the two-phase API with an output tensor")
+        outputs.append(np.empty(shape, numpy_dtype(infer_output_dtype(spec, param, dtypes))))
+    size, executor = _executor.get_workspace_size(op, inputs, attr_values, outputs, deterministic, impl_mode)
+    workspace = np.empty(size, np.uint8) if size else None
+    _executor.execute(workspace, size, executor, stream)
+    if stream is not None and workspace is not None:
+        stream.enqueue_host(lambda: workspace)
+    results = [Tensor(o) for o in outputs] if any_tensor else outputs
+    return results[0] if len(results) == 1 else tuple(results)

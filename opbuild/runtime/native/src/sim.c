@@ -1,0 +1,844 @@
+/* sim.c: the opbuild device simulator (see sim.h for the model). C11 + pthreads. */
+#define _GNU_SOURCE
+#include "sim.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SIM_STACK_SIZE ((size_t)8 << 20) /* kernels may keep UB-sized buffers on the stack */
+#define SIM_NO_BLOCK UINT32_MAX
+
+/* ---- errors ------------------------------------------------------------------------------- */
+
+static __thread char last_error[SIM_ERROR_LEN];
+
+SIM_API uint32_t sim_abi_version(void) { return SIM_ABI_VERSION; }
+SIM_API const char *sim_last_error(void) { return last_error; }
+
+static void copy_msg(char *dst, uint32_t dstlen, const char *msg) {
+    if (!dst || dstlen == 0) return;
+    size_t n = strlen(msg);
+    if (n >= dstlen) n = dstlen - 1;
+    memcpy(dst, msg, n);
+    dst[n] = '\0';
+}
+
+/* Record `msg` as this thread's last error and in err; returns code. */
+static int report(int code, char *err, uint32_t errlen, const char *msg) {
+    if (msg != last_error) copy_msg(last_error, SIM_ERROR_LEN, msg);
+    copy_msg(err, errlen, msg);
+    return code;
+}
+
+static int reportf(int code, char *err, uint32_t errlen, const char *fmt, ...) {
+    char buf[SIM_ERROR_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return report(code, err, errlen, buf);
+}
+
+static int start_thread(pthread_t *tid, void *(*fn)(void *), void *arg, int detached) {
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0) return -1;
+    pthread_attr_setstacksize(&attr, SIM_STACK_SIZE);
+    if (detached) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(tid, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    return rc;
+}
+
+/* ---- device memory ------------------------------------------------------------------------ */
+
+#define SIM_MEM_MAGIC 0x4f50425344455631ull /* "OPBSDEV1" */
+#define SIM_MEM_FREED 0x4f50425346524545ull /* "OPBSFREE" */
+
+typedef struct mem_header {
+    uint64_t magic;
+    uint64_t size;
+    void *base;
+} mem_header;
+
+static atomic_uint_fast64_t mem_in_use;
+static atomic_uint_fast64_t mem_peak;
+static atomic_uint_fast64_t mem_blocks;
+
+SIM_API void *sim_malloc(size_t size) {
+    if (size > SIZE_MAX - SIM_MEM_ALIGN) {
+        reportf(SIM_ENOMEM, NULL, 0, "sim_malloc: %zu bytes is too large", size);
+        return NULL;
+    }
+    void *base = NULL;
+    int rc = posix_memalign(&base, SIM_MEM_ALIGN, SIM_MEM_ALIGN + size);
+    if (rc != 0 || base == NULL) {
+        reportf(SIM_ENOMEM, NULL, 0, "sim_malloc: out of memory allocating %zu bytes", size);
+        return NULL;
+    }
+    uint8_t *user = (uint8_t *)base + SIM_MEM_ALIGN;
+    mem_header *h = (mem_header *)(user - sizeof(mem_header));
+    h->magic = SIM_MEM_MAGIC;
+    h->size = size;
+    h->base = base;
+    uint64_t now = atomic_fetch_add(&mem_in_use, size) + size;
+    uint64_t peak = atomic_load(&mem_peak);
+    while (now > peak && !atomic_compare_exchange_weak(&mem_peak, &peak, now)) {
+    }
+    atomic_fetch_add(&mem_blocks, 1);
+    return user;
+}
+
+SIM_API int sim_free(void *ptr) {
+    if (ptr == NULL) return SIM_OK;
+    if ((uintptr_t)ptr % SIM_MEM_ALIGN != 0)
+        return reportf(SIM_EINVAL, NULL, 0, "sim_free: %p is not a device pointer (not %u-byte aligned)", ptr,
+                       SIM_MEM_ALIGN);
+    mem_header *h = (mem_header *)((uint8_t *)ptr - sizeof(mem_header));
+    if (h->magic == SIM_MEM_FREED)
+        return reportf(SIM_EINVAL, NULL, 0, "sim_free: %p was freed already", ptr);
+    if (h->magic != SIM_MEM_MAGIC || (uint8_t *)h->base + SIM_MEM_ALIGN != (uint8_t *)ptr)
+        return reportf(SIM_EINVAL, NULL, 0, "sim_free: %p was not allocated by sim_malloc", ptr);
+    h->magic = SIM_MEM_FREED;
+    atomic_fetch_sub(&mem_in_use, h->size);
+    atomic_fetch_sub(&mem_blocks, 1);
+    free(h->base);
+    return SIM_OK;
+}
+
+SIM_API void sim_free_host_fn(void *ptr) { (void)sim_free(ptr); }
+SIM_API uint64_t sim_mem_in_use(void) { return atomic_load(&mem_in_use); }
+SIM_API uint64_t sim_mem_peak(void) { return atomic_load(&mem_peak); }
+SIM_API uint64_t sim_mem_blocks(void) { return atomic_load(&mem_blocks); }
+
+/* ---- running one block -------------------------------------------------------------------- */
+
+/* Sync context given to kernels launched without intercore_sync: SyncAll there is a bug (the
+ * blocks are not concurrent), reported as an error of the block instead of being ignored. */
+typedef struct misuse_flag {
+    int called;
+} misuse_flag;
+
+static void sync_misuse(void *ctx) { ((misuse_flag *)ctx)->called = 1; }
+
+/* Runs block idx; returns 0, or nonzero with the block's message in kerr[OPBUILD_KERNEL_ERROR_LEN]. */
+static int run_block(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs, uint32_t idx,
+                     uint32_t block_dim, opbuild_sync_all_fn sync, void *sync_ctx, char *kerr) {
+    misuse_flag misuse = {0};
+    if (sync == NULL) {
+        sync = sync_misuse;
+        sync_ctx = &misuse;
+    }
+    kerr[0] = '\0';
+    int32_t rc = fn(args, nargs, idx, block_dim, sync, sync_ctx, kerr, OPBUILD_KERNEL_ERROR_LEN);
+    kerr[OPBUILD_KERNEL_ERROR_LEN - 1] = '\0';
+    if (rc != 0) {
+        if (kerr[0] == '\0') snprintf(kerr, OPBUILD_KERNEL_ERROR_LEN, "kernel failed with status %d", (int)rc);
+        return 1;
+    }
+    if (misuse.called) {
+        snprintf(kerr, OPBUILD_KERNEL_ERROR_LEN,
+                 "SyncAll() called by a kernel launched without intercore_sync "
+                 "(set kernel.intercore_sync: true in the op spec)");
+        return 1;
+    }
+    return 0;
+}
+
+/* Lowest failing block of a launch. Callers serialise access. */
+typedef struct failure {
+    uint32_t idx;
+    char msg[OPBUILD_KERNEL_ERROR_LEN];
+} failure;
+
+static void failure_note(failure *f, uint32_t idx, const char *msg) {
+    if (idx < f->idx) {
+        f->idx = idx;
+        copy_msg(f->msg, sizeof f->msg, msg);
+    }
+}
+
+static int failure_report(const failure *f, char *msg) {
+    if (f->idx == SIM_NO_BLOCK) return SIM_OK;
+    snprintf(msg, SIM_ERROR_LEN, "block %u: %s", f->idx, f->msg);
+    return SIM_EKERNEL;
+}
+
+/* ---- thread pool (kernels without inter-core sync) ------------------------------------------ */
+
+typedef struct pool_job {
+    opbuild_kernel_launch_fn fn;
+    void *const *args;
+    uint32_t nargs;
+    uint32_t block_dim;
+    atomic_uint_fast64_t next; /* next block to claim */
+    uint32_t refs;             /* workers attached (pool.mu) */
+    int queued;                /* in the pool queue (pool.mu) */
+    struct pool_job *prev, *nextjob;
+    pthread_cond_t cv; /* with pool.mu: refs reached 0 */
+    failure fail;      /* pool.mu */
+} pool_job;
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* work available or shutdown */
+    pool_job *head, *tail;
+    pthread_t *workers;
+    uint32_t nworkers;
+    int shutdown;
+    atomic_int ready;      /* workers started (with nthreads) */
+    uint32_t requested;    /* sim_set_threads value, 0 = default */
+    uint32_t nthreads;     /* size of the running pool */
+} pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+/* Serialises pool creation and sim_set_threads. */
+static pthread_mutex_t config_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static uint32_t cpu_count(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    if (n > (long)SIM_MAX_THREADS) n = SIM_MAX_THREADS;
+    return (uint32_t)n;
+}
+
+/* The size a new pool would get; 0 with msg set when OPBUILD_SIM_THREADS is invalid. */
+static uint32_t wanted_threads(char *msg) {
+    if (pool.requested) return pool.requested;
+    const char *env = getenv("OPBUILD_SIM_THREADS");
+    if (env && *env) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long v = strtoul(env, &end, 10);
+        if (errno || end == env || *end != '\0' || v < 1 || v > SIM_MAX_THREADS || env[0] == '-') {
+            if (msg)
+                snprintf(msg, SIM_ERROR_LEN, "OPBUILD_SIM_THREADS='%.64s' is not an integer in 1..%u", env,
+                         SIM_MAX_THREADS);
+            return 0;
+        }
+        return (uint32_t)v;
+    }
+    return cpu_count();
+}
+
+static void pool_unlink(pool_job *j) {
+    if (!j->queued) return;
+    if (j->prev) j->prev->nextjob = j->nextjob; else pool.head = j->nextjob;
+    if (j->nextjob) j->nextjob->prev = j->prev; else pool.tail = j->prev;
+    j->prev = j->nextjob = NULL;
+    j->queued = 0;
+}
+
+/* Claim and run blocks of j until none is left. */
+static void pool_work(pool_job *j) {
+    char kerr[OPBUILD_KERNEL_ERROR_LEN];
+    for (;;) {
+        uint64_t b = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (b >= j->block_dim) return;
+        if (run_block(j->fn, j->args, j->nargs, (uint32_t)b, j->block_dim, NULL, NULL, kerr)) {
+            pthread_mutex_lock(&pool.mu);
+            failure_note(&j->fail, (uint32_t)b, kerr);
+            pthread_mutex_unlock(&pool.mu);
+        }
+    }
+}
+
+static void *pool_worker(void *unused) {
+    (void)unused;
+    pthread_mutex_lock(&pool.mu);
+    for (;;) {
+        while (!pool.shutdown && pool.head == NULL) pthread_cond_wait(&pool.cv, &pool.mu);
+        if (pool.shutdown) break;
+        pool_job *j = pool.head;
+        j->refs++;
+        pthread_mutex_unlock(&pool.mu);
+        pool_work(j);
+        pthread_mutex_lock(&pool.mu);
+        pool_unlink(j); /* every block is claimed */
+        if (--j->refs == 0) pthread_cond_signal(&j->cv);
+    }
+    pthread_mutex_unlock(&pool.mu);
+    return NULL;
+}
+
+/* Stop the workers (pool.ready becomes 0). Caller holds config_mu. Jobs still queued are finished
+ * by their callers, which always help. */
+static void pool_stop_locked(void) {
+    if (!atomic_load(&pool.ready)) return;
+    pthread_mutex_lock(&pool.mu);
+    pool.shutdown = 1;
+    pthread_cond_broadcast(&pool.cv);
+    pthread_mutex_unlock(&pool.mu);
+    for (uint32_t i = 0; i < pool.nworkers; ++i) pthread_join(pool.workers[i], NULL);
+    free(pool.workers);
+    pthread_mutex_lock(&pool.mu);
+    pool.workers = NULL;
+    __atomic_store_n(&pool.nworkers, 0, __ATOMIC_RELAXED);
+    pool.shutdown = 0;
+    atomic_store(&pool.ready, 0);
+    pthread_mutex_unlock(&pool.mu);
+}
+
+static int pool_ensure(char *msg) {
+    if (atomic_load_explicit(&pool.ready, memory_order_acquire)) return SIM_OK;
+    int rc = SIM_OK;
+    pthread_mutex_lock(&config_mu);
+    if (!atomic_load(&pool.ready)) {
+        uint32_t n = wanted_threads(msg);
+        if (n == 0) {
+            rc = SIM_EINVAL;
+        } else {
+            pthread_t *w = n > 1 ? calloc(n - 1, sizeof *w) : NULL;
+            uint32_t started = 0;
+            if (n > 1 && !w) {
+                snprintf(msg, SIM_ERROR_LEN, "out of memory creating the thread pool");
+                rc = SIM_ENOMEM;
+            }
+            for (; rc == SIM_OK && started < n - 1; ++started) {
+                int e = start_thread(&w[started], pool_worker, NULL, 0);
+                if (e != 0) {
+                    snprintf(msg, SIM_ERROR_LEN, "cannot start simulator thread %u of %u: %s", started + 1, n,
+                             strerror(e));
+                    rc = SIM_ENOMEM;
+                    break;
+                }
+            }
+            pthread_mutex_lock(&pool.mu);
+            pool.workers = w;
+            __atomic_store_n(&pool.nworkers, started, __ATOMIC_RELAXED);
+            pool.nthreads = n;
+            pthread_mutex_unlock(&pool.mu);
+            atomic_store_explicit(&pool.ready, 1, memory_order_release);
+            if (rc != SIM_OK) pool_stop_locked();
+        }
+    }
+    pthread_mutex_unlock(&config_mu);
+    return rc;
+}
+
+SIM_API int sim_set_threads(uint32_t n) {
+    if (n > SIM_MAX_THREADS)
+        return reportf(SIM_EINVAL, NULL, 0, "sim_set_threads: %u threads is more than the maximum %u", n,
+                       SIM_MAX_THREADS);
+    pthread_mutex_lock(&config_mu);
+    pool_stop_locked();
+    pool.requested = n;
+    pthread_mutex_unlock(&config_mu);
+    return SIM_OK;
+}
+
+SIM_API uint32_t sim_threads(void) {
+    pthread_mutex_lock(&config_mu);
+    uint32_t n = atomic_load(&pool.ready) ? pool.nthreads : wanted_threads(NULL);
+    pthread_mutex_unlock(&config_mu);
+    return n;
+}
+
+static int run_inline(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs, uint32_t block_dim,
+                      char *msg) {
+    char kerr[OPBUILD_KERNEL_ERROR_LEN];
+    failure f = {.idx = SIM_NO_BLOCK};
+    for (uint32_t b = 0; b < block_dim; ++b)
+        if (run_block(fn, args, nargs, b, block_dim, NULL, NULL, kerr)) failure_note(&f, b, kerr);
+    return failure_report(&f, msg);
+}
+
+static int run_pool(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs, uint32_t block_dim,
+                    char *msg) {
+    int rc = pool_ensure(msg);
+    if (rc != SIM_OK) return rc;
+    uint32_t workers = __atomic_load_n(&pool.nworkers, __ATOMIC_RELAXED);
+    if (workers == 0) return run_inline(fn, args, nargs, block_dim, msg);
+
+    pool_job j;
+    memset(&j, 0, sizeof j);
+    j.fn = fn;
+    j.args = args;
+    j.nargs = nargs;
+    j.block_dim = block_dim;
+    atomic_init(&j.next, 0);
+    j.fail.idx = SIM_NO_BLOCK;
+    pthread_cond_init(&j.cv, NULL);
+
+    pthread_mutex_lock(&pool.mu);
+    j.prev = pool.tail;
+    if (pool.tail) pool.tail->nextjob = &j; else pool.head = &j;
+    pool.tail = &j;
+    j.queued = 1;
+    uint32_t wake = block_dim - 1 < pool.nworkers ? block_dim - 1 : pool.nworkers;
+    for (uint32_t i = 0; i < wake; ++i) pthread_cond_signal(&pool.cv);
+    pthread_mutex_unlock(&pool.mu);
+
+    pool_work(&j);
+
+    pthread_mutex_lock(&pool.mu);
+    pool_unlink(&j);
+    while (j.refs > 0) pthread_cond_wait(&j.cv, &pool.mu);
+    pthread_mutex_unlock(&pool.mu);
+    pthread_cond_destroy(&j.cv);
+    return failure_report(&j.fail, msg);
+}
+
+/* ---- inter-core sync kernels: one thread per block ---------------------------------------- */
+
+typedef struct sim_barrier {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint32_t active;  /* blocks that have not returned */
+    uint32_t arrived; /* blocks waiting in this round */
+    uint64_t round;
+} sim_barrier;
+
+static void barrier_wait(void *ctx) {
+    sim_barrier *b = ctx;
+    pthread_mutex_lock(&b->mu);
+    uint64_t round = b->round;
+    if (++b->arrived >= b->active) {
+        b->arrived = 0;
+        b->round++;
+        pthread_cond_broadcast(&b->cv);
+    } else {
+        while (round == b->round) pthread_cond_wait(&b->cv, &b->mu);
+    }
+    pthread_mutex_unlock(&b->mu);
+}
+
+static void barrier_leave(sim_barrier *b) {
+    pthread_mutex_lock(&b->mu);
+    b->active--;
+    if (b->arrived > 0 && b->arrived >= b->active) {
+        b->arrived = 0;
+        b->round++;
+        pthread_cond_broadcast(&b->cv);
+    }
+    pthread_mutex_unlock(&b->mu);
+}
+
+typedef struct gang_job {
+    opbuild_kernel_launch_fn fn;
+    void *const *args;
+    uint32_t nargs;
+    uint32_t block_dim;
+    sim_barrier bar;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;  /* remaining reached 0 */
+    uint32_t remaining; /* blocks not finished (mu) */
+    failure fail;       /* mu */
+} gang_job;
+
+typedef struct gang_thread {
+    pthread_cond_t cv; /* with gang.mu: job assigned */
+    gang_job *job;
+    uint32_t idx;
+    struct gang_thread *next; /* idle list */
+} gang_thread;
+
+static struct {
+    pthread_mutex_t mu;
+    gang_thread *idle;
+    uint32_t nidle;
+    uint32_t keep; /* idle threads kept for reuse; more exit after their block */
+} gang = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void gang_run(gang_job *j, uint32_t idx) {
+    char kerr[OPBUILD_KERNEL_ERROR_LEN];
+    int failed = run_block(j->fn, j->args, j->nargs, idx, j->block_dim, barrier_wait, &j->bar, kerr);
+    barrier_leave(&j->bar);
+    pthread_mutex_lock(&j->mu);
+    if (failed) failure_note(&j->fail, idx, kerr);
+    if (--j->remaining == 0) pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu); /* j may be gone after this */
+}
+
+static void *gang_worker(void *arg) {
+    gang_thread *self = arg;
+    pthread_mutex_lock(&gang.mu);
+    for (;;) {
+        while (self->job == NULL) pthread_cond_wait(&self->cv, &gang.mu);
+        gang_job *j = self->job;
+        uint32_t idx = self->idx;
+        pthread_mutex_unlock(&gang.mu);
+        gang_run(j, idx);
+        pthread_mutex_lock(&gang.mu);
+        self->job = NULL;
+        if (gang.nidle >= gang.keep) break;
+        self->next = gang.idle;
+        gang.idle = self;
+        gang.nidle++;
+    }
+    pthread_mutex_unlock(&gang.mu);
+    pthread_cond_destroy(&self->cv);
+    free(self);
+    return NULL;
+}
+
+/* Put threads back on the idle list without work. Caller holds gang.mu. */
+static void gang_release_locked(gang_thread **t, uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i) {
+        t[i]->next = gang.idle;
+        gang.idle = t[i];
+        gang.nidle++;
+    }
+}
+
+static int run_gang(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs, uint32_t block_dim,
+                    char *msg) {
+    if (block_dim == 1) {
+        sim_barrier bar = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .active = 1};
+        char kerr[OPBUILD_KERNEL_ERROR_LEN];
+        failure f = {.idx = SIM_NO_BLOCK};
+        if (run_block(fn, args, nargs, 0, 1, barrier_wait, &bar, kerr)) failure_note(&f, 0, kerr);
+        return failure_report(&f, msg);
+    }
+    uint32_t need = block_dim - 1; /* the caller runs block 0 */
+    gang_thread *stack_threads[64];
+    gang_thread **threads = need <= 64 ? stack_threads : malloc(need * sizeof *threads);
+    if (!threads) {
+        snprintf(msg, SIM_ERROR_LEN, "out of memory launching %u blocks", block_dim);
+        return SIM_ENOMEM;
+    }
+
+    uint32_t have = 0;
+    pthread_mutex_lock(&gang.mu);
+    if (gang.keep == 0) {
+        uint32_t cpus = cpu_count();
+        gang.keep = cpus > 64 ? cpus : 64;
+    }
+    while (have < need && gang.idle) {
+        threads[have++] = gang.idle;
+        gang.idle = gang.idle->next;
+        gang.nidle--;
+    }
+    pthread_mutex_unlock(&gang.mu);
+
+    int rc = SIM_OK;
+    while (have < need) {
+        gang_thread *t = calloc(1, sizeof *t);
+        if (!t) {
+            snprintf(msg, SIM_ERROR_LEN, "out of memory starting threads for %u concurrent blocks", block_dim);
+            rc = SIM_ENOMEM;
+            break;
+        }
+        pthread_cond_init(&t->cv, NULL);
+        pthread_t tid;
+        int e = start_thread(&tid, gang_worker, t, 1);
+        if (e != 0) {
+            pthread_cond_destroy(&t->cv);
+            free(t);
+            snprintf(msg, SIM_ERROR_LEN,
+                     "cannot start %u threads to run the blocks of an intercore_sync kernel concurrently: %s",
+                     need, strerror(e));
+            rc = SIM_ENOMEM;
+            break;
+        }
+        threads[have++] = t;
+    }
+    if (rc != SIM_OK) {
+        pthread_mutex_lock(&gang.mu);
+        gang_release_locked(threads, have);
+        pthread_mutex_unlock(&gang.mu);
+        if (threads != stack_threads) free(threads);
+        return rc;
+    }
+
+    gang_job j;
+    memset(&j, 0, sizeof j);
+    j.fn = fn;
+    j.args = args;
+    j.nargs = nargs;
+    j.block_dim = block_dim;
+    pthread_mutex_init(&j.bar.mu, NULL);
+    pthread_cond_init(&j.bar.cv, NULL);
+    j.bar.active = block_dim;
+    pthread_mutex_init(&j.mu, NULL);
+    pthread_cond_init(&j.cv, NULL);
+    j.remaining = block_dim;
+    j.fail.idx = SIM_NO_BLOCK;
+
+    pthread_mutex_lock(&gang.mu);
+    for (uint32_t i = 0; i < need; ++i) {
+        threads[i]->idx = i + 1;
+        threads[i]->job = &j;
+        pthread_cond_signal(&threads[i]->cv);
+    }
+    pthread_mutex_unlock(&gang.mu);
+    if (threads != stack_threads) free(threads);
+
+    gang_run(&j, 0);
+
+    pthread_mutex_lock(&j.mu);
+    while (j.remaining > 0) pthread_cond_wait(&j.cv, &j.mu);
+    pthread_mutex_unlock(&j.mu);
+    rc = failure_report(&j.fail, msg);
+    pthread_cond_destroy(&j.cv);
+    pthread_mutex_destroy(&j.mu);
+    pthread_cond_destroy(&j.bar.cv);
+    pthread_mutex_destroy(&j.bar.mu);
+    return rc;
+}
+
+/* ---- launch ------------------------------------------------------------------------------- */
+
+/* Runs a validated launch in the calling thread; msg gets the error. */
+static int execute(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs, uint32_t block_dim,
+                   int intercore_sync, char *msg) {
+    if (intercore_sync) return run_gang(fn, args, nargs, block_dim, msg);
+    if (block_dim == 1) return run_inline(fn, args, nargs, block_dim, msg);
+    return run_pool(fn, args, nargs, block_dim, msg);
+}
+
+static int validate(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs, uint32_t block_dim,
+                    int intercore_sync, char *msg) {
+    if (fn == NULL) {
+        snprintf(msg, SIM_ERROR_LEN, "kernel launch function is NULL");
+        return SIM_EINVAL;
+    }
+    if (nargs > 0 && args == NULL) {
+        snprintf(msg, SIM_ERROR_LEN, "args is NULL but nargs is %u", nargs);
+        return SIM_EINVAL;
+    }
+    if (block_dim == 0) {
+        snprintf(msg, SIM_ERROR_LEN, "block_dim is 0");
+        return SIM_EINVAL;
+    }
+    if (intercore_sync && block_dim > SIM_MAX_SYNC_BLOCKS) {
+        snprintf(msg, SIM_ERROR_LEN,
+                 "block_dim %u is more than %u, the limit for an intercore_sync kernel (all blocks run at once)",
+                 block_dim, SIM_MAX_SYNC_BLOCKS);
+        return SIM_EINVAL;
+    }
+    return SIM_OK;
+}
+
+static int stream_enqueue_launch(sim_stream *s, opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs,
+                                 uint32_t block_dim, int intercore_sync, char *msg);
+
+SIM_API int sim_launch(sim_stream *stream, opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs,
+                       uint32_t block_dim, int intercore_sync, char *err, uint32_t errlen) {
+    char msg[SIM_ERROR_LEN];
+    int rc = validate(fn, args, nargs, block_dim, intercore_sync, msg);
+    if (rc == SIM_OK) {
+        if (stream)
+            rc = stream_enqueue_launch(stream, fn, args, nargs, block_dim, intercore_sync, msg);
+        else
+            rc = execute(fn, args, nargs, block_dim, intercore_sync, msg);
+    }
+    return rc == SIM_OK ? SIM_OK : report(rc, err, errlen, msg);
+}
+
+/* ---- streams ------------------------------------------------------------------------------ */
+
+#define TASK_INLINE_ARGS 16
+
+typedef struct sim_task {
+    struct sim_task *next;
+    int is_host;
+    opbuild_kernel_launch_fn fn;
+    void **args;
+    uint32_t nargs;
+    uint32_t block_dim;
+    int intercore_sync;
+    sim_host_fn host_fn;
+    void *host_arg;
+    void *inline_args[TASK_INLINE_ARGS];
+} sim_task;
+
+struct sim_stream {
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work; /* task queued or stop */
+    pthread_cond_t cv_idle; /* pending reached 0 */
+    sim_task *head, *tail;
+    uint64_t pending; /* queued + running */
+    int stop;
+    pthread_t thread;
+    int err_code;
+    char error[SIM_ERROR_LEN];
+};
+
+static void *stream_worker(void *arg) {
+    sim_stream *s = arg;
+    char msg[SIM_ERROR_LEN];
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (s->head == NULL && !s->stop) pthread_cond_wait(&s->cv_work, &s->mu);
+        if (s->head == NULL) break; /* stop, drained */
+        sim_task *t = s->head;
+        s->head = t->next;
+        if (!s->head) s->tail = NULL;
+        pthread_mutex_unlock(&s->mu);
+
+        int rc = SIM_OK;
+        if (t->is_host)
+            t->host_fn(t->host_arg);
+        else
+            rc = execute(t->fn, (void *const *)t->args, t->nargs, t->block_dim, t->intercore_sync, msg);
+        if (t->args != t->inline_args) free(t->args);
+        free(t);
+
+        pthread_mutex_lock(&s->mu);
+        if (rc != SIM_OK && s->err_code == SIM_OK) {
+            s->err_code = rc;
+            copy_msg(s->error, sizeof s->error, msg);
+        }
+        if (--s->pending == 0) pthread_cond_broadcast(&s->cv_idle);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+SIM_API sim_stream *sim_stream_create(void) {
+    sim_stream *s = calloc(1, sizeof *s);
+    if (!s) {
+        reportf(SIM_ENOMEM, NULL, 0, "out of memory creating a stream");
+        return NULL;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv_work, NULL);
+    pthread_cond_init(&s->cv_idle, NULL);
+    int e = start_thread(&s->thread, stream_worker, s, 0);
+    if (e != 0) {
+        pthread_cond_destroy(&s->cv_idle);
+        pthread_cond_destroy(&s->cv_work);
+        pthread_mutex_destroy(&s->mu);
+        free(s);
+        reportf(SIM_ENOMEM, NULL, 0, "cannot start the stream thread: %s", strerror(e));
+        return NULL;
+    }
+    return s;
+}
+
+static int stream_push(sim_stream *s, sim_task *t, char *msg) {
+    pthread_mutex_lock(&s->mu);
+    if (s->stop) {
+        pthread_mutex_unlock(&s->mu);
+        snprintf(msg, SIM_ERROR_LEN, "stream is being destroyed");
+        return SIM_ESTATE;
+    }
+    if (s->tail) s->tail->next = t; else s->head = t;
+    s->tail = t;
+    s->pending++;
+    pthread_cond_signal(&s->cv_work);
+    pthread_mutex_unlock(&s->mu);
+    return SIM_OK;
+}
+
+static int stream_enqueue_launch(sim_stream *s, opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs,
+                                 uint32_t block_dim, int intercore_sync, char *msg) {
+    sim_task *t = malloc(sizeof *t);
+    if (!t) {
+        snprintf(msg, SIM_ERROR_LEN, "out of memory enqueueing a launch");
+        return SIM_ENOMEM;
+    }
+    t->next = NULL;
+    t->is_host = 0;
+    t->fn = fn;
+    t->nargs = nargs;
+    t->block_dim = block_dim;
+    t->intercore_sync = intercore_sync;
+    t->args = nargs <= TASK_INLINE_ARGS ? t->inline_args : malloc(nargs * sizeof(void *));
+    if (!t->args) {
+        free(t);
+        snprintf(msg, SIM_ERROR_LEN, "out of memory copying %u launch arguments", nargs);
+        return SIM_ENOMEM;
+    }
+    if (nargs) memcpy(t->args, args, nargs * sizeof(void *));
+    int rc = stream_push(s, t, msg);
+    if (rc != SIM_OK) {
+        if (t->args != t->inline_args) free(t->args);
+        free(t);
+    }
+    return rc;
+}
+
+SIM_API int sim_stream_enqueue_host(sim_stream *s, sim_host_fn fn, void *arg) {
+    char msg[SIM_ERROR_LEN];
+    if (!s) return report(SIM_EINVAL, NULL, 0, "sim_stream_enqueue_host: stream is NULL");
+    if (!fn) return report(SIM_EINVAL, NULL, 0, "sim_stream_enqueue_host: function is NULL");
+    sim_task *t = calloc(1, sizeof *t);
+    if (!t) return report(SIM_ENOMEM, NULL, 0, "out of memory enqueueing a host function");
+    t->is_host = 1;
+    t->host_fn = fn;
+    t->host_arg = arg;
+    t->args = t->inline_args;
+    int rc = stream_push(s, t, msg);
+    if (rc != SIM_OK) {
+        free(t);
+        return report(rc, NULL, 0, msg);
+    }
+    return SIM_OK;
+}
+
+/* Wait for the queue to drain and take the recorded error. */
+static int stream_drain(sim_stream *s, char *msg, int stop) {
+    pthread_mutex_lock(&s->mu);
+    while (s->pending > 0) pthread_cond_wait(&s->cv_idle, &s->mu);
+    int rc = s->err_code;
+    if (rc != SIM_OK) copy_msg(msg, SIM_ERROR_LEN, s->error);
+    s->err_code = SIM_OK;
+    s->error[0] = '\0';
+    if (stop) {
+        s->stop = 1;
+        pthread_cond_signal(&s->cv_work);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+SIM_API int sim_stream_synchronize(sim_stream *s, char *err, uint32_t errlen) {
+    if (!s) return SIM_OK; /* the default stream is synchronous */
+    if (pthread_equal(pthread_self(), s->thread))
+        return report(SIM_ESTATE, err, errlen, "cannot synchronize a stream from one of its own host functions");
+    char msg[SIM_ERROR_LEN];
+    int rc = stream_drain(s, msg, 0);
+    return rc == SIM_OK ? SIM_OK : report(rc, err, errlen, msg);
+}
+
+SIM_API int sim_stream_destroy(sim_stream *s, char *err, uint32_t errlen) {
+    if (!s) return SIM_OK;
+    if (pthread_equal(pthread_self(), s->thread))
+        return report(SIM_ESTATE, err, errlen, "cannot destroy a stream from one of its own host functions");
+    char msg[SIM_ERROR_LEN];
+    int rc = stream_drain(s, msg, 1);
+    pthread_join(s->thread, NULL);
+    pthread_cond_destroy(&s->cv_idle);
+    pthread_cond_destroy(&s->cv_work);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+    return rc == SIM_OK ? SIM_OK : report(rc, err, errlen, msg);
+}
+
+SIM_API uint64_t sim_stream_pending(sim_stream *s) {
+    if (!s) return 0;
+    pthread_mutex_lock(&s->mu);
+    uint64_t n = s->pending;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+/* ---- fork --------------------------------------------------------------------------------- */
+
+/* In a child of fork() only the forking thread exists: forget the pool and the idle sync threads
+ * (leaking their bookkeeping) so launches there start fresh ones. Created streams of the parent
+ * are unusable in the child. */
+static void atfork_child(void) {
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t fresh_cv = PTHREAD_COND_INITIALIZER;
+    config_mu = fresh;
+    pool.mu = fresh;
+    pool.cv = fresh_cv;
+    pool.head = pool.tail = NULL;
+    pool.workers = NULL;
+    pool.nworkers = 0;
+    pool.shutdown = 0;
+    atomic_store(&pool.ready, 0);
+    gang.mu = fresh;
+    gang.idle = NULL;
+    gang.nidle = 0;
+}
+
+__attribute__((constructor)) static void sim_init(void) { pthread_atfork(NULL, NULL, atfork_child); }

@@ -1,0 +1,166 @@
+"""Op packages on disk: where they are searched, and their binary index.
+
+Search order (as nnopbase): an explicit package path; else each entry of
+ASCEND_CUSTOM_OPP_PATH; then `$ASCEND_OPP_PATH/vendors/<v>` for each vendor of the
+`load_priority` line of `vendors/config.ini`; then the built-in package
+(`$ASCEND_HOME_PATH/opp_latest/built-in` if it exists, else `$ASCEND_OPP_PATH/built-in`).
+The environment is read on every resolution, never frozen at import.
+
+A package's `binary_info_config.json` for a SoC is parsed once into a dict from full simplified
+key to binary, so a lookup is one dict access.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from opbuild.abi import package_layout as layout
+from opbuild.runtime.errors import ACLNN_ERR_INNER, AclnnError
+
+
+@dataclass(frozen=True)
+class BinaryEntry:
+    """One kernel binary of a package, as binary_info_config.json lists it."""
+
+    op: str
+    name: str
+    bin_path: Path
+    json_path: Path
+    core_type: int
+    keys: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BinaryIndex:
+    """Every binary of one package for one SoC: full key -> entry, and each op's keys."""
+
+    package: Path
+    soc: str
+    config_files: tuple[Path, ...]
+    by_key: dict[str, BinaryEntry]
+    keys_by_op: dict[str, tuple[str, ...]]
+    key_modes: dict[str, int]
+
+
+def search_roots(explicit: str | os.PathLike[str] | None = None) -> list[Path]:
+    """The package roots to search, highest priority first (see module docstring)."""
+    if explicit is not None:
+        return [Path(explicit)]
+    roots: list[Path] = [Path(p) for p in os.environ.get("ASCEND_CUSTOM_OPP_PATH", "").split(":") if p]
+    opp = os.environ.get("ASCEND_OPP_PATH")
+    if opp:
+        roots += [Path(opp) / "vendors" / v for v in read_load_priority(Path(opp) / "vendors" / "config.ini")]
+    home = os.environ.get("ASCEND_HOME_PATH")
+    if home and (Path(home) / "opp_latest").is_dir():
+        roots.append(Path(home) / "opp_latest" / "built-in")
+    elif opp:
+        roots.append(Path(opp) / "built-in")
+    return roots
+
+
+def read_load_priority(config_ini: Path) -> list[str]:
+    """Vendor names of the `load_priority=a,b` line (the first line mentioning `priority`)."""
+    try:
+        text = config_ini.read_text()
+    except OSError:
+        return []
+    for line in text.splitlines():
+        if "priority" in line and "=" in line:
+            return [v.strip() for v in line.split("=", 1)[1].split(",") if v.strip()]
+    return []
+
+
+def config_files(package: Path, soc: str) -> list[Path]:
+    """The binary_info_config.json files of a package for a SoC (flat, and built-in `ops_*` subdirs)."""
+    config_dir = package / layout.kernel_config_dir(soc)
+    files = []
+    if config_dir.is_dir():
+        files = sorted(config_dir.glob("ops_*/binary_info_config.json"))
+        flat = config_dir / "binary_info_config.json"
+        if flat.is_file():
+            files.append(flat)
+    return files
+
+
+def _inside(root: Path, relative: str, what: str, config: Path) -> Path:
+    path = (root / relative).resolve()
+    if not path.is_relative_to(root.resolve()):
+        raise AclnnError(ACLNN_ERR_INNER, f"{config}: {what} {relative!r} points outside the package {root}")
+    return path
+
+
+def _parse_config(package: Path, soc: str, config: Path) -> tuple[dict[str, BinaryEntry], dict[str, tuple[str, ...]], dict[str, int]]:
+    try:
+        data = json.loads(config.read_text())
+    except OSError as exc:
+        raise AclnnError(ACLNN_ERR_INNER, f"cannot read binary_info_config.json {config}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise AclnnError(ACLNN_ERR_INNER, f"corrupt binary_info_config.json {config}: {exc}") from None
+    if not isinstance(data, dict):
+        raise AclnnError(ACLNN_ERR_INNER, f"corrupt binary_info_config.json {config}: top level is not an object")
+    kernel_root = package / layout.KERNEL_ROOT
+    by_key: dict[str, BinaryEntry] = {}
+    keys_by_op: dict[str, tuple[str, ...]] = {}
+    modes: dict[str, int] = {}
+    for op, info in data.items():
+        try:
+            modes[op] = int(info.get("simplifiedKeyMode", 0))
+            op_keys: list[str] = []
+            for item in info["binaryList"]:
+                keys = item["simplifiedKey"]
+                keys = (keys,) if isinstance(keys, str) else tuple(keys)
+                bin_rel = item["binPath"]
+                entry = BinaryEntry(
+                    op=op,
+                    name=Path(bin_rel).stem,
+                    bin_path=_inside(kernel_root, bin_rel, "binPath", config),
+                    json_path=_inside(kernel_root, item.get("jsonPath") or str(Path(bin_rel).with_suffix(".json")), "jsonPath", config),
+                    core_type=int(item["coreType"]),
+                    keys=keys,
+                )
+                for key in keys:
+                    by_key[key] = entry
+                op_keys += keys
+            keys_by_op[op] = tuple(op_keys)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise AclnnError(ACLNN_ERR_INNER, f"corrupt binary_info_config.json {config}: op {op}: bad or missing field {exc}") from None
+    return by_key, keys_by_op, modes
+
+
+_INDEX_CACHE: dict[tuple[str, str], tuple[tuple[int, ...], BinaryIndex]] = {}
+_INDEX_LOCK = threading.Lock()
+
+
+def binary_index(package: Path, soc: str) -> BinaryIndex:
+    """The package's binary index for `soc`, parsed once (re-parsed only if a config file changed)."""
+    files = config_files(package, soc)
+    stamp = tuple(f.stat().st_mtime_ns for f in files)
+    cache_key = (str(package), soc)
+    cached = _INDEX_CACHE.get(cache_key)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    by_key: dict[str, BinaryEntry] = {}
+    keys_by_op: dict[str, tuple[str, ...]] = {}
+    modes: dict[str, int] = {}
+    for f in files:
+        k, o, m = _parse_config(package, soc, f)
+        by_key.update(k)
+        keys_by_op.update(o)
+        modes.update(m)
+    index = BinaryIndex(package, soc, tuple(files), by_key, keys_by_op, modes)
+    with _INDEX_LOCK:
+        _INDEX_CACHE[cache_key] = (stamp, index)
+    return index
+
+
+def find_op_package(op: str, soc: str, explicit: str | os.PathLike[str] | None = None) -> tuple[Path | None, list[Path]]:
+    """The first package (in search order) whose binary index has `op`, and the roots searched."""
+    roots = search_roots(explicit)
+    for root in roots:
+        if op in binary_index(root, soc).keys_by_op:
+            return root, roots
+    return None, roots

@@ -1,0 +1,144 @@
+"""Binary selection: GenSimplifiedKey, full-key assembly and the O(1) lookup (seed 003).
+
+`OpRuntime` is one op as the runtime knows it: its definition (from the package's generated
+module), where its package is, and — loaded lazily, once — its key rule, tiling library and
+kernels. `select()` runs steps 3-5 of the seed's flow for one call and says exactly what it did,
+so the executor and `opbuild explain` share one code path.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from opbuild.abi import package_layout as layout
+from opbuild.keys import KeyContext, KeyRuleError, check_fragment, describe_call, full_key, make_fragment_fn
+from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
+from opbuild.runtime.package import BinaryEntry, BinaryIndex, binary_index, find_op_package, search_roots
+from opbuild.spec.model import OpSpec
+
+DEFAULT_SOC = "ascend910b"
+
+
+def current_soc() -> str:
+    """The SoC the runtime pretends to run on (OPBUILD_SOC, default ascend910b)."""
+    return os.environ.get("OPBUILD_SOC", DEFAULT_SOC)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What binary selection did for one call."""
+
+    fragment: str
+    full_key: str
+    entry: BinaryEntry
+    package: Path
+
+
+def nearest_keys(wanted: str, keys: tuple[str, ...], limit: int = 5) -> list[str]:
+    """The op's existing keys, most similar to `wanted` first."""
+    scored = sorted(keys, key=lambda k: (-difflib.SequenceMatcher(None, wanted, k).ratio(), k))
+    return scored[:limit]
+
+
+class OpRuntime:
+    """One op of one package (or of the package search path when `package` is None)."""
+
+    def __init__(self, spec: OpSpec, package: Path | None) -> None:
+        self.spec = spec
+        self.package = package
+        self._lock = threading.Lock()
+        self._fragment_fn: Callable[[KeyContext], str] | None = None
+        self._tiling_libs: dict[Path, Any] = {}
+
+    # ---- package ------------------------------------------------------------------------------
+    def resolve_package(self, soc: str) -> tuple[Path, BinaryIndex]:
+        """The package to take binaries from: the explicit one, else resolved now by search order."""
+        if self.package is not None:
+            return self.package, binary_index(self.package, soc)
+        root, roots = find_op_package(self.spec.op, soc)
+        if root is None:
+            searched = ", ".join(str(r) for r in roots) or "(nothing: set ASCEND_CUSTOM_OPP_PATH or ASCEND_OPP_PATH)"
+            raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: no package with this op for {soc}; searched {searched}")
+        return root, binary_index(root, soc)
+
+    def tiling_library(self, package: Path):
+        """The package's tiling library (tiling functions and C key callbacks), opened once."""
+        lib = self._tiling_libs.get(package)
+        if lib is None:
+            from opbuild.abi.c_callbacks import TilingLibrary
+
+            with self._lock:
+                lib = self._tiling_libs.get(package)
+                if lib is None:
+                    path = package / layout.tiling_lib()
+                    if not path.is_file():
+                        raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: tiling library missing: {path}")
+                    lib = TilingLibrary(path)
+                    self._tiling_libs[package] = lib
+        return lib
+
+    # ---- key ----------------------------------------------------------------------------------
+    def fragment_fn(self, package: Path) -> Callable[[KeyContext], str]:
+        if self._fragment_fn is None:
+            rule = self.spec.key_rule
+            try:
+                if rule.callback == "c":
+                    from opbuild.abi.c_callbacks import CKeyCallback
+
+                    callback = CKeyCallback(self.tiling_library(package), rule.c_symbol, self.spec.op)
+                    self._fragment_fn = make_fragment_fn(self.spec, c_callback=callback)
+                else:
+                    self._fragment_fn = make_fragment_fn(self.spec)
+            except AclnnError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - no usable GenSimplifiedKey
+                raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op} has no usable gen_simplifiedkey func: {exc}") from None
+        return self._fragment_fn
+
+    def fragment(self, ctx: KeyContext, package: Path) -> str:
+        """The key tail for this call: the callback's fragment (checked) or the default groups."""
+        fn = self.fragment_fn(package)
+        try:
+            fragment = fn(ctx)
+        except KeyRuleError as exc:
+            raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: GenSimplifiedKey failed for {describe_call(self.spec, ctx)}: {exc}") from None
+        except AclnnError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a user callback raised
+            raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: GenSimplifiedKey raised {type(exc).__name__}: {exc} "
+                                              f"(call: {describe_call(self.spec, ctx)})") from None
+        if self.spec.key_rule.mode == "customized":
+            problem = check_fragment(fragment) if isinstance(fragment, str) else "is not a string"
+            if problem:
+                raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: GenSimplifiedKey fragment {fragment!r} {problem}")
+        return fragment
+
+    def select(self, ctx: KeyContext, soc: str) -> Selection:
+        """Steps 3-5: fragment, full key `Op/d=..,p=../...`, lookup in the binary index."""
+        package, index = self.resolve_package(soc)
+        fragment = self.fragment(ctx, package)
+        key = full_key(self.spec.op, ctx.deterministic, ctx.impl_mode, fragment)
+        entry = index.by_key.get(key)
+        if entry is None:
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID, self.miss_message(key, index, package))
+        if not entry.bin_path.is_file():
+            raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: key {key} selects {entry.name}, but its binary is missing: {entry.bin_path}")
+        return Selection(fragment, key, entry, package)
+
+    def miss_message(self, key: str, index: BinaryIndex, package: Path) -> str:
+        existing = index.keys_by_op.get(self.spec.op, ())
+        if not existing:
+            where = ", ".join(str(f) for f in index.config_files) or f"no binary_info_config.json under {package / layout.kernel_config_dir(index.soc)}"
+            return f"no binary for key {key}: op {self.spec.op} is not in {where}"
+        nearest = "\n    ".join(nearest_keys(key, existing))
+        files = ", ".join(str(f) for f in index.config_files)
+        return (f"no binary for key {key} in package {package} ({files}); nearest existing keys of {self.spec.op}:\n    {nearest}")
+
+
+def searched_roots_text(explicit: Path | None) -> str:
+    return ", ".join(str(r) for r in search_roots(explicit))

@@ -1,0 +1,48 @@
+"""Process-wide execution settings: deterministic computing and the impl (precision) mode.
+
+They are the `d=` and `p=` of every simplified key. The default impl mode is high_performance
+(p=1), as in the seeds' example; both can also be given per call.
+"""
+
+from __future__ import annotations
+
+from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
+from opbuild.spec.model import IMPL_MODE_INDEX
+
+_state = {"deterministic": 0, "impl_mode": IMPL_MODE_INDEX["high_performance"]}
+
+
+def set_deterministic(enabled: bool) -> None:
+    """Select deterministic (d=1) binaries for later calls."""
+    _state["deterministic"] = 1 if enabled else 0
+
+
+def get_deterministic() -> int:
+    return _state["deterministic"]
+
+
+def impl_mode_index(mode: str | int) -> int:
+    """The `p=` value of an impl mode name (default, high_performance, high_precision) or index."""
+    if isinstance(mode, int) and mode in IMPL_MODE_INDEX.values():
+        return mode
+    try:
+        return IMPL_MODE_INDEX[mode]  # type: ignore[index]
+    except KeyError:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID,
+                         f"unknown impl mode {mode!r}; known: {', '.join(IMPL_MODE_INDEX)}") from None
+
+
+def set_impl_mode(mode: str | int) -> None:
+    """Select the impl mode (p=) for later calls."""
+    _state["impl_mode"] = impl_mode_index(mode)
+
+
+def get_impl_mode() -> int:
+    return _state["impl_mode"]
+
+
+def resolve(deterministic: bool | None, impl_mode: str | int | None) -> tuple[int, int]:
+    """(d, p) of one call: per-call values win over the process-wide ones."""
+    d = _state["deterministic"] if deterministic is None else (1 if deterministic else 0)
+    p = _state["impl_mode"] if impl_mode is None else impl_mode_index(impl_mode)
+    return d, p

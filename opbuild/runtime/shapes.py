@@ -1,0 +1,61 @@
+"""Output shapes and dtypes from an op's spec rules (what the one-shot wrappers allocate)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
+from opbuild.spec.model import OpSpec, Param
+
+
+def normalize_axes(axes: Sequence[int], rank: int, op: str) -> tuple[int, ...]:
+    """Reduction axes made non-negative and sorted; empty means every axis."""
+    if len(axes) == 0:
+        return tuple(range(rank))
+    out = []
+    for a in axes:
+        if not -rank <= a < max(rank, 1):
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{op}: axis {a} is out of range for rank {rank}")
+        out.append(a % rank if rank else 0)
+    if len(set(out)) != len(out):
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{op}: repeated axis in {list(axes)}")
+    return tuple(sorted(out))
+
+
+def infer_output_shape(spec: OpSpec, output: Param, input_shapes: dict[str, tuple[int, ...]],
+                       attrs: dict[str, Any]) -> tuple[int, ...] | None:
+    """The shape `output` must have for these inputs; None when the spec gives no rule."""
+    rule = output.shape
+    if rule is None:
+        return None
+    if rule.kind == "same_as":
+        return input_shapes[rule.operands[0]]
+    if rule.kind == "broadcast":
+        shapes = [input_shapes[n] for n in rule.operands]
+        try:
+            return tuple(np.broadcast_shapes(*shapes))
+        except ValueError:
+            listed = ", ".join(f"{n}{list(s)}" for n, s in zip(rule.operands, shapes))
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op}: shapes do not broadcast: {listed}") from None
+    if rule.kind == "reduce":
+        shape = input_shapes[rule.operands[0]]
+        axes = normalize_axes(attrs[rule.axes_attr] if rule.axes_attr else (), len(shape), spec.op)
+        keep = bool(attrs[rule.keep_dims_attr]) if rule.keep_dims_attr else False
+        if keep:
+            return tuple(1 if i in axes else d for i, d in enumerate(shape))
+        return tuple(d for i, d in enumerate(shape) if i not in axes)
+    return None
+
+
+def infer_output_dtype(spec: OpSpec, output: Param, input_dtypes: dict[str, str]) -> str:
+    """The output dtype of the declared combination that matches the inputs' dtypes."""
+    for column in range(spec.combination_count):
+        if all(p.dtype_at(column) == input_dtypes[p.name] for p in spec.inputs if p.name in input_dtypes):
+            return output.dtype_at(column)
+    given = ", ".join(f"{n}={d}" for n, d in input_dtypes.items())
+    declared = "; ".join(
+        ", ".join(f"{p.name}={p.dtype_at(c)}" for p in spec.inputs) for c in range(spec.combination_count)
+    )
+    raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op}: no declared dtype combination has {given} (declared: {declared})")

@@ -1,0 +1,555 @@
+"""Semantic validation of an op spec, and the construction of its `OpSpec`.
+
+The JSON Schema checks structure; `SpecChecker` checks what the schema can't say: one namespace
+for tensors and attributes, the combination-column rule, shape rules, attribute defaults, source
+files and callbacks, every binary's `when`, and keys. It reports every problem it finds (with
+the line and column of the offending value) and builds the `OpSpec` only when there are none.
+
+A check runs only when every top-level section it reads passed the schema, so structurally
+broken data never crashes a check: its schema errors are reported instead.
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from .errors import JsonPath, Problem
+from .model import (
+    DEFAULT_IMPL_MODES,
+    IMPL_MODE_INDEX,
+    Attr,
+    Binary,
+    KeyRule,
+    Mark,
+    OpSpec,
+    Param,
+    ShapeRule,
+    SourceRef,
+    TensorChoice,
+    TilingField,
+)
+from .naming import snake_case
+from .yaml_marks import Marks
+
+MAX_KEY_FRAGMENT_BYTES = 256
+"""GenSimplifiedKey gets a 256-byte buffer (OPBUILD_MAX_SIMPLIFIED_KEY_LEN)."""
+
+DTYPES = ("float16", "float32", "bfloat16", "float64", "int8", "int16", "int32", "int64",
+          "uint8", "uint16", "uint32", "uint64", "bool")
+FORMATS = ("NCHW", "NHWC", "ND")
+
+RESERVED_NAMES = frozenset({"workspace", "tiling", "workspace_size", "executor", "stream"})
+"""Names the generated kernel and aclnn signatures use themselves."""
+
+C_KEYWORDS = frozenset("""
+    auto break case char const continue default do double else enum extern float for goto if
+    inline int long register restrict return short signed sizeof static struct switch typedef
+    union unsigned void volatile while bool true false alignas alignof static_assert
+    thread_local nullptr typeof
+""".split())
+
+_COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def defines_c_function(source_text: str, symbol: str) -> bool:
+    """Whether C source text holds a definition (not just a call or prototype) of `symbol`."""
+    code = _COMMENTS.sub(" ", source_text)
+    prefix = r'(?:\w+|"C"|__attribute__\s*\(\([^\n]*?\)\))'
+    pattern = rf"^[ \t]*(?:{prefix}[ \t\*]+)*{re.escape(symbol)}\s*\([^;{{}}]*\)\s*\{{"
+    return re.search(pattern, code, re.M) is not None
+
+
+def coerce_attr_value(attr_type: str, value: Any) -> tuple[bool, Any]:
+    """(ok, value as stored): a float accepts an int (stored as float); bool is not a number;
+    lists are stored as tuples."""
+    if attr_type.startswith("list_"):
+        if not isinstance(value, list):
+            return False, value
+        items = [coerce_attr_value(attr_type[5:], v) for v in value]
+        return all(ok for ok, _ in items), tuple(v for _, v in items)
+    if isinstance(value, bool):
+        return attr_type == "bool", value
+    if attr_type == "int":
+        return isinstance(value, int), value
+    if attr_type == "float":
+        return (True, float(value)) if isinstance(value, (int, float)) else (False, value)
+    if attr_type == "str":
+        return isinstance(value, str), value
+    return False, value
+
+
+def _names(values: Iterable[str]) -> str:
+    return ", ".join(values) or "none"
+
+
+class SpecChecker:
+    """Checks one loaded spec; `run()` returns (OpSpec or None, problems)."""
+
+    def __init__(self, data: dict[str, Any], marks: Marks, spec_path: Path, broken: set[str]):
+        self.d = data
+        self.marks = marks
+        self.file = marks.file
+        self.spec_path = spec_path
+        self.op_dir = spec_path.parent
+        self.shown_dir = Path(marks.file).parent  # the op directory as the user named it
+        self.broken = broken
+        self.problems: list[Problem] = []
+        # Filled as the checks go (None: unknown because the section is broken).
+        self.params: dict[str, list[Param]] = {}
+        self.attrs: list[Attr] | None = None
+        self.columns: list[tuple[TensorChoice, ...]] | None = None
+        self.tiling_text: str | None = None
+        self.key_rule: KeyRule | None = None
+        self.sources: dict[str, SourceRef] = {}
+        self.binaries: list[Binary] = []
+
+    # ---- helpers ---------------------------------------------------------------------------
+
+    def ok(self, *sections: str) -> bool:
+        return not (self.broken & set(sections))
+
+    def err(self, path: JsonPath, message: str, *, at_key: bool = False) -> None:
+        self.problems.append(self.marks.problem(path, message, at_key=at_key))
+
+    def mark(self, path: JsonPath) -> Mark:
+        line, col = self.marks.at(path)
+        return Mark(self.file, line, col)
+
+    def line(self, path: JsonPath) -> int:
+        return self.marks.at(path)[0]
+
+    @property
+    def tensors(self) -> list[Param]:
+        return self.params.get("inputs", []) + self.params.get("outputs", [])
+
+    # ---- the checks ------------------------------------------------------------------------
+
+    def run(self) -> tuple[OpSpec | None, list[Problem]]:
+        steps: list[tuple[tuple[str, ...], Callable[[], None]]] = [
+            (("op",), self.check_location),
+            (("package", "domain"), self.check_package),
+            (("inputs", "outputs"), self.build_params),
+            ((), self.check_names),
+            (("attrs",), self.build_attrs),
+            (("inputs", "outputs"), self.check_columns),
+            (("tiling_data",), self.check_tiling_data),
+            (("kernel", "tiling"), self.check_sources),
+            (("inputs", "outputs", "attrs"), self.build_shapes),
+            (("simplified_key",), self.build_key_rule),
+            (("binaries", "inputs", "outputs", "attrs", "simplified_key"), self.build_binaries),
+        ]
+        for sections, step in steps:
+            if self.ok(*sections):
+                step()
+        if self.problems or self.broken:
+            return None, self.problems
+        return self.assemble(), []
+
+    def check_location(self) -> None:
+        op = self.d["op"]
+        want = snake_case(op)
+        if self.op_dir.name != want:
+            self.err(("op",), f"op {op} must live in a directory named {want} (snake_case of the op), "
+                              f"not {self.op_dir.name!r}")
+
+    def check_package(self) -> None:
+        if "domain" in self.d and self.d.get("package", "custom") != "built-in":
+            self.err(("domain",), "domain is only for package: built-in ops (custom ops live in "
+                                  "libcust_opapi.so)", at_key=True)
+
+    def build_params(self) -> None:
+        for kind in ("inputs", "outputs"):
+            params = []
+            for i, item in enumerate(self.d[kind]):
+                params.append(Param(
+                    name=item["name"],
+                    index=i,
+                    dtypes=tuple(item["dtypes"]),
+                    formats=tuple(item.get("formats", ("ND",))),
+                    param_type=item.get("param_type", "required"),
+                    is_output=kind == "outputs",
+                    mark=self.mark((kind, i)),
+                ))
+            self.params[kind] = params
+
+    def check_names(self) -> None:
+        seen: dict[str, tuple[str, JsonPath]] = {}
+        for kind in ("inputs", "outputs", "attrs"):
+            if not self.ok(kind):
+                continue
+            for i, item in enumerate(self.d.get(kind, [])):
+                name, path = item["name"], (kind, i, "name")
+                what = {"inputs": "input", "outputs": "output", "attrs": "attr"}[kind]
+                if name in seen:
+                    other_kind, other_path = seen[name]
+                    self.err(path, f"duplicate name {name!r}: {other_kind} {name!r} at line "
+                                   f"{self.line(other_path)} has it already (inputs, outputs and attrs "
+                                   f"share one namespace)")
+                    continue
+                seen[name] = (what, path)
+                if name in RESERVED_NAMES:
+                    self.err(path, f"{what} name {name!r} is reserved (generated signatures use it); "
+                                   f"reserved: {_names(sorted(RESERVED_NAMES))}")
+                elif name in C_KEYWORDS or keyword.iskeyword(name):
+                    self.err(path, f"{what} name {name!r} is a C or Python keyword")
+
+    def build_attrs(self) -> None:
+        attrs = []
+        for i, item in enumerate(self.d.get("attrs", [])):
+            default = None
+            if "default" in item:
+                ok, default = coerce_attr_value(item["type"], item["default"])
+                if item["default"] is None:
+                    self.err(("attrs", i, "default"), f"attr {item['name']!r}: default is null; leave "
+                                                       f"`default` out to make the attribute required")
+                elif not ok:
+                    self.err(("attrs", i, "default"), f"attr {item['name']!r}: default {item['default']!r} "
+                                                       f"is not a {item['type']}")
+            attrs.append(Attr(name=item["name"], index=i, type=item["type"], default=default,
+                              mark=self.mark(("attrs", i))))
+        self.attrs = attrs
+
+    def check_columns(self) -> None:
+        """The combination-column rule: every dtypes/formats list has 1 entry or N entries."""
+        count = max(max(len(p.dtypes), len(p.formats)) for p in self.tensors)
+        good = True
+        for kind in ("inputs", "outputs"):
+            for p in self.params[kind]:
+                for field in ("dtypes", "formats"):
+                    n = len(getattr(p, field))
+                    if n not in (1, count):
+                        good = False
+                        self.err((kind, p.index, field),
+                                 f"{kind[:-1]} {p.name!r} lists {n} {field}, but the op has {count} "
+                                 f"dtype/format combinations (the longest list): give 1 entry (used in every "
+                                 f"combination) or exactly {count} (one per combination)")
+        if not good:
+            return
+        tensors = self.tensors
+        columns = [tuple(TensorChoice(p.dtype_at(c), p.format_at(c)) for p in tensors) for c in range(count)]
+        first: dict[tuple[TensorChoice, ...], int] = {}
+        for c, column in enumerate(columns):
+            if column in first:
+                where = next(((("inputs" if not p.is_output else "outputs"), p.index, f)
+                              for p in tensors for f in ("dtypes", "formats") if len(getattr(p, f)) == count))
+                self.err(where + (c,), f"combination {c} ({self.describe(column)}) repeats combination "
+                                       f"{first[column]}")
+            else:
+                first[column] = c
+        self.columns = columns
+
+    def describe(self, choices: Iterable[TensorChoice], names: Iterable[str] | None = None) -> str:
+        names = [p.name for p in self.tensors] if names is None else names
+        return ", ".join(f"{n}={c.dtype}" + (f"/{c.format}" if c.format else "") for n, c in zip(names, choices))
+
+    def check_tiling_data(self) -> None:
+        seen: dict[str, int] = {}
+        for i, item in enumerate(self.d.get("tiling_data", [])):
+            name, path = item["name"], ("tiling_data", i, "name")
+            if name in seen:
+                self.err(path, f"duplicate tiling_data field {name!r} (first at line {self.line(('tiling_data', seen[name], 'name'))})")
+            elif name in C_KEYWORDS:
+                self.err(path, f"tiling_data field name {name!r} is a C keyword")
+            seen.setdefault(name, i)
+
+    def check_sources(self) -> None:
+        root = self.op_dir.resolve()
+        for section, symbol_field in (("kernel", "entry"), ("tiling", "function")):
+            source = self.d[section]["source"]
+            path = (section, "source")
+            self.sources[section] = SourceRef(source, self.d[section][symbol_field])
+            if Path(source).is_absolute():
+                self.err(path, f"{section} source {source!r} must be a path relative to the op directory")
+                continue
+            full = (root / source).resolve()
+            if not full.is_relative_to(root):
+                self.err(path, f"{section} source {source!r} leaves the op directory {self.shown_dir}")
+            elif not full.is_file():
+                self.err(path, f"{section} source {source!r} not found (looked for {self.shown_dir / source})")
+            elif section == "tiling":
+                try:
+                    self.tiling_text = full.read_text(encoding="utf-8", errors="replace")
+                except OSError as exc:
+                    self.err(path, f"tiling source {source!r} can't be read: {exc.strerror}")
+
+    def build_shapes(self) -> None:
+        inputs = {p.name for p in self.params["inputs"]}
+        attr_types = {a.name: a.type for a in self.attrs or ()}
+        outputs = self.params["outputs"]
+        for j, out in enumerate(outputs):
+            rule = self.d["outputs"][j].get("shape")
+            if rule is None:
+                continue
+            base = ("outputs", j, "shape")
+
+            def need_input(name: str, path: JsonPath) -> None:
+                if name not in inputs:
+                    self.err(path, f"output {out.name!r} shape: {name!r} is not an input of the op "
+                                   f"(inputs: {_names(sorted(inputs))})")
+
+            if "same_as" in rule:
+                need_input(rule["same_as"], base + ("same_as",))
+                shape = ShapeRule("same_as", (rule["same_as"],))
+            elif "broadcast" in rule:
+                for k, name in enumerate(rule["broadcast"]):
+                    need_input(name, base + ("broadcast", k))
+                shape = ShapeRule("broadcast", tuple(rule["broadcast"]))
+            elif "reduce" in rule:
+                need_input(rule["reduce"], base + ("reduce",))
+                for field, want in (("axes", "list_int"), ("keep_dims", "bool")):
+                    name = rule[field]
+                    if name not in attr_types:
+                        self.err(base + (field,), f"output {out.name!r} shape: reduce {field} {name!r} is not "
+                                                  f"an attr of the op (attrs: {_names(sorted(attr_types))})")
+                    elif attr_types[name] != want:
+                        self.err(base + (field,), f"output {out.name!r} shape: reduce {field} attr {name!r} "
+                                                  f"must be of type {want}, not {attr_types[name]}")
+                shape = ShapeRule("reduce", (rule["reduce"],), axes_attr=rule["axes"], keep_dims_attr=rule["keep_dims"])
+            else:
+                symbol = rule["function"]
+                if self.tiling_text is not None and not defines_c_function(self.tiling_text, symbol):
+                    self.err(base + ("function",), f"output {out.name!r} shape function {symbol!r} is not defined "
+                                                   f"in tiling source {self.d['tiling']['source']!r}")
+                shape = ShapeRule("function", (symbol,))
+            outputs[j] = replace(out, shape=shape)
+
+    def build_key_rule(self) -> None:
+        spec = self.d.get("simplified_key", {})
+        mode = spec.get("mode", "default")
+        callback = spec.get("callback")
+        path = ("simplified_key", "callback")
+        if mode == "default":
+            if callback is not None:
+                self.err(path, f"callback {callback!r} needs mode: customized (the default mode builds "
+                               f"the key from every tensor's dtype and format)")
+            self.key_rule = KeyRule("default")
+            return
+        callback = callback or "table"
+        if callback == "table":
+            self.key_rule = KeyRule("customized", "table")
+        elif callback.startswith("c:"):
+            symbol = callback[2:]
+            self.key_rule = KeyRule("customized", "c", c_symbol=symbol)
+            if self.tiling_text is not None and not defines_c_function(self.tiling_text, symbol):
+                self.err(path, f"C callback {symbol!r} is not defined in tiling source "
+                               f"{self.d['tiling']['source']!r} (expected a function definition "
+                               f"`uint32_t {symbol}(TilingContext *ctx, char *key) {{ ... }}`)")
+        else:
+            _, module, function = callback.split(":")
+            self.key_rule = KeyRule("customized", "python", py_module=module, py_function=function)
+            self.check_python_callback(path, module, function)
+
+    def check_python_callback(self, path: JsonPath, module: str, function: str) -> None:
+        module_file = self.op_dir / f"{module}.py"
+        if not module_file.is_file():
+            self.err(path, f"Python callback module {module}.py not found in the op directory {self.shown_dir}")
+            return
+        try:
+            tree = ast.parse(module_file.read_bytes(), filename=str(module_file))
+        except SyntaxError as exc:
+            self.err(path, f"Python callback module {module_file}:{exc.lineno}:{exc.offset}: syntax error: {exc.msg}")
+            return
+        if not any(isinstance(node, ast.FunctionDef) and node.name == function for node in tree.body):
+            self.err(path, f"Python callback module {module}.py defines no top-level function {function!r}")
+
+    # ---- binaries --------------------------------------------------------------------------
+
+    def build_binaries(self) -> None:
+        key_rule = self.key_rule or KeyRule("default")
+        tensors = {p.name: p for p in self.tensors}
+        attrs = {a.name: a for a in self.attrs or ()}
+        names: dict[str, int] = {}
+        matched: list[set[int] | None] = []
+        for i, item in enumerate(self.d["binaries"]):
+            base = ("binaries", i)
+            name = item["name"]
+            if name in names:
+                self.err(base + ("name",), f"duplicate binary name {name!r} (first at line "
+                                           f"{self.line(('binaries', names[name], 'name'))})")
+            names.setdefault(name, i)
+            when, attr_when, good = self.check_when(i, item, tensors, attrs)
+            columns = self.matching_columns(i, when) if good else None
+            matched.append(columns)
+            key = item.get("key")
+            if key_rule.mode == "customized":
+                if key is None:
+                    self.err(base, f"binary {name!r} needs a key: simplified_key mode is customized")
+                else:
+                    self.check_fragment(base + ("key",), key)
+            else:
+                if key is not None:
+                    self.err(base + ("key",), f"binary {name!r} has a key, but simplified_key mode is default "
+                                              f"(keys come from dtypes and formats): remove it or set "
+                                              f"simplified_key: {{mode: customized}}", at_key=True)
+                if attr_when:
+                    attr_path = base + ("when", attr_when[0][0])
+                    self.err(attr_path, f"binary {name!r}: attribute conditions in when need simplified_key "
+                                        f"mode customized (a default-mode key has no attributes)", at_key=True)
+            deterministic = item.get("deterministic", "ignore")
+            self.binaries.append(Binary(
+                name=name,
+                when=when,
+                attr_when=attr_when,
+                key=key,
+                deterministic={True: "true", False: "false"}.get(deterministic, deterministic),
+                impl_modes=tuple(item.get("impl_mode", DEFAULT_IMPL_MODES)),
+                block_dim=int(item.get("block_dim", -1)),
+                mark=self.mark(base),
+            ))
+        self.check_collisions(key_rule, matched)
+
+    def check_when(self, i: int, item: dict[str, Any], tensors: dict[str, Param], attrs: dict[str, Attr]
+                   ) -> tuple[tuple[tuple[str, TensorChoice], ...], tuple[tuple[str, Any], ...], bool]:
+        base = ("binaries", i, "when")
+        name = item["name"]
+        choices: dict[str, TensorChoice] = {}
+        attr_values: dict[str, Any] = {}
+        good = True
+        for key, value in item["when"].items():
+            path = base + (key,)
+            if key in tensors:
+                p = tensors[key]
+                what = f"{'output' if p.is_output else 'input'} {key!r}"
+                if isinstance(value, dict):
+                    choice = TensorChoice(value["dtype"], value.get("format"))
+                elif isinstance(value, str):
+                    choice = TensorChoice(value)
+                else:
+                    self.err(path, f"binary {name!r}: when {key}: give {what}'s dtype (a string) or "
+                                   f"{{dtype, format}}, not {value!r}")
+                    good = False
+                    continue
+                if choice.dtype not in p.dtypes:
+                    good = False
+                    at = path + ("dtype",) if isinstance(value, dict) else path
+                    known = "unknown dtype" if choice.dtype not in DTYPES else "dtype"
+                    self.err(at, f"binary {name!r}: {known} {choice.dtype!r} is not declared for {what} "
+                                 f"(declared: {_names(dict.fromkeys(p.dtypes))})")
+                if choice.format is not None and choice.format not in p.formats:
+                    good = False
+                    self.err(path + ("format",), f"binary {name!r}: format {choice.format!r} is not declared "
+                                                 f"for {what} (declared: {_names(dict.fromkeys(p.formats))})")
+                choices[key] = choice
+            elif key in attrs:
+                a = attrs[key]
+                ok, coerced = coerce_attr_value(a.type, value)
+                if not ok:
+                    self.err(path, f"binary {name!r}: when {key}: {value!r} is not a {a.type} "
+                                   f"(attr {key!r} has type {a.type})")
+                attr_values[key] = coerced
+            else:
+                self.err(path, f"binary {name!r}: when names {key!r}, which is not an input, output or "
+                               f"attr of the op", at_key=True)
+        missing = [p.name for p in tensors.values() if p.name not in choices and p.name not in item["when"]]
+        if missing:
+            good = False
+            self.err(base, f"binary {name!r}: when must give the dtype of every input and output; missing: "
+                           f"{_names(missing)}", at_key=True)
+        when = tuple((p.name, choices[p.name]) for p in tensors.values() if p.name in choices)
+        attr_when = tuple((a.name, attr_values[a.name]) for a in attrs.values() if a.name in attr_values)
+        return when, attr_when, good
+
+    def matching_columns(self, i: int, when: tuple[tuple[str, TensorChoice], ...]) -> set[int] | None:
+        """The declared combination columns a binary's `when` matches (error when there is none)."""
+        if self.columns is None:
+            return None
+        choices = dict(when)
+        names = [p.name for p in self.tensors]
+        hits = set()
+        for c, column in enumerate(self.columns):
+            if all(choices[n].dtype == col.dtype and choices[n].format in (None, col.format)
+                   for n, col in zip(names, column)):
+                hits.add(c)
+        if not hits:
+            declared = "; ".join(f"({self.describe(col)})" for col in self.columns)
+            self.err(("binaries", i, "when"),
+                     f"binary {self.d['binaries'][i]['name']!r}: dtype combination "
+                     f"({self.describe(choices[n] for n in names)}) is not declared; declared combinations: "
+                     f"{declared}", at_key=True)
+            return None
+        return hits
+
+    def check_fragment(self, path: JsonPath, key: str) -> None:
+        size = len(key.encode("utf-8"))
+        if not key:
+            self.err(path, "key is empty (a customized key fragment needs at least one character)")
+        elif size > MAX_KEY_FRAGMENT_BYTES:
+            self.err(path, f"key is {size} bytes long; GenSimplifiedKey fragments are at most "
+                           f"{MAX_KEY_FRAGMENT_BYTES} bytes")
+        elif any(ch.isspace() for ch in key):
+            self.err(path, f"key {key!r} contains whitespace")
+
+    def check_collisions(self, key_rule: KeyRule, matched: list[set[int] | None]) -> None:
+        """Two binaries must never answer the same full key `Op/d=D,p=P/...`."""
+        op = self.d.get("op", "?") if self.ok("op") else "?"
+        for j, b in enumerate(self.binaries):
+            for i in range(j):
+                a = self.binaries[i]
+                d = sorted(set(a.d_values) & set(b.d_values))
+                p = sorted(set(a.p_values) & set(b.p_values))
+                if not d or not p:
+                    continue
+                dp = f"d={d[0]},p={p[0]}"
+                where = f"binary {a.name!r} (line {self.line(('binaries', i))})"
+                if key_rule.mode == "customized":
+                    if a.key is not None and a.key == b.key:
+                        self.err(("binaries", j, "key"), f"duplicate key {b.key!r}: binary {b.name!r} and {where} "
+                                                         f"both have the full key {op}/{dp}/{b.key}")
+                        continue
+                    if key_rule.callback != "table" or a.attr_when != b.attr_when:
+                        continue
+                overlap = (matched[i] or set()) & (matched[j] or set())
+                if overlap:
+                    column = self.describe(self.columns[min(overlap)]) if self.columns else ""
+                    how = "the key table" if key_rule.mode == "customized" else "the default simplified key"
+                    self.err(("binaries", j), f"binary {b.name!r} is ambiguous with {where}: both serve "
+                                              f"({column}) with {dp}, and {how} can't tell them apart "
+                                              f"(set deterministic or impl_mode to separate them)")
+
+    # ---- the model -------------------------------------------------------------------------
+
+    def assemble(self) -> OpSpec:
+        d = self.d
+        outputs = tuple(self.params["outputs"])
+        functions = [p.shape.operands[0] for p in outputs if p.shape is not None and p.shape.kind == "function"]
+        return OpSpec(
+            op=d["op"],
+            snake=snake_case(d["op"]),
+            description=d.get("description", ""),
+            inputs=tuple(self.params["inputs"]),
+            outputs=outputs,
+            attrs=tuple(self.attrs or ()),
+            tiling_data=tuple(TilingField(t["name"], t["type"], int(t.get("count", 1)))
+                              for t in d.get("tiling_data", [])),
+            kernel=self.sources["kernel"],
+            tiling=self.sources["tiling"],
+            key_rule=self.key_rule or KeyRule("default"),
+            binaries=tuple(self.binaries),
+            socs=tuple(d.get("socs", ("ascend910b",))),
+            spec_path=self.spec_path,
+            package=d.get("package", "custom"),
+            domain=d.get("domain"),
+            core_type=d.get("core_type", "VectorCore"),
+            infer_shape=functions[0] if functions else None,
+            intercore_sync=bool(d["kernel"].get("intercore_sync", False)),
+        )
+
+
+def broken_sections(paths: Iterable[JsonPath]) -> set[str]:
+    """The top-level sections a list of schema-error paths touches (`*` when the root is broken)."""
+    broken: set[str] = set()
+    for path in paths:
+        broken.add(str(path[0]) if path else "*")
+    if "*" in broken:
+        broken |= {"op", "description", "package", "domain", "inputs", "outputs", "attrs", "tiling_data",
+                   "kernel", "tiling", "simplified_key", "binaries", "socs", "core_type"}
+    return broken
+
+
+__all__ = ["SpecChecker", "broken_sections", "coerce_attr_value", "defines_c_function",
+           "DTYPES", "FORMATS", "IMPL_MODE_INDEX", "MAX_KEY_FRAGMENT_BYTES"]

@@ -1,0 +1,120 @@
+"""Finding and loading op specs: file -> YAML with marks -> schema -> semantic checks -> OpSpec."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+from .checks import SpecChecker, broken_sections
+from .errors import Problem, SpecError
+from .model import OpSpec
+from .schema import schema_problems
+from .yaml_marks import load_yaml
+
+SPEC_FILE = "op.yaml"
+
+
+def find_specs(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """The spec files named by `paths`: a file is itself; a directory yields its own `op.yaml`
+    and every `<dir>/*/op.yaml`, sorted. Duplicates are dropped (first occurrence kept).
+    Raises FileNotFoundError for a path that does not exist."""
+    found: list[Path] = []
+    seen: set[Path] = set()
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            candidates = sorted(p for p in [path / SPEC_FILE, *path.glob(f"*/{SPEC_FILE}")] if p.is_file())
+        elif path.exists():
+            candidates = [path]
+        else:
+            raise FileNotFoundError(f"no such file or directory: {raw}")
+        for candidate in candidates:
+            key = candidate.resolve()
+            if key not in seen:
+                seen.add(key)
+                found.append(candidate)
+    return found
+
+
+def check_spec(path: str | os.PathLike[str]) -> tuple[OpSpec | None, list[Problem]]:
+    """Load and validate one spec file: (the OpSpec, []) or (None, every problem found).
+    Problems name the file as given in `path`."""
+    file = os.fspath(path)
+    spec_path = Path(path).absolute()
+    try:
+        raw = spec_path.read_bytes()
+    except FileNotFoundError:
+        return None, [Problem(file, 0, 0, "no such file")]
+    except OSError as exc:
+        return None, [Problem(file, 0, 0, f"can't read the spec: {exc.strerror or exc}")]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        return None, [Problem(file, line, col, f"the spec is not UTF-8 text ({exc.reason})")]
+    data, marks, problems = load_yaml(text, file)
+    if data is None:
+        return None, problems
+    paths = []
+    for path_, problem in schema_problems(data, marks):
+        paths.append(path_)
+        problems.append(problem)
+    if not isinstance(data, dict):
+        return None, problems
+    spec, semantic = SpecChecker(data, marks, spec_path, broken_sections(paths)).run()
+    problems.extend(semantic)
+    return (None if problems else spec), problems
+
+
+def load_spec(path: str | os.PathLike[str]) -> OpSpec:
+    """Load and validate one `op.yaml`; raises SpecError listing every problem."""
+    spec, problems = check_spec(path)
+    if problems or spec is None:
+        raise SpecError(problems)
+    return spec
+
+
+def load_specs(paths: Iterable[str | os.PathLike[str]]) -> list[OpSpec]:
+    """Load every spec named by `paths` (files or directories, see `find_specs`). Problems of all
+    files are collected before one SpecError is raised; two specs of the same op are an error.
+    A path that does not exist is a problem too."""
+    files: list[Path] = []
+    problems: list[Problem] = []
+    for raw in paths:
+        try:
+            files.extend(f for f in find_specs([raw]) if f.resolve() not in {g.resolve() for g in files})
+        except FileNotFoundError:
+            problems.append(Problem(os.fspath(raw), 0, 0, "no such file or directory"))
+    specs: list[OpSpec] = []
+    first: dict[str, OpSpec] = {}
+    for file in files:
+        spec, found = check_spec(file)
+        problems.extend(found)
+        if spec is None:
+            continue
+        if spec.op in first:
+            other = first[spec.op]
+            line, col = _op_position(spec)
+            problems.append(Problem(str(file), line, col,
+                                    f"op {spec.op} is also defined in {_display(other.spec_path)}", "$.op"))
+            continue
+        first[spec.op] = spec
+        specs.append(spec)
+    if problems:
+        raise SpecError(problems)
+    return specs
+
+
+def _op_position(spec: OpSpec) -> tuple[int, int]:
+    # The `op:` line is not kept in the model; re-read it cheaply (only on this error path).
+    _, marks, _ = load_yaml(spec.spec_path.read_text(encoding="utf-8"), str(spec.spec_path))
+    return marks.at(("op",))
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,525 @@
+"""Test harness for the op kernels and tiling functions, independent of the generator and runtime.
+
+It does by hand what the build and the runtime will do (the contract in the kernel/tiling brief):
+
+* reads `ops/<op>/op.yaml` with plain PyYAML (no dependency on the spec loader),
+* writes the per-op `<op_snake>_tiling.h` and a launch shim exporting `opbuild_kernel_launch`,
+* compiles one kernel `.so` per binary with that binary's macros, and every op's `tiling.c` into
+  one `libcust_opmaster_rt2.0.so`, all with `-Wall -Wextra -Werror`,
+* fills a `TilingContext` through ctypes, runs tiling, then runs all blocks on host threads
+  (`block_runner.c`: one thread per block plus a barrier for `intercore_sync` kernels).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import yaml
+
+from opbuild.abi import ge_types
+
+REPO = Path(__file__).resolve().parents[2]
+OPS_DIR = REPO / "ops"
+NATIVE_INCLUDE = REPO / "opbuild" / "runtime" / "native" / "include"
+HERE = Path(__file__).resolve().parent
+CC = os.environ.get("CC", "cc")
+WARNINGS = ["-Wall", "-Wextra", "-Werror"]
+COMMON_FLAGS = ["-O2", "-fPIC", "-shared", "-fvisibility=hidden", *WARNINGS]
+
+TILING_FIELD_C = {
+    "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "uint16": "uint16_t", "int32": "int32_t",
+    "uint32": "uint32_t", "int64": "int64_t", "uint64": "uint64_t", "float": "float", "double": "double",
+}
+ATTR_TYPE_CODE = {"int": 0, "float": 1, "bool": 2, "str": 3, "list_int": 4, "list_float": 5, "list_bool": 6}
+
+
+def snake_case(name: str) -> str:
+    try:
+        from opbuild.spec.naming import snake_case as spec_snake  # type: ignore[import-not-found]
+    except ImportError:
+        return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
+    return spec_snake(name)
+
+
+# ---- spec ------------------------------------------------------------------------------------
+
+
+@dataclass
+class BinaryInfo:
+    name: str
+    dtypes: dict[str, str]           # tensor name -> dtype
+    formats: dict[str, str]          # tensor name -> format
+    attr_when: dict[str, Any]        # attr name -> pinned value
+    deterministic: str = "ignore"
+
+
+@dataclass
+class OpInfo:
+    op: str
+    snake: str
+    op_dir: Path
+    inputs: list[tuple[str, str]]    # (name, param_type)
+    outputs: list[str]
+    attrs: list[tuple[str, str, Any]]  # (name, type, default)
+    tiling_data: list[tuple[str, str, int]]
+    kernel_source: str
+    kernel_entry: str
+    intercore_sync: bool
+    tiling_source: str
+    tiling_function: str
+    key_callback: str | None
+    binaries: list[BinaryInfo] = field(default_factory=list)
+
+    def binary(self, name: str) -> BinaryInfo:
+        for b in self.binaries:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+    @property
+    def macro_prefix(self) -> str:
+        return self.snake.upper()
+
+
+def load_op(op_dir: Path) -> OpInfo:
+    raw = yaml.safe_load((op_dir / "op.yaml").read_text())
+    inputs = [(p["name"], p.get("param_type", "required")) for p in raw["inputs"]]
+    outputs = [p["name"] for p in raw["outputs"]]
+    attrs = [(a["name"], a["type"], a.get("default")) for a in raw.get("attrs", []) or []]
+    tensor_names = [n for n, _ in inputs] + outputs
+    default_formats = {}
+    for p in raw["inputs"] + raw["outputs"]:
+        default_formats[p["name"]] = (p.get("formats") or ["ND"])[0]
+    binaries = []
+    for b in raw["binaries"]:
+        dtypes, formats, attr_when = {}, {}, {}
+        for k, v in b["when"].items():
+            if k in tensor_names:
+                if isinstance(v, dict):
+                    dtypes[k] = v["dtype"]
+                    formats[k] = v.get("format", default_formats[k])
+                else:
+                    dtypes[k] = v
+                    formats[k] = default_formats[k]
+            else:
+                attr_when[k] = v
+        binaries.append(BinaryInfo(b["name"], dtypes, formats, attr_when, str(b.get("deterministic", "ignore")).lower()))
+    cb = (raw.get("simplified_key") or {}).get("callback", "")
+    return OpInfo(
+        op=raw["op"],
+        snake=op_dir.name,
+        op_dir=op_dir,
+        inputs=inputs,
+        outputs=outputs,
+        attrs=attrs,
+        tiling_data=[(f["name"], f["type"], int(f.get("count", 1))) for f in raw.get("tiling_data", [])],
+        kernel_source=raw["kernel"]["source"],
+        kernel_entry=raw["kernel"]["entry"],
+        intercore_sync=bool(raw["kernel"].get("intercore_sync", False)),
+        tiling_source=raw["tiling"]["source"],
+        tiling_function=raw["tiling"]["function"],
+        key_callback=cb[2:] if isinstance(cb, str) and cb.startswith("c:") else None,
+        binaries=binaries,
+    )
+
+
+# ---- generated sources (the contract, written by hand) ----------------------------------------
+
+
+def render_tiling_header(info: OpInfo) -> str:
+    guard = f"OPBUILD_{info.macro_prefix}_TILING_H"
+    struct = f"{info.op}TilingData"
+    lines = [f"#ifndef {guard}", f"#define {guard}", "#include <stdint.h>", f"typedef struct {struct} {{"]
+    for name, typ, count in info.tiling_data:
+        arr = f"[{count}]" if count > 1 else ""
+        lines.append(f"    {TILING_FIELD_C[typ]} {name}{arr};")
+    lines += [f"}} {struct};", f"#define OPBUILD_TILING_DATA_TYPE {struct}"]
+    for i, (name, _) in enumerate(info.inputs):
+        lines.append(f"#define {info.macro_prefix}_INPUT_{name.upper()} {i}")
+    for i, name in enumerate(info.outputs):
+        lines.append(f"#define {info.macro_prefix}_OUTPUT_{name.upper()} {i}")
+    for i, (name, _, _) in enumerate(info.attrs):
+        lines.append(f"#define {info.macro_prefix}_ATTR_{name.upper()} {i}")
+    lines.append("#endif")
+    return "\n".join(lines) + "\n"
+
+
+def render_launch_shim(info: OpInfo) -> str:
+    n = len(info.inputs) + len(info.outputs) + 2
+    params = ", ".join(["GM_ADDR"] * n)
+    call = ", ".join(f"(GM_ADDR)args[{i}]" for i in range(n))
+    return f"""#include "opbuild/kernel.h"
+#include "{info.snake}_tiling.h"
+
+__thread uint32_t opbuild_block_idx_ __attribute__((visibility("hidden")));
+__thread uint32_t opbuild_block_num_ __attribute__((visibility("hidden")));
+__thread char opbuild_kernel_error_[OPBUILD_KERNEL_ERROR_LEN] __attribute__((visibility("hidden")));
+__thread opbuild_sync_all_fn opbuild_sync_all_ __attribute__((visibility("hidden")));
+__thread void *opbuild_sync_ctx_ __attribute__((visibility("hidden")));
+
+KERNEL_ENTRY void {info.kernel_entry}({params});
+
+__attribute__((visibility("default"))) int32_t opbuild_kernel_launch(void *const *args, uint32_t nargs,
+        uint32_t block_idx, uint32_t block_num, opbuild_sync_all_fn sync, void *sync_ctx, char *err, uint32_t errlen) {{
+    if (nargs != {n}u) {{
+        snprintf(err, errlen, "%s: expected {n} arguments, got %u", OPBUILD_BINARY_NAME, nargs);
+        return 1;
+    }}
+    opbuild_block_idx_ = block_idx;
+    opbuild_block_num_ = block_num;
+    opbuild_sync_all_ = sync;
+    opbuild_sync_ctx_ = sync_ctx;
+    opbuild_kernel_error_[0] = '\\0';
+    {info.kernel_entry}({call});
+    if (opbuild_kernel_error_[0] != '\\0') {{
+        snprintf(err, errlen, "%s", opbuild_kernel_error_);
+        return 1;
+    }}
+    return 0;
+}}
+"""
+
+
+def c_literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    raise TypeError(f"no C literal for {value!r}")
+
+
+def binary_macros(info: OpInfo, binary: BinaryInfo) -> list[str]:
+    macros = []
+    for name in [n for n, _ in info.inputs] + info.outputs:
+        dt = binary.dtypes[name]
+        up = name.upper()
+        macros += [
+            f"-DDTYPE_{up}={ge_types.DTYPE_C_TYPE[dt]}",
+            f"-DORIG_DTYPE_{up}={ge_types.DTYPE_C_ENUM[dt]}",
+            f"-DFORMAT_{up}={ge_types.FORMAT_C_ENUM[binary.formats[name]]}",
+        ]
+    macros += [
+        f'-DOPBUILD_BINARY_NAME="{binary.name}"',
+        f'-DOPBUILD_OP_TYPE="{info.op}"',
+        f"-DOPBUILD_DETERMINISTIC={1 if binary.deterministic == 'true' else 0}",
+    ]
+    for attr, value in binary.attr_when.items():
+        macros.append(f"-DOPBUILD_WHEN_{attr.upper()}={c_literal(value)}")
+    return macros
+
+
+def _cc(args: list[str]) -> None:
+    proc = subprocess.run([CC, *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"compile failed: {' '.join([CC, *args])}\n{proc.stdout}{proc.stderr}")
+
+
+@dataclass
+class BuiltOp:
+    info: OpInfo
+    kernels: dict[str, Path]
+
+
+@dataclass
+class Build:
+    ops: dict[str, BuiltOp]  # by op type
+    tiling_lib: Path
+    gen_dir: Path
+    runner_lib: Path
+
+
+def build_ops(op_dirs: Sequence[Path], out_dir: Path, jobs: int = 8) -> Build:
+    """Compile every binary of the given ops and one tiling library holding all their tiling.c."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    gen_dir = out_dir / "gen"
+    gen_dir.mkdir(exist_ok=True)
+    infos = [load_op(d) for d in op_dirs]
+    jobs_list = []
+    built: dict[str, BuiltOp] = {}
+    for info in infos:
+        (gen_dir / f"{info.snake}_tiling.h").write_text(render_tiling_header(info))
+        shim = gen_dir / f"{info.snake}_launch.c"
+        shim.write_text(render_launch_shim(info))
+        kdir = out_dir / "kernel" / info.snake
+        kdir.mkdir(parents=True, exist_ok=True)
+        built[info.op] = BuiltOp(info, {})
+        for b in info.binaries:
+            so = kdir / f"{b.name}.so"
+            built[info.op].kernels[b.name] = so
+            jobs_list.append([*COMMON_FLAGS, f"-I{NATIVE_INCLUDE}", f"-I{gen_dir}", *binary_macros(info, b),
+                              str(info.op_dir / info.kernel_source), str(shim), "-o", str(so)])
+    tiling_lib = out_dir / "libcust_opmaster_rt2.0.so"
+    jobs_list.append([*COMMON_FLAGS, f"-I{NATIVE_INCLUDE}", f"-I{gen_dir}",
+                      *[str(i.op_dir / i.tiling_source) for i in infos], "-o", str(tiling_lib)])
+    runner = out_dir / "libblock_runner.so"
+    jobs_list.append(["-O2", "-fPIC", "-shared", *WARNINGS, f"-I{NATIVE_INCLUDE}", str(HERE / "block_runner.c"),
+                      "-pthread", "-o", str(runner)])
+    with ThreadPoolExecutor(jobs) as pool:
+        for f in [pool.submit(_cc, j) for j in jobs_list]:
+            f.result()
+    return Build(built, tiling_lib, gen_dir, runner)
+
+
+# ---- the TilingContext (ctypes mirror of opbuild/tiling.h) ---------------------------------------
+
+MAX_DIMS = 8
+
+
+class OpbuildTensorDesc(ctypes.Structure):
+    _fields_ = [
+        ("dtype", ctypes.c_int32), ("format", ctypes.c_int32), ("dim_num", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint32), ("dims", ctypes.c_int64 * MAX_DIMS), ("strides", ctypes.c_int64 * MAX_DIMS),
+    ]
+
+
+class OpbuildAttrValue(ctypes.Structure):
+    _fields_ = [
+        ("type", ctypes.c_int32), ("count", ctypes.c_uint32), ("i", ctypes.c_int64), ("f", ctypes.c_double),
+        ("s", ctypes.c_char_p), ("list_int", ctypes.POINTER(ctypes.c_int64)),
+        ("list_float", ctypes.POINTER(ctypes.c_double)), ("list_bool", ctypes.POINTER(ctypes.c_uint8)),
+    ]
+
+
+class TilingContext(ctypes.Structure):
+    _fields_ = [
+        ("abi_version", ctypes.c_uint32), ("input_num", ctypes.c_uint32), ("output_num", ctypes.c_uint32),
+        ("attr_num", ctypes.c_uint32),
+        ("input_start", ctypes.POINTER(ctypes.c_uint32)), ("input_count", ctypes.POINTER(ctypes.c_uint32)),
+        ("input_descs", ctypes.POINTER(OpbuildTensorDesc)),
+        ("output_start", ctypes.POINTER(ctypes.c_uint32)), ("output_count", ctypes.POINTER(ctypes.c_uint32)),
+        ("output_descs", ctypes.POINTER(OpbuildTensorDesc)),
+        ("attrs", ctypes.POINTER(OpbuildAttrValue)),
+        ("op_type", ctypes.c_char_p), ("soc_version", ctypes.c_char_p),
+        ("core_num", ctypes.c_uint32), ("deterministic", ctypes.c_uint32), ("impl_mode", ctypes.c_uint32),
+        ("reserved0", ctypes.c_uint32), ("ub_size", ctypes.c_uint64),
+        ("block_dim", ctypes.c_uint32), ("reserved1", ctypes.c_uint32), ("tiling_key", ctypes.c_uint64),
+        ("workspace_size", ctypes.c_uint64), ("tiling_data", ctypes.c_void_p),
+        ("tiling_data_capacity", ctypes.c_uint64), ("tiling_data_size", ctypes.c_uint64),
+        ("error", ctypes.c_char * 256),
+    ]
+
+
+@dataclass(frozen=True)
+class Desc:
+    """A tensor description without data (dtype name, shape)."""
+
+    dtype: str
+    shape: tuple[int, ...]
+
+
+def _desc(d: Desc | np.ndarray) -> OpbuildTensorDesc:
+    if isinstance(d, np.ndarray):
+        d = Desc(ge_types.dtype_name(d.dtype), tuple(d.shape))
+    out = OpbuildTensorDesc()
+    out.dtype = ge_types.DTYPE_TO_GE[d.dtype]
+    out.format = ge_types.FORMAT_TO_GE["ND"]
+    out.dim_num = len(d.shape)
+    stride = 1
+    for i in reversed(range(len(d.shape))):
+        out.dims[i] = d.shape[i]
+        out.strides[i] = stride
+        stride *= max(d.shape[i], 1)
+    return out
+
+
+TensorArg = Desc | np.ndarray
+InputArg = TensorArg | list[TensorArg] | None
+
+
+@dataclass
+class TilingOutcome:
+    status: int
+    error: str
+    block_dim: int
+    tiling_key: int
+    workspace_size: int
+    data: bytes
+
+
+class _Holder:
+    """Keeps the ctypes buffers a TilingContext points to alive."""
+
+    def __init__(self) -> None:
+        self.refs: list[Any] = []
+
+    def keep(self, obj: Any) -> Any:
+        self.refs.append(obj)
+        return obj
+
+
+def make_context(info: OpInfo, inputs: Sequence[InputArg], outputs: Sequence[TensorArg],
+                 attrs: dict[str, Any] | None, core_num: int, deterministic: int = 0,
+                 tiling_capacity: int = 4096) -> tuple[TilingContext, _Holder]:
+    hold = _Holder()
+    attrs = dict(attrs or {})
+    in_descs: list[OpbuildTensorDesc] = []
+    in_start, in_count = [], []
+    for arg in inputs:
+        items = [] if arg is None else (arg if isinstance(arg, list) else [arg])
+        in_start.append(len(in_descs))
+        in_count.append(len(items))
+        in_descs += [_desc(a) for a in items]
+    out_descs = [_desc(o) for o in outputs]
+    ctx = TilingContext()
+    ctx.abi_version = 1
+    ctx.input_num = len(inputs)
+    ctx.output_num = len(outputs)
+    ctx.input_start = hold.keep((ctypes.c_uint32 * max(1, len(in_start)))(*in_start))
+    ctx.input_count = hold.keep((ctypes.c_uint32 * max(1, len(in_count)))(*in_count))
+    ctx.input_descs = hold.keep((OpbuildTensorDesc * max(1, len(in_descs)))(*in_descs))
+    ctx.output_start = hold.keep((ctypes.c_uint32 * max(1, len(outputs)))(*range(len(outputs))))
+    ctx.output_count = hold.keep((ctypes.c_uint32 * max(1, len(outputs)))(*([1] * len(outputs))))
+    ctx.output_descs = hold.keep((OpbuildTensorDesc * max(1, len(out_descs)))(*out_descs))
+    values = []
+    for name, typ, default in info.attrs:
+        v = attrs.pop(name, default)
+        a = OpbuildAttrValue()
+        a.type = ATTR_TYPE_CODE[typ]
+        if typ in ("int", "bool"):
+            a.i = int(v)
+        elif typ == "float":
+            a.f = float(v)
+        elif typ == "str":
+            a.s = hold.keep(str(v).encode())
+        elif typ == "list_int":
+            a.count = len(v)
+            a.list_int = hold.keep((ctypes.c_int64 * max(1, len(v)))(*v))
+        elif typ == "list_float":
+            a.count = len(v)
+            a.list_float = hold.keep((ctypes.c_double * max(1, len(v)))(*v))
+        elif typ == "list_bool":
+            a.count = len(v)
+            a.list_bool = hold.keep((ctypes.c_uint8 * max(1, len(v)))(*[int(b) for b in v]))
+        values.append(a)
+    if attrs:
+        raise KeyError(f"unknown attrs {sorted(attrs)} for {info.op}")
+    ctx.attr_num = len(values)
+    ctx.attrs = hold.keep((OpbuildAttrValue * max(1, len(values)))(*values))
+    ctx.op_type = hold.keep(info.op.encode())
+    ctx.soc_version = hold.keep(b"ascend910b")
+    ctx.core_num = core_num
+    ctx.deterministic = deterministic
+    ctx.ub_size = 192 * 1024
+    buf = hold.keep(ctypes.create_string_buffer(b"\xab" * tiling_capacity, tiling_capacity))
+    ctx.tiling_data = ctypes.cast(buf, ctypes.c_void_p)
+    ctx.tiling_data_capacity = tiling_capacity
+    ctx.block_dim = 0xFFFFFFFF  # must be set by the tiling function
+    return ctx, hold
+
+
+def _load(path: Path) -> ctypes.CDLL:
+    return ctypes.CDLL(str(path))
+
+
+class OpRunner:
+    """Runs one op's tiling and binaries from a Build."""
+
+    def __init__(self, build: Build, op: str) -> None:
+        self.build = build
+        self.op = build.ops[op]
+        self.info = self.op.info
+        self.tiling_lib = _load(build.tiling_lib)
+        self.runner = _load(build.runner_lib)
+        self.runner.opbuild_test_run_blocks.restype = ctypes.c_int32
+        self.runner.opbuild_test_run_blocks.argtypes = [
+            ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
+            ctypes.c_int32, ctypes.c_char_p, ctypes.c_uint32,
+        ]
+        self._kernels: dict[str, ctypes.CDLL] = {}
+
+    def tiling(self, inputs: Sequence[InputArg], outputs: Sequence[TensorArg], attrs: dict[str, Any] | None = None,
+               core_num: int = 48, deterministic: int = 0) -> TilingOutcome:
+        ctx, hold = make_context(self.info, inputs, outputs, attrs, core_num, deterministic)
+        fn = getattr(self.tiling_lib, self.info.tiling_function)
+        fn.restype = ctypes.c_uint32
+        fn.argtypes = [ctypes.POINTER(TilingContext)]
+        status = fn(ctypes.byref(ctx))
+        data = ctypes.string_at(ctx.tiling_data, ctx.tiling_data_size) if status == 0 else b""
+        del hold
+        return TilingOutcome(status, ctx.error.decode(errors="replace"), ctx.block_dim, ctx.tiling_key,
+                             ctx.workspace_size, data)
+
+    def gen_key(self, inputs: Sequence[InputArg], outputs: Sequence[TensorArg], attrs: dict[str, Any] | None = None,
+                prefix: bytes = b"") -> tuple[int, str, str]:
+        """Call the C GenSimplifiedKey callback: (status, key, error)."""
+        assert self.info.key_callback
+        ctx, hold = make_context(self.info, inputs, outputs, attrs, 48)
+        fn = getattr(self.tiling_lib, self.info.key_callback)
+        fn.restype = ctypes.c_uint32
+        fn.argtypes = [ctypes.POINTER(TilingContext), ctypes.c_char_p]
+        key = ctypes.create_string_buffer(prefix, 257 + 64)
+        status = fn(ctypes.byref(ctx), key)
+        del hold
+        return status, key.value.decode(), ctx.error.decode(errors="replace")
+
+    def kernel(self, binary: str) -> ctypes.CDLL:
+        if binary not in self._kernels:
+            self._kernels[binary] = _load(self.op.kernels[binary])
+        return self._kernels[binary]
+
+    def run(self, binary: str, inputs: Sequence[np.ndarray | list[np.ndarray]], out_shapes: Sequence[tuple[int, ...]],
+            attrs: dict[str, Any] | None = None, core_num: int = 48, deterministic: int | None = None,
+            threads: int = 3, expect_block_dim: int | None = None) -> tuple[list[np.ndarray], TilingOutcome]:
+        """Tiling + launch of one binary; returns the outputs and the tiling outcome."""
+        b = self.info.binary(binary)
+        if deterministic is None:
+            deterministic = 1 if b.deterministic == "true" else 0
+        outs = []
+        for name, shape in zip(self.info.outputs, out_shapes):
+            dt = ge_types.numpy_dtype(b.dtypes[name])
+            o = np.empty(shape, dtype=dt)
+            o.reshape(-1).view(np.uint8).fill(0x7E)  # garbage (a NaN pattern for floats): every element must be written
+            outs.append(o)
+        ins = [[np.require(a, requirements="C") for a in x] if isinstance(x, list) else np.require(x, requirements="C")
+               for x in inputs]
+        t = self.tiling(ins, outs, attrs, core_num, deterministic)
+        if t.status != 0:
+            raise RuntimeError(f"{binary}: tiling failed: {t.error}")
+        assert 1 <= t.block_dim <= core_num, t.block_dim
+        if expect_block_dim is not None:
+            assert t.block_dim == expect_block_dim, (t.block_dim, expect_block_dim)
+        keep: list[Any] = []
+        args: list[int | None] = []
+        for x in ins:
+            if isinstance(x, list):
+                lst = (ctypes.c_uint64 * (1 + len(x)))(len(x), *[a.ctypes.data for a in x])
+                keep.append(lst)
+                args.append(ctypes.addressof(lst))
+            else:
+                args.append(x.ctypes.data)
+        args += [o.ctypes.data for o in outs]
+        workspace = None
+        if t.workspace_size:
+            workspace = np.full(t.workspace_size, 0xCD, dtype=np.uint8)  # garbage: never assume zeroed
+            args.append(workspace.ctypes.data)
+        else:
+            args.append(None)
+        tiling_buf = ctypes.create_string_buffer(t.data, max(1, len(t.data)))
+        args.append(ctypes.addressof(tiling_buf))
+        argv = (ctypes.c_void_p * len(args))(*args)
+        err = ctypes.create_string_buffer(512)
+        launch = ctypes.cast(self.kernel(binary).opbuild_kernel_launch, ctypes.c_void_p)
+        rc = self.runner.opbuild_test_run_blocks(launch, argv, len(args), t.block_dim, threads,
+                                                 1 if self.info.intercore_sync else 0, err, 512)
+        if rc != 0:
+            raise RuntimeError(f"{binary}: kernel failed: {err.value.decode(errors='replace')}")
+        del keep, workspace
+        return outs, t
+
+
+def rand(shape: Sequence[int], dtype: str, rng: np.random.Generator, lo: float = -4.0, hi: float = 4.0) -> np.ndarray:
+    """Random test data of a dtype name (bfloat16 via ml_dtypes)."""
+    dt = ge_types.numpy_dtype(dtype)
+    if dtype == "int32":
+        return rng.integers(-1000, 1000, size=shape, dtype=np.int32)
+    return rng.uniform(lo, hi, size=shape).astype(np.float32).astype(dt)
