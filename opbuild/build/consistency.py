@@ -43,7 +43,7 @@ def check_c_callbacks(specs: list[OpSpec], tiling_lib: Path) -> list[str]:
     problems: list[str] = []
     for spec in c_specs:
         try:
-            callback = CKeyCallback(library, spec.key_rule.c_symbol, spec.op)
+            callback = CKeyCallback(library, spec.key_rule.c_symbol, spec)
         except Exception as exc:  # noqa: BLE001
             problems.append(f"{spec.spec_path}: {spec.op}: {exc}")
             continue

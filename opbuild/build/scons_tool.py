@@ -118,6 +118,21 @@ def _ops_info(target, source, env):
     return 0
 
 
+def _python_api(target, source, env):
+    from opbuild.codegen.python_api import keyrule_path, render_python_api
+
+    options = _REGISTRY.options
+    specs = [_REGISTRY.specs[name] for name in env["OPBUILD_OPS"]]
+    python_dir = options.out / "opp" / "vendors" / options.vendor / layout.python_api_dir()
+    steps.write_if_changed(Path(str(target[0])), render_python_api(specs))
+    for spec in specs:
+        rel_path = keyrule_path(spec)
+        if rel_path is not None:
+            module = spec.op_dir / f"{spec.key_rule.py_module}.py"
+            steps.write_if_changed(python_dir / rel_path, module.read_text())
+    return 0
+
+
 def _text_file(target, source, env):
     steps.write_if_changed(Path(str(target[0])), env["OPBUILD_TEXT"])
     return 0
@@ -217,6 +232,18 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions):
         nodes = command([pkg / layout.ops_info(soc)], spec_files, _ops_info, f"GEN aic-{soc}-ops-info.json",
                         OPBUILD_OPS=soc_specs, OPBUILD_SOC=soc)
         env.Depends(nodes, generator_deps)
+
+    from opbuild.codegen.python_api import PYTHON_MODULE, keyrule_path
+
+    python_dir = pkg / layout.python_api_dir()
+    py_targets = [python_dir / PYTHON_MODULE]
+    py_sources = list(spec_files)
+    for spec in specs:
+        if keyrule_path(spec) is not None:
+            py_targets.append(python_dir / keyrule_path(spec))
+            py_sources.append(spec.op_dir / f"{spec.key_rule.py_module}.py")
+    nodes = command(py_targets, py_sources, _python_api, "GEN op_api/python/aclnn_ops.py", OPBUILD_OPS=tuple(s.op for s in specs))
+    env.Depends(nodes, generator_deps)
 
     command([pkg / layout.VERSION_INFO], [], _text_file, "GEN version.info",
             OPBUILD_TEXT=codegen.render_version_info(tc.version()))

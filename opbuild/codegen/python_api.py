@@ -52,8 +52,9 @@ def render_python_api(specs: list[OpSpec]) -> str:
         attrs = [camel_case(a.name) for a in spec.attrs]
         outputs = output_names(spec)
         # Attributes with defaults must follow required ones in Python: keyword-only after `*`.
-        required_attrs = [camel_case(a.name) for a in spec.attrs if a.required]
-        optional_attrs = [f"{camel_case(a.name)}={_literal(a.default)}" for a in spec.attrs if not a.required]
+        # One-shot wrappers are Pythonic: snake_case attribute keywords, defaults from the spec.
+        required_attrs = [a.name for a in spec.attrs if a.required]
+        optional_attrs = [f"{a.name}={_literal(a.default)}" for a in spec.attrs if not a.required]
         oneshot = inputs + required_attrs + ["*", *optional_attrs, "deterministic=None", "impl_mode=None", "stream=None"]
         ops.append({
             "op": spec.op,
@@ -63,6 +64,7 @@ def render_python_api(specs: list[OpSpec]) -> str:
             "oneshot_params": oneshot,
             "input_args": _tuple(inputs),
             "attr_args": _tuple(attrs),
+            "oneshot_attr_args": _tuple([a.name for a in spec.attrs]),
             "output_args": _tuple(outputs),
             "multi_output": len(outputs) > 1,
         })

@@ -19,7 +19,7 @@ out (such a binary serves calls without it).
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opbuild.keys.grammar import check_fragment, full_key
 from opbuild.keys.rules import (
@@ -29,7 +29,9 @@ from opbuild.keys.rules import (
     context_for_choices,
     describe_call,
 )
-from opbuild.spec.model import Attr, OpSpec, TensorChoice
+
+if TYPE_CHECKING:
+    from opbuild.spec.model import Attr, OpSpec, TensorChoice
 
 
 def _add(values: list[Any], value: Any) -> None:

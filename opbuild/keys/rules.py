@@ -15,7 +15,7 @@ import importlib.util
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from opbuild.keys.context import Instance, KeyContext
 from opbuild.keys.grammar import (
@@ -25,7 +25,9 @@ from opbuild.keys.grammar import (
     full_key,
     tensor_group,
 )
-from opbuild.spec.model import Binary, OpSpec, Param, TensorChoice
+
+if TYPE_CHECKING:  # only for annotations: keys must stay importable without the spec loader
+    from opbuild.spec.model import Binary, OpSpec, Param, TensorChoice
 
 FragmentFn = Callable[[KeyContext], str]
 
@@ -268,13 +270,27 @@ class _Table:
                 f"{describe_call(self.spec, ctx)}; the table has: {'; '.join(entries) or 'no entries'}")
 
 
+_TABLES: dict[int, tuple[OpSpec, _Table]] = {}
+
+
+def _table_of(spec: OpSpec) -> _Table:
+    hit = _TABLES.get(id(spec))
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    if len(_TABLES) > 256:
+        _TABLES.clear()
+    table = _Table(spec)
+    _TABLES[id(spec)] = (spec, table)
+    return table
+
+
 def table_fragment(spec: OpSpec, ctx: KeyContext) -> str:
     """The `key` of the binary whose `when` (dtypes; formats if pinned) and `attr_when` match the call.
 
     Several matches: prefer one whose deterministic/impl_mode serve the call, then the one with
     more attribute conditions, then the first declared. No match: KeyRuleError naming the call.
     """
-    return _Table(spec)(ctx)
+    return _table_of(spec)(ctx)
 
 
 # ---- customized mode: Python callbacks ------------------------------------------------------
@@ -360,7 +376,7 @@ def make_fragment_fn(spec: OpSpec, c_callback: Callable[[KeyContext], Any] | Non
     if rule.mode == "default":
         return lambda ctx: default_tail(spec, ctx)
     if rule.callback == "table":
-        return _Table(spec)
+        return _table_of(spec)
     if rule.callback == "python":
         fn = load_python_callback(spec)
         return _checked(spec, f"callback {rule.py_module}.py:{rule.py_function}", fn)

@@ -5,6 +5,10 @@ alignment of aclrtMalloc, readable and writable as a numpy view. Kernels are sha
 export `opbuild_kernel_launch` (opbuild/kernel.h); `launch` runs their blocks on the simulator's
 thread pool, on the default stream (synchronous) or on a `Stream` (an in-order queue).
 
+Buffers must stay allocated until the kernels using them finished: after a launch on a created
+stream, keep them (or free them with `buf.free(stream=s)`, ordered after the launch) until
+`synchronize()`.
+
 The native library is built by `pip install -e .` (setup.py) as
 `opbuild/runtime/_opbuild_sim*.so`; env `OPBUILD_SIM_LIB` may name another build of it (for
 example one compiled with -fsanitize=thread).
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import operator
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -493,15 +498,20 @@ def load_kernel(path: str | os.PathLike, symbol: str = LAUNCH_SYMBOL) -> KernelB
 _ARRAY_TYPES = [ctypes.c_void_p * n for n in range(65)]
 
 
-def make_args(addresses: Sequence[int | None]) -> ctypes.Array:
+def make_args(addresses: Sequence[int | DeviceBuffer | None]) -> ctypes.Array:
     """The native argument array of a launch; pass it to `launch` to skip rebuilding it."""
     n = len(addresses)
-    return (_ARRAY_TYPES[n] if n < 65 else ctypes.c_void_p * n)(*addresses)
+    try:
+        return (_ARRAY_TYPES[n] if n < 65 else ctypes.c_void_p * n)(*addresses)
+    except TypeError:
+        return (_ARRAY_TYPES[n] if n < 65 else ctypes.c_void_p * n)(
+            *(None if a is None else operator.index(a) for a in addresses)
+        )
 
 
 def launch(
     kernel: KernelBinary,
-    args: Sequence[int | None] | ctypes.Array,
+    args: Sequence[int | DeviceBuffer | None] | ctypes.Array,
     block_dim: int,
     stream: Stream | None = None,
     intercore_sync: bool = False,
@@ -517,7 +527,10 @@ def launch(
         n = len(args)
     else:
         n = len(args)
-        arr = (_ARRAY_TYPES[n] if n < 65 else ctypes.c_void_p * n)(*args)
+        try:
+            arr = (_ARRAY_TYPES[n] if n < 65 else ctypes.c_void_p * n)(*args)
+        except TypeError:  # DeviceBuffer or other objects with __index__
+            arr = make_args([None if a is None else operator.index(a) for a in args])
     if block_dim < 0 or block_dim > 0xFFFFFFFF:
         raise DeviceError(f"block_dim {block_dim} is out of range", SIM_EINVAL)
     if stream is None:

@@ -227,12 +227,15 @@ def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int) -> 
     if any(a.size == 0 for group in inputs + outputs for a, _ in group):
         return Plan(selection, None, 0, 0, 0, None, True)
     kernel = load_kernel_info(selection, spec.op)
-    from opbuild.abi.c_callbacks import run_tiling
+    from opbuild.abi.c_callbacks import CallbackError, run_tiling
 
     info = platform(soc)
-    result = run_tiling(op.tiling_library(selection.package), spec.tiling.symbol, spec, in_inst, out_inst, attrs,
-                        soc=soc, core_num=info.core_num, ub_size=info.ub_size, deterministic=d, impl_mode=p,
-                        capacity=kernel.op_para_size)
+    try:
+        result = run_tiling(op.tiling_library(selection.package), spec.tiling.symbol, spec, in_inst, out_inst, attrs,
+                            soc=soc, core_num=info.core_num, ub_size=info.ub_size, deterministic=d, impl_mode=p,
+                            capacity=kernel.op_para_size)
+    except CallbackError as exc:
+        raise AclnnError(ACLNN_ERR_INNER, str(exc)) from None
     if result.block_dim == 0:
         raise AclnnError(ACLNN_ERR_INNER, f"{spec.op}: tiling function {spec.tiling.symbol} set block_dim 0")
     buffer = (ctypes.c_uint8 * max(kernel.op_para_size, 1)).from_buffer_copy(result.tiling_data.ljust(max(kernel.op_para_size, 1), b"\0"))

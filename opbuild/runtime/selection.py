@@ -78,7 +78,12 @@ class OpRuntime:
                     path = package / layout.tiling_lib()
                     if not path.is_file():
                         raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: tiling library missing: {path}")
-                    lib = TilingLibrary(path)
+                    from opbuild.abi.c_callbacks import CallbackError
+
+                    try:
+                        lib = TilingLibrary(path)
+                    except CallbackError as exc:
+                        raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: {exc}") from None
                     self._tiling_libs[package] = lib
         return lib
 
@@ -90,7 +95,7 @@ class OpRuntime:
                 if rule.callback == "c":
                     from opbuild.abi.c_callbacks import CKeyCallback
 
-                    callback = CKeyCallback(self.tiling_library(package), rule.c_symbol, self.spec.op)
+                    callback = CKeyCallback(self.tiling_library(package), rule.c_symbol, self.spec)
                     self._fragment_fn = make_fragment_fn(self.spec, c_callback=callback)
                 else:
                     self._fragment_fn = make_fragment_fn(self.spec)

@@ -21,7 +21,6 @@ from typing import Any, Callable, Iterable
 from .errors import JsonPath, Problem
 from .model import (
     DEFAULT_IMPL_MODES,
-    IMPL_MODE_INDEX,
     Attr,
     Binary,
     KeyRule,
@@ -107,6 +106,7 @@ class SpecChecker:
         self.key_rule: KeyRule | None = None
         self.sources: dict[str, SourceRef] = {}
         self.binaries: list[Binary] = []
+        self.duplicate_names = False
 
     # ---- helpers ---------------------------------------------------------------------------
 
@@ -146,6 +146,8 @@ class SpecChecker:
         for sections, step in steps:
             if self.ok(*sections):
                 step()
+            if step == self.check_names and self.duplicate_names:
+                self.broken.add("binaries")  # `when` can't be checked against ambiguous names
         if self.problems or self.broken:
             return None, self.problems
         return self.assemble(), []
@@ -186,6 +188,7 @@ class SpecChecker:
                 name, path = item["name"], (kind, i, "name")
                 what = {"inputs": "input", "outputs": "output", "attrs": "attr"}[kind]
                 if name in seen:
+                    self.duplicate_names = True
                     other_kind, other_path = seen[name]
                     self.err(path, f"duplicate name {name!r}: {other_kind} {name!r} at line "
                                    f"{self.line(other_path)} has it already (inputs, outputs and attrs "
@@ -552,4 +555,4 @@ def broken_sections(paths: Iterable[JsonPath]) -> set[str]:
 
 
 __all__ = ["SpecChecker", "broken_sections", "coerce_attr_value", "defines_c_function",
-           "DTYPES", "FORMATS", "IMPL_MODE_INDEX", "MAX_KEY_FRAGMENT_BYTES"]
+           "DTYPES", "FORMATS", "MAX_KEY_FRAGMENT_BYTES"]

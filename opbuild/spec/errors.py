@@ -46,10 +46,6 @@ class Problem:
             return f"{self.file}: {self.message}"
         return f"{self.file}:{self.line}:{self.col}: {self.message} [{self.json_path}]"
 
-    @property
-    def sort_key(self) -> tuple[str, int, int, str]:
-        return (self.file, self.line, self.col, self.message)
-
 
 def sort_problems(problems: Iterable[Problem]) -> list[Problem]:
     """Problems by file, then line and column; each file's problems keep their relative order."""

@@ -55,7 +55,7 @@ def check_spec(path: str | os.PathLike[str]) -> tuple[OpSpec | None, list[Proble
         col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
         return None, [Problem(file, line, col, f"the spec is not UTF-8 text ({exc.reason})")]
     data, marks, problems = load_yaml(text, file)
-    if data is None:
+    if data is None and problems:  # nothing usable (a syntax error, no document)
         return None, problems
     paths = []
     for path_, problem in schema_problems(data, marks):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,9 @@ from opbuild.spec.model import (
     TensorChoice,
     TilingField,
 )
+
+# Test modules (here and in tests/keys) import the helpers as `opbuild_spec_factory`.
+sys.modules.setdefault("opbuild_spec_factory", sys.modules[__name__])
 
 REPO = Path(__file__).resolve().parents[2]
 OPS = REPO / "ops"
@@ -94,7 +98,8 @@ def _mini_load(path: Path) -> OpSpec:
     return OpSpec(
         op=doc["op"], snake=_snake(doc["op"]), description=doc.get("description", ""),
         inputs=inputs, outputs=outputs,
-        attrs=tuple(Attr(a["name"], i, a["type"], a.get("default")) for i, a in enumerate(doc.get("attrs", []))),
+        attrs=tuple(Attr(a["name"], i, a["type"], tuple(a["default"]) if isinstance(a.get("default"), list)
+                         else a.get("default")) for i, a in enumerate(doc.get("attrs", []))),
         tiling_data=tuple(TilingField(f["name"], f["type"], f.get("count", 1)) for f in doc.get("tiling_data", [])),
         kernel=SourceRef(doc["kernel"]["source"], doc["kernel"]["entry"]),
         tiling=SourceRef(doc["tiling"]["source"], doc["tiling"]["function"]),

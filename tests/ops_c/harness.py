@@ -6,15 +6,15 @@ It does by hand what the build and the runtime will do (the contract in the kern
 * writes the per-op `<op_snake>_tiling.h` and a launch shim exporting `opbuild_kernel_launch`,
 * compiles one kernel `.so` per binary with that binary's macros, and every op's `tiling.c` into
   one `libcust_opmaster_rt2.0.so`, all with `-Wall -Wextra -Werror`,
-* fills a `TilingContext` through ctypes, runs tiling, then runs all blocks on host threads
-  (`block_runner.c`: one thread per block plus a barrier for `intercore_sync` kernels).
+* fills a `TilingContext` with `opbuild.abi.tiling_context.build_tiling_context`, runs tiling,
+  then runs all blocks either on host threads (`block_runner.c`: one thread per block plus a
+  barrier for `intercore_sync` kernels) or on the device simulator (`opbuild.runtime.device`).
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
-import re
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -25,6 +25,7 @@ import numpy as np
 import yaml
 
 from opbuild.abi import ge_types
+from opbuild.abi.tiling_context import ContextHolder, build_tiling_context, new_key_buffer
 
 REPO = Path(__file__).resolve().parents[2]
 OPS_DIR = REPO / "ops"
@@ -38,15 +39,6 @@ TILING_FIELD_C = {
     "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "uint16": "uint16_t", "int32": "int32_t",
     "uint32": "uint32_t", "int64": "int64_t", "uint64": "uint64_t", "float": "float", "double": "double",
 }
-ATTR_TYPE_CODE = {"int": 0, "float": 1, "bool": 2, "str": 3, "list_int": 4, "list_float": 5, "list_bool": 6}
-
-
-def snake_case(name: str) -> str:
-    try:
-        from opbuild.spec.naming import snake_case as spec_snake  # type: ignore[import-not-found]
-    except ImportError:
-        return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
-    return spec_snake(name)
 
 
 # ---- spec ------------------------------------------------------------------------------------
@@ -238,8 +230,24 @@ class Build:
     runner_lib: Path
 
 
-def build_ops(op_dirs: Sequence[Path], out_dir: Path, jobs: int = 8) -> Build:
-    """Compile every binary of the given ops and one tiling library holding all their tiling.c."""
+def _real_generator(op_dir: Path) -> tuple[str, str, dict[str, list[str]]]:
+    """(header, shim, binary -> -D flags) from opbuild's own spec loader and generators."""
+    from opbuild.codegen.kernel_src import binary_macros as real_macros
+    from opbuild.codegen.kernel_src import render_launch_shim as real_shim
+    from opbuild.codegen.tiling import render_tiling_header as real_header
+    from opbuild.spec import load_spec
+
+    spec = load_spec(op_dir / "op.yaml")
+    flags = {b.name: [f"-D{k}={v}" for k, v in real_macros(spec, b).items()] for b in spec.binaries}
+    return real_header(spec), real_shim(spec), flags
+
+
+def build_ops(op_dirs: Sequence[Path], out_dir: Path, jobs: int = 8, generator: str = "hand") -> Build:
+    """Compile every binary of the given ops and one tiling library holding all their tiling.c.
+
+    generator "hand": the header, shim and macros of this module (the contract, independent of
+    opbuild's generator); "real": opbuild.spec + opbuild.codegen.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     gen_dir = out_dir / "gen"
     gen_dir.mkdir(exist_ok=True)
@@ -247,16 +255,21 @@ def build_ops(op_dirs: Sequence[Path], out_dir: Path, jobs: int = 8) -> Build:
     jobs_list = []
     built: dict[str, BuiltOp] = {}
     for info in infos:
-        (gen_dir / f"{info.snake}_tiling.h").write_text(render_tiling_header(info))
+        if generator == "real":
+            header, shim_src, flags = _real_generator(info.op_dir)
+        else:
+            header, shim_src = render_tiling_header(info), render_launch_shim(info)
+            flags = {b.name: binary_macros(info, b) for b in info.binaries}
+        (gen_dir / f"{info.snake}_tiling.h").write_text(header)
         shim = gen_dir / f"{info.snake}_launch.c"
-        shim.write_text(render_launch_shim(info))
+        shim.write_text(shim_src)
         kdir = out_dir / "kernel" / info.snake
         kdir.mkdir(parents=True, exist_ok=True)
         built[info.op] = BuiltOp(info, {})
         for b in info.binaries:
             so = kdir / f"{b.name}.so"
             built[info.op].kernels[b.name] = so
-            jobs_list.append([*COMMON_FLAGS, f"-I{NATIVE_INCLUDE}", f"-I{gen_dir}", *binary_macros(info, b),
+            jobs_list.append([*COMMON_FLAGS, f"-I{NATIVE_INCLUDE}", f"-I{gen_dir}", *flags[b.name],
                               str(info.op_dir / info.kernel_source), str(shim), "-o", str(so)])
     tiling_lib = out_dir / "libcust_opmaster_rt2.0.so"
     jobs_list.append([*COMMON_FLAGS, f"-I{NATIVE_INCLUDE}", f"-I{gen_dir}",
@@ -270,43 +283,7 @@ def build_ops(op_dirs: Sequence[Path], out_dir: Path, jobs: int = 8) -> Build:
     return Build(built, tiling_lib, gen_dir, runner)
 
 
-# ---- the TilingContext (ctypes mirror of opbuild/tiling.h) ---------------------------------------
-
-MAX_DIMS = 8
-
-
-class OpbuildTensorDesc(ctypes.Structure):
-    _fields_ = [
-        ("dtype", ctypes.c_int32), ("format", ctypes.c_int32), ("dim_num", ctypes.c_uint32),
-        ("reserved", ctypes.c_uint32), ("dims", ctypes.c_int64 * MAX_DIMS), ("strides", ctypes.c_int64 * MAX_DIMS),
-    ]
-
-
-class OpbuildAttrValue(ctypes.Structure):
-    _fields_ = [
-        ("type", ctypes.c_int32), ("count", ctypes.c_uint32), ("i", ctypes.c_int64), ("f", ctypes.c_double),
-        ("s", ctypes.c_char_p), ("list_int", ctypes.POINTER(ctypes.c_int64)),
-        ("list_float", ctypes.POINTER(ctypes.c_double)), ("list_bool", ctypes.POINTER(ctypes.c_uint8)),
-    ]
-
-
-class TilingContext(ctypes.Structure):
-    _fields_ = [
-        ("abi_version", ctypes.c_uint32), ("input_num", ctypes.c_uint32), ("output_num", ctypes.c_uint32),
-        ("attr_num", ctypes.c_uint32),
-        ("input_start", ctypes.POINTER(ctypes.c_uint32)), ("input_count", ctypes.POINTER(ctypes.c_uint32)),
-        ("input_descs", ctypes.POINTER(OpbuildTensorDesc)),
-        ("output_start", ctypes.POINTER(ctypes.c_uint32)), ("output_count", ctypes.POINTER(ctypes.c_uint32)),
-        ("output_descs", ctypes.POINTER(OpbuildTensorDesc)),
-        ("attrs", ctypes.POINTER(OpbuildAttrValue)),
-        ("op_type", ctypes.c_char_p), ("soc_version", ctypes.c_char_p),
-        ("core_num", ctypes.c_uint32), ("deterministic", ctypes.c_uint32), ("impl_mode", ctypes.c_uint32),
-        ("reserved0", ctypes.c_uint32), ("ub_size", ctypes.c_uint64),
-        ("block_dim", ctypes.c_uint32), ("reserved1", ctypes.c_uint32), ("tiling_key", ctypes.c_uint64),
-        ("workspace_size", ctypes.c_uint64), ("tiling_data", ctypes.c_void_p),
-        ("tiling_data_capacity", ctypes.c_uint64), ("tiling_data_size", ctypes.c_uint64),
-        ("error", ctypes.c_char * 256),
-    ]
+# ---- tiling context and launch ------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -317,23 +294,14 @@ class Desc:
     shape: tuple[int, ...]
 
 
-def _desc(d: Desc | np.ndarray) -> OpbuildTensorDesc:
-    if isinstance(d, np.ndarray):
-        d = Desc(ge_types.dtype_name(d.dtype), tuple(d.shape))
-    out = OpbuildTensorDesc()
-    out.dtype = ge_types.DTYPE_TO_GE[d.dtype]
-    out.format = ge_types.FORMAT_TO_GE["ND"]
-    out.dim_num = len(d.shape)
-    stride = 1
-    for i in reversed(range(len(d.shape))):
-        out.dims[i] = d.shape[i]
-        out.strides[i] = stride
-        stride *= max(d.shape[i], 1)
-    return out
-
-
 TensorArg = Desc | np.ndarray
 InputArg = TensorArg | list[TensorArg] | None
+
+
+def _instance(t: TensorArg) -> tuple[str, str, tuple[int, ...], None]:
+    if isinstance(t, np.ndarray):
+        return (ge_types.dtype_name(t.dtype), "ND", tuple(t.shape), None)
+    return (t.dtype, "ND", tuple(t.shape), None)
 
 
 @dataclass
@@ -346,139 +314,115 @@ class TilingOutcome:
     data: bytes
 
 
-class _Holder:
-    """Keeps the ctypes buffers a TilingContext points to alive."""
-
-    def __init__(self) -> None:
-        self.refs: list[Any] = []
-
-    def keep(self, obj: Any) -> Any:
-        self.refs.append(obj)
-        return obj
-
-
 def make_context(info: OpInfo, inputs: Sequence[InputArg], outputs: Sequence[TensorArg],
-                 attrs: dict[str, Any] | None, core_num: int, deterministic: int = 0,
-                 tiling_capacity: int = 4096) -> tuple[TilingContext, _Holder]:
-    hold = _Holder()
+                 attrs: dict[str, Any] | None, core_num: int, deterministic: int = 0) -> ContextHolder:
+    """A TilingContext (opbuild.abi.tiling_context) for one call; attrs default from the spec."""
     attrs = dict(attrs or {})
-    in_descs: list[OpbuildTensorDesc] = []
-    in_start, in_count = [], []
-    for arg in inputs:
-        items = [] if arg is None else (arg if isinstance(arg, list) else [arg])
-        in_start.append(len(in_descs))
-        in_count.append(len(items))
-        in_descs += [_desc(a) for a in items]
-    out_descs = [_desc(o) for o in outputs]
-    ctx = TilingContext()
-    ctx.abi_version = 1
-    ctx.input_num = len(inputs)
-    ctx.output_num = len(outputs)
-    ctx.input_start = hold.keep((ctypes.c_uint32 * max(1, len(in_start)))(*in_start))
-    ctx.input_count = hold.keep((ctypes.c_uint32 * max(1, len(in_count)))(*in_count))
-    ctx.input_descs = hold.keep((OpbuildTensorDesc * max(1, len(in_descs)))(*in_descs))
-    ctx.output_start = hold.keep((ctypes.c_uint32 * max(1, len(outputs)))(*range(len(outputs))))
-    ctx.output_count = hold.keep((ctypes.c_uint32 * max(1, len(outputs)))(*([1] * len(outputs))))
-    ctx.output_descs = hold.keep((OpbuildTensorDesc * max(1, len(out_descs)))(*out_descs))
-    values = []
-    for name, typ, default in info.attrs:
-        v = attrs.pop(name, default)
-        a = OpbuildAttrValue()
-        a.type = ATTR_TYPE_CODE[typ]
-        if typ in ("int", "bool"):
-            a.i = int(v)
-        elif typ == "float":
-            a.f = float(v)
-        elif typ == "str":
-            a.s = hold.keep(str(v).encode())
-        elif typ == "list_int":
-            a.count = len(v)
-            a.list_int = hold.keep((ctypes.c_int64 * max(1, len(v)))(*v))
-        elif typ == "list_float":
-            a.count = len(v)
-            a.list_float = hold.keep((ctypes.c_double * max(1, len(v)))(*v))
-        elif typ == "list_bool":
-            a.count = len(v)
-            a.list_bool = hold.keep((ctypes.c_uint8 * max(1, len(v)))(*[int(b) for b in v]))
-        values.append(a)
+    ins = [[] if a is None else [_instance(t) for t in (a if isinstance(a, list) else [a])] for a in inputs]
+    outs = [[_instance(o)] for o in outputs]
+    values = [(typ, attrs.pop(name, default)) for name, typ, default in info.attrs]
     if attrs:
         raise KeyError(f"unknown attrs {sorted(attrs)} for {info.op}")
-    ctx.attr_num = len(values)
-    ctx.attrs = hold.keep((OpbuildAttrValue * max(1, len(values)))(*values))
-    ctx.op_type = hold.keep(info.op.encode())
-    ctx.soc_version = hold.keep(b"ascend910b")
-    ctx.core_num = core_num
-    ctx.deterministic = deterministic
-    ctx.ub_size = 192 * 1024
-    buf = hold.keep(ctypes.create_string_buffer(b"\xab" * tiling_capacity, tiling_capacity))
-    ctx.tiling_data = ctypes.cast(buf, ctypes.c_void_p)
-    ctx.tiling_data_capacity = tiling_capacity
-    ctx.block_dim = 0xFFFFFFFF  # must be set by the tiling function
-    return ctx, hold
+    return build_tiling_context(info.op, ins, outs, values, "ascend910b", core_num, 192 * 1024,
+                                deterministic=deterministic)
 
 
-def _load(path: Path) -> ctypes.CDLL:
-    return ctypes.CDLL(str(path))
+def sim_available() -> bool:
+    try:
+        from opbuild.runtime import device
+
+        device.library_path()
+    except Exception:  # noqa: BLE001 - the simulator is optional for these tests
+        return False
+    return True
 
 
 class OpRunner:
-    """Runs one op's tiling and binaries from a Build."""
+    """Runs one op's tiling and binaries from a Build.
 
-    def __init__(self, build: Build, op: str) -> None:
+    backend "threads": tests/ops_c/block_runner.c (intercore_sync kernels: one thread per block;
+    others: `threads` workers). backend "sim": the device simulator (opbuild.runtime.device) with
+    a pool of `threads` threads.
+    """
+
+    def __init__(self, build: Build, op: str, backend: str = "threads") -> None:
         self.build = build
         self.op = build.ops[op]
         self.info = self.op.info
-        self.tiling_lib = _load(build.tiling_lib)
-        self.runner = _load(build.runner_lib)
+        self.backend = backend
+        self.tiling_lib = ctypes.CDLL(str(build.tiling_lib))
+        self.runner = ctypes.CDLL(str(build.runner_lib))
         self.runner.opbuild_test_run_blocks.restype = ctypes.c_int32
         self.runner.opbuild_test_run_blocks.argtypes = [
             ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
             ctypes.c_int32, ctypes.c_char_p, ctypes.c_uint32,
         ]
-        self._kernels: dict[str, ctypes.CDLL] = {}
+        self._kernels: dict[str, Any] = {}
 
     def tiling(self, inputs: Sequence[InputArg], outputs: Sequence[TensorArg], attrs: dict[str, Any] | None = None,
                core_num: int = 48, deterministic: int = 0) -> TilingOutcome:
-        ctx, hold = make_context(self.info, inputs, outputs, attrs, core_num, deterministic)
+        holder = make_context(self.info, inputs, outputs, attrs, core_num, deterministic)
+        holder.ctx.block_dim = 0xFFFFFFFF  # the tiling function must set it
         fn = getattr(self.tiling_lib, self.info.tiling_function)
         fn.restype = ctypes.c_uint32
-        fn.argtypes = [ctypes.POINTER(TilingContext)]
-        status = fn(ctypes.byref(ctx))
-        data = ctypes.string_at(ctx.tiling_data, ctx.tiling_data_size) if status == 0 else b""
-        del hold
-        return TilingOutcome(status, ctx.error.decode(errors="replace"), ctx.block_dim, ctx.tiling_key,
-                             ctx.workspace_size, data)
+        fn.argtypes = [ctypes.c_void_p]
+        status = fn(holder.ptr)
+        data = holder.tiling_data() if status == 0 else b""
+        return TilingOutcome(status, holder.error, holder.block_dim, holder.tiling_key, holder.workspace_size, data)
 
     def gen_key(self, inputs: Sequence[InputArg], outputs: Sequence[TensorArg], attrs: dict[str, Any] | None = None,
                 prefix: bytes = b"") -> tuple[int, str, str]:
         """Call the C GenSimplifiedKey callback: (status, key, error)."""
         assert self.info.key_callback
-        ctx, hold = make_context(self.info, inputs, outputs, attrs, 48)
+        holder = make_context(self.info, inputs, outputs, attrs, 48)
         fn = getattr(self.tiling_lib, self.info.key_callback)
         fn.restype = ctypes.c_uint32
-        fn.argtypes = [ctypes.POINTER(TilingContext), ctypes.c_char_p]
-        key = ctypes.create_string_buffer(prefix, 257 + 64)
-        status = fn(ctypes.byref(ctx), key)
-        del hold
-        return status, key.value.decode(), ctx.error.decode(errors="replace")
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        key = new_key_buffer()
+        key.value = prefix
+        status = fn(holder.ptr, key)
+        return status, key.value.decode(), holder.error
 
-    def kernel(self, binary: str) -> ctypes.CDLL:
+    def _kernel(self, binary: str) -> Any:
         if binary not in self._kernels:
-            self._kernels[binary] = _load(self.op.kernels[binary])
+            path = self.op.kernels[binary]
+            if self.backend == "sim":
+                from opbuild.runtime import device
+
+                self._kernels[binary] = device.load_kernel(path)
+            else:
+                self._kernels[binary] = ctypes.CDLL(str(path))
         return self._kernels[binary]
+
+    def launch(self, binary: str, args: list[int | None], block_dim: int, threads: int) -> None:
+        if self.backend == "sim":
+            from opbuild.runtime import device
+
+            device.set_threads(threads)
+            try:
+                device.launch(self._kernel(binary), args, block_dim, intercore_sync=self.info.intercore_sync)
+            except device.DeviceError as e:
+                raise RuntimeError(f"{binary}: kernel failed: {e}") from None
+            return
+        argv = (ctypes.c_void_p * len(args))(*args)
+        err = ctypes.create_string_buffer(512)
+        launch = ctypes.cast(self._kernel(binary).opbuild_kernel_launch, ctypes.c_void_p)
+        rc = self.runner.opbuild_test_run_blocks(launch, argv, len(args), block_dim, threads,
+                                                 1 if self.info.intercore_sync else 0, err, 512)
+        if rc != 0:
+            raise RuntimeError(f"{binary}: kernel failed: {err.value.decode(errors='replace')}")
 
     def run(self, binary: str, inputs: Sequence[np.ndarray | list[np.ndarray]], out_shapes: Sequence[tuple[int, ...]],
             attrs: dict[str, Any] | None = None, core_num: int = 48, deterministic: int | None = None,
-            threads: int = 3, expect_block_dim: int | None = None) -> tuple[list[np.ndarray], TilingOutcome]:
+            threads: int = 3) -> tuple[list[np.ndarray], TilingOutcome]:
         """Tiling + launch of one binary; returns the outputs and the tiling outcome."""
         b = self.info.binary(binary)
         if deterministic is None:
             deterministic = 1 if b.deterministic == "true" else 0
         outs = []
         for name, shape in zip(self.info.outputs, out_shapes):
-            dt = ge_types.numpy_dtype(b.dtypes[name])
-            o = np.empty(shape, dtype=dt)
-            o.reshape(-1).view(np.uint8).fill(0x7E)  # garbage (a NaN pattern for floats): every element must be written
+            o = np.empty(shape, dtype=ge_types.numpy_dtype(b.dtypes[name]))
+            o.reshape(-1).view(np.uint8).fill(0x7E)  # garbage (a NaN pattern for floats): all must be written
             outs.append(o)
         ins = [[np.require(a, requirements="C") for a in x] if isinstance(x, list) else np.require(x, requirements="C")
                for x in inputs]
@@ -486,8 +430,6 @@ class OpRunner:
         if t.status != 0:
             raise RuntimeError(f"{binary}: tiling failed: {t.error}")
         assert 1 <= t.block_dim <= core_num, t.block_dim
-        if expect_block_dim is not None:
-            assert t.block_dim == expect_block_dim, (t.block_dim, expect_block_dim)
         keep: list[Any] = []
         args: list[int | None] = []
         for x in ins:
@@ -506,13 +448,7 @@ class OpRunner:
             args.append(None)
         tiling_buf = ctypes.create_string_buffer(t.data, max(1, len(t.data)))
         args.append(ctypes.addressof(tiling_buf))
-        argv = (ctypes.c_void_p * len(args))(*args)
-        err = ctypes.create_string_buffer(512)
-        launch = ctypes.cast(self.kernel(binary).opbuild_kernel_launch, ctypes.c_void_p)
-        rc = self.runner.opbuild_test_run_blocks(launch, argv, len(args), t.block_dim, threads,
-                                                 1 if self.info.intercore_sync else 0, err, 512)
-        if rc != 0:
-            raise RuntimeError(f"{binary}: kernel failed: {err.value.decode(errors='replace')}")
+        self.launch(binary, args, t.block_dim, threads)
         del keep, workspace
         return outs, t
 

@@ -231,6 +231,15 @@ def test_vadd_matches_numpy(kernels, n, block_dim):
     np.testing.assert_array_equal(dz.as_array(np.float32), x + y)
 
 
+def test_buffers_as_launch_args(kernels):
+    x = np.arange(100, dtype=np.float32)
+    dx, dz, t = device.upload(x), device.malloc(400), u64(100)
+    device.launch(kernels["vadd"], [dx, dx, dz, t], 3)
+    np.testing.assert_array_equal(dz.as_array(np.float32), 2 * x)
+    device.launch(kernels["vadd"], device.make_args([dx, dz, dz, t.address]), 3)
+    np.testing.assert_array_equal(dz.as_array(np.float32), 3 * x)
+
+
 def test_block_idx_and_num(kernels):
     for block_dim in (1, 3, 64, 1000):
         out = device.malloc(8 * block_dim)

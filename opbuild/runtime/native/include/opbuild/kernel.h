@@ -87,8 +87,9 @@ static inline void opbuild_block_range(uint64_t n, uint64_t *begin, uint64_t *en
 }
 
 /* Signature of the launch shim every kernel binary exports as `opbuild_kernel_launch`: runs block
- * `block_idx` of `block_num` (sync/sync_ctx: the barrier behind SyncAll, NULL when the kernel does
- * not use it); returns 0, or nonzero with a message in err. */
+ * `block_idx` of `block_num` (sync/sync_ctx: the barrier behind SyncAll; for a launch without
+ * intercore_sync the simulator passes a checker that makes a SyncAll call fail the block, so a
+ * shim must pass both through unchanged); returns 0, or nonzero with a message in err. */
 typedef int32_t (*opbuild_kernel_launch_fn)(void *const *args, uint32_t nargs, uint32_t block_idx,
                                             uint32_t block_num, opbuild_sync_all_fn sync, void *sync_ctx,
                                             char *err, uint32_t errlen);

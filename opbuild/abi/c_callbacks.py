@@ -1,0 +1,119 @@
+"""Calling into a package's tiling library: tiling functions and C GenSimplifiedKey callbacks.
+
+Both the build (key/binary consistency check of C callbacks) and the runtime (every cache miss)
+call the same symbols the same way, so the code lives here, below both.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from opbuild.abi.platform import platform
+from opbuild.abi.tiling_context import (
+    GRAPH_SUCCESS,
+    MAX_SIMPLIFIED_KEY_LEN,
+    TilingContextError,
+    build_tiling_context,
+    new_key_buffer,
+)
+from opbuild.spec.model import OpSpec
+
+_TILING_FN = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p)
+_KEY_FN = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_char_p)
+
+
+class CallbackError(Exception):
+    """A tiling function or key callback is missing or failed; the message says which and why."""
+
+
+class TilingLibrary:
+    """An opened `libcust_opmaster_rt2.0.so`; symbols are looked up once."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        try:
+            self._lib = ctypes.CDLL(str(self.path), mode=ctypes.RTLD_LOCAL)
+        except OSError as exc:
+            raise CallbackError(f"cannot load tiling library {self.path}: {exc}") from None
+        self._symbols: dict[tuple[str, Any], Any] = {}
+        self._lock = threading.Lock()
+
+    def symbol(self, name: str, prototype: Any) -> Any:
+        key = (name, prototype)
+        fn = self._symbols.get(key)
+        if fn is None:
+            with self._lock:
+                try:
+                    address = ctypes.cast(getattr(self._lib, name), ctypes.c_void_p).value
+                except AttributeError:
+                    raise CallbackError(f"symbol {name} not found in {self.path} (is it exported with OPBUILD_API?)") from None
+                fn = prototype(address)
+                self._symbols[key] = fn
+        return fn
+
+
+@dataclass(frozen=True)
+class TilingResult:
+    block_dim: int
+    tiling_key: int
+    workspace_size: int
+    tiling_data: bytes
+
+
+def _attr_items(spec: OpSpec, values: Sequence[Any]) -> list[tuple[str, Any]]:
+    return [(a.type, v) for a, v in zip(spec.attrs, values)]
+
+
+def run_tiling(library: TilingLibrary, symbol: str, spec: OpSpec, inputs, outputs, attrs: Sequence[Any], *,
+               soc: str, core_num: int, ub_size: int, deterministic: int, impl_mode: int, capacity: int) -> TilingResult:
+    """Call the op's tiling function for one call; CallbackError with its message on failure."""
+    fn = library.symbol(symbol, _TILING_FN)
+    try:
+        holder = build_tiling_context(spec.op, inputs, outputs, _attr_items(spec, attrs), soc, core_num, ub_size,
+                                      deterministic, impl_mode, capacity)
+    except TilingContextError as exc:
+        raise CallbackError(f"{spec.op}: cannot build the tiling context: {exc}") from None
+    status = fn(holder.ptr)
+    if status != GRAPH_SUCCESS:
+        raise CallbackError(f"{spec.op}: tiling function {symbol} failed: {holder.error or f'returned {status}'}")
+    try:
+        data = holder.tiling_data()
+    except TilingContextError as exc:
+        raise CallbackError(f"{spec.op}: tiling function {symbol}: {exc}") from None
+    return TilingResult(holder.block_dim, holder.tiling_key, holder.workspace_size, bytes(data))
+
+
+class CKeyCallback:
+    """`uint32_t fn(TilingContext*, char*)` in the tiling library, as a KeyContext -> str callable."""
+
+    def __init__(self, library: TilingLibrary, symbol: str | None, spec: OpSpec) -> None:
+        if not symbol:
+            raise CallbackError(f"{spec.op} has no gen_simplifiedkey func")
+        self.fn = library.symbol(symbol, _KEY_FN)
+        self.symbol = symbol
+        self.spec = spec
+
+    @staticmethod
+    def _instances(count, dtype, fmt, shape, n: int) -> list[list[tuple]]:
+        return [[(dtype(i, k), fmt(i, k), shape(i, k), None) for k in range(count(i))] for i in range(n)]
+
+    def __call__(self, ctx: Any) -> str:
+        soc = ctx.soc or "ascend910b"
+        info = platform(soc)
+        inputs = self._instances(ctx.input_count, ctx.input_dtype, ctx.input_format, ctx.input_shape, ctx.num_inputs)
+        outputs = self._instances(ctx.output_count, ctx.output_dtype, ctx.output_format, ctx.output_shape, ctx.num_outputs)
+        attrs = [(a.type, ctx.attrs.get(a.name, a.default)) for a in self.spec.attrs]
+        holder = build_tiling_context(self.spec.op, inputs, outputs, attrs, soc, info.core_num, info.ub_size,
+                                      ctx.deterministic, ctx.impl_mode, 0)
+        key = new_key_buffer()
+        status = self.fn(holder.ptr, key)
+        if status != GRAPH_SUCCESS:
+            raise CallbackError(f"GenSimplifiedKey {self.symbol} failed: {holder.error or f'returned {status}'}")
+        text = key.raw.split(b"\0", 1)[0]
+        if len(text) > MAX_SIMPLIFIED_KEY_LEN:
+            raise CallbackError(f"GenSimplifiedKey {self.symbol} wrote {len(text)} bytes, more than {MAX_SIMPLIFIED_KEY_LEN}")
+        return text.decode("utf-8", errors="replace")

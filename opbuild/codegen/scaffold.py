@@ -1,0 +1,75 @@
+"""`opbuild new <Op>`: create `ops/<op_snake>/` with a spec, kernel and tiling that build at once.
+
+The op is a complete elementwise example (y = scale * x for float16 and float32, default-mode
+simplified keys) rendered from templates/scaffold/*.j2, so a new package validates, builds and
+runs before the author changes anything. The directory is written under a temporary name and
+renamed into place, so an interrupted run leaves no half-written op behind.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from opbuild.codegen.env import render
+from opbuild.spec.checks import C_KEYWORDS
+from opbuild.spec.naming import snake_case
+
+__all__ = ["ScaffoldError", "scaffold_op", "SCAFFOLD_FILES"]
+
+OP_NAME = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+"""The spec schema's rule for `op` (schemas/op_spec.schema.json)."""
+
+SCAFFOLD_FILES: dict[str, str] = {
+    "op.yaml": "scaffold/op.yaml.j2",
+    "kernel.c": "scaffold/kernel.c.j2",
+    "tiling.c": "scaffold/tiling.c.j2",
+}
+"""Output file -> template (under templates/)."""
+
+
+class ScaffoldError(ValueError):
+    """A name that is not CamelCase, or an op directory that already exists."""
+
+
+def scaffold_op(op_name: str, ops_dir: Path) -> Path:
+    """Create `ops_dir/<snake_case(op_name)>/` with op.yaml, kernel.c and tiling.c; return it.
+
+    Raises ScaffoldError for a name that is not CamelCase (an uppercase letter, then letters and
+    digits) and for an existing target (never overwritten).
+    """
+    if not isinstance(op_name, str) or not OP_NAME.match(op_name):
+        raise ScaffoldError(
+            f"op name {op_name!r} is not CamelCase (an uppercase letter, then letters and digits), "
+            f"e.g. MyAddCustom"
+        )
+    snake = snake_case(op_name)
+    ops_dir = Path(ops_dir)
+    target = ops_dir / snake
+    if target.exists() or target.is_symlink():
+        raise ScaffoldError(f"{target} already exists; not overwriting it (choose another name or remove it)")
+    context = {
+        "op": op_name,
+        "snake": snake,
+        "prefix": snake.upper(),
+        # the kernel entry is a C function named after the op, unless that is a C keyword (op `Int`)
+        "entry": f"{snake}_kernel" if snake in C_KEYWORDS else snake,
+    }
+    rendered = {name: render(template, **context) for name, template in SCAFFOLD_FILES.items()}
+
+    ops_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{snake}.", dir=ops_dir))
+    try:
+        for name, text in rendered.items():
+            (tmp / name).write_text(text, encoding="utf-8")
+        tmp.chmod(0o755)
+        if target.exists() or target.is_symlink():  # created meanwhile
+            raise ScaffoldError(f"{target} already exists; not overwriting it")
+        os.rename(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target

@@ -1,0 +1,48 @@
+/* LeakyReluCustom kernel: y = x >= 0 ? x : negative_slope * x (fp16, fp32, bf16).
+ *
+ * Elements are converted to float, the negative branch is computed in float with the float
+ * slope from the tiling data, and the result is rounded once to the output type (bf16 through
+ * opbuild_float_to_bf16, round to nearest even). NaN stays NaN (NaN >= 0 is false, slope * NaN
+ * is NaN).
+ *
+ * ReLU binaries are compiled with OPBUILD_WHEN_NEGATIVE_SLOPE (pinned to 0.0 in their `when`):
+ * they take a max(x, 0) path with no multiply (negative -> +0, -0 and NaN pass through, like
+ * numpy.maximum) and check that the tiling's slope is the pinned value.
+ *
+ * Block i owns [i * block_length, min(total, (i + 1) * block_length)).
+ */
+#include "opbuild/kernel.h"
+#include "leaky_relu_custom_tiling.h"
+
+static inline float to_float_h(half v) { return opbuild_half_to_float(v); }
+static inline float to_float_f(float v) { return v; }
+#define TO_FLOAT(v) _Generic((v), half: to_float_h, float: to_float_f, bfloat16_t: opbuild_bf16_to_float)(v)
+#define FROM_FLOAT(T, f) \
+    _Generic((T *)0, half *: opbuild_float_to_half, float *: to_float_f, bfloat16_t *: opbuild_float_to_bf16)(f)
+
+KERNEL_ENTRY void leaky_relu_custom(GM_ADDR x, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling) {
+    (void)workspace;
+    GET_TILING_DATA(td, tiling);
+    if ((uint64_t)GetBlockNum() * td.block_length < td.total_length)
+        KERNEL_FAIL("%s: %u blocks of %llu elements cannot cover %llu elements", OPBUILD_BINARY_NAME, GetBlockNum(),
+                    (unsigned long long)td.block_length, (unsigned long long)td.total_length);
+    uint64_t begin = (uint64_t)GetBlockIdx() * td.block_length;
+    if (begin >= td.total_length) return;
+    uint64_t end = begin + td.block_length < td.total_length ? begin + td.block_length : td.total_length;
+    const DTYPE_X *xp = (const DTYPE_X *)x;
+    DTYPE_Y *yp = (DTYPE_Y *)y;
+
+#ifdef OPBUILD_WHEN_NEGATIVE_SLOPE
+    if (td.negative_slope != (float)(OPBUILD_WHEN_NEGATIVE_SLOPE))
+        KERNEL_FAIL("%s: built for negative_slope=%g but the tiling has %g", OPBUILD_BINARY_NAME,
+                    (double)(OPBUILD_WHEN_NEGATIVE_SLOPE), (double)td.negative_slope);
+    const DTYPE_Y zero = FROM_FLOAT(DTYPE_Y, 0.0f);
+    for (uint64_t i = begin; i < end; ++i) yp[i] = TO_FLOAT(xp[i]) < 0.0f ? zero : xp[i];
+#else
+    const float slope = td.negative_slope;
+    for (uint64_t i = begin; i < end; ++i) {
+        float v = TO_FLOAT(xp[i]);
+        yp[i] = v >= 0.0f ? xp[i] : FROM_FLOAT(DTYPE_Y, v * slope);
+    }
+#endif
+}
