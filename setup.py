@@ -5,8 +5,12 @@ ctypes by opbuild/runtime/device.py. setuptools builds it as an Extension so tha
 `pip install -e .` puts it next to the sources and `pip install .` into the wheel.
 """
 
+import shutil
+from pathlib import Path
+
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 NATIVE = "opbuild/runtime/native"
 
@@ -16,6 +20,19 @@ class build_shared_lib(build_ext):
 
     def get_export_symbols(self, ext):
         return ext.export_symbols
+
+
+class build_py_with_data(build_py):
+    """Ship the top-level `schemas/` and `templates/` inside the package (`opbuild/_data/`), so a
+    non-editable install (a wheel, a pre-commit hook environment) validates and generates too."""
+
+    def run(self):
+        super().run()
+        for name in ("schemas", "templates"):
+            target = Path(self.build_lib) / "opbuild" / "_data" / name
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.copytree(name, target)
 
 
 sim = Extension(
@@ -32,4 +49,4 @@ sim = Extension(
     language="c",
 )
 
-setup(ext_modules=[sim], cmdclass={"build_ext": build_shared_lib})
+setup(ext_modules=[sim], cmdclass={"build_ext": build_shared_lib, "build_py": build_py_with_data})

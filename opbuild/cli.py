@@ -110,5 +110,79 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
+# ~~~ new ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+
+def _configure_new(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("op", metavar="OpName", help="the new op's type, CamelCase (e.g. SquareCustom)")
+    parser.add_argument("--ops-dir", default="ops", help="where op directories live (default: ops/)")
+
+
+@command("new", "scaffold ops/<op_snake>/ (op.yaml, kernel.c, tiling.c) that validates and builds", _configure_new)
+def _new(args: argparse.Namespace) -> int:
+    from opbuild.codegen.scaffold import ScaffoldError, scaffold_op
+
+    try:
+        op_dir = scaffold_op(args.op, Path(args.ops_dir))
+    except ScaffoldError as exc:
+        print(f"opbuild new: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"created {op_dir}/ (op.yaml, kernel.c, tiling.c); build it with: scons ops OPS={args.op}")
+    return 0
+
+
+# ~~~ inspect ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+
+def _configure_inspect(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("package", metavar="PACKAGE_DIR", help="a built package, e.g. out/opp/vendors/customize")
+    parser.add_argument("--soc", default=None, help="only this SoC (default: every SoC in the package)")
+
+
+@command("inspect", "list each op's binaries with their full simplified keys and paths", _configure_inspect)
+def _inspect(args: argparse.Namespace) -> int:
+    from opbuild.runtime.inspect import inspect_package
+
+    try:
+        print(inspect_package(Path(args.package), args.soc), end="")
+    except Exception as exc:  # noqa: BLE001 - reported, exit 1
+        print(f"opbuild inspect: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# ~~~ explain ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+
+def _configure_explain(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("package", metavar="PACKAGE_DIR", help="a built package, e.g. out/opp/vendors/customize")
+    parser.add_argument("op", metavar="OP", help="op type (AddCustomTemplate) or directory name")
+    parser.add_argument("--input", "-i", action="append", default=[], metavar="NAME=DTYPE[dims]",
+                        help="a tensor of the call, e.g. x=float16[2,3] (repeat for a tensor list; @NCHW sets the format)")
+    parser.add_argument("--attr", "-a", action="append", default=[], metavar="NAME=VALUE", help="an attribute value")
+    parser.add_argument("--deterministic", action="store_true", default=None, help="d=1")
+    parser.add_argument("--impl-mode", default=None, help="default | high_performance | high_precision")
+    parser.add_argument("--soc", default=None, help="SoC (default: $OPBUILD_SOC or ascend910b)")
+
+
+@command("explain", "show the context, fragment, full key and binary the runtime selects for a call", _configure_explain)
+def _explain(args: argparse.Namespace) -> int:
+    import os
+
+    from opbuild.runtime.errors import AclnnError
+    from opbuild.runtime.explain import explain, parse_impl_mode
+
+    if args.soc:
+        os.environ["OPBUILD_SOC"] = args.soc
+    try:
+        status, report = explain(Path(args.package), args.op, args.input, args.attr, args.deterministic,
+                                 parse_impl_mode(args.impl_mode))
+    except (ValueError, AclnnError) as exc:
+        print(f"opbuild explain: error: {exc}", file=sys.stderr)
+        return 1
+    print(report)
+    return status
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

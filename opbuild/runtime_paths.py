@@ -1,4 +1,8 @@
-"""Locations inside the installed opbuild distribution that every stage may need."""
+"""Locations inside the opbuild distribution that every stage may need.
+
+In a source checkout (editable install) the top-level `schemas/` and `templates/` are used;
+a wheel carries copies under `opbuild/_data/` (see setup.py).
+"""
 
 from __future__ import annotations
 
@@ -7,11 +11,23 @@ from pathlib import Path
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
+def _data_dir(name: str) -> Path:
+    checkout = _PACKAGE_DIR.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / name).is_dir():
+        return checkout / name
+    return _PACKAGE_DIR / "_data" / name
+
+
 def native_include_dir() -> Path:
     """The public C headers (opbuild/kernel.h, opbuild/tiling.h, ...) kernels compile against."""
     return _PACKAGE_DIR / "runtime" / "native" / "include"
 
 
 def templates_dir() -> Path:
-    """The Jinja2 templates of the code generator (top-level `templates/` of the repository)."""
-    return _PACKAGE_DIR.parent / "templates"
+    """The Jinja2 templates of the code generator."""
+    return _data_dir("templates")
+
+
+def schemas_dir() -> Path:
+    """The JSON schemas (op specs, models)."""
+    return _data_dir("schemas")

@@ -194,7 +194,7 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions):
         cmd = tc.tiling_object_command(rel(tiling_src), rel(obj), includes)
         nodes = command([obj], [tiling_src], _compile, f"CC tiling {spec.op}", OPBUILD_CMD=tuple(cmd),
                         OPBUILD_WHAT=f"op {spec.op}: compiling tiling source {rel(tiling_src)}", scan_includes=includes)
-        env.Depends(nodes, header)
+        env.Depends(nodes, str(header))
         tiling_objects.extend(nodes)
 
         for soc in socs:
@@ -207,7 +207,7 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions):
                                 OPBUILD_CMD=tuple(cmd),
                                 OPBUILD_WHAT=f"op {spec.op}, binary {binary.name}: compiling kernel {rel(kernel_src)}",
                                 scan_includes=includes)
-                env.Depends(nodes, header)
+                env.Depends(nodes, str(header))
                 bins.extend(nodes)
             jsons = [pkg / layout.kernel_json(soc, spec.snake, b.name) for b in spec.binaries]
             nodes = command([*jsons, pkg / layout.op_kernel_config(soc, spec.snake)], [spec.spec_path, *bins],

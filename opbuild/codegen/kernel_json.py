@@ -88,7 +88,8 @@ def support_info(spec: OpSpec, binary: Binary) -> dict[str, Any]:
 
 
 def _intercore_sync(spec: OpSpec) -> int:
-    return 1 if getattr(spec, "intercore_sync", False) else 0
+    """1 when the kernel uses SyncAll (`kernel.intercore_sync: true` in the spec)."""
+    return 1 if spec.intercore_sync else 0
 
 
 def render_kernel_json(

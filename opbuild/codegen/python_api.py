@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import PurePosixPath
 
-from opbuild.codegen.environment import template
+from opbuild.codegen.env import template
 from opbuild.spec.model import OpSpec
 from opbuild.spec.serialize import spec_to_dict
 

@@ -17,7 +17,7 @@ Instance = tuple[str, str, tuple[int, ...]]
 class KeyContext:
     """One call's key-relevant facts. Cheap to build; treat it as read-only."""
 
-    __slots__ = ("_inputs", "_outputs", "_attrs", "_deterministic", "_impl_mode", "_soc")
+    __slots__ = ("_inputs", "_outputs", "_attrs", "_deterministic", "_impl_mode", "_soc", "_attr_types")
 
     def __init__(
         self,
@@ -27,6 +27,8 @@ class KeyContext:
         deterministic: int = 0,
         impl_mode: int = 0,
         soc: str = "",
+        *,
+        attr_types: Mapping[str, str] | None = None,
     ) -> None:
         self._inputs = inputs
         self._outputs = outputs
@@ -34,6 +36,7 @@ class KeyContext:
         self._deterministic = 1 if deterministic else 0
         self._impl_mode = int(impl_mode)
         self._soc = soc
+        self._attr_types = attr_types
 
     # ---- inputs ------------------------------------------------------------------------------
 
@@ -93,7 +96,27 @@ class KeyContext:
 
     @property
     def attrs(self) -> Mapping[str, Any]:
+        """Attribute values by name, in the op's attribute order."""
         return self._attrs
+
+    def typed_attrs(self) -> list[tuple[str, Any]]:
+        """(type, value) per attribute in order, type as in the spec (`int`, `float`, `list_int`, ...).
+
+        For filling a C TilingContext. Types come from `attr_types` when given (pass
+        `{a.name: a.type for a in spec.attrs}`); otherwise they are inferred from the values, which
+        cannot tell a float attribute holding an int from an int attribute.
+        """
+        types = self._attr_types or {}
+        return [(types.get(name) or _infer_attr_type(value), value) for name, value in self._attrs.items()]
+
+    @property
+    def inputs(self) -> Sequence[Sequence[Instance]]:
+        """Per IR input, its instances (dtype, format, shape)."""
+        return self._inputs
+
+    @property
+    def outputs(self) -> Sequence[Sequence[Instance]]:
+        return self._outputs
 
     @property
     def deterministic(self) -> int:
@@ -120,3 +143,21 @@ class KeyContext:
     def __repr__(self) -> str:
         return (f"KeyContext(inputs={self._inputs!r}, outputs={self._outputs!r}, attrs={dict(self._attrs)!r}, "
                 f"deterministic={self._deterministic}, impl_mode={self._impl_mode}, soc={self._soc!r})")
+
+
+def _infer_attr_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "str"
+    if isinstance(value, (list, tuple)):
+        if value and all(isinstance(v, bool) for v in value):
+            return "list_bool"
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            return "list_int"
+        return "list_float"
+    raise TypeError(f"attribute value {value!r} has no attribute type")

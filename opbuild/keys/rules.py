@@ -49,7 +49,7 @@ def binary_columns(spec: OpSpec, binary: Binary) -> list[dict[str, TensorChoice]
     """The declared combination columns a binary serves: same dtypes, and same format where pinned.
 
     A tensor the binary's `when` leaves out matches anything (an optional input left out of
-    `when` means the binary serves calls without it; see binary_groups).
+    `when` means the binary serves calls without it; see binary_tails).
     """
     out = []
     for column in spec.combinations():
@@ -155,6 +155,7 @@ def context_for_choices(
         deterministic,
         impl_mode,
         soc,
+        attr_types={a.name: a.type for a in spec.attrs},
     )
 
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
+
+from opbuild.runtime_paths import schemas_dir
 from typing import Any, Iterator
 
 from .errors import JsonPath, Problem
 from .yaml_marks import Marks
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "op_spec.schema.json"
+SCHEMA_PATH = schemas_dir() / "op_spec.schema.json"
 
 
 @lru_cache(maxsize=1)

@@ -134,3 +134,33 @@ def test_optional_absent_variant_reaches_no_bias_binary():
                   Binary("NoBias", when(x="float32", y="float32"))],
     )
     assert check_key_consistency(spec, make_fragment_fn(spec)) == []
+
+
+def test_add_n_real_c_callback(tmp_path):
+    """AddN's real C GenSimplifiedKey, compiled from ops/add_n_custom/tiling.c and called through
+    the ABI's ctypes wrapper (skipped while either is not there)."""
+    import shutil
+    import subprocess
+
+    c_callbacks = pytest.importorskip("opbuild.abi.c_callbacks")
+    from opbuild_spec_factory import REPO
+
+    spec = sample_spec("add_n_custom")
+    src = REPO / "ops" / "add_n_custom" / spec.tiling.source
+    if not src.exists() or shutil.which("gcc") is None:
+        pytest.skip("needs ops/add_n_custom/tiling.c and gcc")
+    from opbuild.codegen import render_tiling_header, tiling_header_name
+
+    (tmp_path / tiling_header_name(spec)).write_text(render_tiling_header(spec))
+    lib = tmp_path / "libtiling.so"
+    r = subprocess.run(["gcc", "-std=gnu11", "-Wall", "-O1", "-fPIC", "-shared", "-fvisibility=hidden",
+                        f"-I{REPO / 'opbuild/runtime/native/include'}", f"-I{tmp_path}", f"-I{src.parent}", str(src),
+                        "-o", str(lib)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    import inspect
+
+    third = list(inspect.signature(c_callbacks.CKeyCallback).parameters)[2]
+    callback = c_callbacks.CKeyCallback(c_callbacks.TilingLibrary(lib), spec.key_rule.c_symbol,
+                                        spec if third == "spec" else spec.op)
+    fn = make_fragment_fn(spec, c_callback=callback)
+    assert check_key_consistency(spec, fn) == []

@@ -187,6 +187,17 @@ def test_key_context_accessors():
         ctx.input_dtype(3)
     with pytest.raises(AttributeError):
         ctx.extra = 1  # slots: no stray attributes
+    assert ctx.inputs[2][1] == ("int32", "ND", (5,)) and ctx.outputs[0][0][1] == "NCHW"
+    assert ctx.typed_attrs() == [("float", 1.5)]
+
+
+def test_typed_attrs():
+    spec = make_spec("T", attrs=[("slope", "float", 0.5), ("axes", "list_int", ()), ("k", "bool", False),
+                                 ("name", "str", "a"), ("n", "int", 3)])
+    ctx = context_for_choices(spec, {}, {"slope": 0})
+    assert ctx.typed_attrs() == [("float", 0), ("list_int", ()), ("bool", False), ("str", "a"), ("int", 3)]
+    bare = KeyContext([], [], {"a": 0.5, "b": [1, 2], "c": [True], "d": [0.5], "e": True, "f": "s", "g": 2})
+    assert [t for t, _ in bare.typed_attrs()] == ["float", "list_int", "list_bool", "list_float", "bool", "str", "int"]
 
 
 # ---- Python callbacks ------------------------------------------------------------------------

@@ -1,0 +1,155 @@
+"""`opbuild explain`: show how the runtime would select a binary for a call, step by step.
+
+It answers "why does my op not find its kernel?" with the context the key rule saw, the
+fragment it produced, the full key, and either the selected binary (and its tiling result) or
+the nearest keys that do exist.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from opbuild.abi.ge_types import DTYPE_TO_GE, FORMAT_TO_GE
+from opbuild.keys import KeyContext, describe_call, full_key
+from opbuild.runtime import settings
+from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
+from opbuild.runtime.selection import OpRuntime, current_soc, nearest_keys
+from opbuild.runtime.shapes import infer_output_dtype, infer_output_shape
+
+_TENSOR_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<dtype>[a-z0-9]+)\[(?P<dims>[-0-9, ]*)\](?:@(?P<fmt>[A-Z]+))?$")
+
+
+@dataclass(frozen=True)
+class TensorArg:
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    format: str
+
+
+def parse_tensor_arg(text: str) -> TensorArg:
+    """`x=float16[2,3]` or `x=float16[2,3]@NCHW`."""
+    m = _TENSOR_RE.match(text.strip())
+    if not m:
+        raise ValueError(f"bad tensor {text!r}: expected NAME=DTYPE[d0,d1,...] or NAME=DTYPE[...]@FORMAT")
+    dtype, fmt = m["dtype"], m["fmt"] or "ND"
+    if dtype not in DTYPE_TO_GE:
+        raise ValueError(f"bad tensor {text!r}: unknown dtype {dtype}; known: {', '.join(DTYPE_TO_GE)}")
+    if fmt not in FORMAT_TO_GE:
+        raise ValueError(f"bad tensor {text!r}: unknown format {fmt}; known: {', '.join(FORMAT_TO_GE)}")
+    dims = tuple(int(d) for d in m["dims"].replace(" ", "").split(",") if d)
+    return TensorArg(m["name"], dtype, dims, fmt)
+
+
+def parse_attr_value(attr_type: str, text: str) -> Any:
+    """An attribute value from the command line, by the attribute's declared type."""
+    if attr_type == "int":
+        return int(text)
+    if attr_type == "float":
+        return float(text)
+    if attr_type == "bool":
+        if text.lower() not in ("true", "false", "1", "0"):
+            raise ValueError(f"bad bool {text!r}: use true or false")
+        return text.lower() in ("true", "1")
+    if attr_type == "str":
+        return text
+    items = [t for t in text.strip("[]").split(",") if t.strip()]
+    inner = {"list_int": "int", "list_float": "float", "list_bool": "bool"}[attr_type]
+    return tuple(parse_attr_value(inner, t.strip()) for t in items)
+
+
+def find_op(ops_module: Any, name: str) -> OpRuntime:
+    ops: dict[str, OpRuntime] = ops_module._OPS
+    for op in ops.values():
+        if name in (op.spec.op, op.spec.snake):
+            return op
+    raise ValueError(f"no op {name!r} in this package; it has: {', '.join(sorted(ops))}")
+
+
+def explain(package_dir: Path, op_name: str, tensor_args: list[str], attr_args: list[str],
+            deterministic: bool | None, impl_mode: str | None) -> tuple[int, str]:
+    """(exit status, report) for one hypothetical call."""
+    from opbuild.runtime.api import import_ops
+
+    ops = import_ops(package_dir)
+    op = find_op(ops, op_name)
+    spec = op.spec
+    given: dict[str, list[TensorArg]] = {}
+    for text in tensor_args:
+        arg = parse_tensor_arg(text)
+        given.setdefault(arg.name, []).append(arg)
+    known = {p.name for p in spec.tensors}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise ValueError(f"{spec.op} has no tensor {', '.join(unknown)}; its tensors: {', '.join(p.name for p in spec.tensors)}")
+    attrs: dict[str, Any] = {a.name: a.default for a in spec.attrs}
+    for text in attr_args:
+        name, _, value = text.partition("=")
+        try:
+            attr = spec.attr(name)
+        except KeyError:
+            raise ValueError(f"{spec.op} has no attribute {name!r}; its attributes: {', '.join(a.name for a in spec.attrs) or 'none'}") from None
+        attrs[name] = parse_attr_value(attr.type, value)
+    missing = [a.name for a in spec.attrs if attrs[a.name] is None]
+    if missing:
+        raise ValueError(f"{spec.op}: required attribute(s) {', '.join(missing)} not given (--attr NAME=VALUE)")
+
+    inputs = []
+    for p in spec.inputs:
+        if p.name not in given and p.param_type != "optional":
+            raise ValueError(f"{spec.op}: input {p.name} not given (--input {p.name}=DTYPE[dims])")
+        inputs.append([(a.dtype, a.format, a.shape) for a in given.get(p.name, [])])
+    shapes = {p.name: g[0][2] for p, g in zip(spec.inputs, inputs) if g}
+    dtypes = {p.name: g[0][0] for p, g in zip(spec.inputs, inputs) if g}
+    outputs = []
+    lines = []
+    for p in spec.outputs:
+        if p.name in given:
+            outputs.append([(a.dtype, a.format, a.shape) for a in given[p.name]])
+            continue
+        shape = infer_output_shape(spec, p, shapes, attrs)
+        if shape is None:
+            raise ValueError(f"{spec.op}: output {p.name} has no shape rule; give it with --input {p.name}=DTYPE[dims]")
+        try:
+            dtype = infer_output_dtype(spec, p, dtypes)
+        except AclnnError:
+            dtype = p.dtypes[0]
+            lines.append(f"note: no declared combination has these input dtypes; assuming output {p.name}={dtype}")
+        outputs.append([(dtype, p.format_at(0), shape)])
+
+    d, p_mode = settings.resolve(deterministic, impl_mode)
+    soc = current_soc()
+    ctx = KeyContext(inputs, outputs, attrs, d, p_mode, soc)
+    lines += [f"op:        {spec.op} ({spec.key_rule.mode} keys, callback {spec.key_rule.callback or 'none'})",
+              f"package:   {op.package}", f"soc:       {soc}", f"call:      {describe_call(spec, ctx)}"]
+    package, index = op.resolve_package(soc)
+    try:
+        fragment = op.fragment(ctx, package)
+    except AclnnError as exc:
+        lines.append(f"fragment:  FAILED: {exc.message}")
+        return 1, "\n".join(lines)
+    key = full_key(spec.op, d, p_mode, fragment)
+    lines += [f"fragment:  {fragment}", f"full key:  {key}"]
+    entry = index.by_key.get(key)
+    if entry is None:
+        existing = index.keys_by_op.get(spec.op, ())
+        lines.append("binary:    NONE: no binary_info_config.json entry has this key")
+        lines.append(f"searched:  {', '.join(str(f) for f in index.config_files)}")
+        lines.append("nearest existing keys:")
+        lines += [f"    {k}  ->  {index.by_key[k].name}" for k in nearest_keys(key, existing)]
+        return 1, "\n".join(lines)
+    lines += [f"binary:    {entry.name}", f"bin path:  {entry.bin_path}", f"json path: {entry.json_path}"]
+    return 0, "\n".join(lines)
+
+
+def parse_impl_mode(value: str | None) -> str | None:
+    if value is None:
+        return None
+    settings.impl_mode_index(value)
+    return value
+
+
+__all__ = ["explain", "parse_tensor_arg", "parse_attr_value", "parse_impl_mode", "AclnnError", "ACLNN_ERR_PARAM_INVALID"]

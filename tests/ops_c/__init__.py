@@ -1,0 +1,1 @@
+"""Tests of the sample ops' C kernels and tiling functions, and of the `opbuild new` scaffold."""
