@@ -8,10 +8,10 @@ from typing import Any
 
 import jinja2
 
-import opbuild
+from opbuild.runtime_paths import templates_dir
 
-TEMPLATES_DIR = Path(opbuild.__file__).resolve().parent.parent / "templates"
-"""templates/ next to the opbuild package (the repository root)."""
+TEMPLATES_DIR: Path = templates_dir()
+"""templates/ at the repository root (or its copy inside an installed wheel)."""
 
 
 @functools.lru_cache(maxsize=1)

@@ -17,6 +17,7 @@ def inspect_package(package: Path, soc: str | None = None) -> str:
     """A text listing: per SoC, per op, each binary with its keys and files."""
     if not package.is_dir():
         raise FileNotFoundError(f"no package directory {package}")
+    package = package.resolve()
     socs = [soc] if soc else package_socs(package)
     if not socs:
         raise FileNotFoundError(f"{package} has no {layout.KERNEL_ROOT}/config/<soc>/: is it a built op package?")
