@@ -184,5 +184,27 @@ def _explain(args: argparse.Namespace) -> int:
     return status
 
 
+# ~~~ install ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+
+def _configure_install(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("package", metavar="PACKAGE_DIR", help="a built vendor package, e.g. out/opp/vendors/customize")
+    parser.add_argument("--opp-path", required=True, metavar="DIR", help="the OPP tree (ASCEND_OPP_PATH) to install into")
+    parser.add_argument("--vendor", default=None, help="vendor name (default: the package directory's name)")
+    parser.add_argument("--force", action="store_true", help="replace a different package of the same vendor")
+
+
+@command("install", "copy a vendor package into an OPP tree and put it first in load_priority", _configure_install)
+def _install(args: argparse.Namespace) -> int:
+    from opbuild.deploy.install import InstallError, install
+
+    try:
+        print(install(Path(args.package), Path(args.opp_path), args.vendor, args.force))
+    except (InstallError, OSError) as exc:
+        print(f"opbuild install: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

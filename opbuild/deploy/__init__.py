@@ -1,0 +1,1 @@
+"""Deploying built packages into an OPP tree (`opbuild install`)."""
