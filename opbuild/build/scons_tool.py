@@ -3,17 +3,29 @@
 `declare_build(env, specs, options)` turns validated specs into targets under `out/`: generated
 sources, one kernel binary per declared binary, kernel descriptor JSONs, the tiling library, the
 per-SoC configs and the package metadata. Every action is a module-level function that finds its
-op by name, so action signatures stay stable and cheap; the generator's own modules and
-templates are declared dependencies of everything they render.
+op by name, so action signatures stay stable and cheap (one shared Action object per kind of
+step; the per-step values that affect the output are its `varlist`, the label is not).
+
+The generator's own modules and templates (`codegen.GENERATOR_FILES`) are dependencies of one
+stamp file, `out/build/<vendor>/generator.stamp`, which lists their content hashes; every
+generating step depends on the stamp. An edited template or generator module therefore re-runs
+the generating steps (which rewrite only outputs whose content changed), while a no-op build
+checks the generator's files once instead of once per step.
+
+Only compile and link outputs go to the shared cache (`OPBUILD_CACHE_DIR`); generating steps
+are cheap and always run locally.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import opbuild
 from opbuild import codegen
 from opbuild.abi import package_layout as layout
 from opbuild.build import steps
@@ -44,17 +56,52 @@ class _Registry:
 _REGISTRY = _Registry()
 
 
+@dataclass
+class Step:
+    """One declared build step (a command with one or more targets)."""
+
+    label: str
+    kind: str
+    targets: list[str]
+
+
 class Progress:
-    """Prints one short line per executed step: `[n/total] WHAT`."""
+    """Prints one short line per executed step: `[n/total] WHAT`, or `[n/total] CACHE WHAT` when
+    the step's outputs were retrieved from the shared cache. Thread-safe (`scons -j`)."""
 
     def __init__(self) -> None:
         self.total = 0
         self.done = 0
+        self.cached = 0
+        self.by_target: dict[str, Step] = {}
+        self._seen_cached: set[int] = set()
+        self._lock = threading.Lock()
+
+    def reset(self, steps_: list[Step]) -> None:
+        self.total = len(steps_)
+        self.done = self.cached = 0
+        self._seen_cached.clear()
+        self.by_target = {t: s for s in steps_ for t in s.targets}
+
+    def step_of(self, path: str) -> Step | None:
+        return self.by_target.get(os.path.abspath(path))
 
     def __call__(self, text, target, source, env) -> None:  # SCons PRINT_CMD_LINE_FUNC signature
-        self.done += 1
-        sys.stdout.write(f"[{self.done}/{self.total}] {text}\n")
-        sys.stdout.flush()
+        if not text:
+            return
+        with self._lock:
+            if text.startswith("Retrieved `"):  # SCons CacheDir, once per target of a step
+                step = self.step_of(str(target[0]))
+                if step is not None:
+                    if id(step) in self._seen_cached:
+                        return
+                    self._seen_cached.add(id(step))
+                    text = step.label
+                self.cached += 1
+                text = f"CACHE {text}"
+            self.done += 1
+            sys.stdout.write(f"[{self.done}/{self.total}] {text}\n")
+            sys.stdout.flush()
 
 
 PROGRESS = Progress()
@@ -66,6 +113,22 @@ def _fail(exc: Exception) -> int:
 
 
 # ---- actions (signature: target, source, env) ---------------------------------------------------
+
+_CHECKOUT = Path(opbuild.__file__).resolve().parent.parent
+
+
+def _generator_stamp(target, source, env):
+    lines = []
+    for node in source:
+        path = Path(node.abspath)
+        try:
+            name = path.relative_to(_CHECKOUT).as_posix()
+        except ValueError:
+            name = path.name
+        lines.append(f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {name}\n")
+    steps.write_file(Path(str(target[0])), "".join(lines))
+    return 0
+
 
 def _render_op_sources(target, source, env):
     spec = _REGISTRY.specs[env["OPBUILD_OP"]]
@@ -79,7 +142,8 @@ def _render_op_sources(target, source, env):
 def _compile(target, source, env):
     options = _REGISTRY.options
     try:
-        steps.run_compiler(options.toolchain, list(env["OPBUILD_CMD"]), Path(str(target[0])), env["OPBUILD_WHAT"])
+        steps.run_compiler(options.toolchain, list(env["OPBUILD_CMD"]), Path(str(target[0])), env["OPBUILD_WHAT"],
+                           cwd=str(options.root))
     except steps.StepError as exc:
         return _fail(exc)
     return 0
@@ -105,16 +169,20 @@ def _binary_info_config(target, source, env):
     specs = [_REGISTRY.specs[name] for name in env["OPBUILD_OPS"]]
     from opbuild.build.consistency import check_c_callbacks
 
-    problems = check_c_callbacks(specs, Path(env["OPBUILD_TILING_LIB"]))
+    tiling_lib = Path(source[-1].abspath)  # the last source is the linked tiling library
+    try:
+        problems = check_c_callbacks(specs, tiling_lib)
+    except Exception as exc:  # noqa: BLE001 - e.g. the library cannot be loaded
+        return _fail(RuntimeError(f"error: checking the C simplified-key callbacks in {tiling_lib.name}: {exc}"))
     if problems:
         return _fail(RuntimeError("error: simplified keys and binaries disagree:\n  " + "\n  ".join(problems)))
-    steps.write_if_changed(Path(str(target[0])), codegen.render_binary_info_config(specs, soc, options.toolchain.binary_suffix))
+    steps.write_file(Path(str(target[0])), codegen.render_binary_info_config(specs, soc, options.toolchain.binary_suffix))
     return 0
 
 
 def _ops_info(target, source, env):
     specs = [_REGISTRY.specs[name] for name in env["OPBUILD_OPS"]]
-    steps.write_if_changed(Path(str(target[0])), codegen.render_ops_info(specs, env["OPBUILD_SOC"]))
+    steps.write_file(Path(str(target[0])), codegen.render_ops_info(specs, env["OPBUILD_SOC"]))
     return 0
 
 
@@ -124,17 +192,17 @@ def _python_api(target, source, env):
     options = _REGISTRY.options
     specs = [_REGISTRY.specs[name] for name in env["OPBUILD_OPS"]]
     python_dir = options.out / "opp" / "vendors" / options.vendor / layout.python_api_dir()
-    steps.write_if_changed(Path(str(target[0])), render_python_api(specs))
+    steps.write_file(Path(str(target[0])), render_python_api(specs))
     for spec in specs:
         rel_path = keyrule_path(spec)
         if rel_path is not None:
             module = spec.op_dir / f"{spec.key_rule.py_module}.py"
-            steps.write_if_changed(python_dir / rel_path, module.read_text())
+            steps.write_file(python_dir / rel_path, module.read_text())
     return 0
 
 
 def _text_file(target, source, env):
-    steps.write_if_changed(Path(str(target[0])), env["OPBUILD_TEXT"])
+    steps.write_file(Path(str(target[0])), env["OPBUILD_TEXT"])
     return 0
 
 
@@ -143,16 +211,39 @@ def _symlink(target, source, env):
     return 0
 
 
+def _actions():
+    """One Action per kind of step. The label ($OPBUILD_LABEL) and error context (OPBUILD_WHAT)
+    are not in the signature; only what shapes the output is (the varlist)."""
+    from SCons.Action import Action
+
+    def act(fn, *varlist):
+        return Action(fn, "$OPBUILD_LABEL", varlist=list(varlist))
+
+    return {
+        "stamp": act(_generator_stamp),
+        "gen_sources": act(_render_op_sources, "OPBUILD_OP"),
+        "compile": act(_compile, "OPBUILD_CMD"),
+        "kernel_json": act(_kernel_descriptors, "OPBUILD_OP", "OPBUILD_SOC", "OPBUILD_TOOLCHAIN"),
+        "binary_info": act(_binary_info_config, "OPBUILD_OPS", "OPBUILD_SOC", "OPBUILD_TOOLCHAIN"),
+        "ops_info": act(_ops_info, "OPBUILD_OPS", "OPBUILD_SOC"),
+        "python_api": act(_python_api, "OPBUILD_OPS"),
+        "text": act(_text_file, "OPBUILD_TEXT"),
+        "symlink": act(_symlink, "OPBUILD_LINK_TO"),
+    }
+
+
 # ---- graph ----------------------------------------------------------------------------------------
 
 def declare_build(env, specs: list[OpSpec], options: BuildOptions):
-    """Declare every target of the package; returns the list of top-level target nodes."""
-    from SCons.Action import Action
+    """Declare every target of the package; returns the list of top-level target nodes.
+
+    Also fills `PROGRESS` (the step labels by target) and `STEPS`."""
     from SCons.Scanner.C import CScanner
 
     _REGISTRY.specs = {s.op: s for s in specs}
     _REGISTRY.options = options
     env["PRINT_CMD_LINE_FUNC"] = PROGRESS
+    actions = _actions()
 
     tc = options.toolchain
     root = options.root
@@ -160,22 +251,27 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions):
     out = options.out
     pkg = out / "opp" / "vendors" / options.vendor
     work = out / "build" / options.vendor
-    generator_deps = [str(p) for p in codegen.GENERATOR_FILES]
     native_inc = native_include_dir()
     scanner = CScanner()
     all_targets = []
-    steps_count = 0
+    declared: list[Step] = []
+    compiled = {"compile"}
 
-    def command(targets, sources, action, text, scan_includes=None, **overrides):
-        nonlocal steps_count
-        steps_count += 1
+    def command(kind, targets, sources, label, scan_includes=None, **overrides):
+        target_paths = [os.path.abspath(str(t)) for t in targets]
         extra = {}
         if scan_includes is not None:  # a compile step: scan its sources for #include dependencies
             extra = {"source_scanner": scanner, "CPPPATH": scan_includes}
-        nodes = env.Command([str(t) for t in targets], [str(s) for s in sources],
-                            Action(action, text, varlist=sorted(overrides)), **overrides, **extra)
+        nodes = env.Command(target_paths, [s if not isinstance(s, Path) else str(s) for s in sources],
+                            actions[kind], OPBUILD_LABEL=label, **overrides, **extra)
+        if kind not in compiled:
+            env.NoCache(nodes)
+        declared.append(Step(label, kind, target_paths))
         all_targets.extend(nodes)
         return nodes
+
+    stamp = command("stamp", [work / "generator.stamp"], [str(p) for p in codegen.GENERATOR_FILES],
+                    "GEN generator.stamp")[0]
 
     tiling_objects = []
     socs_used: set[str] = set()
@@ -184,71 +280,68 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions):
         socs_used.update(socs)
         gen_dir = work / "gen" / spec.snake
         header, shim = gen_dir / f"{spec.snake}_tiling.h", gen_dir / f"{spec.snake}_launch.c"
-        gen_nodes = command([header, shim], [spec.spec_path], _render_op_sources, f"GEN {spec.op} sources", OPBUILD_OP=spec.op)
-        env.Depends(gen_nodes, generator_deps)
-        env.Precious(gen_nodes)
+        header_node, shim_node = command("gen_sources", [header, shim], [spec.spec_path, stamp],
+                                         f"GEN {spec.op} sources", OPBUILD_OP=spec.op)
+        env.Precious(header_node, shim_node)
         includes = [str(native_inc), rel(gen_dir)]
 
         obj = work / "obj" / f"{spec.snake}_tiling.o"
         tiling_src = spec.op_dir / spec.tiling.source
         cmd = tc.tiling_object_command(rel(tiling_src), rel(obj), includes)
-        nodes = command([obj], [tiling_src], _compile, f"CC tiling {spec.op}", OPBUILD_CMD=tuple(cmd),
+        nodes = command("compile", [obj], [tiling_src, header_node], f"CC tiling {spec.op}", OPBUILD_CMD=tuple(cmd),
                         OPBUILD_WHAT=f"op {spec.op}: compiling tiling source {rel(tiling_src)}", scan_includes=includes)
-        env.Depends(nodes, str(header))
         tiling_objects.extend(nodes)
 
+        kernel_src = spec.op_dir / spec.kernel.source
         for soc in socs:
-            kernel_src = spec.op_dir / spec.kernel.source
             bins = []
             for binary in spec.binaries:
                 target = pkg / layout.kernel_binary(soc, spec.snake, binary.name, tc.binary_suffix)
                 cmd = tc.kernel_command([rel(kernel_src), rel(shim)], rel(target), codegen.binary_macros(spec, binary), includes)
-                nodes = command([target], [kernel_src, shim], _compile, f"CC kernel {binary.name} ({soc})",
-                                OPBUILD_CMD=tuple(cmd),
-                                OPBUILD_WHAT=f"op {spec.op}, binary {binary.name}: compiling kernel {rel(kernel_src)}",
+                nodes = command("compile", [target], [kernel_src, shim_node, header_node],
+                                f"CC kernel {binary.name} ({soc})", OPBUILD_CMD=tuple(cmd),
+                                OPBUILD_WHAT=f"op {spec.op}, binary {binary.name} ({soc}): compiling kernel {rel(kernel_src)}",
                                 scan_includes=includes)
-                env.Depends(nodes, str(header))
                 bins.extend(nodes)
             jsons = [pkg / layout.kernel_json(soc, spec.snake, b.name) for b in spec.binaries]
-            nodes = command([*jsons, pkg / layout.op_kernel_config(soc, spec.snake)], [spec.spec_path, *bins],
-                            _kernel_descriptors, f"GEN {spec.op} kernel JSONs ({soc})", OPBUILD_OP=spec.op, OPBUILD_SOC=soc)
-            env.Depends(nodes, generator_deps)
+            command("kernel_json", [*jsons, pkg / layout.op_kernel_config(soc, spec.snake)], [spec.spec_path, stamp, *bins],
+                    f"GEN {spec.op} kernel JSONs ({soc})", OPBUILD_OP=spec.op, OPBUILD_SOC=soc, OPBUILD_TOOLCHAIN=tc.name)
 
     tiling_lib = pkg / layout.tiling_lib()
-    cmd = tc.tiling_link_command([rel(o) for o in map(str, tiling_objects)], rel(tiling_lib))
-    lib_nodes = command([tiling_lib], [str(o) for o in tiling_objects], _compile, "LINK libcust_opmaster_rt2.0.so",
+    cmd = tc.tiling_link_command([rel(str(o)) for o in tiling_objects], rel(tiling_lib))
+    lib_nodes = command("compile", [tiling_lib], tiling_objects, "LINK libcust_opmaster_rt2.0.so",
                         OPBUILD_CMD=tuple(cmd), OPBUILD_WHAT="linking the tiling library")
     link = pkg / layout.optiling_link()
-    command([link], [str(tiling_lib)], _symlink, "LINK liboptiling.so",
-            OPBUILD_LINK_TO=os.path.relpath(tiling_lib, link.parent))
+    command("symlink", [link], lib_nodes, "LINK liboptiling.so", OPBUILD_LINK_TO=os.path.relpath(tiling_lib, link.parent))
 
-    spec_files = [s.spec_path for s in specs]
+    spec_files = [str(s.spec_path) for s in specs]
     for soc in sorted(socs_used):
         soc_specs = tuple(s.op for s in specs if soc in s.socs)
-        nodes = command([pkg / layout.binary_info_config(soc)], [*spec_files, *lib_nodes], _binary_info_config,
-                        f"GEN binary_info_config.json ({soc})", OPBUILD_OPS=soc_specs, OPBUILD_SOC=soc,
-                        OPBUILD_TILING_LIB=str(tiling_lib))
-        env.Depends(nodes, generator_deps)
-        nodes = command([pkg / layout.ops_info(soc)], spec_files, _ops_info, f"GEN aic-{soc}-ops-info.json",
-                        OPBUILD_OPS=soc_specs, OPBUILD_SOC=soc)
-        env.Depends(nodes, generator_deps)
+        soc_files = [str(s.spec_path) for s in specs if soc in s.socs]
+        command("binary_info", [pkg / layout.binary_info_config(soc)], [*soc_files, stamp, *lib_nodes],
+                f"GEN binary_info_config.json ({soc})", OPBUILD_OPS=soc_specs, OPBUILD_SOC=soc, OPBUILD_TOOLCHAIN=tc.name)
+        command("ops_info", [pkg / layout.ops_info(soc)], [*soc_files, stamp], f"GEN aic-{soc}-ops-info.json",
+                OPBUILD_OPS=soc_specs, OPBUILD_SOC=soc)
 
     from opbuild.codegen.python_api import PYTHON_MODULE, keyrule_path
 
     python_dir = pkg / layout.python_api_dir()
     py_targets = [python_dir / PYTHON_MODULE]
-    py_sources = list(spec_files)
+    py_sources = [*spec_files, stamp]
     for spec in specs:
         if keyrule_path(spec) is not None:
             py_targets.append(python_dir / keyrule_path(spec))
-            py_sources.append(spec.op_dir / f"{spec.key_rule.py_module}.py")
-    nodes = command(py_targets, py_sources, _python_api, "GEN op_api/python/aclnn_ops.py", OPBUILD_OPS=tuple(s.op for s in specs))
-    env.Depends(nodes, generator_deps)
+            py_sources.append(str(spec.op_dir / f"{spec.key_rule.py_module}.py"))
+    command("python_api", py_targets, py_sources, "GEN op_api/python/aclnn_ops.py", OPBUILD_OPS=tuple(s.op for s in specs))
 
-    command([pkg / layout.VERSION_INFO], [], _text_file, "GEN version.info",
-            OPBUILD_TEXT=codegen.render_version_info(tc.version()))
-    command([out / "opp" / "vendors" / "config.ini"], [], _text_file, "GEN vendors/config.ini",
+    command("text", [pkg / layout.VERSION_INFO], [], "GEN version.info", OPBUILD_TEXT=codegen.render_version_info(tc.version()))
+    command("text", [out / "opp" / "vendors" / "config.ini"], [], "GEN vendors/config.ini",
             OPBUILD_TEXT=codegen.render_vendors_config([options.vendor]))
 
-    PROGRESS.total = steps_count
+    PROGRESS.reset(declared)
+    STEPS[:] = declared
     return all_targets
+
+
+STEPS: list[Step] = []
+"""The steps of the last `declare_build` (for the build summary)."""

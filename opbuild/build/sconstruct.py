@@ -7,8 +7,10 @@ nothing under `out/` is written.
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
+import time
 from pathlib import Path
 
 from SCons.Script import (  # type: ignore[import-not-found]
@@ -76,27 +78,84 @@ def main() -> None:
         CacheDir(cache_dir)
 
     from opbuild.build.scons_tool import BuildOptions, declare_build
-    from opbuild.build.select import SelectionError, select_specs
+    from opbuild.build.select import CACHE_FILE, SelectionError, select_specs
 
+    started = time.monotonic()
+    cleaning = bool(GetOption("clean"))
+    out = root / env["OUT"]
     try:
-        specs = select_specs(root / "ops", env["OPS"])
+        specs = select_specs(root / "ops", env["OPS"], cache_file=None if cleaning else out / CACHE_FILE)
+        specs, socs = _select_socs(specs, env["SOC"])
     except SelectionError as exc:
         sys.stderr.write(f"{exc}\n")
         Exit(1)
     try:
-        toolchain = get_toolchain(env["TOOLCHAIN"], root=str(root))
-        if env["CC"] and env["TOOLCHAIN"] == "host":
-            from opbuild.build.toolchain import HostToolchain
-
-            toolchain = HostToolchain(cc=env["CC"], root=str(root))
+        toolchain = _toolchain(env["TOOLCHAIN"], env["CC"], root)
     except ToolchainError as exc:
         sys.stderr.write(f"error: {exc}\n")
         Exit(1)
 
-    socs = tuple(s for s in env["SOC"].split(",") if s) or None
-    out = root / env["OUT"]
     options = BuildOptions(root=root, out=out, vendor=env["VENDOR"], socs=socs, toolchain=toolchain)
     targets = declare_build(env, specs, options)
     Alias("ops", targets)
-    Clean("ops", [str(out / "opp"), str(out / "build")])
+    Clean("ops", [str(out / "opp"), str(out / "build"), str(out / CACHE_FILE.parent)])
     Default("ops")
+    if not cleaning:
+        atexit.register(_summary, specs, options, started)
+
+
+def _toolchain(name: str, cc: str, root: Path):
+    if name == "host":
+        from opbuild.build.toolchain import HostToolchain
+
+        return HostToolchain(cc=cc or None, root=str(root))
+    return get_toolchain(name, root=str(root))
+
+
+def _select_socs(specs, wanted: str):
+    """(specs to build, SoCs asked for or None). SOC=a,b keeps the ops that support any of them;
+    an unknown SoC, or one no selected op supports, is an error."""
+    from opbuild.abi.platform import known_socs
+    from opbuild.build.select import SelectionError
+
+    socs = tuple(dict.fromkeys(s.strip().lower() for s in wanted.split(",") if s.strip()))
+    if not socs:
+        return specs, None
+    unknown = [s for s in socs if s not in known_socs()]
+    if unknown:
+        raise SelectionError(f"error: SOC names unknown SoC(s) {', '.join(unknown)}; known: {', '.join(known_socs())}")
+    supported = {soc for spec in specs for soc in spec.socs}
+    unsupported = [s for s in socs if s not in supported]
+    if unsupported:
+        raise SelectionError(f"error: no selected op supports SOC={','.join(unsupported)}; "
+                             f"the ops' SoCs: {', '.join(sorted(supported))}")
+    return [spec for spec in specs if set(spec.socs) & set(socs)], socs
+
+
+def _summary(specs, options, started: float) -> None:
+    """One line at the end of `scons ops`: ops, binaries, steps run, seconds; the failed steps."""
+    from SCons.Script import GetBuildFailures  # type: ignore[import-not-found]
+
+    from opbuild.build.scons_tool import PROGRESS
+
+    seconds = time.monotonic() - started
+    binaries = sum(len(s.binaries) * len([c for c in s.socs if options.socs is None or c in options.socs])
+                   for s in specs)
+    cached = f", {PROGRESS.cached} from cache" if PROGRESS.cached else ""
+    failures = GetBuildFailures()
+    status = "FAILED" if failures else "ok"
+    line = (f"opbuild: {status}: {len(specs)} ops, {binaries} kernel binaries, "
+            f"{PROGRESS.done}/{PROGRESS.total} steps run{cached}, {seconds:.1f} s\n")
+    if not failures:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        return
+    sys.stdout.flush()
+    out = [line, f"opbuild: {len(failures)} step(s) failed:\n"]
+    for bf in failures:
+        node = getattr(bf, "node", None)
+        step = PROGRESS.step_of(str(node)) if node is not None else None
+        what = step.label if step is not None else str(node or bf.filename or "?")
+        out.append(f"  {what}: {bf.errstr}\n")
+    sys.stderr.write("".join(out))
+    sys.stderr.flush()

@@ -1,28 +1,201 @@
-"""Which specs a build works on, loaded and fully checked before anything is declared."""
+"""Which specs a build works on, loaded and fully checked before anything is declared.
+
+Loading and checking a spec (YAML with marks, JSON schema, semantics, C symbol checks, the
+simplified-key consistency check) costs a few milliseconds; for hundreds of ops that would
+dominate a no-op `scons ops`. So checked specs are cached in `<out>/.opbuild/specs.pickle`,
+each keyed by the stat (size, mtime, ctime, inode) of every file it was read from (the files of
+its op directory and the sources it names) and by the stat of the checker's own code and
+schemas. A spec whose files changed, or that was written too recently for its mtime to be
+trusted, is loaded again. Only valid specs are cached, and the cache is written only after the
+whole selection passed, so a broken spec leaves nothing under `out/`.
+"""
 
 from __future__ import annotations
 
+import os
+import pickle
+import tempfile
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from opbuild.build.consistency import check_specs_without_native
-from opbuild.spec import SpecError, load_specs
+from opbuild.spec import SpecError, check_spec, find_specs, load_specs
 from opbuild.spec.model import OpSpec
+
+CACHE_FORMAT = 1
+CACHE_FILE = Path(".opbuild") / "specs.pickle"
+"""The spec cache, relative to the build's output directory."""
+
+RACY_SECONDS = 2.0
+"""A file modified less than this before the cache is written may change again within the same
+mtime tick; its spec is not cached (it is loaded again next time)."""
+
+_PKG = Path(__file__).resolve().parent.parent
 
 
 class SelectionError(Exception):
     """The specs cannot be built: invalid, unknown op names, or keys that disagree with binaries."""
 
 
-def select_specs(ops_dir: Path, wanted: str = "") -> list[OpSpec]:
+Stamp = tuple[tuple[str, int, int, int, int], ...]
+
+
+def _stamp(files: list[str]) -> Stamp | None:
+    out = []
+    for f in files:
+        try:
+            st = os.stat(f)
+        except OSError:
+            return None
+        out.append((f, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+    return tuple(out)
+
+
+def _checker_files() -> list[str]:
+    """The code and data that decide whether a spec is valid (a change invalidates the cache)."""
+    files: list[str] = []
+    for sub in ("spec", "keys", "abi", "build"):
+        d = _PKG / sub
+        files += sorted(str(p) for p in d.glob("*.py"))
+    from opbuild.runtime_paths import schemas_dir
+
+    files += sorted(str(p) for p in schemas_dir().glob("*.json"))
+    return files
+
+
+def _spec_files(spec_file: Path, spec: OpSpec | None = None) -> list[str]:
+    """Every file a spec's validity may depend on: its op directory's files, and the sources it
+    names (which may live elsewhere)."""
+    d = spec_file.parent
+    try:
+        files = {os.path.join(d, e.name) for e in os.scandir(d) if e.is_file()}
+    except OSError:
+        files = set()
+    files.add(str(spec_file))
+    if spec is not None:
+        files.add(str(spec.op_dir / spec.kernel.source))
+        files.add(str(spec.op_dir / spec.tiling.source))
+        if spec.key_rule.py_module:
+            files.add(str(spec.op_dir / f"{spec.key_rule.py_module}.py"))
+    return sorted(files)
+
+
+@dataclass
+class _Entry:
+    files: list[str]
+    stamp: Stamp
+    spec: OpSpec
+
+
+class SpecCache:
+    """Checked specs from the last build, keyed by absolute spec path (see the module docstring)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.checker = _stamp(_checker_files())
+        self.entries: dict[str, _Entry] = {}
+        self.dirty = False
+        if path is None:
+            return
+        try:
+            with open(path, "rb") as f:
+                data = pickle.load(f)
+            if data.get("format") == CACHE_FORMAT and data.get("checker") == self.checker:
+                self.entries = data["entries"]
+        except Exception:  # noqa: BLE001 - a missing or unreadable cache is just empty
+            self.entries = {}
+
+    def get(self, spec_file: Path) -> OpSpec | None:
+        entry = self.entries.get(str(spec_file))
+        if entry is None:
+            return None
+        files = sorted(set(entry.files) | set(_spec_files(spec_file)))
+        if files != entry.files or _stamp(files) != entry.stamp:
+            return None
+        return entry.spec
+
+    def put(self, spec_file: Path, spec: OpSpec) -> None:
+        files = _spec_files(spec_file, spec)
+        stamp = _stamp(files)
+        if stamp is None:
+            return
+        newest = max(s[2] for s in stamp) / 1e9
+        if newest > time.time() - RACY_SECONDS:  # could change again unseen within one mtime tick
+            self.entries.pop(str(spec_file), None)
+        else:
+            self.entries[str(spec_file)] = _Entry(files, stamp, spec)
+        self.dirty = True
+
+    def keep_only(self, spec_files: list[Path]) -> None:
+        """Forget specs that are no longer there."""
+        wanted = {str(f) for f in spec_files}
+        for name in [n for n in self.entries if n not in wanted]:
+            del self.entries[name]
+            self.dirty = True
+
+    def save(self) -> None:
+        if self.path is None or not self.dirty:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".specs.", suffix=".tmp", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                pickle.dump({"format": CACHE_FORMAT, "checker": self.checker, "entries": self.entries}, f,
+                            protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, self.path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+
+def _load_all(files: list[Path], cache: SpecCache) -> list[OpSpec]:
+    """Every spec, from the cache where still valid; SelectionError listing every problem."""
+    specs: list[OpSpec] = []
+    fresh: list[OpSpec] = []
+    problems = []
+    for file in files:
+        spec = cache.get(file)
+        if spec is None:
+            spec, found = check_spec(file)
+            problems += found
+            if spec is None:
+                continue
+            fresh.append(spec)
+        specs.append(spec)
+    by_op: dict[str, list[OpSpec]] = {}
+    for spec in specs:
+        by_op.setdefault(spec.op, []).append(spec)
+    duplicated = [s.spec_path for group in by_op.values() if len(group) > 1 for s in group]
+    if duplicated:  # let the loader word it (file:line:col of each `op:`)
+        try:
+            load_specs(duplicated)
+        except SpecError as exc:
+            problems += exc.problems
+    if problems:
+        raise SelectionError(str(SpecError(problems)))
+    problems_text = check_specs_without_native(fresh)
+    if problems_text:
+        raise SelectionError("error: simplified keys and binaries disagree:\n  " + "\n  ".join(problems_text))
+    for spec in fresh:
+        cache.put(spec.spec_path, spec)
+    cache.keep_only(files)
+    return specs
+
+
+def select_specs(ops_dir: Path, wanted: str = "", cache_file: Path | None = None) -> list[OpSpec]:
     """Load every spec under `ops_dir`, keep those named in `wanted` (comma-separated op types or
     directory names; empty = all), and check their simplified-key rules where that needs no
-    compiled code. Raises SelectionError with every problem found."""
+    compiled code. Raises SelectionError with every problem found.
+
+    With `cache_file`, checked specs are reused from (and saved to) that file (module docstring).
+    """
     if not ops_dir.is_dir():
         raise SelectionError(f"error: no ops directory at {ops_dir}")
-    try:
-        specs = load_specs([ops_dir])
-    except SpecError as exc:
-        raise SelectionError(str(exc)) from None
+    files = [f.absolute() for f in find_specs([ops_dir])]
+    cache = SpecCache(cache_file)
+    specs = _load_all(files, cache)
     names = [n.strip() for n in wanted.split(",") if n.strip()]
     if names:
         by_name = {s.op: s for s in specs} | {s.snake: s for s in specs}
@@ -34,7 +207,5 @@ def select_specs(ops_dir: Path, wanted: str = "") -> list[OpSpec]:
         specs = [s for s in specs if s.op in chosen]
     if not specs:
         raise SelectionError(f"error: no op specs found under {ops_dir}")
-    problems = check_specs_without_native(specs)
-    if problems:
-        raise SelectionError("error: simplified keys and binaries disagree:\n  " + "\n  ".join(problems))
+    cache.save()
     return specs

@@ -23,24 +23,65 @@ class StepError(Exception):
     """A build step failed; the message names the op, the binary or the file involved."""
 
 
+def remove_stale_temps(path: Path) -> None:
+    """Remove temporary files an interrupted earlier write of `path` left beside it.
+
+    Every writer here (and `codegen.write_if_changed`) writes `.<name>.<random>.tmp` in the
+    target's directory and renames it into place; a build killed in between (SIGKILL, power
+    loss) leaves the temporary file behind. The step that rewrites `path` clears them, so a
+    rebuild after an interrupted build yields exactly the tree of a clean build.
+    """
+    prefix = f".{path.name}."
+    try:
+        with os.scandir(path.parent) as entries:
+            stale = [e.path for e in entries if e.name.startswith(prefix) and e.name.endswith(".tmp")]
+    except FileNotFoundError:
+        return
+    for name in stale:
+        try:
+            os.unlink(name)
+        except FileNotFoundError:
+            pass
+
+
+def write_file(path: Path, text: str | bytes) -> bool:
+    """A generated file: stale temporaries cleared, written atomically and only if changed."""
+    remove_stale_temps(path)
+    return write_if_changed(path, text)
+
+
 def render_op_sources(spec: OpSpec, header: Path, shim: Path) -> None:
     """The op's tiling-data header and kernel launch shim (inputs of every compile of the op)."""
-    write_if_changed(header, codegen.render_tiling_header(spec))
-    write_if_changed(shim, codegen.render_launch_shim(spec))
+    write_file(header, codegen.render_tiling_header(spec))
+    write_file(shim, codegen.render_launch_shim(spec))
 
 
-def run_compiler(toolchain: Toolchain, command: list[str], output: Path, what: str) -> None:
+def run_compiler(toolchain: Toolchain, command: list[str], output: Path, what: str, cwd: str | None = None) -> None:
     """Run one compiler command that writes `output`, atomically.
 
     The compiler writes to a temporary name beside the output, which replaces the output only on
-    success; an interrupted or failed compile leaves nothing a later build could take for done.
+    success; an interrupted or failed compile leaves nothing a later build could take for done
+    (and the temporaries of an earlier interrupted run are removed first). `command` names
+    `output` as it should appear on the command line (relative to `cwd`).
     """
+    base = cwd or os.getcwd()
+    output = Path(os.path.normpath(os.path.join(base, output)))
     output.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(output)
     fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent)
     os.close(fd)
     try:
-        command = [tmp if arg == str(output) else arg for arg in command]
-        result = toolchain.run(command)
+        # the argument that names the output (as written on the command line) names the temporary
+        names_output = [i for i, arg in enumerate(command) if os.path.normpath(os.path.join(base, arg)) == str(output)]
+        if not names_output:
+            raise StepError(f"error: {what}: the command does not name its output {output}")
+        command = list(command)
+        for i in names_output:
+            command[i] = os.path.join(os.path.dirname(command[i]), os.path.basename(tmp))
+        try:
+            result = toolchain.run(command, cwd=cwd)
+        except OSError as exc:  # the compiler vanished or is not executable
+            raise StepError(f"error: {what}: cannot run {command[0]!r}: {exc.strerror or exc}") from None
         if result.returncode != 0:
             raise StepError(f"error: {what} failed (exit {result.returncode}):\n{result.output.rstrip()}")
         if result.output.strip():
@@ -69,8 +110,8 @@ def write_kernel_descriptors(spec: OpSpec, soc: str, toolchain: Toolchain, binar
             sha256=sha256_file(binaries[binary.name]),
             core_type_name=spec.core_type,
         )
-        write_if_changed(json_paths[binary.name], text)
-    write_if_changed(op_config, codegen.render_op_kernel_config(spec, soc, toolchain.binary_suffix))
+        write_file(json_paths[binary.name], text)
+    write_file(op_config, codegen.render_op_kernel_config(spec, soc, toolchain.binary_suffix))
 
 
 def make_symlink(link: Path, target_relative: str) -> None:

@@ -79,7 +79,11 @@ class HostToolchain(Toolchain):
 
     def _prefix_map(self) -> list[str]:
         # Keeps the build machine's absolute paths out of the binaries (reproducible builds).
-        return [f"-ffile-prefix-map={self.root}/=", f"-ffile-prefix-map={native_include_dir()}=opbuild"] if self.root else []
+        # Commands name sources under the project by relative paths and run in the project root,
+        # so only the installed headers need mapping; the project's own location appears
+        # nowhere, neither in the binaries nor in the command (the shared cache's key), so two
+        # checkouts share cached compiles.
+        return [f"-ffile-prefix-map={native_include_dir()}=opbuild"]
 
     def kernel_command(self, sources, output, macros, include_dirs):
         defines = [f"-D{k}={v}" for k, v in sorted(macros.items())]

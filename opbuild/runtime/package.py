@@ -14,24 +14,61 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from opbuild.abi import package_layout as layout
 from opbuild.runtime.errors import ACLNN_ERR_INNER, AclnnError
 
 
-@dataclass(frozen=True)
 class BinaryEntry:
-    """One kernel binary of a package, as binary_info_config.json lists it."""
+    """One kernel binary of a package, as binary_info_config.json lists it.
 
-    op: str
-    name: str
-    bin_path: Path
-    json_path: Path
-    core_type: int
-    keys: tuple[str, ...]
+    `bin_path` and `json_path` are made on first use (an index of 100,000 binaries builds no
+    Path objects); the relative paths were checked lexically to stay inside the kernel root when
+    the config was parsed, and `checked_bin_path()` also checks the resolved path (symlinks).
+    """
+
+    __slots__ = ("op", "name", "core_type", "keys", "bin_rel", "json_rel", "kernel_root", "_bin", "_json", "_checked")
+
+    def __init__(self, op: str, name: str, bin_rel: str, json_rel: str, core_type: int, keys: tuple[str, ...],
+                 kernel_root: Path) -> None:
+        self.op = op
+        self.name = name
+        self.bin_rel = bin_rel
+        self.json_rel = json_rel
+        self.core_type = core_type
+        self.keys = keys
+        self.kernel_root = kernel_root
+        self._bin: Path | None = None
+        self._json: Path | None = None
+        self._checked = False
+
+    @property
+    def bin_path(self) -> Path:
+        if self._bin is None:
+            self._bin = self.kernel_root / self.bin_rel
+        return self._bin
+
+    @property
+    def json_path(self) -> Path:
+        if self._json is None:
+            self._json = self.kernel_root / self.json_rel
+        return self._json
+
+    def checked_bin_path(self, config: Path | str = "binary_info_config.json") -> Path:
+        """bin_path after checking that it (and json_path), symlinks resolved, stay in the package."""
+        if not self._checked:
+            _inside(self.kernel_root, self.bin_rel, "binPath", config)
+            _inside(self.kernel_root, self.json_rel, "jsonPath", config)
+            self._checked = True
+        return self.bin_path
+
+    def __repr__(self) -> str:
+        return f"BinaryEntry({self.op}: {self.name}, {self.bin_rel})"
 
 
 @dataclass(frozen=True)
@@ -86,11 +123,21 @@ def config_files(package: Path, soc: str) -> list[Path]:
     return files
 
 
-def _inside(root: Path, relative: str, what: str, config: Path) -> Path:
+def _inside(root: Path, relative: str, what: str, config: Path | str) -> Path:
     path = (root / relative).resolve()
     if not path.is_relative_to(root.resolve()):
         raise AclnnError(ACLNN_ERR_INNER, f"{config}: {what} {relative!r} points outside the package {root}")
     return path
+
+
+def _lexically_inside(relative: Any, what: str, config: Path, root: Path) -> str:
+    """`relative` normalized; AclnnError if it is absolute or climbs out of the kernel root."""
+    if not isinstance(relative, str) or not relative:
+        raise TypeError(f"{what} {relative!r} is not a path")
+    norm = posixpath.normpath(relative)
+    if norm.startswith("/") or norm == ".." or norm.startswith("../") or "\0" in norm:
+        raise AclnnError(ACLNN_ERR_INNER, f"{config}: {what} {relative!r} points outside the package {root}")
+    return norm
 
 
 def _parse_config(package: Path, soc: str, config: Path) -> tuple[dict[str, BinaryEntry], dict[str, tuple[str, ...]], dict[str, int]]:
@@ -98,7 +145,7 @@ def _parse_config(package: Path, soc: str, config: Path) -> tuple[dict[str, Bina
         data = json.loads(config.read_text())
     except OSError as exc:
         raise AclnnError(ACLNN_ERR_INNER, f"cannot read binary_info_config.json {config}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise AclnnError(ACLNN_ERR_INNER, f"corrupt binary_info_config.json {config}: {exc}") from None
     if not isinstance(data, dict):
         raise AclnnError(ACLNN_ERR_INNER, f"corrupt binary_info_config.json {config}: top level is not an object")
@@ -113,21 +160,24 @@ def _parse_config(package: Path, soc: str, config: Path) -> tuple[dict[str, Bina
             for item in info["binaryList"]:
                 keys = item["simplifiedKey"]
                 keys = (keys,) if isinstance(keys, str) else tuple(keys)
-                bin_rel = item["binPath"]
-                entry = BinaryEntry(
-                    op=op,
-                    name=Path(bin_rel).stem,
-                    bin_path=_inside(kernel_root, bin_rel, "binPath", config),
-                    json_path=_inside(kernel_root, item.get("jsonPath") or str(Path(bin_rel).with_suffix(".json")), "jsonPath", config),
-                    core_type=int(item["coreType"]),
-                    keys=keys,
-                )
+                bin_rel = _lexically_inside(item["binPath"], "binPath", config, package)
+                json_rel = item.get("jsonPath") or posixpath.splitext(bin_rel)[0] + ".json"
+                json_rel = _lexically_inside(json_rel, "jsonPath", config, package)
+                name = posixpath.splitext(posixpath.basename(bin_rel))[0]
+                entry = BinaryEntry(op, name, bin_rel, json_rel, int(item["coreType"]), keys, kernel_root)
                 for key in keys:
+                    if not isinstance(key, str):
+                        raise TypeError(f"simplifiedKey {key!r} is not a string")
+                    other = by_key.get(key)
+                    if other is not None and other is not entry:
+                        raise ValueError(f"simplifiedKey {key} is listed for both {other.name} and {name}")
                     by_key[key] = entry
                 op_keys += keys
             keys_by_op[op] = tuple(op_keys)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise AclnnError(ACLNN_ERR_INNER, f"corrupt binary_info_config.json {config}: op {op}: bad or missing field {exc}") from None
+        except KeyError as exc:
+            raise AclnnError(ACLNN_ERR_INNER, f"corrupt binary_info_config.json {config}: op {op}: missing field {exc}") from None
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise AclnnError(ACLNN_ERR_INNER, f"corrupt binary_info_config.json {config}: op {op}: bad field: {exc}") from None
     return by_key, keys_by_op, modes
 
 

@@ -54,6 +54,18 @@ class OpRuntime:
         self._lock = threading.Lock()
         self._fragment_fn: Callable[[KeyContext], str] | None = None
         self._tiling_libs: dict[Path, Any] = {}
+        # Precomputed once, read by the executor on every call.
+        self.name = spec.op
+        self.n_inputs = len(spec.inputs)
+        self.n_outputs = len(spec.outputs)
+        self.n_attrs = len(spec.attrs)
+        self.input_what = tuple(f"{spec.op} input '{p.name}'" for p in spec.inputs)
+        self.output_what = tuple(f"{spec.op} output '{p.name}'" for p in spec.outputs)
+        self.has_dynamic = any(p.param_type == "dynamic" for p in spec.inputs + spec.outputs)
+        self.list_attrs = any(a.type.startswith("list_") for a in spec.attrs)
+        # simple: every tensor is one required tensor and every attribute a scalar, so a call's cache
+        # key can be built from the arguments as given (executor.simple_key, the fast wrappers).
+        self.simple = (all(p.param_type == "required" for p in spec.inputs + spec.outputs) and not self.list_attrs)
 
     # ---- package ------------------------------------------------------------------------------
     def resolve_package(self, soc: str) -> tuple[Path, BinaryIndex]:
@@ -126,13 +138,18 @@ class OpRuntime:
     def select(self, ctx: KeyContext, soc: str) -> Selection:
         """Steps 3-5: fragment, full key `Op/d=..,p=../...`, lookup in the binary index."""
         package, index = self.resolve_package(soc)
+        if not index.config_files:
+            raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: package {package} has no binary_info_config.json for "
+                                              f"{soc} (looked for {package / layout.binary_info_config(soc)})")
         fragment = self.fragment(ctx, package)
         key = full_key(self.spec.op, ctx.deterministic, ctx.impl_mode, fragment)
         entry = index.by_key.get(key)
         if entry is None:
             raise AclnnError(ACLNN_ERR_PARAM_INVALID, self.miss_message(key, index, package))
-        if not entry.bin_path.is_file():
-            raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: key {key} selects {entry.name}, but its binary is missing: {entry.bin_path}")
+        config = ", ".join(str(f) for f in index.config_files)
+        bin_path = entry.checked_bin_path(config)
+        if not bin_path.is_file():
+            raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: key {key} selects {entry.name}, but its binary is missing: {bin_path}")
         return Selection(fragment, key, entry, package)
 
     def miss_message(self, key: str, index: BinaryIndex, package: Path) -> str:

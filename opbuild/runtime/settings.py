@@ -11,10 +11,25 @@ from opbuild.spec.model import IMPL_MODE_INDEX
 
 _state = {"deterministic": 0, "impl_mode": IMPL_MODE_INDEX["high_performance"]}
 
+DP: list[int] = [0]
+"""`[dp_code(d, p)]` of the process-wide settings: what the executor's hot path reads (one index)."""
+
+
+def dp_code(d: int, p: int) -> int:
+    """One int for a (d, p) pair, part of every op-parameter cache key."""
+    return d * 4 + p
+
+
+def _update() -> None:
+    DP[0] = dp_code(_state["deterministic"], _state["impl_mode"])
+
+
+
 
 def set_deterministic(enabled: bool) -> None:
     """Select deterministic (d=1) binaries for later calls."""
     _state["deterministic"] = 1 if enabled else 0
+    _update()
 
 
 def get_deterministic() -> int:
@@ -23,11 +38,11 @@ def get_deterministic() -> int:
 
 def impl_mode_index(mode: str | int) -> int:
     """The `p=` value of an impl mode name (default, high_performance, high_precision) or index."""
-    if isinstance(mode, int) and mode in IMPL_MODE_INDEX.values():
-        return mode
+    if isinstance(mode, int) and not isinstance(mode, bool) and mode in IMPL_MODE_INDEX.values():
+        return int(mode)
     try:
         return IMPL_MODE_INDEX[mode]  # type: ignore[index]
-    except KeyError:
+    except (KeyError, TypeError):
         raise AclnnError(ACLNN_ERR_PARAM_INVALID,
                          f"unknown impl mode {mode!r}; known: {', '.join(IMPL_MODE_INDEX)}") from None
 
@@ -35,6 +50,7 @@ def impl_mode_index(mode: str | int) -> int:
 def set_impl_mode(mode: str | int) -> None:
     """Select the impl mode (p=) for later calls."""
     _state["impl_mode"] = impl_mode_index(mode)
+    _update()
 
 
 def get_impl_mode() -> int:
@@ -46,3 +62,6 @@ def resolve(deterministic: bool | None, impl_mode: str | int | None) -> tuple[in
     d = _state["deterministic"] if deterministic is None else (1 if deterministic else 0)
     p = _state["impl_mode"] if impl_mode is None else impl_mode_index(impl_mode)
     return d, p
+
+
+_update()

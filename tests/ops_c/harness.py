@@ -1,9 +1,10 @@
-"""Test harness for the op kernels and tiling functions, independent of the generator and runtime.
+"""Test harness for the op kernels and tiling functions, independent of opbuild's build.
 
-It does by hand what the build and the runtime will do (the contract in the kernel/tiling brief):
+It does by hand what the build and the runtime do (the kernel/tiling contract):
 
 * reads `ops/<op>/op.yaml` with plain PyYAML (no dependency on the spec loader),
-* writes the per-op `<op_snake>_tiling.h` and a launch shim exporting `opbuild_kernel_launch`,
+* writes the per-op `<op_snake>_tiling.h` and a launch shim exporting `opbuild_kernel_launch`
+  (or, with generator="real", takes both and the macros from opbuild.spec + opbuild.codegen),
 * compiles one kernel `.so` per binary with that binary's macros, and every op's `tiling.c` into
   one `libcust_opmaster_rt2.0.so`, all with `-Wall -Wextra -Werror`,
 * fills a `TilingContext` with `opbuild.abi.tiling_context.build_tiling_context`, runs tiling,
@@ -33,7 +34,7 @@ NATIVE_INCLUDE = REPO / "opbuild" / "runtime" / "native" / "include"
 HERE = Path(__file__).resolve().parent
 CC = os.environ.get("CC", "cc")
 WARNINGS = ["-Wall", "-Wextra", "-Werror"]
-COMMON_FLAGS = ["-O2", "-fPIC", "-shared", "-fvisibility=hidden", *WARNINGS]
+COMMON_FLAGS = ["-std=gnu11", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", *WARNINGS]  # as the host toolchain
 
 TILING_FIELD_C = {
     "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "uint16": "uint16_t", "int32": "int32_t",

@@ -13,27 +13,24 @@
 extern "C" {
 #endif
 
-enum {
-    OPBUILD_DT_FLOAT = 0,
-    OPBUILD_DT_FLOAT16 = 1,
-    OPBUILD_DT_INT8 = 2,
-    OPBUILD_DT_INT32 = 3,
-    OPBUILD_DT_UINT8 = 4,
-    OPBUILD_DT_INT16 = 6,
-    OPBUILD_DT_UINT16 = 7,
-    OPBUILD_DT_UINT32 = 8,
-    OPBUILD_DT_INT64 = 9,
-    OPBUILD_DT_UINT64 = 10,
-    OPBUILD_DT_DOUBLE = 11,
-    OPBUILD_DT_BOOL = 12,
-    OPBUILD_DT_BF16 = 27,
-};
+/* Macros (not an enum) so that `#if ORIG_DTYPE_X == OPBUILD_DT_FLOAT16` works in kernels. */
+#define OPBUILD_DT_FLOAT 0
+#define OPBUILD_DT_FLOAT16 1
+#define OPBUILD_DT_INT8 2
+#define OPBUILD_DT_INT32 3
+#define OPBUILD_DT_UINT8 4
+#define OPBUILD_DT_INT16 6
+#define OPBUILD_DT_UINT16 7
+#define OPBUILD_DT_UINT32 8
+#define OPBUILD_DT_INT64 9
+#define OPBUILD_DT_UINT64 10
+#define OPBUILD_DT_DOUBLE 11
+#define OPBUILD_DT_BOOL 12
+#define OPBUILD_DT_BF16 27
 
-enum {
-    OPBUILD_FORMAT_NCHW = 0,
-    OPBUILD_FORMAT_NHWC = 1,
-    OPBUILD_FORMAT_ND = 2,
-};
+#define OPBUILD_FORMAT_NCHW 0
+#define OPBUILD_FORMAT_NHWC 1
+#define OPBUILD_FORMAT_ND 2
 
 /* Device half precision: the host compiler's native _Float16 (gcc >= 12 on x86_64 / aarch64). */
 typedef _Float16 half;
