@@ -1,11 +1,21 @@
-"""Build of the native device simulator; the project metadata is in pyproject.toml.
+"""Build of the native libraries; the project metadata is in pyproject.toml.
 
-`opbuild.runtime._opbuild_sim` is a plain C shared library (no Python module init) loaded with
-ctypes by opbuild/runtime/device.py. setuptools builds it as an Extension so that
-`pip install -e .` puts it next to the sources and `pip install .` into the wheel.
+`opbuild.runtime._opbuild_sim` is the device simulator: a plain C shared library (no Python
+module init) loaded with ctypes by opbuild/runtime/device.py.
+
+`opbuild.runtime._opbuild_acl` is the aclnn C ABI (acl/acl.h, aclnn/acl_meta.h): the acl objects,
+aclrt* on the simulator, and the bridge from generated aclnn wrappers to the Python runtime. It
+is linked against libpython (it embeds an interpreter in programs that have none) and dlopens the
+simulator by path at first use (the same file device.py loads, so a process has one simulator).
+
+setuptools builds both as Extensions so that `pip install -e .` puts them next to the sources and
+`pip install .` into the wheel.
 """
 
+import os
 import shutil
+import sys
+import sysconfig
 from pathlib import Path
 
 from setuptools import Extension, setup
@@ -21,6 +31,28 @@ class build_shared_lib(build_ext):
     def get_export_symbols(self, ext):
         return ext.export_symbols
 
+    def build_extension(self, ext):
+        if ext.name == ACL_NAME:
+            # The acl library dlopens the simulator built next to it: bake in its file name.
+            sim_file = os.path.basename(self.get_ext_filename(SIM_NAME))
+            ext.define_macros = [m for m in ext.define_macros if m[0] != "OPBUILD_SIM_BASENAME"]
+            ext.define_macros.append(("OPBUILD_SIM_BASENAME", _c_string(sim_file)))
+        super().build_extension(ext)
+
+
+def _c_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _libpython() -> tuple[list[str], list[str]]:
+    """(library_dirs, libraries) to link libpython, as `python3-config --embed --ldflags`."""
+    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        # A static interpreter exports its own symbols; standalone C programs cannot embed it.
+        return [], []
+    libdir = sysconfig.get_config_var("LIBDIR")
+    version = sysconfig.get_config_var("LDVERSION") or sysconfig.get_config_var("VERSION")
+    return ([libdir] if libdir else []), [f"python{version}"]
+
 
 class build_py_with_data(build_py):
     """Ship the top-level `schemas/` and `templates/` inside the package (`opbuild/_data/`), so a
@@ -35,8 +67,11 @@ class build_py_with_data(build_py):
             shutil.copytree(name, target)
 
 
+SIM_NAME = "opbuild.runtime._opbuild_sim"
+ACL_NAME = "opbuild.runtime._opbuild_acl"
+
 sim = Extension(
-    "opbuild.runtime._opbuild_sim",
+    SIM_NAME,
     sources=[f"{NATIVE}/src/sim.c"],
     include_dirs=[f"{NATIVE}/include", f"{NATIVE}/src"],
     depends=[
@@ -49,4 +84,30 @@ sim = Extension(
     language="c",
 )
 
-setup(ext_modules=[sim], cmdclass={"build_ext": build_shared_lib, "build_py": build_py_with_data})
+_py_libdirs, _py_libs = _libpython()
+ACL_SOURCES = ["acl_log.c", "acl_meta.c", "acl_rt.c", "acl_bridge.c"]
+acl = Extension(
+    ACL_NAME,
+    sources=[f"{NATIVE}/src/{name}" for name in ACL_SOURCES],
+    include_dirs=[f"{NATIVE}/include", f"{NATIVE}/src"],
+    depends=[
+        f"{NATIVE}/src/acl_internal.h",
+        f"{NATIVE}/src/sim.h",
+        f"{NATIVE}/include/acl/acl.h",
+        f"{NATIVE}/include/acl/acl_base.h",
+        f"{NATIVE}/include/acl/acl_rt.h",
+        f"{NATIVE}/include/aclnn/acl_meta.h",
+        f"{NATIVE}/include/aclnn/opbuild_acl.h",
+    ],
+    # The interpreter a standalone C program embeds (env OPBUILD_PYTHON overrides it at run time).
+    define_macros=[("OPBUILD_PYTHON_EXECUTABLE", _c_string(sys.executable))],
+    library_dirs=_py_libdirs,
+    libraries=[*_py_libs, "dl"],
+    runtime_library_dirs=_py_libdirs,
+    extra_compile_args=["-std=gnu11", "-O2", "-pthread", "-fvisibility=hidden", "-Wall", "-Wextra"],
+    # nodelete: the library registers a pthread key destructor and must never be unloaded.
+    extra_link_args=["-pthread", "-Wl,-z,nodelete"],
+    language="c",
+)
+
+setup(ext_modules=[sim, acl], cmdclass={"build_ext": build_shared_lib, "build_py": build_py_with_data})

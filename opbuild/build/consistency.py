@@ -49,3 +49,21 @@ def check_c_callbacks(specs: list[OpSpec], tiling_lib: Path) -> list[str]:
             continue
         problems += _located(spec, check_key_consistency(spec, make_fragment_fn(spec, c_callback=callback)))
     return problems
+
+
+def check_tiling_symbols(specs: list[OpSpec], tiling_lib: Path) -> list[str]:
+    """Every tiling function (and C infer-shape function) the specs name must be exported by the
+    linked tiling library; otherwise the package would build and fail at the first call."""
+    import ctypes
+
+    lib = ctypes.CDLL(str(tiling_lib), mode=ctypes.RTLD_LOCAL)
+    problems: list[str] = []
+    for spec in specs:
+        wanted = [("tiling function", spec.tiling.symbol, spec.tiling.source)]
+        if spec.infer_shape:
+            wanted.append(("infer-shape function", spec.infer_shape, spec.tiling.source))
+        for what, symbol, source in wanted:
+            if not hasattr(lib, symbol):
+                problems.append(f"{spec.spec_path}: {spec.op}: {what} {symbol!r} is not exported by "
+                                f"{tiling_lib.name}: define it in {source} with OPBUILD_API")
+    return problems

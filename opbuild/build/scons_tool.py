@@ -107,7 +107,15 @@ class Progress:
 PROGRESS = Progress()
 
 
-def _fail(exc: Exception) -> int:
+def _fail(exc: Exception, remove=()) -> int:
+    """Report a failed step. Generated targets are precious (SCons leaves them in place while the
+    step runs), so a failing generating step removes them itself (`remove`): a stale file must
+    not stay in the package as if it matched the new inputs."""
+    for node in remove:
+        try:
+            os.unlink(str(node))
+        except FileNotFoundError:
+            pass
     sys.stderr.write(f"{exc}\n")
     return 1
 
@@ -125,7 +133,10 @@ def _generator_stamp(target, source, env):
             name = path.relative_to(_CHECKOUT).as_posix()
         except ValueError:
             name = path.name
-        lines.append(f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {name}\n")
+        try:
+            lines.append(f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {name}\n")
+        except OSError as exc:
+            return _fail(RuntimeError(f"error: reading the generator file {path}: {exc}"), target)
     steps.write_file(Path(str(target[0])), "".join(lines))
     return 0
 
@@ -135,7 +146,7 @@ def _render_op_sources(target, source, env):
     try:
         steps.render_op_sources(spec, Path(str(target[0])), Path(str(target[1])))
     except Exception as exc:  # noqa: BLE001 - reported with the op's name
-        return _fail(RuntimeError(f"error: op {spec.op}: generating sources failed: {exc}"))
+        return _fail(RuntimeError(f"error: op {spec.op}: generating sources failed: {exc}"), target)
     return 0
 
 
@@ -159,7 +170,7 @@ def _kernel_descriptors(target, source, env):
     try:
         steps.write_kernel_descriptors(spec, soc, options.toolchain, binaries, jsons, root / layout.op_kernel_config(soc, spec.snake))
     except Exception as exc:  # noqa: BLE001
-        return _fail(RuntimeError(f"error: op {spec.op}: kernel descriptors for {soc}: {exc}"))
+        return _fail(RuntimeError(f"error: op {spec.op}: kernel descriptors for {soc}: {exc}"), target)
     return 0
 
 
@@ -167,22 +178,29 @@ def _binary_info_config(target, source, env):
     options = _REGISTRY.options
     soc = env["OPBUILD_SOC"]
     specs = [_REGISTRY.specs[name] for name in env["OPBUILD_OPS"]]
-    from opbuild.build.consistency import check_c_callbacks
+    from opbuild.build.consistency import check_c_callbacks, check_tiling_symbols
 
     tiling_lib = Path(source[-1].abspath)  # the last source is the linked tiling library
     try:
+        problems = check_tiling_symbols(specs, tiling_lib)
+        if problems:
+            return _fail(RuntimeError("error: the tiling library lacks functions the specs name:\n  "
+                                      + "\n  ".join(problems)), target)
         problems = check_c_callbacks(specs, tiling_lib)
     except Exception as exc:  # noqa: BLE001 - e.g. the library cannot be loaded
-        return _fail(RuntimeError(f"error: checking the C simplified-key callbacks in {tiling_lib.name}: {exc}"))
+        return _fail(RuntimeError(f"error: checking the C simplified-key callbacks in {tiling_lib.name}: {exc}"), target)
     if problems:
-        return _fail(RuntimeError("error: simplified keys and binaries disagree:\n  " + "\n  ".join(problems)))
+        return _fail(RuntimeError("error: simplified keys and binaries disagree:\n  " + "\n  ".join(problems)), target)
     steps.write_file(Path(str(target[0])), codegen.render_binary_info_config(specs, soc, options.toolchain.binary_suffix))
     return 0
 
 
 def _ops_info(target, source, env):
     specs = [_REGISTRY.specs[name] for name in env["OPBUILD_OPS"]]
-    steps.write_file(Path(str(target[0])), codegen.render_ops_info(specs, env["OPBUILD_SOC"]))
+    try:
+        steps.write_file(Path(str(target[0])), codegen.render_ops_info(specs, env["OPBUILD_SOC"]))
+    except Exception as exc:  # noqa: BLE001
+        return _fail(RuntimeError(f"error: generating {Path(str(target[0])).name}: {exc}"), target)
     return 0
 
 
@@ -192,12 +210,15 @@ def _python_api(target, source, env):
     options = _REGISTRY.options
     specs = [_REGISTRY.specs[name] for name in env["OPBUILD_OPS"]]
     python_dir = options.out / "opp" / "vendors" / options.vendor / layout.python_api_dir()
-    steps.write_file(Path(str(target[0])), render_python_api(specs))
-    for spec in specs:
-        rel_path = keyrule_path(spec)
-        if rel_path is not None:
-            module = spec.op_dir / f"{spec.key_rule.py_module}.py"
-            steps.write_file(python_dir / rel_path, module.read_text())
+    try:
+        steps.write_file(Path(str(target[0])), render_python_api(specs))
+        for spec in specs:
+            rel_path = keyrule_path(spec)
+            if rel_path is not None:
+                module = spec.op_dir / f"{spec.key_rule.py_module}.py"
+                steps.write_file(python_dir / rel_path, module.read_text())
+    except Exception as exc:  # noqa: BLE001
+        return _fail(RuntimeError(f"error: generating the Python aclnn API: {exc}"), target)
     return 0
 
 
@@ -265,7 +286,11 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions):
         nodes = env.Command(target_paths, [s if not isinstance(s, Path) else str(s) for s in sources],
                             actions[kind], OPBUILD_LABEL=label, **overrides, **extra)
         if kind not in compiled:
+            # Generated files: not worth caching; and precious, so SCons does not delete them
+            # before the step runs: the step rewrites only files whose content changed, and
+            # an unchanged file keeps its mtime (nothing downstream of it looks touched).
             env.NoCache(nodes)
+            env.Precious(nodes)
         declared.append(Step(label, kind, target_paths))
         all_targets.extend(nodes)
         return nodes
@@ -282,7 +307,6 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions):
         header, shim = gen_dir / f"{spec.snake}_tiling.h", gen_dir / f"{spec.snake}_launch.c"
         header_node, shim_node = command("gen_sources", [header, shim], [spec.spec_path, stamp],
                                          f"GEN {spec.op} sources", OPBUILD_OP=spec.op)
-        env.Precious(header_node, shim_node)
         includes = [str(native_inc), rel(gen_dir)]
 
         obj = work / "obj" / f"{spec.snake}_tiling.o"

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from SCons.Script import (  # type: ignore[import-not-found]
+    COMMAND_LINE_TARGETS,
     Alias,
     CacheDir,
     Clean,
@@ -53,6 +54,7 @@ Environment:
 
 
 def main() -> None:
+    started, started_ns = time.monotonic(), time.time_ns()
     root = Path(Dir("#").abspath)
     variables = Variables(None)
     variables.Add("OPS", "ops to build (comma-separated op types or directory names)", "")
@@ -70,29 +72,51 @@ def main() -> None:
     if GetOption("help"):
         return
 
-    Decider("content-timestamp")
+    from opbuild.build import manifest
+
+    out = root / env["OUT"]
+    manifest_path = out / manifest.MANIFEST_FILE
+    compiler = manifest.resolve_compiler(env["CC"])
+    key = manifest.config_key({k: env[k] for k in ("OPS", "SOC", "VENDOR", "TOOLCHAIN", "OUT", "CC")}, compiler)
+    fast_ok = manifest.fast_path_allowed(GetOption, list(COMMAND_LINE_TARGETS))
+    if fast_ok:
+        recorded = manifest.check(manifest_path, key)
+        if recorded is not None:  # nothing changed since the last complete build: skip the graph
+            sys.stdout.write("scons: `ops' is up to date.\n")
+            sys.stdout.write(f"opbuild: ok: {recorded['ops']} ops, {recorded['binaries']} kernel binaries, "
+                             f"0/{recorded['steps']} steps run (nothing changed), {time.monotonic() - started:.1f} s\n")
+            sys.stdout.flush()
+            Exit(0)
+    manifest.discard(manifest_path)
+
+    # Exact: a dependency changed iff its content did. SCons's timestamps have 1-second
+    # resolution, so "content-timestamp" (or a cached content signature, max_drift >= 0) misses
+    # a file rewritten within the second its signature was stored: an edit saved while a build
+    # reads it, or a binary rebuilt twice in one second (its JSONs then keep the old sha256).
+    # Hashing every dependency costs ~0.3 s at 200 ops; a true no-op never gets here (manifest).
+    Decider("content")
+    SetOption("max_drift", -1)
     SetOption("implicit_cache", 1)
-    SetOption("max_drift", 1)
     cache_dir = os.environ.get("OPBUILD_CACHE_DIR")
     if cache_dir:
         CacheDir(cache_dir)
 
     from opbuild.build.scons_tool import BuildOptions, declare_build
-    from opbuild.build.select import CACHE_FILE, SelectionError, select_specs
+    from opbuild.build.select import CACHE_FILE, SelectionError, SpecCache, select_specs
 
-    started = time.monotonic()
     cleaning = bool(GetOption("clean"))
-    out = root / env["OUT"]
-    try:
-        specs = select_specs(root / "ops", env["OPS"], cache_file=None if cleaning else out / CACHE_FILE)
-        specs, socs = _select_socs(specs, env["SOC"])
-    except SelectionError as exc:
-        sys.stderr.write(f"{exc}\n")
-        Exit(1)
     try:
         toolchain = _toolchain(env["TOOLCHAIN"], env["CC"], root)
     except ToolchainError as exc:
         sys.stderr.write(f"error: {exc}\n")
+        Exit(1)
+    spec_cache = SpecCache(None if cleaning else out / CACHE_FILE)
+    try:
+        _check_vendor(env["VENDOR"])
+        specs = select_specs(root / "ops", env["OPS"], cache=spec_cache)
+        specs, socs = _select_socs(specs, env["SOC"])
+    except SelectionError as exc:
+        sys.stderr.write(f"{exc}\n")
         Exit(1)
 
     options = BuildOptions(root=root, out=out, vendor=env["VENDOR"], socs=socs, toolchain=toolchain)
@@ -100,8 +124,46 @@ def main() -> None:
     Alias("ops", targets)
     Clean("ops", [str(out / "opp"), str(out / "build"), str(out / CACHE_FILE.parent)])
     Default("ops")
-    if not cleaning:
-        atexit.register(_summary, specs, options, started)
+    if not GetOption("no_exec"):
+        spec_cache.save()  # everything is declared: from here on, the build may write
+    if cleaning or GetOption("no_exec") or GetOption("question"):
+        return
+    record = None
+    if fast_ok:
+        def record(summary: dict) -> None:
+            _record_manifest(manifest_path, key, compiler, targets, root, summary, started_ns)
+    atexit.register(_summary, specs, options, started, targets, record)
+
+
+def _record_manifest(path: Path, key: str, compiler: str | None, targets, root: Path, summary: dict,
+                     started_ns: int) -> None:
+    """After a complete build: the files of the graph, for the next run's up-to-date check."""
+    from SCons.Node import executed, up_to_date  # type: ignore[import-not-found]
+    from SCons.Node.FS import File  # type: ignore[import-not-found]
+
+    from opbuild.build import manifest
+
+    if any(t.get_state() not in (executed, up_to_date) for t in targets):
+        return  # interrupted, or a target was not reached
+    derived = {t.get_abspath() for t in targets}
+    files: set[str] = set(derived)
+    seen: set[int] = set()
+    stack = list(targets)
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, File):
+            files.add(node.get_abspath())
+        stack.extend(node.children())
+    sources = files - derived
+    dirs = {str(root / "ops")} | {os.path.dirname(f) for f in sources}
+    if compiler:
+        sources.add(compiler)
+        files.add(compiler)
+    files.add(str(root / "SConstruct"))
+    manifest.record(path, key, sorted(files), derived, sorted(dirs), summary, started_ns)
 
 
 def _toolchain(name: str, cc: str, root: Path):
@@ -110,6 +172,14 @@ def _toolchain(name: str, cc: str, root: Path):
 
         return HostToolchain(cc=cc or None, root=str(root))
     return get_toolchain(name, root=str(root))
+
+
+def _check_vendor(vendor: str) -> None:
+    from opbuild.build.select import SelectionError
+
+    if not vendor or vendor in (".", "..") or any(c in vendor for c in ",=/\\") or any(c.isspace() for c in vendor):
+        raise SelectionError(f"error: VENDOR={vendor!r} is not a vendor directory name "
+                             "(no commas, '=', slashes or whitespace)")
 
 
 def _select_socs(specs, wanted: str):
@@ -132,8 +202,9 @@ def _select_socs(specs, wanted: str):
     return [spec for spec in specs if set(spec.socs) & set(socs)], socs
 
 
-def _summary(specs, options, started: float) -> None:
-    """One line at the end of `scons ops`: ops, binaries, steps run, seconds; the failed steps."""
+def _summary(specs, options, started: float, targets, record) -> None:
+    """One line at the end of `scons ops`: ops, binaries, steps run, seconds; the failed steps.
+    After a complete successful build, `record(summary)` writes the up-to-date manifest."""
     from SCons.Script import GetBuildFailures  # type: ignore[import-not-found]
 
     from opbuild.build.scons_tool import PROGRESS
@@ -146,16 +217,21 @@ def _summary(specs, options, started: float) -> None:
     status = "FAILED" if failures else "ok"
     line = (f"opbuild: {status}: {len(specs)} ops, {binaries} kernel binaries, "
             f"{PROGRESS.done}/{PROGRESS.total} steps run{cached}, {seconds:.1f} s\n")
-    if not failures:
-        sys.stdout.write(line)
+    try:
+        if not failures:
+            if record is not None:
+                record({"ops": len(specs), "binaries": binaries, "steps": PROGRESS.total})
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            return
         sys.stdout.flush()
-        return
-    sys.stdout.flush()
-    out = [line, f"opbuild: {len(failures)} step(s) failed:\n"]
-    for bf in failures:
-        node = getattr(bf, "node", None)
-        step = PROGRESS.step_of(str(node)) if node is not None else None
-        what = step.label if step is not None else str(node or bf.filename or "?")
-        out.append(f"  {what}: {bf.errstr}\n")
-    sys.stderr.write("".join(out))
-    sys.stderr.flush()
+        out = [line, f"opbuild: {len(failures)} step(s) failed:\n"]
+        for bf in failures:
+            node = getattr(bf, "node", None)
+            step = PROGRESS.step_of(str(node)) if node is not None else None
+            what = step.label if step is not None else str(node or bf.filename or "?")
+            out.append(f"  {what}: {bf.errstr}\n")
+        sys.stderr.write("".join(out))
+        sys.stderr.flush()
+    except BrokenPipeError:  # `scons ops | head`
+        pass

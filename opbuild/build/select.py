@@ -184,18 +184,18 @@ def _load_all(files: list[Path], cache: SpecCache) -> list[OpSpec]:
     return specs
 
 
-def select_specs(ops_dir: Path, wanted: str = "", cache_file: Path | None = None) -> list[OpSpec]:
+def select_specs(ops_dir: Path, wanted: str = "", cache: SpecCache | None = None) -> list[OpSpec]:
     """Load every spec under `ops_dir`, keep those named in `wanted` (comma-separated op types or
     directory names; empty = all), and check their simplified-key rules where that needs no
     compiled code. Raises SelectionError with every problem found.
 
-    With `cache_file`, checked specs are reused from (and saved to) that file (module docstring).
+    With `cache`, checked specs are reused from it and added to it; the caller saves it (once
+    nothing else can fail: a failed build writes nothing).
     """
     if not ops_dir.is_dir():
         raise SelectionError(f"error: no ops directory at {ops_dir}")
     files = [f.absolute() for f in find_specs([ops_dir])]
-    cache = SpecCache(cache_file)
-    specs = _load_all(files, cache)
+    specs = _load_all(files, cache if cache is not None else SpecCache(None))
     names = [n.strip() for n in wanted.split(",") if n.strip()]
     if names:
         by_name = {s.op: s for s in specs} | {s.snake: s for s in specs}
@@ -207,5 +207,4 @@ def select_specs(ops_dir: Path, wanted: str = "", cache_file: Path | None = None
         specs = [s for s in specs if s.op in chosen]
     if not specs:
         raise SelectionError(f"error: no op specs found under {ops_dir}")
-    cache.save()
     return specs

@@ -59,18 +59,26 @@ def render_python_api(specs: list[OpSpec]) -> str:
         ops.append({
             "op": spec.op,
             "snake": spec.snake,
-            "description": spec.description.replace('"', "'"),
+            "description": spec.description.replace("\\", "\\\\").replace('"', "'"),
             "phase1_params": inputs + attrs + outputs,
             "oneshot_params": oneshot,
             "input_args": _tuple(inputs),
             "attr_args": _tuple(attrs),
             "oneshot_attr_args": _tuple([a.name for a in spec.attrs]),
             "output_args": _tuple(outputs),
+            "input_names": _names(inputs),
+            "attr_names": _names(attrs),
+            "output_names": _names(outputs),
             "multi_output": len(outputs) > 1,
         })
     definitions = {spec.op: spec_to_dict(spec) for spec in specs}
     text = json.dumps(definitions, sort_keys=True, separators=(",", ":"))
     return template("python_aclnn.py.j2").render(ops=ops, definitions_json=repr(text))
+
+
+def _names(names: list[str]) -> str:
+    """A Python tuple literal of parameter names."""
+    return "(" + ", ".join(f'"{n}"' for n in names) + ("," if len(names) == 1 else "") + ")"
 
 
 def _literal(value: object) -> str:

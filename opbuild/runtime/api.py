@@ -17,7 +17,7 @@ import numpy as np
 
 from opbuild.abi.ge_types import dtype_name, numpy_dtype
 from opbuild.runtime import executor as _executor
-from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
+from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
 from opbuild.runtime.selection import OpRuntime
 from opbuild.runtime.shapes import infer_output_dtype, infer_output_shape
 from opbuild.runtime.tensor import Tensor, as_array
@@ -68,37 +68,92 @@ def execute(workspace: Any, workspace_size: int, executor: _executor.Executor, s
     return 0
 
 
-def call(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], deterministic: bool | None = None,
-         impl_mode: str | int | None = None, stream: Any = None):
-    """One shot: allocate the outputs by the spec's rules, run both phases, return the outputs.
+phase1_function = _executor.phase1_function
+phase2_function = _executor.phase2_function
 
-    Returns numpy arrays when the inputs are numpy arrays, Tensors when any input is a Tensor.
-    """
+
+def _output_specs(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any]) -> tuple[tuple[tuple[int, ...], np.dtype], ...]:
+    """(shape, dtype) of each output of a one-shot call, by the spec's rules."""
     spec = op.spec
     attr_values = _executor.normalize_attrs(op, attrs)
     attr_map = {a.name: v for a, v in zip(spec.attrs, attr_values)}
     shapes: dict[str, tuple[int, ...]] = {}
     dtypes: dict[str, str] = {}
-    any_tensor = False
-    for param, value in zip(spec.inputs, inputs):
+    if inputs is None or len(inputs) != len(spec.inputs):
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op} takes {len(spec.inputs)} inputs, got {0 if inputs is None else len(inputs)}")
+    for param, value, what in zip(spec.inputs, inputs, op.input_what):
         first = value[0] if param.param_type == "dynamic" and isinstance(value, (list, tuple)) and value else value
         if first is None:
-            continue
-        any_tensor |= isinstance(first, Tensor)
-        array, _ = as_array(first, f"{spec.op} input '{param.name}'")
+            if param.param_type == "optional":
+                continue
+            raise AclnnError(ACLNN_ERR_PARAM_NULLPTR, f"{what} is a null pointer")
+        array, _ = as_array(first, what)
         shapes[param.name] = array.shape
-        dtypes[param.name] = dtype_name(array.dtype)
-    outputs = []
+        try:
+            dtypes[param.name] = dtype_name(array.dtype)
+        except ValueError as exc:
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: {exc}") from None
+    specs = []
     for param in spec.outputs:
         shape = infer_output_shape(spec, param, shapes, attr_map)
         if shape is None:
             raise AclnnError(ACLNN_ERR_PARAM_INVALID,
                              f"{spec.op}: output '{param.name}' has no shape rule; use the two-phase API with an output tensor")
-        outputs.append(np.empty(shape, numpy_dtype(infer_output_dtype(spec, param, dtypes))))
-    size, executor = _executor.get_workspace_size(op, inputs, attr_values, outputs, deterministic, impl_mode)
-    workspace = np.empty(size, np.uint8) if size else None
-    _executor.execute(workspace, size, executor, stream)
+        specs.append((tuple(shape), numpy_dtype(infer_output_dtype(spec, param, dtypes))))
+    return tuple(specs)
+
+
+def call(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], deterministic: bool | None = None,
+         impl_mode: str | int | None = None, stream: Any = None):
+    """One shot: allocate the outputs by the spec's rules, run both phases, return the outputs.
+
+    Returns numpy arrays when the inputs are numpy arrays, Tensors when any input is a Tensor.
+    Output shapes and dtypes are cached per thread by the inputs' dtypes and shapes (simple ops).
+    """
+    key = None
+    if op.simple and inputs is not None and attrs is not None and len(inputs) == op.n_inputs:
+        parts: list[Any] = [op]
+        for v in attrs:
+            parts.append(v)
+            parts.append(type(v))
+        for v in inputs:
+            if type(v) is np.ndarray:
+                parts += (v.dtype, v.shape)
+            else:
+                parts = None
+                break
+        if parts is not None:
+            key = tuple(parts)
+            try:
+                hash(key)
+            except TypeError:
+                key = None
+    cache = _executor._CACHE.oneshot
+    specs = cache.get(key) if key is not None else None
+    if specs is None:
+        specs = _output_specs(op, inputs, attrs)
+        if key is not None:
+            if len(cache) >= max(_executor.PARAM_CACHE_CAPACITY, 1):
+                cache.clear()
+            cache[key] = specs
+    outputs = [np.empty(shape, dtype) for shape, dtype in specs]
+    phase1, phase2 = op.phase1, op.phase2
+    if phase1 is not None and phase2 is not None and len(attrs) == op.n_attrs:
+        size, executor = phase1(*inputs, *attrs, *outputs, deterministic=deterministic, impl_mode=impl_mode)
+        workspace = np.empty(size, np.uint8) if size else None
+        phase2(workspace, size, executor, stream)
+    else:
+        size, executor = _executor.get_workspace_size(op, inputs, attrs, outputs, deterministic, impl_mode)
+        workspace = np.empty(size, np.uint8) if size else None
+        _executor.execute(workspace, size, executor, stream)
     if stream is not None and workspace is not None:
         stream.enqueue_host(lambda: workspace)
-    results = [Tensor(o) for o in outputs] if any_tensor else outputs
+    if key is None and any(isinstance(_first(v), Tensor) for v in inputs):
+        results = [Tensor(o) for o in outputs]
+    else:
+        results = outputs
     return results[0] if len(results) == 1 else tuple(results)
+
+
+def _first(value: Any) -> Any:
+    return value[0] if isinstance(value, (list, tuple)) and value else value

@@ -367,6 +367,15 @@ class Stream:
         """The sim_stream* (None for the default stream)."""
         return self._ptr
 
+    @classmethod
+    def from_handle(cls, handle: int | None) -> Stream:
+        """A Stream over an existing sim_stream* that it does not own (an aclrtStream made by
+        aclrtCreateStream): destroy() only detaches it, garbage collection leaves it alone.
+        None or 0 gives the default stream."""
+        if not handle:
+            return default_stream
+        return _BorrowedStream(handle)
+
     def _live(self) -> int:
         if self._ptr is None:
             raise DeviceError("stream was destroyed", SIM_ESTATE)
@@ -455,6 +464,23 @@ class _DefaultStream(Stream):
 
 
 default_stream: Stream = _DefaultStream()
+
+
+class _BorrowedStream(Stream):
+    """A created stream owned by someone else (see Stream.from_handle)."""
+
+    __slots__ = ()
+
+    def __init__(self, handle: int) -> None:
+        _L()
+        self._ptr = handle
+        self._host_errors = []
+
+    def destroy(self) -> None:
+        self._ptr = None  # the owner destroys the native stream
+
+    def __del__(self):
+        pass
 
 
 # ---- kernels and launch --------------------------------------------------------------------------

@@ -181,18 +181,37 @@ def _parse_config(package: Path, soc: str, config: Path) -> tuple[dict[str, Bina
     return by_key, keys_by_op, modes
 
 
-_INDEX_CACHE: dict[tuple[str, str], tuple[tuple[int, ...], BinaryIndex]] = {}
+_INDEX_CACHE: dict[tuple[str, str], tuple[tuple[tuple[str, int], ...], BinaryIndex]] = {}
 _INDEX_LOCK = threading.Lock()
 
 
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
+
+
 def binary_index(package: Path, soc: str) -> BinaryIndex:
-    """The package's binary index for `soc`, parsed once (re-parsed only if a config file changed)."""
-    files = config_files(package, soc)
-    stamp = tuple(f.stat().st_mtime_ns for f in files)
+    """The package's binary index for `soc`, parsed once and re-parsed only when a config file
+    (or the config directory, or an `ops_*` subdirectory) changed: a lookup of an unchanged
+    package costs a few stat calls and one dict access."""
     cache_key = (str(package), soc)
     cached = _INDEX_CACHE.get(cache_key)
-    if cached is not None and cached[0] == stamp:
-        return cached[1]
+    if cached is not None:
+        stamps, index = cached
+        for path, mtime in stamps:
+            if _mtime(path) != mtime:
+                break
+        else:
+            return index
+    config_dir = package / layout.kernel_config_dir(soc)
+    watched = [str(config_dir)]
+    if config_dir.is_dir():
+        watched += sorted(str(d) for d in config_dir.glob("ops_*") if d.is_dir())
+    stamps = tuple((w, _mtime(w)) for w in watched)
+    files = config_files(package, soc)
+    stamps += tuple((str(f), _mtime(str(f))) for f in files)
     by_key: dict[str, BinaryEntry] = {}
     keys_by_op: dict[str, tuple[str, ...]] = {}
     modes: dict[str, int] = {}
@@ -203,7 +222,7 @@ def binary_index(package: Path, soc: str) -> BinaryIndex:
         modes.update(m)
     index = BinaryIndex(package, soc, tuple(files), by_key, keys_by_op, modes)
     with _INDEX_LOCK:
-        _INDEX_CACHE[cache_key] = (stamp, index)
+        _INDEX_CACHE[cache_key] = (stamps, index)
     return index
 
 

@@ -8,6 +8,7 @@ so the executor and `opbuild explain` share one code path.
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import os
 import threading
@@ -40,9 +41,25 @@ class Selection:
 
 
 def nearest_keys(wanted: str, keys: tuple[str, ...], limit: int = 5) -> list[str]:
-    """The op's existing keys, most similar to `wanted` first."""
-    scored = sorted(keys, key=lambda k: (-difflib.SequenceMatcher(None, wanted, k).ratio(), k))
-    return scored[:limit]
+    """The op's existing keys, most similar to `wanted` first (ties by key).
+
+    Fast for big ops: the matcher keeps `wanted` analysed, and a key whose cheap upper bounds
+    cannot beat the current top `limit` is skipped before the full ratio is computed.
+    """
+    matcher = difflib.SequenceMatcher(None)
+    matcher.set_seq2(wanted)
+    best: list[tuple[float, str]] = []  # (-ratio, key), kept sorted, at most `limit`
+    for k in keys:
+        matcher.set_seq1(k)
+        if len(best) == limit:
+            worst = -best[-1][0]
+            if matcher.real_quick_ratio() < worst or matcher.quick_ratio() < worst:
+                continue
+        item = (-matcher.ratio(), k)
+        if len(best) < limit or item < best[-1]:
+            bisect.insort(best, item)
+            del best[limit:]
+    return [k for _, k in best]
 
 
 class OpRuntime:
@@ -66,6 +83,9 @@ class OpRuntime:
         # simple: every tensor is one required tensor and every attribute a scalar, so a call's cache
         # key can be built from the arguments as given (executor.simple_key, the fast wrappers).
         self.simple = (all(p.param_type == "required" for p in spec.inputs + spec.outputs) and not self.list_attrs)
+        # The op's aclnn functions, set when the package's generated module makes them.
+        self.phase1: Callable[..., Any] | None = None
+        self.phase2: Callable[..., Any] | None = None
 
     # ---- package ------------------------------------------------------------------------------
     def resolve_package(self, soc: str) -> tuple[Path, BinaryIndex]:
@@ -123,7 +143,10 @@ class OpRuntime:
         try:
             fragment = fn(ctx)
         except KeyRuleError as exc:
-            raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: GenSimplifiedKey failed for {describe_call(self.spec, ctx)}: {exc}") from None
+            # The table rule is the declared binaries themselves: no row means the op has no binary
+            # for these parameters (invalid parameter); a callback that fails is an inner error.
+            status = ACLNN_ERR_PARAM_INVALID if self.spec.key_rule.callback == "table" else ACLNN_ERR_INNER
+            raise AclnnError(status, f"{self.spec.op}: GenSimplifiedKey failed for {describe_call(self.spec, ctx)}: {exc}") from None
         except AclnnError:
             raise
         except Exception as exc:  # noqa: BLE001 - a user callback raised

@@ -160,7 +160,7 @@ class SpecChecker:
                               f"not {self.op_dir.name!r}")
 
     def check_package(self) -> None:
-        if "domain" in self.d and self.d.get("package", "custom") != "built-in":
+        if "domain" in self.d and "built-in" not in _packages(self.d):
             self.err(("domain",), "domain is only for package: built-in ops (custom ops live in "
                                   "libcust_opapi.so)", at_key=True)
 
@@ -535,7 +535,7 @@ class SpecChecker:
             binaries=tuple(self.binaries),
             socs=tuple(d.get("socs", ("ascend910b",))),
             spec_path=self.spec_path,
-            package=d.get("package", "custom"),
+            packages=_packages(d),
             domain=d.get("domain"),
             core_type=d.get("core_type", "VectorCore"),
             infer_shape=functions[0] if functions else None,
@@ -556,3 +556,9 @@ def broken_sections(paths: Iterable[JsonPath]) -> set[str]:
 
 __all__ = ["SpecChecker", "broken_sections", "coerce_attr_value", "defines_c_function",
            "DTYPES", "FORMATS", "MAX_KEY_FRAGMENT_BYTES"]
+
+
+def _packages(d: dict) -> tuple[str, ...]:
+    """The `package` field as a tuple (`custom`, `built-in`, or both, in the order written)."""
+    value = d.get("package", "custom")
+    return (value,) if isinstance(value, str) else tuple(value)

@@ -185,7 +185,8 @@ class OpSpec:
     binaries: tuple[Binary, ...]
     socs: tuple[str, ...]
     spec_path: Path
-    package: Literal["custom", "built-in"] = "custom"
+    packages: tuple[str, ...] = ("custom",)
+    """`custom`, `built-in`, or both: the op is built into each of these packages."""
     domain: str | None = None
     core_type: Literal["AiCore", "VectorCore", "MIX"] = "VectorCore"
     infer_shape: str | None = None

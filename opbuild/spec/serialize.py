@@ -73,7 +73,7 @@ def spec_to_dict(spec: OpSpec) -> dict[str, Any]:
             for b in spec.binaries
         ],
         "socs": list(spec.socs),
-        "package": spec.package,
+        "packages": list(spec.packages),
         "domain": spec.domain,
         "core_type": spec.core_type,
         "infer_shape": spec.infer_shape,
@@ -84,7 +84,7 @@ def spec_to_dict(spec: OpSpec) -> dict[str, Any]:
 def _extra_fields() -> list[str]:
     """Fields added to OpSpec after the core set (kept generic so both ends stay in step)."""
     core = {"op", "snake", "description", "inputs", "outputs", "attrs", "tiling_data", "kernel", "tiling",
-            "key_rule", "binaries", "socs", "spec_path", "package", "domain", "core_type", "infer_shape"}
+            "key_rule", "binaries", "socs", "spec_path", "packages", "domain", "core_type", "infer_shape"}
     return sorted(f for f in OpSpec.__dataclass_fields__ if f not in core)
 
 
@@ -121,7 +121,7 @@ def spec_from_dict(d: dict[str, Any], spec_path: Path) -> OpSpec:
         ),
         socs=tuple(d["socs"]),
         spec_path=spec_path,
-        package=d["package"],
+        packages=tuple(d["packages"]),
         domain=d["domain"],
         core_type=d["core_type"],
         infer_shape=d["infer_shape"],

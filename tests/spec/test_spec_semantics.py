@@ -467,7 +467,9 @@ def test_domain_only_for_built_in(tmp_path):
     p = only_problem(tmp_path, text)
     assert p.message.startswith("domain is only for package: built-in")
     spec = load_spec(write_op(tmp_path / "ok", text + "package: built-in\n"))
-    assert (spec.package, spec.domain) == ("built-in", "math")
+    assert (spec.packages, spec.domain) == (("built-in",), "math")
+    both = load_spec(write_op(tmp_path / "both", text + "package: [custom, built-in]\n"))
+    assert both.packages == ("custom", "built-in")
 
 
 # ~~~ many problems at once ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~

@@ -2,7 +2,7 @@
  *
  * Type names and enum/error values are CANN's, so that programs written against CANN compile
  * unchanged. Implemented by opbuild's acl library (opbuild.runtime._opbuild_acl) on top of the
- * CPU device simulator: see docs/capi.md.
+ * CPU device simulator; compile and link flags: opbuild/abi/native_libs.py.
  */
 #ifndef OPBUILD_ACL_ACL_BASE_H_
 #define OPBUILD_ACL_ACL_BASE_H_
@@ -30,6 +30,7 @@ typedef void *aclrtContext;
 #define ACL_ERROR_UNINITIALIZE 100001
 #define ACL_ERROR_REPEAT_INITIALIZE 100002
 #define ACL_ERROR_INVALID_FILE 100003
+#define ACL_ERROR_REPEAT_FINALIZE 100037
 #define ACL_ERROR_BAD_ALLOC 200000
 #define ACL_ERROR_API_NOT_SUPPORT 200001
 #define ACL_ERROR_INVALID_DEVICE 200002
@@ -43,6 +44,7 @@ typedef void *aclrtContext;
 
 #define ACL_ERROR_RT_PARAM_INVALID 107000
 #define ACL_ERROR_RT_INVALID_DEVICEID 107001
+#define ACL_ERROR_RT_CONTEXT_NULL 107002
 #define ACL_ERROR_RT_MEMORY_ALLOCATION 207001
 #define ACL_ERROR_RT_INTERNAL_ERROR 507000
 #define ACL_ERROR_RT_AICORE_EXCEPTION 507015

@@ -1,0 +1,204 @@
+"""Runtime benchmarks: host overhead of a call, fp32 add throughput, binary lookup.
+
+    scons ops && python bench/runtime_bench.py [--package out/opp/vendors/customize] [--quick]
+
+Prints, side by side in one run (nothing is asserted; goals in brackets):
+  1. host overhead of a 1-element fp32 add on the default stream: the cache-hit two-phase call
+     through the generated wrapper, the one-shot call and the cache-miss first call, against
+     `torch.add(x, y, out=z)` and `numpy.add(x, y, out=z)`        [two-phase <= 1.0x torch]
+  2. fp32 add of 16M elements against numpy.add                  [>= 1.0x numpy's throughput]
+  3. binary lookup in a package with 100,000 binaries            [<= 2 us per lookup]
+torch is optional (`pip install torch`); without it its column says n/a.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import timeit
+from pathlib import Path
+
+import numpy as np
+
+import opbuild.runtime as rt
+from opbuild.runtime import device, executor
+from opbuild.runtime.package import binary_index
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def per_call(fn, number: int, repeat: int) -> float:
+    """Best-of-`repeat` seconds per call of fn (timeit, `number` calls per sample)."""
+    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number
+
+
+def fmt_us(seconds: float | None) -> str:
+    return "n/a" if seconds is None else f"{seconds * 1e6:9.3f} us"
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    return "n/a" if a is None or b is None else f"{a / b:6.2f}x"
+
+
+def load_torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+# ---- 1. host overhead -----------------------------------------------------------------------------
+
+def host_overhead(ops, torch, number: int, repeat: int) -> None:
+    x = np.ones(1, np.float32)
+    y = np.ones(1, np.float32)
+    z = np.empty(1, np.float32)
+    phase1, phase2 = ops.aclnnAddCustomTemplateGetWorkspaceSize, ops.aclnnAddCustomTemplate
+
+    def two_phase():
+        size, ex = phase1(x, y, z)
+        phase2(None, size, ex, None)
+
+    def one_shot():
+        ops.add_custom_template(x, y)
+
+    def miss():
+        rt.ResetCacheThreadLocal()
+        size, ex = phase1(x, y, z)
+        phase2(None, size, ex, None)
+
+    two_phase()
+    assert z[0] == 2.0
+    results = {
+        "opbuild two-phase (cache hit)": per_call(two_phase, number, repeat),
+        "opbuild one-shot (cache hit)": per_call(one_shot, number, repeat),
+        "opbuild first call (cache miss)": per_call(miss, max(number // 50, 20), repeat),
+        "  phase 1 only (cache hit)": per_call(lambda: phase1(x, y, z), number, repeat),
+    }
+    ex = phase1(x, y, z)[1].set_repeatable()
+    results["  phase 2 only (repeatable executor)"] = per_call(lambda: phase2(None, 0, ex, None), number, repeat)
+    numpy_t = per_call(lambda: np.add(x, y, out=z), number, repeat)
+    torch_t = None
+    if torch is not None:
+        tx, ty, tz = torch.ones(1), torch.ones(1), torch.empty(1)
+        torch.add(tx, ty, out=tz)
+        torch_t = per_call(lambda: torch.add(tx, ty, out=tz), number, repeat)
+    rt.ResetCacheThreadLocal()
+
+    print("1. host overhead, 1-element fp32 add, default stream")
+    print(f"   {'':38s} {'time/call':>12s}  {'vs torch':>8s}  {'vs numpy':>8s}")
+    for name, t in results.items():
+        print(f"   {name:38s} {fmt_us(t):>12s}  {ratio(t, torch_t):>8s}  {ratio(t, numpy_t):>8s}")
+    print(f"   {'torch.add(x, y, out=z)':38s} {fmt_us(torch_t):>12s}  {ratio(torch_t, torch_t):>8s}  {ratio(torch_t, numpy_t):>8s}")
+    print(f"   {'numpy.add(x, y, out=z)':38s} {fmt_us(numpy_t):>12s}  {ratio(numpy_t, torch_t):>8s}  {ratio(numpy_t, numpy_t):>8s}")
+    goal = results["opbuild two-phase (cache hit)"]
+    print(f"   goal: two-phase <= 1.0x torch -> {ratio(goal, torch_t).strip()} "
+          f"({'met' if torch_t and goal <= torch_t else 'not met' if torch_t else 'torch not installed'})")
+
+
+# ---- 2. throughput ----------------------------------------------------------------------------------
+
+def throughput(ops, torch, n: int, repeat: int) -> None:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(n, dtype=np.float32)
+    y = rng.standard_normal(n, dtype=np.float32)
+    z = np.empty(n, np.float32)
+    phase1, phase2 = ops.aclnnAddCustomTemplateGetWorkspaceSize, ops.aclnnAddCustomTemplate
+
+    def ours():
+        size, ex = phase1(x, y, z)
+        phase2(None, size, ex, None)
+
+    ours()
+    if not np.array_equal(z, x + y):
+        raise SystemExit("AddCustomTemplate gave a wrong result")
+    number = 5
+    t_ours = per_call(ours, number, repeat)
+    t_np = per_call(lambda: np.add(x, y, out=z), number, repeat)
+    t_torch = None
+    if torch is not None:
+        tx, ty, tz = torch.from_numpy(x), torch.from_numpy(y), torch.from_numpy(z)
+        t_torch = per_call(lambda: torch.add(tx, ty, out=tz), number, repeat)
+    nbytes = 3 * n * 4
+    _, ex = phase1(x, y, z)
+    print(f"\n2. fp32 add of {n:,} elements ({nbytes / 2**20:.0f} MiB moved), simulator threads {device.threads()}, "
+          f"block_dim {ex.plan.block_dim}")
+    for name, t in (("opbuild AddCustomTemplate", t_ours), ("numpy.add(x, y, out=z)", t_np),
+                    (f"torch.add (threads {torch.get_num_threads()})" if torch else "torch.add", t_torch)):
+        gbs = "n/a" if t is None else f"{nbytes / t / 1e9:6.1f} GB/s"
+        print(f"   {name:38s} {('n/a' if t is None else f'{t * 1e3:8.2f} ms'):>12s}  {gbs}")
+    print(f"   goal: >= 1.0x numpy's throughput -> {t_np / t_ours:.2f}x ({'met' if t_np >= t_ours else 'not met'})")
+
+
+# ---- 3. binary lookup -----------------------------------------------------------------------------
+
+def lookup(n: int, repeat: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        config = root / "op_impl/ai_core/tbe/kernel/config/ascend910b/binary_info_config.json"
+        config.parent.mkdir(parents=True)
+        binaries = [{"coreType": 2, "simplifiedKey": [f"Synth/d=0,p=1/k{i}", f"Synth/d=1,p=1/k{i}"],
+                     "binPath": f"ascend910b/synth/Synth_{i}.so", "jsonPath": f"ascend910b/synth/Synth_{i}.json"}
+                    for i in range(n)]
+        config.write_text(json.dumps({"Synth": {"simplifiedKeyMode": 2, "binaryList": binaries}}))
+        t0 = time.perf_counter()
+        index = binary_index(root, "ascend910b")
+        load = time.perf_counter() - t0
+        keys = [f"Synth/d=0,p=1/k{i}" for i in np.random.default_rng(0).integers(0, n, 10_000)]
+        by_key = index.by_key
+
+        def dict_lookups():
+            for k in keys:
+                by_key[k]
+
+        def checked_lookups():
+            for k in keys[:1000]:
+                binary_index(root, "ascend910b").by_key[k]
+
+        t_dict = per_call(dict_lookups, 1, repeat) / len(keys)
+        t_checked = per_call(checked_lookups, 1, repeat) / 1000
+        from opbuild.runtime.selection import nearest_keys
+
+        t0 = time.perf_counter()
+        nearest_keys("Synth/d=0,p=1/k12345x", index.keys_by_op["Synth"])
+        t_miss = time.perf_counter() - t0
+    print(f"\n3. binary lookup, package with {n:,} binaries ({2 * n:,} keys)")
+    print(f"   load and index binary_info_config.json   {load * 1e3:9.1f} ms (once per package)")
+    print(f"   full key -> binary (index lookup)        {fmt_us(t_dict)}")
+    print(f"   ... with the package freshness check     {fmt_us(t_checked)}  (binary_index(): stat of config dir + file)")
+    print(f"   miss message (nearest of {2 * n:,} keys)   {t_miss * 1e3:9.1f} ms")
+    print(f"   goal: <= 2 us per lookup -> {t_dict * 1e6:.3f} us ({'met' if t_dict <= 2e-6 else 'not met'}); "
+          f"with the freshness check {t_checked * 1e6:.2f} us")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--package", default=str(REPO / "out/opp/vendors/customize"), help="a built sample package")
+    parser.add_argument("--quick", action="store_true", help="fewer iterations")
+    parser.add_argument("--elements", type=int, default=16 * 1024 * 1024, help="elements of the throughput add")
+    parser.add_argument("--binaries", type=int, default=100_000, help="binaries of the lookup package")
+    args = parser.parse_args()
+    package = Path(args.package)
+    if not (package / "op_api/python/aclnn_ops.py").is_file():
+        print(f"no built package at {package}: run `scons ops` first (or pass --package)", file=sys.stderr)
+        return 1
+    torch = load_torch()
+    ops = rt.import_ops(package)
+    number, repeat = (5_000, 3) if args.quick else (50_000, 7)
+    print(f"python {platform.python_version()}, numpy {np.__version__}, torch {torch.__version__ if torch else 'not installed'}, "
+          f"{os.cpu_count()} CPUs, simulator threads {device.threads()}, fast pointers {executor._FAST_POINTERS}\n")
+    host_overhead(ops, torch, number, repeat)
+    throughput(ops, torch, args.elements, 3 if args.quick else 7)
+    lookup(args.binaries, 3 if args.quick else 5)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,188 @@
+"""The up-to-date manifest: a no-op `scons ops` without walking the SCons graph.
+
+SCons decides "up to date" by loading every spec, declaring every node and asking each one;
+with hundreds of ops that takes seconds although nothing changed. After a complete, successful
+`scons ops`, the manifest (`<out>/.opbuild/uptodate.pickle`) records
+
+  * a key of everything the graph is declared from besides files: the build options (OPS, SOC,
+    VENDOR, TOOLCHAIN, OUT, CC), OPBUILD_CACHE_DIR, the compiler found on PATH, the Python and
+    SCons versions and the root;
+  * the stat (size, mtime, ctime, inode) of every file node of the graph: sources, implicit
+    dependencies found by the C scanner, generated files and outputs; of opbuild's own code,
+    templates, schemas and headers; of the SConstruct; and of the compiler;
+  * the stat of the directories sources are looked up in (`ops/`, each op directory, the
+    include directories), so a new op, or a new file in one, is noticed.
+
+The next `scons ops` with the same key whose every recorded stat is unchanged is up to date by
+the same rule SCons's content-timestamp decider applies (an unchanged timestamp means unchanged
+content), so it stops after reading the manifest: a few thousand stat calls. Anything else —
+a changed or missing file, other options, `-c`, `-n`, `--tree`, `--debug`, other targets — takes
+the normal SCons path, which first deletes the manifest; it is written again only when every
+target ended up built or up to date. Sources modified during (or just before) the build are not
+trusted: the manifest is then not written, and the next run is a normal SCons run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+MANIFEST_FILE = Path(".opbuild") / "uptodate.pickle"
+"""Relative to the build's output directory."""
+
+FORMAT = 1
+RACY_NS = 2_000_000_000
+"""A source modified less than this before the build started is not trusted to be unchanged
+when its mtime is (same-tick edits); such a build writes no manifest."""
+
+DISABLE_ENV = "OPBUILD_FULL_CHECK"
+"""Set to 1 to skip the manifest and always let SCons check the graph (benchmarks, debugging)."""
+
+_PKG = Path(__file__).resolve().parent.parent
+
+FileStat = tuple[str, int, int, int, int]
+
+
+def _stat(path: str) -> FileStat | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+BUILD_PACKAGES = ("build", "codegen", "spec", "keys", "abi")
+"""The opbuild packages a build imports (the runtime, om and CLI are not part of it)."""
+
+
+def code_files() -> list[str]:
+    """opbuild's own Python code that builds use, templates, schemas and C headers: what the
+    graph and its actions are made of."""
+    from opbuild.runtime_paths import native_include_dir, schemas_dir, templates_dir
+
+    files = sorted(str(p) for p in _PKG.glob("*.py"))
+    tops = [(_PKG / sub, (".py",)) for sub in BUILD_PACKAGES]
+    for top, suffixes in (*tops, (templates_dir(), None), (schemas_dir(), None), (native_include_dir(), None)):
+        for dirpath, dirnames, filenames in os.walk(top):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            files += [os.path.join(dirpath, f) for f in sorted(filenames) if suffixes is None or f.endswith(suffixes)]
+    return files
+
+
+def config_key(options: dict[str, str], compiler: str | None) -> str:
+    """What the graph depends on besides files (see the module docstring)."""
+    import SCons  # type: ignore[import-not-found]
+
+    data = {
+        "options": options,
+        "cache_dir": os.environ.get("OPBUILD_CACHE_DIR", ""),
+        "compiler": compiler or "",
+        "python": [sys.version, sys.executable],
+        "scons": getattr(SCons, "__version__", ""),
+        "package": str(_PKG),
+        "format": FORMAT,
+    }
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+def resolve_compiler(cc: str) -> str | None:
+    """The real path of the C compiler program CC names (None if it is not found)."""
+    import shlex
+
+    try:
+        program = shlex.split(cc)[0] if cc.strip() else "cc"
+    except ValueError:
+        return None
+    found = shutil.which(program)
+    return os.path.realpath(found) if found else None
+
+
+def fast_path_allowed(get_option, targets: list[str]) -> bool:
+    """Only a plain `scons [-j N] [-Q] [-k] [ops]` may be answered from the manifest."""
+    if os.environ.get(DISABLE_ENV, "") not in ("", "0"):
+        return False
+    if any(t != "ops" for t in targets):
+        return False
+    for name in ("clean", "help", "no_exec", "question", "interactive", "cache_show", "cache_force",
+                 "implicit_deps_changed", "random"):
+        if get_option(name):
+            return False
+    for name in ("debug", "tree_printers", "repository"):
+        if get_option(name):
+            return False
+    return not get_option("taskmastertrace_file")
+
+
+def check(path: Path, key: str) -> dict | None:
+    """The recorded summary if the manifest at `path` says the build is up to date, else None."""
+    try:
+        with open(path, "rb") as f:
+            data = pickle.load(f)
+        if data.get("format") != FORMAT or data.get("key") != key:
+            return None
+        for entry in data["files"]:
+            if _stat(entry[0]) != entry:
+                return None
+        code = data["code"]
+        if code_files() != [e[0] for e in code]:
+            return None
+        for entry in code:
+            if _stat(entry[0]) != entry:
+                return None
+        return data["summary"]
+    except Exception:  # noqa: BLE001 - no manifest, or an unreadable one: the normal path decides
+        return None
+
+
+def discard(path: Path) -> None:
+    """Forget the manifest (the normal SCons path is about to run and may change anything)."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def record(path: Path, key: str, file_nodes: list[str], derived: set[str], dirs: list[str], summary: dict,
+           started_ns: int) -> bool:
+    """Write the manifest after a complete successful build; False (and nothing written) when a
+    source or opbuild file changed during or just before the build."""
+    limit = started_ns - RACY_NS
+    files: list[FileStat] = []
+    for name in sorted(set(file_nodes)):
+        st = _stat(name)
+        if st is None:
+            return False
+        if name not in derived and st[2] >= limit:
+            return False
+        files.append(st)
+    for name in sorted(set(dirs)):  # source directories (never ones the build writes to)
+        st = _stat(name)
+        if st is None or st[2] >= limit:
+            return False
+        files.append(st)
+    code = []
+    for name in code_files():
+        st = _stat(name)
+        if st is None or st[2] >= limit:
+            return False
+        code.append(st)
+    data = {"format": FORMAT, "key": key, "files": files, "code": code, "summary": summary,
+            "written": time.time()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".uptodate.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(data, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return True

@@ -1,0 +1,219 @@
+"""Running `scons ops` on throw-away projects, and looking at what it built.
+
+A project is a temporary directory holding a copy of the repository's SConstruct and ops/. SCons
+runs in a subprocess (`python -m SCons -C <project>`) with PYTHONPATH pointing at a snapshot of
+the repository's code (see conftest.py), so the tests build exactly the working tree as it was
+when the session started, whatever else changes meanwhile, and a test may edit its own snapshot
+(templates, generator modules) without touching the repository.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+VENDOR = "customize"
+SOC = "ascend910b"
+STEP_LINE = re.compile(r"^\[(\d+)/(\d+)\] (.*)$")
+
+SAMPLE_BINARIES = {
+    "AddCustomTemplate": ["AddCustomTemplate_FP16", "AddCustomTemplate_FP32"],
+    "AddNCustom": ["AddNCustom_FP16", "AddNCustom_FP32", "AddNCustom_INT32"],
+    "LeakyReluCustom": ["LeakyReluCustom_FP16", "LeakyReluCustom_FP32", "LeakyReluCustom_BF16",
+                        "LeakyReluCustom_Relu_FP16", "LeakyReluCustom_Relu_FP32", "LeakyReluCustom_Relu_BF16"],
+    "MulCustom": ["MulCustom_FP16", "MulCustom_FP32", "MulCustom_FP16_FP32", "MulCustom_INT32"],
+    "ReduceSumCustom": ["ReduceSumCustom_FP32_Det", "ReduceSumCustom_FP32", "ReduceSumCustom_FP16_Det",
+                        "ReduceSumCustom_FP16"],
+}
+SAMPLE_DIRS = {
+    "AddCustomTemplate": "add_custom_template", "AddNCustom": "add_n_custom", "LeakyReluCustom": "leaky_relu_custom",
+    "MulCustom": "mul_custom", "ReduceSumCustom": "reduce_sum_custom",
+}
+
+
+def scons_command() -> list[str]:
+    """SCons run by this interpreter. `python -m SCons` works wherever the scons package is
+    installed; the `scons` on PATH may be a shell shim (pyenv) that Python cannot run."""
+    return [sys.executable, "-m", "SCons"]
+
+
+def snapshot_code(dest: Path) -> Path:
+    """Copy the repository's files (tracked and untracked-but-not-ignored, as in the working tree)
+    to `dest`, with every mtime set a minute back (nothing in it counts as "just edited")."""
+    try:
+        listed = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z", "--cached", "--others",
+                                 "--exclude-standard"], capture_output=True, check=True).stdout
+        names = [n for n in listed.decode().split("\0") if n]
+    except (OSError, subprocess.CalledProcessError):
+        names = [str(p.relative_to(REPO)) for p in REPO.rglob("*") if p.is_file()
+                 and not {".git", "out", "__pycache__", ".venv"} & set(p.relative_to(REPO).parts)]
+    past = time.time() - 60
+    for name in names:
+        src = REPO / name
+        if not src.is_file() or src.suffix in (".so", ".pyc"):
+            continue
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, target)
+        shutil.copymode(src, target)
+        os.utime(target, (past, past))
+    backdate(dest)
+    return dest
+
+
+def backdate(root: Path, seconds: float = 60) -> None:
+    """Every file and directory under `root` (and `root`) modified `seconds` ago, so that none
+    counts as just edited (see opbuild/build/manifest.py)."""
+    past = time.time() - seconds
+    for p in [*root.rglob("*"), root]:
+        if not p.is_symlink():
+            os.utime(p, (past, past))
+
+
+def bump(path: Path, seconds: float = 2) -> None:
+    """Move a file's mtime forward (the decider is content-timestamp: the timestamp must move)."""
+    st = path.stat()
+    os.utime(path, (st.st_atime, st.st_mtime + seconds))
+
+
+def edit(path: Path, append: str) -> None:
+    """Append text to a file and move its mtime forward."""
+    with open(path, "a") as f:
+        f.write(append)
+    bump(path)
+
+
+@dataclass
+class Result:
+    rc: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+    @property
+    def steps(self) -> list[str]:
+        """The labels of the `[n/N] LABEL` progress lines, in order."""
+        return [m.group(3) for line in self.stdout.splitlines() if (m := STEP_LINE.match(line))]
+
+    def kernels(self) -> list[str]:
+        """Binaries compiled (not retrieved from the cache) in this run."""
+        return [s.split()[2] for s in self.steps if s.startswith("CC kernel ")]
+
+    def __str__(self) -> str:
+        return f"exit {self.rc}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
+
+
+class Project:
+    """A temporary project: SConstruct + ops/ (copied from the repository), built into out/."""
+
+    def __init__(self, root: Path, code: Path) -> None:
+        self.root = root
+        self.code = code
+        root.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(code / "SConstruct", root / "SConstruct")
+        shutil.copytree(code / "ops", root / "ops", ignore=shutil.ignore_patterns("__pycache__"))
+
+    @property
+    def out(self) -> Path:
+        return self.root / "out"
+
+    @property
+    def pkg(self) -> Path:
+        return self.out / "opp" / "vendors" / VENDOR
+
+    def op_dir(self, op: str) -> Path:
+        return self.root / "ops" / SAMPLE_DIRS[op]
+
+    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("OPBUILD_CACHE_DIR", "OPBUILD_FULL_CHECK", "SCONSFLAGS", "CC")}
+        env["PYTHONPATH"] = str(self.code)
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.update(extra or {})
+        return env
+
+    def command(self, args: tuple[str, ...], jobs: int) -> list[str]:
+        return [*scons_command(), "-C", str(self.root), f"-j{jobs}", *args]
+
+    def scons(self, *args: str, env: dict[str, str] | None = None, jobs: int = 2, timeout: float = 300) -> Result:
+        # cwd: `python -m` puts the working directory first on sys.path (before PYTHONPATH)
+        proc = subprocess.run(self.command(args, jobs), env=self.env(env), cwd=self.root, capture_output=True,
+                              text=True, timeout=timeout)
+        return Result(proc.returncode, proc.stdout, proc.stderr)
+
+    def build(self, *args: str, **kw) -> Result:
+        """`scons ops ...` that must succeed."""
+        result = self.scons("ops", *args, **kw)
+        assert result.rc == 0, str(result)
+        return result
+
+    def start(self, *args: str, jobs: int = 2) -> subprocess.Popen:
+        """`scons ...` in the background, in its own process group (kill_group ends it and its
+        compilers at once)."""
+        return subprocess.Popen(self.command(args, jobs), env=self.env(), cwd=self.root, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, bufsize=1, start_new_session=True)
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=30)
+
+
+def tree(root: Path, skip: tuple[str, ...] = (".opbuild",)) -> dict[str, tuple[str, bytes | str]]:
+    """Every file and symlink under `root` (relative path -> ("file", bytes) | ("link", target))."""
+    found: dict[str, tuple[str, bytes | str]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in skip]
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            rel = p.relative_to(root).as_posix()
+            if p.is_symlink():
+                found[rel] = ("link", os.readlink(p))
+            elif p.is_file():
+                found[rel] = ("file", p.read_bytes())
+    return found
+
+
+def mtimes(root: Path, skip: tuple[str, ...] = (".opbuild",)) -> dict[str, int]:
+    """mtime (ns, of the entry itself) of every file and symlink under `root`."""
+    found: dict[str, int] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in skip]
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            if p.is_symlink() or p.is_file():
+                found[p.relative_to(root).as_posix()] = p.lstat().st_mtime_ns
+    return found
+
+
+def expected_package_files(ops: dict[str, list[str]] = SAMPLE_BINARIES) -> set[str]:
+    """The files of DESIGN.md §3 that `scons ops` must produce for `ops` (relative to the vendor
+    directory), except the arch-dependent tiling library (checked separately)."""
+    kernel = f"op_impl/ai_core/tbe/kernel/{SOC}"
+    files = {
+        "version.info",
+        "op_api/python/aclnn_ops.py",
+        f"op_impl/ai_core/tbe/config/{SOC}/aic-{SOC}-ops-info.json",
+        f"op_impl/ai_core/tbe/kernel/config/{SOC}/binary_info_config.json",
+        "op_impl/ai_core/tbe/op_tiling/liboptiling.so",
+    }
+    for op, binaries in ops.items():
+        snake = SAMPLE_DIRS[op]
+        files.add(f"op_impl/ai_core/tbe/kernel/config/{SOC}/{snake}.json")
+        for b in binaries:
+            files |= {f"{kernel}/{snake}/{b}.so", f"{kernel}/{snake}/{b}.json"}
+    return files

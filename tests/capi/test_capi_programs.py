@@ -1,0 +1,150 @@
+"""Standalone C programs (CANN aclnn-sample style) against a built package: they run in a clean
+environment (no PYTHONPATH), so the acl library starts its own embedded interpreter."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from opbuild.abi.native_libs import app_flags
+
+HERE = Path(__file__).resolve().parent
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    """What a user's shell would have: no PYTHONPATH, no virtualenv, no opbuild settings."""
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp"), "LANG": "C.UTF-8"}
+    env.update(extra)
+    return env
+
+
+def _build(source: str, package_root: Path, out: Path) -> Path:
+    cc = shutil.which(os.environ.get("CC", "cc")) or "gcc"
+    exe = out / Path(source).stem
+    subprocess.run([cc, "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-pthread", "-o", str(exe), str(HERE / source),
+                    *app_flags(package_root)], check=True)
+    return exe
+
+
+def _run(exe: Path, **env: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run([str(exe)], capture_output=True, text=True, env=_clean_env(**env), timeout=60,
+                          cwd=exe.parent)
+    assert proc.returncode == 0, f"{exe.name} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def _fields(stdout: str) -> dict[str, str]:
+    out = {}
+    for line in stdout.splitlines():
+        name, sep, value = line.partition(":")
+        if sep:
+            out[name.strip()] = value.strip()
+    return out
+
+
+def _floats(text: str) -> list[float]:
+    return [float(v) for v in text.split()]
+
+
+def test_add_sample(package):
+    exe = _build("sample_add.c", package.root, package.work)
+    proc = _run(exe)
+    values = [float(line.split("=")[1]) for line in proc.stdout.splitlines() if line.startswith("result[")]
+    assert values == [i + 0.5 * i + 1.0 for i in range(8)]
+    assert proc.stdout.rstrip().endswith("done")
+    assert proc.stderr == ""
+
+
+@pytest.fixture(scope="module")
+def ops_run(package):
+    exe = _build("sample_ops.c", package.root, package.work)
+    proc = _run(exe)
+    assert proc.stdout.rstrip().endswith("done")
+    return _fields(proc.stdout), proc.stderr
+
+
+def test_leaky_relu_float_attr_and_python_key_rule(ops_run):
+    out, _ = ops_run
+    assert out["leaky_key"] == "LeakyReluCustom/d=0,p=1/leaky_fp32"
+    assert _floats(out["leaky"]) == [-0.5, -0.25, 0, 1, 2, -1]
+    assert out["relu_key"] == "LeakyReluCustom/d=0,p=1/relu_fp32"
+    assert _floats(out["relu"]) == [0, 0, 0, 1, 2, 0]
+
+
+def test_executors_repeatable_and_once(ops_run):
+    out, stderr = ops_run
+    assert _floats(out["repeat"]) == [-1, -0.5, 0, 1, 2, -2]
+    assert out["rerun_status"] == "161002" and out["rerun_msg"] == "not live"
+    assert "not a live aclOpExecutor" in stderr
+
+
+def test_add_n_tensor_list(ops_run):
+    out, _ = ops_run
+    assert out["addn_key"] == "AddNCustom/d=0,p=1/diy,addn,0"
+    assert _floats(out["addn"]) == [111, 222, 333, 444]
+
+
+def test_reduce_sum_int_array_bool_deterministic(ops_run):
+    out, _ = ops_run
+    assert out["reduce_key"].startswith("ReduceSumCustom/d=1,")  # aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, 1)
+    assert _floats(out["reduce"]) == [60, 92, 124]  # x = arange(24).reshape(2, 3, 4), axes [0, 2], keepDims
+
+
+def test_c_threads(ops_run):
+    out, _ = ops_run
+    assert out["threads"] == "ok"
+
+
+def test_errors_status_message_and_log(ops_run):
+    out, stderr = ops_run
+    assert out["null_status"] == "161001"
+    assert out["null_msg"] == ("aclnnLeakyReluCustomGetWorkspaceSize failed (161001 ACLNN_ERR_PARAM_NULLPTR): "
+                               "x is a null pointer")
+    assert out["null_again"] == "(null)"  # reading the message clears it
+    assert out["dtype_status"] == "161002" and out["dtype_msg"] == "names the dtype"
+    assert out["memcpy_status"] == "100000"  # ACL_ERROR_INVALID_PARAM: destMax < count
+    assert out["device_status"] == "107001"  # ACL_ERROR_RT_INVALID_DEVICEID
+    lines = stderr.splitlines()
+    assert any(line.startswith("[ERROR] OP(") and "x is a null pointer" in line for line in lines)
+    assert any(line.startswith("[ERROR] ASCENDCL(") and "destMax 4" in line for line in lines)
+
+
+def test_live_objects_back_to_zero(ops_run):
+    out, _ = ops_run
+    assert out["live"] == "0"  # every kind, streams and executors included
+
+
+def test_log_level_silences_stderr(package):
+    exe = _build("sample_ops.c", package.root, package.work)
+    proc = _run(exe, ASCEND_GLOBAL_LOG_LEVEL="4")
+    assert proc.stderr == ""
+    assert _fields(proc.stdout)["null_status"] == "161001"
+
+
+def test_package_works_wherever_installed(package, tmp_path):
+    moved = tmp_path / "elsewhere" / "vendors" / "mine"
+    shutil.copytree(package.root, moved, symlinks=True)
+    exe = _build("sample_ops.c", moved, tmp_path)
+    out = _fields(_run(exe).stdout)
+    assert out["root"] == str(moved.resolve())
+    assert _floats(out["addn"]) == [111, 222, 333, 444]
+
+
+def test_embedded_interpreter_without_opbuild_reports(package, tmp_path):
+    """OPBUILD_PYTHON names the interpreter to embed; one without opbuild's dependencies gives
+    561000 and a message that says which interpreter and why."""
+    import sys
+
+    venv = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    exe = _build("sample_add.c", package.root, package.work)
+    proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60,
+                          env=_clean_env(OPBUILD_PYTHON=str(venv / "bin" / "python")))
+    assert proc.returncode != 0
+    assert "aclnnAddCustomTemplateGetWorkspaceSize failed. ERROR: 561000" in proc.stdout
+    assert f"cannot import opbuild.runtime.capi (the embedded interpreter {venv / 'bin' / 'python'}" in proc.stderr
+    assert "ModuleNotFoundError" in proc.stderr

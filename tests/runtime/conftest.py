@@ -1,0 +1,100 @@
+"""Fixtures of the runtime tests.
+
+`package`: the five sample ops built once per session in a temporary project (pkgbuild.py);
+`ops`: its generated Python aclnn module. `package_copy`: a private copy of the built package to
+corrupt. `probe_package`: a small op made with `opbuild new` whose tiling misbehaves on request
+(see PROBE_MODES), built once per session in its own temporary project.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import pkgbuild  # noqa: E402
+
+import opbuild.runtime as rt  # noqa: E402
+from opbuild.runtime import device, executor, settings  # noqa: E402
+
+PROBE_MODES = {
+    -1.0: "tiling sets block_dim 0",
+    -2.0: "tiling declares more tiling data than the buffer (and its struct) holds",
+    -3.0: "tiling asks for a 4096-byte workspace",
+    -4.0: "tiling gives blocks that cannot cover the tensor: the kernel fails",
+    -5.0: "tiling fails with a message",
+}
+"""ProbeCustom's `scale` attribute values that make its tiling misbehave."""
+
+_PROBE_TILING_ANCHOR = "    tiling_set_workspace_size(ctx, 0);\n    return OPBUILD_GRAPH_SUCCESS;\n"
+_PROBE_TILING_MODES = """    tiling_set_workspace_size(ctx, 0);
+    if (td->scale == -1.0f) tiling_set_block_dim(ctx, 0);
+    if (td->scale == -2.0f) ctx->tiling_data_size = ctx->tiling_data_capacity + 64;
+    if (td->scale == -3.0f) tiling_set_workspace_size(ctx, 4096);
+    if (td->scale == -4.0f) td->block_length = 1;
+    if (td->scale == -5.0f) return tiling_fail(ctx, "ProbeCustom: scale -5 asks this tiling to fail");
+    return OPBUILD_GRAPH_SUCCESS;
+"""
+
+
+@pytest.fixture(scope="session")
+def package(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The built sample package (out/opp/vendors/customize of a temporary project)."""
+    try:
+        return pkgbuild.sample_package(tmp_path_factory.getbasetemp())
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+
+
+@pytest.fixture(scope="session")
+def ops(package: Path):
+    """The generated Python aclnn module of the sample package."""
+    return rt.import_ops(package)
+
+
+@pytest.fixture
+def package_copy(package: Path, tmp_path: Path) -> Path:
+    """A private copy of the built sample package (to corrupt), at tmp_path/customize."""
+    dst = tmp_path / "customize"
+    shutil.copytree(package, dst, symlinks=True)
+    return dst
+
+
+@pytest.fixture(scope="session")
+def probe_package(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """ProbeCustom (`opbuild new ProbeCustom`, y = scale * x) with the PROBE_MODES tiling hooks."""
+    from opbuild.codegen.scaffold import scaffold_op
+
+    root = pkgbuild.new_project(tmp_path_factory.mktemp("probe_project"), ops=())
+    op_dir = scaffold_op("ProbeCustom", root / "ops")
+    tiling = op_dir / "tiling.c"
+    text = tiling.read_text()
+    assert _PROBE_TILING_ANCHOR in text, "the scaffold's tiling.c changed; update _PROBE_TILING_ANCHOR"
+    tiling.write_text(text.replace(_PROBE_TILING_ANCHOR, _PROBE_TILING_MODES))
+    try:
+        return pkgbuild.build_project(root)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_runtime_state():
+    """Every test starts with default settings and an empty parameter cache on its thread."""
+    settings.set_deterministic(False)
+    settings.set_impl_mode("high_performance")
+    rt.ResetCacheThreadLocal()
+    yield
+    settings.set_deterministic(False)
+    settings.set_impl_mode("high_performance")
+    rt.ResetCacheThreadLocal()
+
+
+@pytest.fixture
+def sim_threads():
+    """Set the simulator's thread count for a test; restored to the default afterwards."""
+    yield device.set_threads
+    device.set_threads(0)

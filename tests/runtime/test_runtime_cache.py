@@ -1,0 +1,234 @@
+"""The op-parameter cache: a hit runs neither GenSimplifiedKey nor tiling; per-thread caches;
+ResetCacheThreadLocal; eviction; many threads calling at once."""
+
+from __future__ import annotations
+
+import random
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import opbuild.runtime as rt
+from opbuild.abi import c_callbacks
+from opbuild.runtime import api, executor
+
+
+class Counter:
+    def __init__(self, fn):
+        self.fn = fn
+        self.calls = 0
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        return self.fn(*args, **kwargs)
+
+
+@pytest.fixture
+def tiling_calls(monkeypatch):
+    counter = Counter(c_callbacks.run_tiling)
+    monkeypatch.setattr(c_callbacks, "run_tiling", counter)
+    return counter
+
+
+def _count_fragments(monkeypatch, op) -> Counter:
+    fn = op.fragment_fn(op.package)
+    counter = Counter(fn)
+    monkeypatch.setattr(op, "_fragment_fn", counter)
+    return counter
+
+
+def test_hit_runs_neither_table_key_nor_tiling(ops, monkeypatch, tiling_calls):
+    op = ops._OPS["AddCustomTemplate"]
+    keys = _count_fragments(monkeypatch, op)
+    x = np.ones((4, 100), np.float32)
+    for k in range(20):
+        a, b = x + k, x * k  # new arrays each call, same signature
+        z = np.empty_like(a)
+        size, ex = ops.aclnnAddCustomTemplateGetWorkspaceSize(a, b, z)
+        ops.aclnnAddCustomTemplate(None, size, ex)
+        np.testing.assert_array_equal(z, a + b)
+    assert (keys.calls, tiling_calls.calls) == (1, 1)
+    # generic entry point and one-shot share the cached plan
+    api.get_workspace_size(op, (x, x), (), (np.empty_like(x),))
+    ops.add_custom_template(x, x)
+    assert (keys.calls, tiling_calls.calls) == (1, 1)
+    # another shape, dtype or d is another plan
+    ops.add_custom_template(np.ones(7, np.float32), np.ones(7, np.float32))
+    ops.add_custom_template(x.astype(np.float16), x.astype(np.float16))
+    ops.add_custom_template(x, x, deterministic=True)
+    assert (keys.calls, tiling_calls.calls) == (4, 4)
+
+
+def test_hit_runs_neither_python_callback_nor_tiling(package_copy, tiling_calls):
+    rule = package_copy / "op_api/python/keyrules/leaky_relu_custom/key_rule.py"
+    rule.write_text(
+        "CALLS = []\n"
+        "def gen_simplified_key(ctx):\n"
+        "    CALLS.append(ctx.input_dtype(0))\n"
+        "    kind = 'relu' if ctx.attr('negative_slope') == 0.0 else 'leaky'\n"
+        "    return kind + '_' + {'float16': 'fp16', 'float32': 'fp32', 'bfloat16': 'bf16'}[ctx.input_dtype(0)]\n")
+    ops = rt.import_ops(package_copy)
+    x = np.linspace(-2, 2, 64, dtype=np.float32)
+    for _ in range(10):
+        y = np.empty_like(x)
+        size, ex = ops.aclnnLeakyReluCustomGetWorkspaceSize(x, 0.5, y)
+        ops.aclnnLeakyReluCustom(None, size, ex)
+        np.testing.assert_allclose(y, np.where(x >= 0, x, 0.5 * x), rtol=1e-6)
+    module = next(m for m in list(sys.modules.values())
+                  if getattr(m, "__file__", None) and Path(m.__file__).resolve() == rule.resolve())
+    assert module.CALLS == ["float32"] and tiling_calls.calls == 1
+    ops.leaky_relu_custom(x, negative_slope=0.0)  # the attribute is in the key
+    assert module.CALLS == ["float32", "float32"] and tiling_calls.calls == 2
+    ops.leaky_relu_custom(x, negative_slope=0.0)
+    assert len(module.CALLS) == 2 and tiling_calls.calls == 2
+
+
+def test_hit_runs_neither_c_callback_nor_tiling(ops, monkeypatch, tiling_calls):
+    counter = Counter(c_callbacks.CKeyCallback.__call__)
+    monkeypatch.setattr(c_callbacks.CKeyCallback, "__call__", lambda self, ctx: counter(self, ctx))
+    xs = [np.ones((3, 5), np.float32) * k for k in range(3)]
+    for _ in range(5):
+        y = np.empty((3, 5), np.float32)
+        size, ex = ops.aclnnAddNCustomGetWorkspaceSize(xs, y)
+        ops.aclnnAddNCustom(None, size, ex)
+        np.testing.assert_array_equal(y, xs[0] + xs[1] + xs[2])
+    assert (counter.calls, tiling_calls.calls) == (1, 1)
+    ops.add_n_custom(xs[:2])  # another list length is another plan
+    assert (counter.calls, tiling_calls.calls) == (2, 2)
+
+
+def test_hit_with_default_keys_and_strides(ops, monkeypatch, tiling_calls):
+    op = ops._OPS["MulCustom"]
+    keys = _count_fragments(monkeypatch, op)
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    for _ in range(3):
+        ops.mul_custom(base, base)
+    assert (keys.calls, tiling_calls.calls) == (1, 1)
+    ops.mul_custom(base[:, ::2], base[:, ::2])  # strides are in the key
+    ops.mul_custom(base[:, ::2], base[:, ::2])
+    assert (keys.calls, tiling_calls.calls) == (2, 2)
+
+
+def test_reset_cache_thread_local_clears_only_the_calling_thread(ops, tiling_calls):
+    x = np.ones(16, np.float32)
+    ops.add_custom_template(x, x)
+    assert executor.cache_size() == 1
+    worker_sizes = []
+    errors = []
+    go_reset, reset_done = threading.Event(), threading.Event()
+
+    def worker():
+        try:
+            ops.add_custom_template(x, x)
+            ops.add_custom_template(x, x)
+            worker_sizes.append(executor.cache_size())
+            go_reset.wait(10)
+            rt.ResetCacheThreadLocal()
+            worker_sizes.append(executor.cache_size())
+            ops.add_custom_template(x, x)  # a miss again on this thread
+            worker_sizes.append(executor.cache_size())
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            reset_done.set()
+
+    t = threading.Thread(target=worker)
+    t.start()
+    go_reset.set()
+    reset_done.wait(10)
+    t.join(10)
+    assert not errors
+    assert worker_sizes == [1, 0, 1]
+    assert tiling_calls.calls == 3  # main miss, worker miss, worker miss after its reset
+    assert executor.cache_size() == 1  # the main thread's plan survived the worker's reset
+    ops.add_custom_template(x, x)
+    assert tiling_calls.calls == 3
+    rt.ResetCacheThreadLocal()
+    assert executor.cache_size() == 0
+    ops.add_custom_template(x, x)
+    assert tiling_calls.calls == 4
+
+
+def test_cache_is_bounded_and_keeps_recently_used_plans(ops, monkeypatch, tiling_calls):
+    monkeypatch.setattr(executor, "PARAM_CACHE_CAPACITY", 3)
+    arrays = {n: np.ones(n, np.float32) for n in (1, 2, 3, 4, 5)}
+
+    def call(n):
+        ops.add_custom_template(arrays[n], arrays[n])
+
+    for n in (1, 2, 3):
+        call(n)
+    assert executor.cache_size() == 3 and tiling_calls.calls == 3
+    call(1)  # used again: survives the next eviction
+    call(4)  # evicts 2, the least recently used
+    assert executor.cache_size() == 3 and tiling_calls.calls == 4
+    call(1)
+    call(3)
+    call(4)
+    assert tiling_calls.calls == 4
+    call(2)
+    assert tiling_calls.calls == 5 and executor.cache_size() == 3
+
+
+def test_eight_threads_thousand_mixed_calls_each(ops):
+    import ml_dtypes
+
+    errors: list[BaseException] = []
+    counts = [0] * 8
+
+    def worker(seed: int) -> None:
+        rng = random.Random(seed)
+        nrng = np.random.default_rng(seed)
+        try:
+            for _ in range(1000):
+                kind = rng.randrange(7)
+                n = rng.choice((1, 3, 64, 1009, 5000))
+                if kind == 0:
+                    x, y = nrng.standard_normal((2, n), dtype=np.float32)
+                    z = np.empty_like(x)
+                    size, ex = ops.aclnnAddCustomTemplateGetWorkspaceSize(x, y, z)
+                    ops.aclnnAddCustomTemplate(None, size, ex)
+                    np.testing.assert_array_equal(z, x + y)
+                elif kind == 1:
+                    x, y = nrng.standard_normal((2, n)).astype(np.float16)
+                    np.testing.assert_array_equal(ops.add_custom_template(x, y), x + y)
+                elif kind == 2:
+                    x = nrng.integers(-100, 100, (n,), dtype=np.int32)
+                    y = nrng.integers(-100, 100, (1,), dtype=np.int32)
+                    np.testing.assert_array_equal(ops.mul_custom(x, y), x * y)
+                elif kind == 3:
+                    slope = rng.choice((0.0, 0.25))
+                    x = nrng.standard_normal(n).astype(ml_dtypes.bfloat16)
+                    want = np.where(x.astype(np.float32) >= 0, x.astype(np.float32), np.float32(slope) * x.astype(np.float32))
+                    np.testing.assert_array_equal(ops.leaky_relu_custom(x, negative_slope=slope),
+                                                  want.astype(ml_dtypes.bfloat16))
+                elif kind == 4:
+                    xs = [nrng.standard_normal(n, dtype=np.float32) for _ in range(rng.randrange(1, 4))]
+                    want = xs[0].copy()
+                    for x in xs[1:]:
+                        want = want + x
+                    np.testing.assert_array_equal(ops.add_n_custom(xs), want)
+                elif kind == 5:
+                    x = nrng.standard_normal((n, 3), dtype=np.float32)
+                    y = np.empty(3, np.float32)
+                    size, ex = ops.aclnnReduceSumCustomGetWorkspaceSize(x, [0], False, y, deterministic=True)
+                    ws = np.empty(size, np.uint8) if size else None
+                    ops.aclnnReduceSumCustom(ws, size, ex)
+                    np.testing.assert_allclose(y, x.astype(np.float64).sum(axis=0), rtol=1e-4, atol=1e-4)
+                else:
+                    x = nrng.standard_normal((n, 2), dtype=np.float32)
+                    np.testing.assert_array_equal(ops.add_custom_template(x.T, x.T), x.T + x.T)
+                counts[seed] += 1
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors[:3]
+    assert counts == [1000] * 8

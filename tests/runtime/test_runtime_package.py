@@ -1,0 +1,172 @@
+"""Package discovery (explicit path, ASCEND_CUSTOM_OPP_PATH, ASCEND_OPP_PATH vendors by
+load_priority, built-in; resolved per lookup) and the binary index (100,000 binaries, O(1))."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from opbuild.runtime import AclnnError, executor
+from opbuild.runtime.package import binary_index, find_op_package, read_load_priority, search_roots
+from opbuild.runtime.selection import OpRuntime
+
+SOC = "ascend910b"
+CONFIG = Path("op_impl/ai_core/tbe/kernel/config/ascend910b/binary_info_config.json")
+ENV = ("ASCEND_CUSTOM_OPP_PATH", "ASCEND_OPP_PATH", "ASCEND_HOME_PATH")
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch):
+    for name in ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def opp(package, tmp_path) -> Path:
+    """An OPP tree: vendors v1 and v2 (both with the sample ops), an empty vendor, a built-in."""
+    root = tmp_path / "opp"
+    for name in ("vendors/v1", "vendors/v2", "built-in"):
+        shutil.copytree(package, root / name, symlinks=True)
+    (root / "vendors/empty").mkdir(parents=True)
+    (root / "vendors/config.ini").write_text("load_priority=v2,v1\n")
+    return root
+
+
+def test_explicit_path_wins(package, opp, monkeypatch):
+    monkeypatch.setenv("ASCEND_CUSTOM_OPP_PATH", str(opp / "vendors/v1"))
+    assert search_roots(package) == [package]
+    assert find_op_package("AddCustomTemplate", SOC, package)[0] == package
+
+
+def test_custom_opp_path_in_order(opp, monkeypatch):
+    monkeypatch.setenv("ASCEND_CUSTOM_OPP_PATH", f"{opp}/vendors/empty::{opp}/vendors/v1:{opp}/vendors/v2")
+    root, roots = find_op_package("AddCustomTemplate", SOC)
+    assert root == opp / "vendors/v1"
+    assert roots[:3] == [opp / "vendors/empty", opp / "vendors/v1", opp / "vendors/v2"]
+
+
+def test_opp_path_vendors_by_load_priority_then_built_in(opp, monkeypatch):
+    monkeypatch.setenv("ASCEND_OPP_PATH", str(opp))
+    assert read_load_priority(opp / "vendors/config.ini") == ["v2", "v1"]
+    assert find_op_package("MulCustom", SOC)[0] == opp / "vendors/v2"
+    (opp / "vendors/config.ini").write_text("# comment\nload_priority = v1 , v2\n")
+    assert find_op_package("MulCustom", SOC)[0] == opp / "vendors/v1"  # re-read on every lookup
+    (opp / "vendors/config.ini").write_text("load_priority=empty\n")
+    assert find_op_package("MulCustom", SOC)[0] == opp / "built-in"
+    home = opp.parent / "home"
+    (home / "opp_latest").mkdir(parents=True)
+    shutil.copytree(opp / "built-in", home / "opp_latest/built-in", symlinks=True)
+    monkeypatch.setenv("ASCEND_HOME_PATH", str(home))
+    assert find_op_package("MulCustom", SOC)[0] == home / "opp_latest/built-in"
+
+
+def test_nothing_found_names_what_was_searched(ops, opp, monkeypatch):
+    spec = ops._OPS["AddCustomTemplate"].spec
+    op = OpRuntime(spec, None)
+    x = np.ones(4, np.float32)
+    with pytest.raises(AclnnError) as err:
+        executor.get_workspace_size(op, (x, x), (), (np.empty_like(x),))
+    assert "ASCEND_CUSTOM_OPP_PATH" in err.value.message
+    monkeypatch.setenv("ASCEND_CUSTOM_OPP_PATH", str(opp / "vendors/empty"))
+    with pytest.raises(AclnnError) as err:
+        executor.get_workspace_size(op, (x, x), (), (np.empty_like(x),))
+    assert str(opp / "vendors/empty") in err.value.message and "AddCustomTemplate" in err.value.message
+
+
+def test_package_is_resolved_per_lookup(ops, opp, monkeypatch):
+    """An op bound to no package follows the environment, changed after import, call by call
+    (its cache entries are keyed by the search environment)."""
+    op = OpRuntime(ops._OPS["AddCustomTemplate"].spec, None)
+    x = np.ones(4, np.float32)
+
+    def selected() -> Path:
+        z = np.empty_like(x)
+        size, ex = executor.get_workspace_size(op, (x, x), (), (z,))
+        executor.execute(None, size, ex)
+        np.testing.assert_array_equal(z, 2 * x)
+        return ex.plan.selection.package
+
+    monkeypatch.setenv("ASCEND_OPP_PATH", str(opp))
+    assert selected() == opp / "vendors/v2"
+    monkeypatch.setenv("ASCEND_CUSTOM_OPP_PATH", str(opp / "vendors/v1"))
+    assert selected() == opp / "vendors/v1"
+    monkeypatch.delenv("ASCEND_CUSTOM_OPP_PATH")
+    assert selected() == opp / "vendors/v2"
+    shutil.rmtree(opp / "vendors/v2")
+    (opp / "vendors/config.ini").write_text("load_priority=v2\n")
+    monkeypatch.setenv("ASCEND_OPP_PATH", str(opp))  # same value: the index is checked again anyway
+    executor.reset_cache_thread_local()
+    assert selected() == opp / "built-in"
+
+
+def test_index_is_reparsed_when_the_config_changes(package_copy):
+    index = binary_index(package_copy, SOC)
+    assert "AddCustomTemplate/d=0,p=1/custom_fp16" in index.by_key
+    assert binary_index(package_copy, SOC) is index  # parsed once
+    path = package_copy / CONFIG
+    data = json.loads(path.read_text())
+    del data["AddCustomTemplate"]
+    path.write_text(json.dumps(data))
+    stat = path.stat()
+    import os
+
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert "AddCustomTemplate/d=0,p=1/custom_fp16" not in binary_index(package_copy, SOC).by_key
+
+
+# ---- 100,000 binaries ---------------------------------------------------------------------------
+
+def _synthetic_package(root: Path, n: int) -> Path:
+    config = root / CONFIG
+    config.parent.mkdir(parents=True)
+    binaries = [{"coreType": 2, "simplifiedKey": [f"Synth/d=0,p=1/k{i}", f"Synth/d=1,p=1/k{i}"],
+                 "binPath": f"ascend910b/synth/Synth_{i}.so", "jsonPath": f"ascend910b/synth/Synth_{i}.json"}
+                for i in range(n)]
+    config.write_text(json.dumps({"Synth": {"dynamicRankSupport": True, "simplifiedKeyMode": 2, "params": {},
+                                            "binaryList": binaries}}))
+    return root
+
+
+def _lookup_ns(index, keys) -> float:
+    by_key = index.by_key
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter_ns()
+        for k in keys:
+            by_key[k]
+        best = min(best, (time.perf_counter_ns() - t0) / len(keys))
+    return best
+
+
+def test_index_of_100000_binaries_loads_and_looks_up_in_constant_time(tmp_path):
+    big = _synthetic_package(tmp_path / "big", 100_000)
+    small = _synthetic_package(tmp_path / "small", 100)
+    t0 = time.perf_counter()
+    index = binary_index(big, SOC)
+    load_s = time.perf_counter() - t0
+    assert len(index.by_key) == 200_000 and len(index.keys_by_op["Synth"]) == 200_000
+    assert load_s < 20  # generous: a few hundred ms on a laptop
+    entry = index.by_key["Synth/d=1,p=1/k99999"]
+    assert entry.name == "Synth_99999" and entry.bin_path == big / "op_impl/ai_core/tbe/kernel/ascend910b/synth/Synth_99999.so"
+    assert index.by_key["Synth/d=0,p=1/k0"].name == "Synth_0"
+    assert "Synth/d=0,p=1/k100000" not in index.by_key
+    # O(1): a lookup among 200,000 keys costs about what it costs among 200
+    rng = np.random.default_rng(0)
+    big_keys = [f"Synth/d=0,p=1/k{i}" for i in rng.integers(0, 100_000, 20_000)]
+    small_keys = [f"Synth/d=0,p=1/k{i}" for i in rng.integers(0, 100, 20_000)]
+    small_index = binary_index(small, SOC)
+    assert _lookup_ns(index, big_keys) < 10 * _lookup_ns(small_index, small_keys) + 500
+
+
+def test_selection_in_a_big_index_names_nearest_keys(tmp_path, ops):
+    """A miss in a big op reports the requested key and the nearest existing ones."""
+    from opbuild.runtime.selection import nearest_keys
+
+    keys = tuple(f"Synth/d=0,p=1/k{i}" for i in range(5000))
+    near = nearest_keys("Synth/d=0,p=1/k4999x", keys)
+    assert near[0] == "Synth/d=0,p=1/k4999"
