@@ -256,9 +256,10 @@ def _actions():
 # ---- graph ----------------------------------------------------------------------------------------
 
 def declare_build(env, specs: list[OpSpec], options: BuildOptions):
-    """Declare every target of the package; returns the list of top-level target nodes.
+    """Declare every target of the package; returns the list of target nodes.
 
-    Also fills `PROGRESS` (the step labels by target) and `STEPS`."""
+    Also sets up `PROGRESS` (the steps, and their labels by target)."""
+    from SCons.Builder import Builder
     from SCons.Scanner.C import CScanner
 
     _REGISTRY.specs = {s.op: s for s in specs}
@@ -278,13 +279,17 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions):
     declared: list[Step] = []
     compiled = {"compile"}
 
+    # One Builder per kind of step (env.Command would make a Builder per call).
+    builders = {kind: Builder(action=action, target_factory=env.fs.File, source_factory=env.fs.File,
+                              source_scanner=scanner if kind == "compile" else None)
+                for kind, action in actions.items()}
+
     def command(kind, targets, sources, label, scan_includes=None, **overrides):
         target_paths = [os.path.abspath(str(t)) for t in targets]
-        extra = {}
-        if scan_includes is not None:  # a compile step: scan its sources for #include dependencies
-            extra = {"source_scanner": scanner, "CPPPATH": scan_includes}
-        nodes = env.Command(target_paths, [s if not isinstance(s, Path) else str(s) for s in sources],
-                            actions[kind], OPBUILD_LABEL=label, **overrides, **extra)
+        if scan_includes is not None:  # a compile step: its sources are scanned for #includes here
+            overrides["CPPPATH"] = scan_includes
+        nodes = builders[kind](env, target_paths, [s if not isinstance(s, Path) else str(s) for s in sources],
+                               OPBUILD_LABEL=label, **overrides)
         if kind not in compiled:
             # Generated files: not worth caching; and precious, so SCons does not delete them
             # before the step runs: the step rewrites only files whose content changed, and
@@ -363,9 +368,4 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions):
             OPBUILD_TEXT=codegen.render_vendors_config([options.vendor]))
 
     PROGRESS.reset(declared)
-    STEPS[:] = declared
     return all_targets
-
-
-STEPS: list[Step] = []
-"""The steps of the last `declare_build` (for the build summary)."""

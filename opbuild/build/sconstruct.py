@@ -1,8 +1,16 @@
 """The body of the repository's SConstruct: options, spec loading, the graph, the summary.
 
-Runs inside SCons. Specs are loaded and checked (schema, semantics, simplified-key rules)
-before any target is declared, so a bad spec stops the build with `path:line:col` errors and
-nothing under `out/` is written.
+Runs inside SCons. In order:
+
+1. options (unknown ones are an error) and `-h`;
+2. the up-to-date manifest (opbuild/build/manifest.py): when nothing changed since the last
+   complete build, say so and stop, without loading specs or declaring the graph;
+3. the toolchain, then the specs (checked specs are cached in out/.opbuild/specs.pickle), OPS,
+   SOC and VENDOR; any problem stops the build with `path:line:col` errors before anything
+   under `out/` is written;
+4. the graph (scons_tool.declare_build), decided by content (Decider "content");
+5. at exit, one summary line (ops, binaries, steps run, seconds) and the failed steps, if any;
+   after a complete successful build, the manifest for the next run.
 """
 
 from __future__ import annotations
@@ -26,7 +34,6 @@ from SCons.Script import (  # type: ignore[import-not-found]
     Exit,
     GetOption,
     Help,
-    PathVariable,
     SetOption,
     Variables,
 )
@@ -50,6 +57,7 @@ Options (NAME=value on the command line):
   CC=cc          host C compiler (default: $CC or cc)
 Environment:
   OPBUILD_CACHE_DIR   shared SCons cache directory (CacheDir) for compiled files
+  OPBUILD_FULL_CHECK  1: always let SCons check every file (skip the up-to-date manifest)
 """
 
 
@@ -138,13 +146,10 @@ def main() -> None:
 def _record_manifest(path: Path, key: str, compiler: str | None, targets, root: Path, summary: dict,
                      started_ns: int) -> None:
     """After a complete build: the files of the graph, for the next run's up-to-date check."""
-    from SCons.Node import executed, up_to_date  # type: ignore[import-not-found]
     from SCons.Node.FS import File  # type: ignore[import-not-found]
 
     from opbuild.build import manifest
 
-    if any(t.get_state() not in (executed, up_to_date) for t in targets):
-        return  # interrupted, or a target was not reached
     derived = {t.get_abspath() for t in targets}
     files: set[str] = set(derived)
     seen: set[int] = set()
@@ -205,6 +210,7 @@ def _select_socs(specs, wanted: str):
 def _summary(specs, options, started: float, targets, record) -> None:
     """One line at the end of `scons ops`: ops, binaries, steps run, seconds; the failed steps.
     After a complete successful build, `record(summary)` writes the up-to-date manifest."""
+    from SCons.Node import executed, up_to_date  # type: ignore[import-not-found]
     from SCons.Script import GetBuildFailures  # type: ignore[import-not-found]
 
     from opbuild.build.scons_tool import PROGRESS
@@ -214,14 +220,16 @@ def _summary(specs, options, started: float, targets, record) -> None:
                    for s in specs)
     cached = f", {PROGRESS.cached} from cache" if PROGRESS.cached else ""
     failures = GetBuildFailures()
-    status = "FAILED" if failures else "ok"
+    # every target built or found up to date (not so after Ctrl-C, which may report no failure)
+    complete = all(t.get_state() in (executed, up_to_date) for t in targets)
+    status = "FAILED" if failures else "ok" if complete else "INCOMPLETE"
     line = (f"opbuild: {status}: {len(specs)} ops, {binaries} kernel binaries, "
             f"{PROGRESS.done}/{PROGRESS.total} steps run{cached}, {seconds:.1f} s\n")
     try:
         if not failures:
-            if record is not None:
+            if complete and record is not None:
                 record({"ops": len(specs), "binaries": binaries, "steps": PROGRESS.total})
-            sys.stdout.write(line)
+            (sys.stdout if complete else sys.stderr).write(line)
             sys.stdout.flush()
             return
         sys.stdout.flush()

@@ -150,7 +150,8 @@ def data_pointer(a: np.ndarray) -> int:
 # ---- plans and the parameter cache ----------------------------------------------------------------
 
 class Plan:
-    """Everything phase 2 needs, computed once per call signature (never mutated after build)."""
+    """Everything phase 2 needs, computed once per call signature (only the cache's `hot` flag
+    changes after the build)."""
 
     __slots__ = ("op", "selection", "kernel", "block_dim", "tiling_key", "workspace_size", "tiling_buffer", "empty",
                  "contiguous", "nargs", "ws_index", "tiling_addr", "fn", "sync", "hot")
@@ -208,14 +209,17 @@ def _store(key: tuple, plan: Plan) -> None:
     capacity = max(PARAM_CACHE_CAPACITY, 1)
     while len(plans) > capacity:
         for k in list(plans):
+            if k is key:  # the plan just stored stays
+                continue
             p = plans[k]
-            if p.hot and k is not key:
+            if p.hot:
                 p.hot = False
                 del plans[k]
                 plans[k] = p
             else:
                 del plans[k]
                 break
+        # no break: every other plan was hot; they are cold now and the next pass evicts one
 
 
 def _thread_args(n: int) -> Any:
@@ -231,6 +235,18 @@ def _thread_args(n: int) -> Any:
 
 # ---- argument handling ----------------------------------------------------------------------------
 
+_DTYPE_NAMES: dict[np.dtype, str] = {}
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    """ge_types.dtype_name, memoized (numpy's dtype.name is slow); ValueError for unsupported."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = dtype_name(dtype)
+        _DTYPE_NAMES[dtype] = name
+    return name
+
+
 def _tensor_arg(value: Any, what: str, optional: bool) -> tuple[np.ndarray | None, str]:
     if value is None and optional:
         return None, "ND"
@@ -241,7 +257,7 @@ def _tensor_arg(value: Any, what: str, optional: bool) -> tuple[np.ndarray | Non
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what} has non-native byte order ({array.dtype.str}); "
                                                   f"convert it with .astype('{array.dtype.newbyteorder('=').str}')")
     try:
-        dtype_name(array.dtype)
+        _dtype_name(array.dtype)
     except ValueError as exc:
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: {exc}") from None
     return array, fmt
@@ -370,7 +386,7 @@ def _instances(params, contiguous: bool) -> list[list[tuple]]:
         for a, f in instances:
             itemsize = a.itemsize
             strides = _contiguous_strides(a.shape) if contiguous else tuple(s // itemsize for s in a.strides)
-            group.append((dtype_name(a.dtype), f, tuple(a.shape), strides))
+            group.append((_dtype_name(a.dtype), f, tuple(a.shape), strides))
         out.append(group)
     return out
 
@@ -632,7 +648,11 @@ def _launch_now(plan: Plan, a: Any, executor: Executor) -> None:
     """Launch on the default stream; `a` is the argument array (ctypes array or packed bytes)."""
     launch = _Native.launch
     if launch is None:
-        _Native.bind()
+        try:
+            _Native.bind()
+        except (OSError, AttributeError, device.DeviceError) as exc:
+            raise AclnnError(ACLNN_ERR_RUNTIME_ERROR, f"{plan.op.name}: cannot launch kernel {plan.kernel.name}: "
+                                                      f"the device simulator is unusable: {exc}") from None
         launch = _Native.launch
     if plan.block_dim > 0x7FFFFFFF:  # does not fit the unprototyped C int: take the checked path
         args = list(packer(plan.nargs).unpack(bytes(a)))

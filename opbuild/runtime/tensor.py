@@ -89,7 +89,12 @@ class Tensor:
         return self.array.__dlpack_device__()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return self.array if dtype is None else self.array.astype(dtype)
+        """numpy's array protocol: a view unless a copy or another dtype is asked for."""
+        if dtype is not None and np.dtype(dtype) != self.array.dtype:
+            if copy is False:
+                raise ValueError(f"cannot view a {self.dtype} tensor as {np.dtype(dtype)} without a copy")
+            return self.array.astype(dtype)
+        return self.array.copy() if copy else self.array
 
     def __repr__(self) -> str:
         return f"Tensor(shape={self.shape}, dtype={self.dtype}, format={self.format}, strides={self.strides})"

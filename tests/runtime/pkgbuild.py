@@ -17,7 +17,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 VENDOR = Path("out/opp/vendors/customize")
-SAMPLE_OPS = ("add_custom_template", "add_n_custom", "leaky_relu_custom", "mul_custom", "reduce_sum_custom")
 
 
 def scons(project: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -35,10 +34,15 @@ def build_project(project: Path, *args: str) -> Path:
     return project / VENDOR
 
 
-def new_project(root: Path, ops: tuple[str, ...] = SAMPLE_OPS) -> Path:
-    """A project directory with the repository's SConstruct and (a copy of) the named sample ops."""
+def new_project(root: Path, ops: tuple[str, ...] | None = None) -> Path:
+    """A project directory with the repository's SConstruct and a copy of ops/ (only the named
+    op directories when `ops` is given)."""
     root.mkdir(parents=True, exist_ok=True)
     shutil.copy2(REPO / "SConstruct", root / "SConstruct")
+    if ops is None:
+        shutil.copytree(REPO / "ops", root / "ops", dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        return root
     (root / "ops").mkdir(exist_ok=True)
     for op in ops:
         shutil.copytree(REPO / "ops" / op, root / "ops" / op, dirs_exist_ok=True)
@@ -46,7 +50,7 @@ def new_project(root: Path, ops: tuple[str, ...] = SAMPLE_OPS) -> Path:
 
 
 def sample_package(base_temp: Path) -> Path:
-    """The sample ops built once under `base_temp` (a pytest session's base temp directory)."""
+    """ops/ (the sample ops) built once under `base_temp` (a pytest session's base temp directory)."""
     root = base_temp / "opbuild_runtime_samples"
     done = root / ".built"
     package = root / VENDOR

@@ -232,3 +232,16 @@ def test_eight_threads_thousand_mixed_calls_each(ops):
         t.join(120)
     assert not errors, errors[:3]
     assert counts == [1000] * 8
+
+
+def test_eviction_never_drops_the_plan_just_stored(ops, monkeypatch, tiling_calls):
+    monkeypatch.setattr(executor, "PARAM_CACHE_CAPACITY", 2)
+    a, b, c = (np.ones(n, np.float32) for n in (1, 2, 3))
+    ops.add_custom_template(a, a)
+    ops.add_custom_template(b, b)
+    ops.add_custom_template(a, a)
+    ops.add_custom_template(b, b)  # both hot
+    ops.add_custom_template(c, c)  # stored; one of a, b goes
+    assert executor.cache_size() == 2 and tiling_calls.calls == 3
+    ops.add_custom_template(c, c)
+    assert tiling_calls.calls == 3

@@ -124,9 +124,11 @@ def _check(got: np.ndarray, want: np.ndarray, case: Case) -> None:
         np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=case.rtol, atol=case.atol)
 
 
-def test_cases_cover_every_binary_of_the_package(package):
+def test_cases_cover_every_binary_of_the_sample_ops(package):
     index = binary_index(package, "ascend910b")
-    assert {e.name for e in index.by_key.values()} == {c.binary for c in CASES}
+    sample_ops = {c.op for c in CASES}
+    assert sample_ops <= set(index.keys_by_op)
+    assert {e.name for e in index.by_key.values() if e.op in sample_ops} == {c.binary for c in CASES}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.binary for c in CASES])

@@ -129,3 +129,12 @@ def test_default_stream_object_is_synchronous(ops):
     size, ex = ops.aclnnAddCustomTemplateGetWorkspaceSize(x, x, z)
     ops.aclnnAddCustomTemplate(None, size, ex, rt.default_stream)
     np.testing.assert_array_equal(z, 2)
+
+
+def test_tensor_array_protocol_copies_only_when_asked():
+    a = np.arange(4, dtype=np.float32)
+    t = rt.Tensor(a)
+    assert np.asarray(t) is a
+    c = np.array(t, copy=True)
+    assert not np.shares_memory(c, a) and np.array_equal(c, a)
+    assert np.asarray(t, dtype=np.float64).dtype == np.float64
