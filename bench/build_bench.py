@@ -12,6 +12,7 @@ Rows:
                      op config, its share of the package files) per op, in-process
   no-op (manifest)   `scons ops` when nothing changed: answered from out/.opbuild/uptodate.pickle
   no-op (SCons)      the same with OPBUILD_FULL_CHECK=1: SCons checks every node
+  one kernel edited  rebuild after one op's kernel.c changed (its binaries + JSONs), -j2
   clean -jN          `scons -jN ops` from an empty out/
 """
 
@@ -102,6 +103,16 @@ def noop_times(project: Path, runs: int, full: bool) -> list[float]:
     return [scons(project, env=env) for _ in range(runs)]
 
 
+def edit_time(project: Path, op_dir: Path, n: int) -> float:
+    """Rebuild after one op's kernel gained a function (its binaries and JSONs rebuild)."""
+    kernel = op_dir / "kernel.c"
+    with open(kernel, "a") as f:
+        f.write(f"\nint bench_edit_marker_{n}(void) {{ return {n}; }}\n")
+    st = kernel.stat()
+    os.utime(kernel, (st.st_atime, st.st_mtime + 2))
+    return scons(project)
+
+
 def clean_time(project: Path, jobs: int) -> float:
     for d in ("out",):
         shutil.rmtree(project / d, ignore_errors=True)
@@ -144,6 +155,8 @@ def main() -> None:
             times = noop_times(samples, args.runs, full)
             rows.append((f"no-op ({'SCons' if full else 'manifest'})", f"{len(sample_specs)} samples",
                          f"{statistics.median(times):.3f} s (min {min(times):.3f})"))
+        rows.append(("one kernel edited", f"{len(sample_specs)} samples",
+                     f"{edit_time(samples, samples / 'ops' / 'mul_custom', 1):.2f} s (4 binaries)"))
 
         _backdate(big)
         if args.big_clean:
@@ -154,6 +167,8 @@ def main() -> None:
             times = noop_times(big, args.runs, full)
             rows.append((f"no-op ({'SCons' if full else 'manifest'})", f"{len(big_specs)} generated",
                          f"{statistics.median(times):.3f} s (min {min(times):.3f})"))
+        rows.append(("one kernel edited", f"{len(big_specs)} generated",
+                     f"{edit_time(big, big_specs[len(big_specs) // 2].parent, 2):.2f} s (4 binaries)"))
 
     width = [max(len(r[i]) for r in rows) for i in range(3)]
     print(f"{'measure':<{width[0]}}  {'project':<{width[1]}}  time")

@@ -137,7 +137,7 @@ class Project:
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items()
-               if k not in ("OPBUILD_CACHE_DIR", "OPBUILD_FULL_CHECK", "SCONSFLAGS", "CC")}
+               if k not in ("OPBUILD_CACHE_DIR", "OPBUILD_FULL_CHECK", "SCONSFLAGS")}
         env["PYTHONPATH"] = str(self.code)
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env.update(extra or {})

@@ -76,10 +76,12 @@ def test_progress_lines_and_summary(clean_build):
 def test_second_run_changes_nothing(clean_build):
     p, _ = clean_build
     before = mtimes(p.out)
-    result = p.build()
-    assert result.steps == [], str(result)
-    assert "is up to date" in result.stdout
-    assert mtimes(p.out) == before
+    for env in ({"OPBUILD_FULL_CHECK": "1"}, None):  # SCons checks every node; then the manifest
+        result = p.build(env=env)
+        assert result.steps == [], str(result)
+        assert "is up to date" in result.stdout
+        assert result.stdout.strip().splitlines()[-1].startswith("opbuild: ok: 5 ops, 19 kernel binaries, 0/")
+        assert mtimes(p.out) == before
 
 
 def test_two_clean_builds_are_byte_identical(clean_build, project):
@@ -162,3 +164,15 @@ def test_vendor_option_names_the_vendor_directory(project):
     assert (p.out / "opp/vendors/config.ini").read_text().strip() == "load_priority=acme"
     assert (p.out / "opp/vendors/acme/op_impl/ai_core/tbe/kernel" / SOC / "add_custom_template"
             / "AddCustomTemplate_FP16.so").is_file()
+
+
+def test_out_outside_the_project_gets_real_binaries(project):
+    """OUT=../x: command lines then name outputs as ../x/...; the compile must still write the
+    binary (it once renamed an empty temporary file over it)."""
+    p = project()
+    p.build("OPS=MulCustom", "OUT=../elsewhere")
+    kdir = p.root.parent / "elsewhere/opp/vendors/customize/op_impl/ai_core/tbe/kernel" / SOC / "mul_custom"
+    for binary in SAMPLE_BINARIES["MulCustom"]:
+        data = (kdir / f"{binary}.so").read_bytes()
+        assert data[:4] == b"\x7fELF" and len(data) > 1000, binary
+    assert not p.out.exists()
