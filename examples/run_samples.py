@@ -1,6 +1,6 @@
 """Run every sample op of a built package through its generated Python aclnn wrappers.
 
-    scons ops && python examples/run_samples.py [out/opp/vendors/customize]
+    scons ops && python examples/run_samples.py [out/opp]
 
 Each op runs through the one-shot wrapper and the two-phase API, and is compared with numpy.
 Exits non-zero if any result is wrong.
@@ -22,8 +22,11 @@ def check(name: str, got: np.ndarray, want: np.ndarray, rtol: float = 0.0, atol:
     return ok
 
 
-def main(package: str) -> int:
-    ops = rt.import_ops(package)
+def main(opp: str) -> int:
+    # AddCustomTemplate, AddNCustom and MulCustom are custom ops (vendors/customize);
+    # ReduceSumCustom (math) and LeakyReluCustom (nn) are built-in ops; MulCustom is both.
+    ops = rt.import_ops(f"{opp}/vendors/customize")
+    builtin = rt.import_ops(f"{opp}/built-in")
     rng = np.random.default_rng(0)
     ok = True
 
@@ -48,9 +51,9 @@ def main(package: str) -> int:
     # LeakyReluCustom: python GenSimplifiedKey; slope 0 selects the ReLU binary; bf16.
     x = rng.standard_normal(1000).astype(ml_dtypes.bfloat16)
     want = np.where(x.astype(np.float32) >= 0, x.astype(np.float32), 0.2 * x.astype(np.float32))
-    ok &= check("LeakyReluCustom bf16 slope 0.2", ops.leaky_relu_custom(x, negative_slope=0.2), want, rtol=1e-2, atol=1e-2)
+    ok &= check("LeakyReluCustom bf16 slope 0.2", builtin.leaky_relu_custom(x, negative_slope=0.2), want, rtol=1e-2, atol=1e-2)
     xf = rng.standard_normal(1000).astype(np.float32)
-    ok &= check("LeakyReluCustom fp32 slope 0 (ReLU)", ops.leaky_relu_custom(xf, negative_slope=0.0), np.maximum(xf, 0))
+    ok &= check("LeakyReluCustom fp32 slope 0 (ReLU)", builtin.leaky_relu_custom(xf, negative_slope=0.0), np.maximum(xf, 0))
 
     # AddNCustom: a tensor list; C GenSimplifiedKey.
     xs = [rng.standard_normal((3, 7)).astype(np.float32) for _ in range(4)]
@@ -59,7 +62,7 @@ def main(package: str) -> int:
     # ReduceSumCustom: workspace partial sums; deterministic and not.
     x = rng.standard_normal((6, 50, 7)).astype(np.float32)
     for det in (False, True):
-        got = ops.reduce_sum_custom(x, axes=[0, 2], keep_dims=True, deterministic=det)
+        got = builtin.reduce_sum_custom(x, axes=[0, 2], keep_dims=True, deterministic=det)
         ok &= check(f"ReduceSumCustom axes [0,2] keep_dims d={int(det)}", got, x.sum(axis=(0, 2), keepdims=True), rtol=1e-5, atol=1e-5)
 
     print("all sample ops correct" if ok else "SOME RESULTS WRONG")
@@ -67,4 +70,4 @@ def main(package: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "out/opp/vendors/customize"))
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "out/opp"))

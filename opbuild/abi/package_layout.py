@@ -25,28 +25,54 @@ def host_arch() -> str:
     return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
 
 
-def kernel_dir(soc: str, op_snake: str) -> PurePosixPath:
-    return KERNEL_ROOT / soc / op_snake
+BUILTIN_DIR = "built-in"
+OPAPI_LIB = "libopapi.so"
+DOMAINS = ("math", "nn", "cv", "transformer", "oam", "ras")
+"""Built-in domain libraries, in op_fallback search order (libopapi_<domain>.so)."""
 
 
-def kernel_binary(soc: str, op_snake: str, binary: str, suffix: str) -> PurePosixPath:
-    return kernel_dir(soc, op_snake) / f"{binary}{suffix}"
+def subpackage_of(domain: str | None) -> str | None:
+    """The built-in sub-package directory of a domain (`ops_math`), None for a flat layout."""
+    return f"ops_{domain}" if domain else None
 
 
-def kernel_json(soc: str, op_snake: str, binary: str) -> PurePosixPath:
-    return kernel_dir(soc, op_snake) / f"{binary}.json"
+def domain_opapi_lib(domain: str) -> str:
+    return f"libopapi_{domain}.so"
 
 
-def kernel_config_dir(soc: str) -> PurePosixPath:
-    return KERNEL_ROOT / "config" / soc
+def insert_subpackage(relative: str, subpackage: str) -> str:
+    """`ascend910b/mul_custom/X.so` -> `ascend910b/ops_math/mul_custom/X.so`: a binPath of a
+    built-in sub-package config is relative to kernel/ with the sub-package left out."""
+    head, sep, rest = relative.partition("/")
+    return f"{head}/{subpackage}/{rest}" if sep else relative
 
 
-def binary_info_config(soc: str) -> PurePosixPath:
-    return kernel_config_dir(soc) / "binary_info_config.json"
+def kernel_dir(soc: str, op_snake: str, subpackage: str | None = None) -> PurePosixPath:
+    return KERNEL_ROOT / soc / subpackage / op_snake if subpackage else KERNEL_ROOT / soc / op_snake
 
 
-def op_kernel_config(soc: str, op_snake: str) -> PurePosixPath:
-    return kernel_config_dir(soc) / f"{op_snake}.json"
+def kernel_binary(soc: str, op_snake: str, binary: str, suffix: str, subpackage: str | None = None) -> PurePosixPath:
+    return kernel_dir(soc, op_snake, subpackage) / f"{binary}{suffix}"
+
+
+def kernel_json(soc: str, op_snake: str, binary: str, subpackage: str | None = None) -> PurePosixPath:
+    return kernel_dir(soc, op_snake, subpackage) / f"{binary}.json"
+
+
+def kernel_config_dir(soc: str, subpackage: str | None = None) -> PurePosixPath:
+    return KERNEL_ROOT / "config" / soc / subpackage if subpackage else KERNEL_ROOT / "config" / soc
+
+
+def binary_info_config(soc: str, subpackage: str | None = None) -> PurePosixPath:
+    return kernel_config_dir(soc, subpackage) / "binary_info_config.json"
+
+
+def op_kernel_config(soc: str, op_snake: str, subpackage: str | None = None) -> PurePosixPath:
+    return kernel_config_dir(soc, subpackage) / f"{op_snake}.json"
+
+
+def opapi_lib_dir() -> PurePosixPath:
+    return PurePosixPath("op_api/lib")
 
 
 def ops_info(soc: str) -> PurePosixPath:

@@ -164,11 +164,12 @@ def _kernel_descriptors(target, source, env):
     spec = _REGISTRY.specs[env["OPBUILD_OP"]]
     soc = env["OPBUILD_SOC"]
     options = _REGISTRY.options
-    root = options.out / "opp" / "vendors" / options.vendor
-    binaries = {b.name: root / layout.kernel_binary(soc, spec.snake, b.name, options.toolchain.binary_suffix) for b in spec.binaries}
-    jsons = {b.name: root / layout.kernel_json(soc, spec.snake, b.name) for b in spec.binaries}
+    root, sub = Path(env["OPBUILD_PKG_ROOT"]), env["OPBUILD_SUBPACKAGE"] or None
+    suffix = options.toolchain.binary_suffix
+    binaries = {b.name: root / layout.kernel_binary(soc, spec.snake, b.name, suffix, sub) for b in spec.binaries}
+    jsons = {b.name: root / layout.kernel_json(soc, spec.snake, b.name, sub) for b in spec.binaries}
     try:
-        steps.write_kernel_descriptors(spec, soc, options.toolchain, binaries, jsons, root / layout.op_kernel_config(soc, spec.snake))
+        steps.write_kernel_descriptors(spec, soc, options.toolchain, binaries, jsons, root / layout.op_kernel_config(soc, spec.snake, sub))
     except Exception as exc:  # noqa: BLE001
         return _fail(RuntimeError(f"error: op {spec.op}: kernel descriptors for {soc}: {exc}"), target)
     return 0
@@ -207,9 +208,8 @@ def _ops_info(target, source, env):
 def _python_api(target, source, env):
     from opbuild.codegen.python_api import keyrule_path, render_python_api
 
-    options = _REGISTRY.options
     specs = [_REGISTRY.specs[name] for name in env["OPBUILD_OPS"]]
-    python_dir = options.out / "opp" / "vendors" / options.vendor / layout.python_api_dir()
+    python_dir = Path(env["OPBUILD_PKG_ROOT"]) / layout.python_api_dir()
     try:
         steps.write_file(Path(str(target[0])), render_python_api(specs))
         for spec in specs:
@@ -219,6 +219,23 @@ def _python_api(target, source, env):
                 steps.write_file(python_dir / rel_path, module.read_text())
     except Exception as exc:  # noqa: BLE001
         return _fail(RuntimeError(f"error: generating the Python aclnn API: {exc}"), target)
+    return 0
+
+
+def _aclnn_sources(target, source, env):
+    from opbuild.codegen.aclnn_c import render_aclnn_header, render_aclnn_source
+
+    spec = _REGISTRY.specs[env["OPBUILD_OP"]]
+    try:
+        steps.write_file(Path(str(target[0])), render_aclnn_header(spec))
+        steps.write_file(Path(str(target[1])), render_aclnn_source(spec))
+    except Exception as exc:  # noqa: BLE001
+        return _fail(RuntimeError(f"error: op {spec.op}: generating the aclnn C API failed: {exc}"), target)
+    return 0
+
+
+def _copy_file(target, source, env):
+    steps.write_file(Path(str(target[0])), Path(str(source[0])).read_text())
     return 0
 
 
@@ -244,10 +261,12 @@ def _actions():
         "stamp": act(_generator_stamp),
         "gen_sources": act(_render_op_sources, "OPBUILD_OP"),
         "compile": act(_compile, "OPBUILD_CMD"),
-        "kernel_json": act(_kernel_descriptors, "OPBUILD_OP", "OPBUILD_SOC", "OPBUILD_TOOLCHAIN"),
+        "kernel_json": act(_kernel_descriptors, "OPBUILD_OP", "OPBUILD_SOC", "OPBUILD_TOOLCHAIN", "OPBUILD_SUBPACKAGE"),
         "binary_info": act(_binary_info_config, "OPBUILD_OPS", "OPBUILD_SOC", "OPBUILD_TOOLCHAIN"),
         "ops_info": act(_ops_info, "OPBUILD_OPS", "OPBUILD_SOC"),
-        "python_api": act(_python_api, "OPBUILD_OPS"),
+        "python_api": act(_python_api, "OPBUILD_OPS", "OPBUILD_PKG_ROOT"),
+        "aclnn_sources": act(_aclnn_sources, "OPBUILD_OP"),
+        "copy": act(_copy_file),
         "text": act(_text_file, "OPBUILD_TEXT"),
         "symlink": act(_symlink, "OPBUILD_LINK_TO"),
     }
@@ -303,67 +322,117 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions):
     stamp = command("stamp", [work / "generator.stamp"], [str(p) for p in codegen.GENERATOR_FILES],
                     "GEN generator.stamp")[0]
 
-    tiling_objects = []
-    socs_used: set[str] = set()
+    # ---- per op, shared by every package the op goes into -------------------------------------
+    op_sources: dict[str, tuple] = {}
     for spec in specs:
-        socs = [s for s in spec.socs if options.socs is None or s in options.socs]
-        socs_used.update(socs)
         gen_dir = work / "gen" / spec.snake
         header, shim = gen_dir / f"{spec.snake}_tiling.h", gen_dir / f"{spec.snake}_launch.c"
         header_node, shim_node = command("gen_sources", [header, shim], [spec.spec_path, stamp],
                                          f"GEN {spec.op} sources", OPBUILD_OP=spec.op)
         includes = [str(native_inc), rel(gen_dir)]
-
         obj = work / "obj" / f"{spec.snake}_tiling.o"
         tiling_src = spec.op_dir / spec.tiling.source
         cmd = tc.tiling_object_command(rel(tiling_src), rel(obj), includes)
-        nodes = command("compile", [obj], [tiling_src, header_node], f"CC tiling {spec.op}", OPBUILD_CMD=tuple(cmd),
-                        OPBUILD_WHAT=f"op {spec.op}: compiling tiling source {rel(tiling_src)}", scan_includes=includes)
-        tiling_objects.extend(nodes)
+        obj_nodes = command("compile", [obj], [tiling_src, header_node], f"CC tiling {spec.op}", OPBUILD_CMD=tuple(cmd),
+                            OPBUILD_WHAT=f"op {spec.op}: compiling tiling source {rel(tiling_src)}", scan_includes=includes)
+        aclnn_h, aclnn_c = gen_dir / f"aclnn_{spec.snake}.h", gen_dir / f"aclnn_{spec.snake}.c"
+        aclnn_nodes = command("aclnn_sources", [aclnn_h, aclnn_c], [spec.spec_path, stamp],
+                              f"GEN {spec.op} aclnn C API", OPBUILD_OP=spec.op)
+        op_sources[spec.op] = (header_node, shim_node, includes, obj_nodes, aclnn_nodes)
 
-        kernel_src = spec.op_dir / spec.kernel.source
-        for soc in socs:
-            bins = []
-            for binary in spec.binaries:
-                target = pkg / layout.kernel_binary(soc, spec.snake, binary.name, tc.binary_suffix)
-                cmd = tc.kernel_command([rel(kernel_src), rel(shim)], rel(target), codegen.binary_macros(spec, binary), includes)
-                nodes = command("compile", [target], [kernel_src, shim_node, header_node],
-                                f"CC kernel {binary.name} ({soc})", OPBUILD_CMD=tuple(cmd),
-                                OPBUILD_WHAT=f"op {spec.op}, binary {binary.name} ({soc}): compiling kernel {rel(kernel_src)}",
-                                scan_includes=includes)
-                bins.extend(nodes)
-            jsons = [pkg / layout.kernel_json(soc, spec.snake, b.name) for b in spec.binaries]
-            command("kernel_json", [*jsons, pkg / layout.op_kernel_config(soc, spec.snake)], [spec.spec_path, stamp, *bins],
-                    f"GEN {spec.op} kernel JSONs ({soc})", OPBUILD_OP=spec.op, OPBUILD_SOC=soc, OPBUILD_TOOLCHAIN=tc.name)
+    # ---- per package: custom vendor and built-in ---------------------------------------------
+    from opbuild.abi.native_libs import acl_library, opapi_command
 
-    tiling_lib = pkg / layout.tiling_lib()
-    cmd = tc.tiling_link_command([rel(str(o)) for o in tiling_objects], rel(tiling_lib))
-    lib_nodes = command("compile", [tiling_lib], tiling_objects, "LINK libcust_opmaster_rt2.0.so",
-                        OPBUILD_CMD=tuple(cmd), OPBUILD_WHAT="linking the tiling library")
-    link = pkg / layout.optiling_link()
-    command("symlink", [link], lib_nodes, "LINK liboptiling.so", OPBUILD_LINK_TO=os.path.relpath(tiling_lib, link.parent))
+    acl_lib = str(acl_library())
+    packages = [("custom", pkg, [s for s in specs if "custom" in s.packages]),
+                ("built-in", out / "opp" / layout.BUILTIN_DIR, [s for s in specs if "built-in" in s.packages])]
+    for kind, pkg_root, pkg_specs in packages:
+        if not pkg_specs:
+            continue
+        where = f"vendors/{options.vendor}" if kind == "custom" else layout.BUILTIN_DIR
+        sub_of = (lambda spec: None) if kind == "custom" else (lambda spec: layout.subpackage_of(spec.domain))
+        socs_used: set[str] = set()
+        for spec in pkg_specs:
+            header_node, shim_node, includes, _, _ = op_sources[spec.op]
+            kernel_src = spec.op_dir / spec.kernel.source
+            sub = sub_of(spec)
+            for soc in [s for s in spec.socs if options.socs is None or s in options.socs]:
+                socs_used.add(soc)
+                bins = []
+                for binary in spec.binaries:
+                    target = pkg_root / layout.kernel_binary(soc, spec.snake, binary.name, tc.binary_suffix, sub)
+                    cmd = tc.kernel_command([rel(kernel_src), rel(shim_node.abspath)], rel(target),
+                                            codegen.binary_macros(spec, binary), includes)
+                    nodes = command("compile", [target], [kernel_src, shim_node, header_node],
+                                    f"CC kernel {binary.name} ({soc}, {where})", OPBUILD_CMD=tuple(cmd),
+                                    OPBUILD_WHAT=f"op {spec.op}, binary {binary.name} ({soc}): compiling kernel {rel(kernel_src)}",
+                                    scan_includes=includes)
+                    bins.extend(nodes)
+                jsons = [pkg_root / layout.kernel_json(soc, spec.snake, b.name, sub) for b in spec.binaries]
+                command("kernel_json", [*jsons, pkg_root / layout.op_kernel_config(soc, spec.snake, sub)],
+                        [spec.spec_path, stamp, *bins], f"GEN {spec.op} kernel JSONs ({soc}, {where})",
+                        OPBUILD_OP=spec.op, OPBUILD_SOC=soc, OPBUILD_TOOLCHAIN=tc.name,
+                        OPBUILD_PKG_ROOT=str(pkg_root), OPBUILD_SUBPACKAGE=sub or "")
 
-    spec_files = [str(s.spec_path) for s in specs]
-    for soc in sorted(socs_used):
-        soc_specs = tuple(s.op for s in specs if soc in s.socs)
-        soc_files = [str(s.spec_path) for s in specs if soc in s.socs]
-        command("binary_info", [pkg / layout.binary_info_config(soc)], [*soc_files, stamp, *lib_nodes],
-                f"GEN binary_info_config.json ({soc})", OPBUILD_OPS=soc_specs, OPBUILD_SOC=soc, OPBUILD_TOOLCHAIN=tc.name)
-        command("ops_info", [pkg / layout.ops_info(soc)], [*soc_files, stamp], f"GEN aic-{soc}-ops-info.json",
-                OPBUILD_OPS=soc_specs, OPBUILD_SOC=soc)
+        tiling_objects = [o for spec in pkg_specs for o in op_sources[spec.op][3]]
+        tiling_lib = pkg_root / layout.tiling_lib()
+        cmd = tc.tiling_link_command([rel(str(o)) for o in tiling_objects], rel(tiling_lib))
+        lib_nodes = command("compile", [tiling_lib], tiling_objects, f"LINK libcust_opmaster_rt2.0.so ({where})",
+                            OPBUILD_CMD=tuple(cmd), OPBUILD_WHAT=f"linking the tiling library of {where}")
+        link = pkg_root / layout.optiling_link()
+        command("symlink", [link], lib_nodes, f"LINK liboptiling.so ({where})",
+                OPBUILD_LINK_TO=os.path.relpath(tiling_lib, link.parent))
 
-    from opbuild.codegen.python_api import PYTHON_MODULE, keyrule_path
+        for soc in sorted(socs_used):
+            soc_specs = [s for s in pkg_specs if soc in s.socs]
+            for sub in sorted({sub_of(s) or "" for s in soc_specs}):
+                group = tuple(s.op for s in soc_specs if (sub_of(s) or "") == sub)
+                files = [str(s.spec_path) for s in soc_specs if (sub_of(s) or "") == sub]
+                name = f"{sub}/binary_info_config.json" if sub else "binary_info_config.json"
+                command("binary_info", [pkg_root / layout.binary_info_config(soc, sub or None)], [*files, stamp, *lib_nodes],
+                        f"GEN {name} ({soc}, {where})", OPBUILD_OPS=group, OPBUILD_SOC=soc, OPBUILD_TOOLCHAIN=tc.name)
+            command("ops_info", [pkg_root / layout.ops_info(soc)], [*(str(s.spec_path) for s in soc_specs), stamp],
+                    f"GEN aic-{soc}-ops-info.json ({where})", OPBUILD_OPS=tuple(s.op for s in soc_specs), OPBUILD_SOC=soc)
 
-    python_dir = pkg / layout.python_api_dir()
-    py_targets = [python_dir / PYTHON_MODULE]
-    py_sources = [*spec_files, stamp]
-    for spec in specs:
-        if keyrule_path(spec) is not None:
-            py_targets.append(python_dir / keyrule_path(spec))
-            py_sources.append(str(spec.op_dir / f"{spec.key_rule.py_module}.py"))
-    command("python_api", py_targets, py_sources, "GEN op_api/python/aclnn_ops.py", OPBUILD_OPS=tuple(s.op for s in specs))
+        from opbuild.codegen.python_api import PYTHON_MODULE, keyrule_path
 
-    command("text", [pkg / layout.VERSION_INFO], [], "GEN version.info", OPBUILD_TEXT=codegen.render_version_info(tc.version()))
+        python_dir = pkg_root / layout.python_api_dir()
+        py_targets = [python_dir / PYTHON_MODULE]
+        py_sources = [*(str(s.spec_path) for s in pkg_specs), stamp]
+        for spec in pkg_specs:
+            if keyrule_path(spec) is not None:
+                py_targets.append(python_dir / keyrule_path(spec))
+                py_sources.append(str(spec.op_dir / f"{spec.key_rule.py_module}.py"))
+        command("python_api", py_targets, py_sources, f"GEN op_api/python/aclnn_ops.py ({where})",
+                OPBUILD_OPS=tuple(s.op for s in pkg_specs), OPBUILD_PKG_ROOT=str(pkg_root))
+
+        # aclnn C API: headers, and the libraries exporting aclnn<Op>GetWorkspaceSize / aclnn<Op>.
+        include_dir = pkg_root / "op_api" / "include"
+        for spec in pkg_specs:
+            command("copy", [include_dir / f"aclnn_{spec.snake}.h"], [op_sources[spec.op][4][0]],
+                    f"GEN op_api/include/aclnn_{spec.snake}.h ({where})")
+        if kind == "custom":
+            libraries = {layout.CUSTOM_OPAPI_LIB: pkg_specs}
+        else:
+            libraries = {layout.OPAPI_LIB: [s for s in pkg_specs if not s.domain]}
+            for domain in layout.DOMAINS:
+                members = [s for s in pkg_specs if s.domain == domain]
+                if members:
+                    libraries[layout.domain_opapi_lib(domain)] = members
+        for lib_name, members in libraries.items():
+            target = pkg_root / layout.opapi_lib_dir() / lib_name
+            sources = [op_sources[s.op][4][1] for s in members]
+            if not members:  # libopapi.so exists even with no domain-less op: it anchors ResetCacheThreadLocal
+                anchor = work / "gen" / "opapi_anchor.c"
+                sources = command("text", [anchor], [], "GEN opapi_anchor.c",
+                                  OPBUILD_TEXT="/* libopapi.so: built-in ops without a domain (none here). */\n"
+                                               "typedef int opbuild_opapi_anchor;\n")
+            cmd = opapi_command([rel(str(n)) for n in sources], rel(target), [rel(str(include_dir))], cc=tc.cc_command())
+            command("compile", [target], [*sources, acl_lib], f"LINK {lib_name} ({where})", OPBUILD_CMD=tuple(cmd),
+                    OPBUILD_WHAT=f"linking {lib_name} of {where}")
+
+        command("text", [pkg_root / layout.VERSION_INFO], [], f"GEN version.info ({where})",
+                OPBUILD_TEXT=codegen.render_version_info(tc.version()))
     command("text", [out / "opp" / "vendors" / "config.ini"], [], "GEN vendors/config.ini",
             OPBUILD_TEXT=codegen.render_vendors_config([options.vendor]))
 

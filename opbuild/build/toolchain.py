@@ -53,6 +53,10 @@ class Toolchain(ABC):
         """The command line that links every op's tiling object into the tiling library."""
 
     @abstractmethod
+    def cc_command(self) -> list[str]:
+        """The host C compiler (program and fixed arguments) for host-side code: the aclnn C API."""
+
+    @abstractmethod
     def identity(self) -> str:
         """A string naming the compiler and its version (version.info, cache keys)."""
 
@@ -96,6 +100,9 @@ class HostToolchain(Toolchain):
 
     def tiling_link_command(self, objects, output):
         return [*self.cc, "-shared", "-o", output, *objects]
+
+    def cc_command(self) -> list[str]:
+        return list(self.cc)
 
     def identity(self) -> str:
         if self._identity is None:

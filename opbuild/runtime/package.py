@@ -150,6 +150,9 @@ def _parse_config(package: Path, soc: str, config: Path) -> tuple[dict[str, Bina
     if not isinstance(data, dict):
         raise AclnnError(ACLNN_ERR_INNER, f"corrupt binary_info_config.json {config}: top level is not an object")
     kernel_root = package / layout.KERNEL_ROOT
+    # A built-in sub-package (config/<soc>/ops_<domain>/) keeps its kernels in
+    # kernel/<soc>/ops_<domain>/...; its binPaths omit that segment and the reader inserts it.
+    subpackage = config.parent.name if config.parent.name.startswith("ops_") else None
     by_key: dict[str, BinaryEntry] = {}
     keys_by_op: dict[str, tuple[str, ...]] = {}
     modes: dict[str, int] = {}
@@ -163,6 +166,8 @@ def _parse_config(package: Path, soc: str, config: Path) -> tuple[dict[str, Bina
                 bin_rel = _lexically_inside(item["binPath"], "binPath", config, package)
                 json_rel = item.get("jsonPath") or posixpath.splitext(bin_rel)[0] + ".json"
                 json_rel = _lexically_inside(json_rel, "jsonPath", config, package)
+                if subpackage:
+                    bin_rel, json_rel = (layout.insert_subpackage(r, subpackage) for r in (bin_rel, json_rel))
                 name = posixpath.splitext(posixpath.basename(bin_rel))[0]
                 entry = BinaryEntry(op, name, bin_rel, json_rel, int(item["coreType"]), keys, kernel_root)
                 for key in keys:
