@@ -168,6 +168,16 @@ def _stat_key(path: str) -> tuple[int, int] | None:
     return st.st_mtime_ns, st.st_size
 
 
+_CONFIG_INI: dict[str, str] = {}
+
+
+def _config_ini(opp: str) -> str:
+    path = _CONFIG_INI.get(opp)
+    if path is None:
+        path = _CONFIG_INI[opp] = os.path.join(opp, "vendors", "config.ini")
+    return path
+
+
 def _libraries(roots: Sequence[str | os.PathLike[str]]) -> tuple[str, ...]:
     libs: list[str] = []
     for root in roots:
@@ -210,7 +220,7 @@ def search_path(roots: Sequence[str | os.PathLike[str]] | None = None) -> tuple[
         return _libraries(roots)
     env = os.environ
     custom, opp, home = env.get("ASCEND_CUSTOM_OPP_PATH"), env.get("ASCEND_OPP_PATH"), env.get("ASCEND_HOME_PATH")
-    key = (custom, opp, home, _stat_key(os.path.join(opp, "vendors", "config.ini")) if opp else None,
+    key = (custom, opp, home, _stat_key(_config_ini(opp)) if opp else None,
            os.path.isdir(os.path.join(home, "opp_latest")) if home else None)
     cached = _ENV_PATH
     if cached is not None and cached[0] == key:
@@ -298,6 +308,7 @@ def clear_caches() -> None:
     global _ENV_PATH
     with _lock:
         _SYMBOLS.clear()
+        _RESOLVED.clear()
         _ENV_PATH = None
 
 
@@ -789,9 +800,16 @@ def _phase1(address: int, argtypes: list[Any]) -> Any:
     return _function(address, proto)
 
 
+_RESOLVED: dict[tuple[str, tuple[str, ...]], tuple[Any, int, Any]] = {}
+
+
 def _resolve(api: str, roots: Sequence[str | os.PathLike[str]] | None) -> tuple[Any, int, Any] | str:
     """(ResetCacheThreadLocal, GetWorkspaceSize address, phase-2 function), or why not."""
     paths = search_path(roots)
+    key = (api, paths)
+    hit = _RESOLVED.get(key)
+    if hit is not None:
+        return hit
     found = []
     missing = []
     for name in (RESET_CACHE, api + "GetWorkspaceSize", api):
@@ -801,7 +819,9 @@ def _resolve(api: str, roots: Sequence[str | os.PathLike[str]] | None) -> tuple[
             missing.append(exc.message)
     if missing:
         return "\n".join(missing)
-    return _function(found[0], _RESET_PROTO), found[1], _function(found[2], PHASE2_PROTO)
+    hit = (_function(found[0], _RESET_PROTO), found[1], _function(found[2], PHASE2_PROTO))
+    _RESOLVED[key] = hit
+    return hit
 
 
 def _prepare(ctx: Any, api: str, args: Sequence[Any], roots: Any):

@@ -28,12 +28,8 @@ KERNEL_ENTRY void add_n_custom(GM_ADDR x, GM_ADDR y, GM_ADDR workspace, GM_ADDR 
     if (n != td.num_inputs || n == 0)
         KERNEL_FAIL("%s: the list has %llu tensors, the tiling expects %u (at least 1)", OPBUILD_BINARY_NAME,
                     (unsigned long long)n, td.num_inputs);
-    if ((uint64_t)GetBlockNum() * td.block_length < td.total_length)
-        KERNEL_FAIL("%s: %u blocks of %llu elements cannot cover %llu elements", OPBUILD_BINARY_NAME, GetBlockNum(),
-                    (unsigned long long)td.block_length, (unsigned long long)td.total_length);
-    uint64_t begin = (uint64_t)GetBlockIdx() * td.block_length;
-    if (begin >= td.total_length) return;
-    uint64_t end = begin + td.block_length < td.total_length ? begin + td.block_length : td.total_length;
+    uint64_t begin, end;
+    if (opbuild_block_span(td.total_length, td.block_length, &begin, &end) <= 0) return;
     DTYPE_Y *yp = (DTYPE_Y *)y;
 
     for (uint64_t c = begin; c < end; c += CHUNK) {

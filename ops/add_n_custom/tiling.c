@@ -12,32 +12,8 @@
 #define MIN_ELEMS_PER_BLOCK 4096u
 #define BLOCK_ALIGN_ELEMS 64u
 
-static uint32_t split_elementwise(uint64_t total, uint32_t core_num, uint64_t *block_length) {
-    uint64_t blocks = (total + MIN_ELEMS_PER_BLOCK - 1) / MIN_ELEMS_PER_BLOCK;
-    if (blocks > core_num) blocks = core_num;
-    if (blocks == 0) blocks = 1;
-    uint64_t len = (total + blocks - 1) / blocks;
-    len = (len + BLOCK_ALIGN_ELEMS - 1) / BLOCK_ALIGN_ELEMS * BLOCK_ALIGN_ELEMS;
-    *block_length = len;
-    return len == 0 ? 1u : (uint32_t)((total + len - 1) / len);
-}
-
 static int supported_dtype(int32_t dt) {
     return dt == OPBUILD_DT_FLOAT16 || dt == OPBUILD_DT_FLOAT || dt == OPBUILD_DT_INT32;
-}
-
-static void shape_str(const OpbuildTensorDesc *d, char *buf, size_t len) {
-    size_t n = (size_t)snprintf(buf, len, "[");
-    for (uint32_t i = 0; i < d->dim_num && i < OPBUILD_MAX_DIMS && n < len; ++i)
-        n += (size_t)snprintf(buf + n, len - n, i ? ",%lld" : "%lld", (long long)d->dims[i]);
-    if (n < len) snprintf(buf + n, len - n, "]");
-}
-
-static int same_shape(const OpbuildTensorDesc *a, const OpbuildTensorDesc *b) {
-    if (a->dim_num != b->dim_num) return 0;
-    for (uint32_t i = 0; i < a->dim_num && i < OPBUILD_MAX_DIMS; ++i)
-        if (a->dims[i] != b->dims[i]) return 0;
-    return 1;
 }
 
 OPBUILD_API uint32_t add_n_custom_gen_simplified_key(TilingContext *ctx, char *key) {
@@ -74,17 +50,17 @@ OPBUILD_API uint32_t add_n_custom_tiling(TilingContext *ctx) {
         if (d->dtype != first->dtype)
             return tiling_fail(ctx, "AddNCustom: x[%u] has dtype %d but x[0] has %d; all must match", k, d->dtype,
                                first->dtype);
-        if (!same_shape(d, first)) {
-            shape_str(d, a, sizeof a);
-            shape_str(first, b, sizeof b);
+        if (!tiling_same_shape(d, first)) {
+            tiling_shape_str(d, a, sizeof a);
+            tiling_shape_str(first, b, sizeof b);
             return tiling_fail(ctx, "AddNCustom: x[%u] has shape %s but x[0] has %s; all must match", k, a, b);
         }
     }
     if (y->dtype != first->dtype)
         return tiling_fail(ctx, "AddNCustom: y dtype %d differs from x dtype %d", y->dtype, first->dtype);
-    if (!same_shape(y, first)) {
-        shape_str(y, a, sizeof a);
-        shape_str(first, b, sizeof b);
+    if (!tiling_same_shape(y, first)) {
+        tiling_shape_str(y, a, sizeof a);
+        tiling_shape_str(first, b, sizeof b);
         return tiling_fail(ctx, "AddNCustom: y has shape %s but x[0] has %s", a, b);
     }
     int64_t total = tiling_shape_size(first);
@@ -94,7 +70,8 @@ OPBUILD_API uint32_t add_n_custom_tiling(TilingContext *ctx) {
     if (!td) return OPBUILD_GRAPH_FAILED;
     td->total_length = (uint64_t)total;
     td->num_inputs = n;
-    tiling_set_block_dim(ctx, split_elementwise(td->total_length, tiling_core_num(ctx), &td->block_length));
+    tiling_set_block_dim(ctx, tiling_split_elementwise(td->total_length, tiling_core_num(ctx), MIN_ELEMS_PER_BLOCK,
+                                                       BLOCK_ALIGN_ELEMS, &td->block_length));
     tiling_set_tiling_key(ctx, 0);
     tiling_set_workspace_size(ctx, 0);
     return OPBUILD_GRAPH_SUCCESS;

@@ -23,12 +23,8 @@ static inline float to_float_f(float v) { return v; }
 KERNEL_ENTRY void leaky_relu_custom(GM_ADDR x, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling) {
     (void)workspace;
     GET_TILING_DATA(td, tiling);
-    if ((uint64_t)GetBlockNum() * td.block_length < td.total_length)
-        KERNEL_FAIL("%s: %u blocks of %llu elements cannot cover %llu elements", OPBUILD_BINARY_NAME, GetBlockNum(),
-                    (unsigned long long)td.block_length, (unsigned long long)td.total_length);
-    uint64_t begin = (uint64_t)GetBlockIdx() * td.block_length;
-    if (begin >= td.total_length) return;
-    uint64_t end = begin + td.block_length < td.total_length ? begin + td.block_length : td.total_length;
+    uint64_t begin, end;
+    if (opbuild_block_span(td.total_length, td.block_length, &begin, &end) <= 0) return;
     const DTYPE_X *xp = (const DTYPE_X *)x;
     DTYPE_Y *yp = (DTYPE_Y *)y;
 

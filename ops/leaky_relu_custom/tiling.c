@@ -11,16 +11,6 @@
 #define MIN_ELEMS_PER_BLOCK 4096u
 #define BLOCK_ALIGN_ELEMS 64u
 
-static uint32_t split_elementwise(uint64_t total, uint32_t core_num, uint64_t *block_length) {
-    uint64_t blocks = (total + MIN_ELEMS_PER_BLOCK - 1) / MIN_ELEMS_PER_BLOCK;
-    if (blocks > core_num) blocks = core_num;
-    if (blocks == 0) blocks = 1;
-    uint64_t len = (total + blocks - 1) / blocks;
-    len = (len + BLOCK_ALIGN_ELEMS - 1) / BLOCK_ALIGN_ELEMS * BLOCK_ALIGN_ELEMS;
-    *block_length = len;
-    return len == 0 ? 1u : (uint32_t)((total + len - 1) / len);
-}
-
 OPBUILD_API uint32_t leaky_relu_custom_tiling(TilingContext *ctx) {
     const OpbuildTensorDesc *x = tiling_input(ctx, LEAKY_RELU_CUSTOM_INPUT_X);
     const OpbuildTensorDesc *y = tiling_output(ctx, LEAKY_RELU_CUSTOM_OUTPUT_Y);
@@ -47,7 +37,8 @@ OPBUILD_API uint32_t leaky_relu_custom_tiling(TilingContext *ctx) {
     if (!td) return OPBUILD_GRAPH_FAILED;
     td->total_length = (uint64_t)tiling_shape_size(x);
     td->negative_slope = (float)slope;
-    tiling_set_block_dim(ctx, split_elementwise(td->total_length, tiling_core_num(ctx), &td->block_length));
+    tiling_set_block_dim(ctx, tiling_split_elementwise(td->total_length, tiling_core_num(ctx), MIN_ELEMS_PER_BLOCK,
+                                                       BLOCK_ALIGN_ELEMS, &td->block_length));
     tiling_set_tiling_key(ctx, slope == 0.0 ? 1u : 0u);
     tiling_set_workspace_size(ctx, 0);
     return OPBUILD_GRAPH_SUCCESS;

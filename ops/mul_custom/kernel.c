@@ -34,12 +34,8 @@ KERNEL_ENTRY void mul_custom(GM_ADDR x, GM_ADDR y, GM_ADDR z, GM_ADDR workspace,
     (void)workspace;
     GET_TILING_DATA(td, tiling);
     if (td.rank > MUL_MAX_DIMS) KERNEL_FAIL("%s: rank %u above 8", OPBUILD_BINARY_NAME, td.rank);
-    if ((uint64_t)GetBlockNum() * td.block_length < td.total_length)
-        KERNEL_FAIL("%s: %u blocks of %llu elements cannot cover %llu elements", OPBUILD_BINARY_NAME, GetBlockNum(),
-                    (unsigned long long)td.block_length, (unsigned long long)td.total_length);
-    uint64_t begin = (uint64_t)GetBlockIdx() * td.block_length;
-    if (begin >= td.total_length) return;
-    uint64_t end = begin + td.block_length < td.total_length ? begin + td.block_length : td.total_length;
+    uint64_t begin, end;
+    if (opbuild_block_span(td.total_length, td.block_length, &begin, &end) <= 0) return;
 
     /* Coalesce: drop size-1 dims, merge dim d into the inner dim when both inputs are contiguous across them. */
     int64_t dims[MUL_MAX_DIMS], xs[MUL_MAX_DIMS], ys[MUL_MAX_DIMS];

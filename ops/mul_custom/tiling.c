@@ -11,16 +11,6 @@
 #define MIN_ELEMS_PER_BLOCK 4096u
 #define BLOCK_ALIGN_ELEMS 64u
 
-static uint32_t split_elementwise(uint64_t total, uint32_t core_num, uint64_t *block_length) {
-    uint64_t blocks = (total + MIN_ELEMS_PER_BLOCK - 1) / MIN_ELEMS_PER_BLOCK;
-    if (blocks > core_num) blocks = core_num;
-    if (blocks == 0) blocks = 1;
-    uint64_t len = (total + blocks - 1) / blocks;
-    len = (len + BLOCK_ALIGN_ELEMS - 1) / BLOCK_ALIGN_ELEMS * BLOCK_ALIGN_ELEMS;
-    *block_length = len;
-    return len == 0 ? 1u : (uint32_t)((total + len - 1) / len);
-}
-
 static void dims_str(const int64_t *dims, uint32_t n, char *buf, size_t len) {
     size_t k = (size_t)snprintf(buf, len, "[");
     for (uint32_t i = 0; i < n && k < len; ++i) k += (size_t)snprintf(buf + k, len - k, i ? ",%lld" : "%lld", (long long)dims[i]);
@@ -105,7 +95,8 @@ OPBUILD_API uint32_t mul_custom_tiling(TilingContext *ctx) {
         total *= (uint64_t)zd[d];
     }
     td->total_length = total;
-    tiling_set_block_dim(ctx, split_elementwise(total, tiling_core_num(ctx), &td->block_length));
+    tiling_set_block_dim(ctx, tiling_split_elementwise(total, tiling_core_num(ctx), MIN_ELEMS_PER_BLOCK,
+                                                       BLOCK_ALIGN_ELEMS, &td->block_length));
     tiling_set_tiling_key(ctx, 0);
     tiling_set_workspace_size(ctx, 0);
     return OPBUILD_GRAPH_SUCCESS;

@@ -47,8 +47,31 @@ def test_custom_only_ops_and_reset_cache(env):
         assert os.path.samefile(_where(name), env.custom_lib)
     # ResetCacheThreadLocal: through libcust_opapi.so's dependency, the acl library
     assert os.path.samefile(_where("ResetCacheThreadLocal"), env.custom_lib)
-    # with the built-in package alone: libopapi.so has it
-    assert os.path.samefile(_where("ResetCacheThreadLocal", [env.builtin]), env.builtin_lib())
+
+
+def test_builtin_libopapi_has_reset_cache_thread_local(env):
+    """With the built-in package alone, libopapi.so must give ResetCacheThreadLocal (through its
+    acl library dependency), or op_fallback cannot run any built-in op."""
+    import numpy as np
+
+    lib = env.builtin_lib()
+    try:
+        where = _where("ResetCacheThreadLocal", [env.builtin])
+    except fb.OpApiNotFound as exc:
+        pytest.fail(f"{lib} does not reach ResetCacheThreadLocal: it was linked without the acl library as a "
+                    "dependency (with `-Wl,--as-needed`, the linker default on many distributions, the library is "
+                    "dropped unless the source references one of its symbols, e.g. "
+                    "`extern void ResetCacheThreadLocal(void); void *anchor(void) { return (void *)&ResetCacheThreadLocal; }`"
+                    f", or link with -Wl,--no-as-needed)\n{exc}")
+    assert os.path.samefile(where, lib)
+    ctx = fb.OpExecuteContext()
+    x = np.linspace(-1, 1, 10, dtype=np.float32)
+    y = np.zeros_like(x)
+    import ctypes
+
+    assert fb.syn_exec_aclnn(ctx, "aclnnLeakyReluCustom", x, ctypes.c_double(0.5), y, roots=[env.builtin]) == 0, \
+        ctx.last_error
+    np.testing.assert_allclose(y, np.where(x >= 0, x, 0.5 * x), rtol=1e-6)
 
 
 def test_unknown_op_names_all_eight_libraries(env):
@@ -142,8 +165,8 @@ def test_handles_are_opened_once_per_path(env):
 def test_symbol_cache_is_per_search_path(env, fakes):
     full = fakes.full / "op_api" / "lib" / "libcust_opapi.so"
     a = fb.find_op_api("ResetCacheThreadLocal", [fakes.full])
-    b = fb.find_op_api("ResetCacheThreadLocal", [env.builtin])
-    assert a[1] == str(full) and os.path.samefile(b[1], env.builtin_lib())
+    b = fb.find_op_api("ResetCacheThreadLocal", [env.custom])
+    assert a[1] == str(full) and os.path.samefile(b[1], env.custom_lib)
     assert a[0] == b[0]  # one acl library in the process
     with pytest.raises(fb.OpApiNotFound) as info:
         fb.find_op_api("ResetCacheThreadLocal", [fakes.no_acl])

@@ -86,6 +86,25 @@ static inline void opbuild_block_range(uint64_t n, uint64_t *begin, uint64_t *en
     *end = *begin + per + (idx < rem ? 1 : 0);
 }
 
+#ifndef OPBUILD_BINARY_NAME
+#define OPBUILD_BINARY_NAME "kernel"
+#endif
+
+/* This block's [begin, end) of `total` elements split in blocks of `block_length` (the split of
+ * tiling_split_elementwise). Returns 1 if the block has work, 0 if not, and -1 after recording a
+ * failure when the launch's blocks cannot cover `total` (a tiling/launch mismatch). */
+static inline int opbuild_block_span(uint64_t total, uint64_t block_length, uint64_t *begin, uint64_t *end) {
+    if ((uint64_t)GetBlockNum() * block_length < total) {
+        opbuild_kernel_fail("%s: %u blocks of %llu elements cannot cover %llu elements", OPBUILD_BINARY_NAME,
+                            GetBlockNum(), (unsigned long long)block_length, (unsigned long long)total);
+        return -1;
+    }
+    *begin = (uint64_t)GetBlockIdx() * block_length;
+    if (*begin >= total) return 0;
+    *end = *begin + block_length < total ? *begin + block_length : total;
+    return 1;
+}
+
 /* Signature of the launch shim every kernel binary exports as `opbuild_kernel_launch`: runs block
  * `block_idx` of `block_num` (sync/sync_ctx: the barrier behind SyncAll; for a launch without
  * intercore_sync the simulator passes a checker that makes a SyncAll call fail the block, so a

@@ -138,6 +138,35 @@ static inline uint32_t tiling_dtype_size(int32_t dtype) {
     }
 }
 
+static inline int tiling_same_shape(const OpbuildTensorDesc *a, const OpbuildTensorDesc *b) {
+    if (a->dim_num != b->dim_num) return 0;
+    for (uint32_t i = 0; i < a->dim_num; ++i)
+        if (a->dims[i] != b->dims[i]) return 0;
+    return 1;
+}
+
+/* "[2,3,4]": a shape for error messages. */
+static inline void tiling_shape_str(const OpbuildTensorDesc *d, char *buf, size_t len) {
+    size_t n = (size_t)snprintf(buf, len, "[");
+    for (uint32_t i = 0; i < d->dim_num && i < OPBUILD_MAX_DIMS && n < len; ++i)
+        n += (size_t)snprintf(buf + n, len - n, i ? ",%lld" : "%lld", (long long)d->dims[i]);
+    if (n < len) snprintf(buf + n, len - n, "]");
+}
+
+/* The usual elementwise split: at most `core_num` blocks of at least `min_per_block` elements,
+ * each block a multiple of `align` elements (so blocks start aligned). Sets *block_length and
+ * returns the block dim (>= 1; blocks past the end are never launched). */
+static inline uint32_t tiling_split_elementwise(uint64_t total, uint32_t core_num, uint64_t min_per_block,
+                                                uint64_t align, uint64_t *block_length) {
+    uint64_t blocks = (total + min_per_block - 1) / min_per_block;
+    if (blocks > core_num) blocks = core_num;
+    if (blocks == 0) blocks = 1;
+    uint64_t len = (total + blocks - 1) / blocks;
+    len = (len + align - 1) / align * align;
+    *block_length = len;
+    return len == 0 ? 1u : (uint32_t)((total + len - 1) / len);
+}
+
 /* ---- attributes -------------------------------------------------------------------------- */
 
 static inline const OpbuildAttrValue *tiling_attr(const TilingContext *ctx, uint32_t index) {
