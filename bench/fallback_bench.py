@@ -3,10 +3,8 @@ the dlsym'd function pointers, on a 1-element fp32 AddCustomTemplate, in one run
 
     python bench/fallback_bench.py [--opp out/opp] [--quick]
 
-The op API libraries come from `--opp` (an OPP tree with vendors/config.ini whose custom package
-has op_api/lib/libcust_opapi.so). Without one (or when the tree has no libcust_opapi.so yet),
-the sample ops are built in a temporary directory with `scons ops` and the generated aclnn
-wrappers compiled into libcust_opapi.so there.
+The op API libraries come from `--opp` (an OPP tree built by `scons ops`, e.g. out/opp); without
+it the sample ops are built in a temporary directory with `scons ops`.
 
 Rows (nothing is asserted):
   syn_exec_aclnn                      the sync macro: search, ResetCacheThreadLocal, 3 aclTensors
@@ -48,30 +46,12 @@ def per_call(fn, number: int, repeat: int) -> float:
 
 
 def build_opp(tmp: Path) -> Path:
-    """The sample ops built into <tmp>/out/opp; libcust_opapi.so compiled here if the build has none."""
-    from opbuild.abi.native_libs import opapi_command
-    from opbuild.codegen.aclnn_c import header_name, render_aclnn_header, render_aclnn_source, source_name
-    from opbuild.spec import load_specs
-
+    """The sample ops built into <tmp>/out/opp by `scons ops`."""
     shutil.copy(REPO / "SConstruct", tmp / "SConstruct")
     shutil.copytree(REPO / "ops", tmp / "ops")
     subprocess.run([sys.executable, "-m", "SCons", "-C", str(tmp), "-Q", "ops", "-j2"], check=True,
                    stdout=subprocess.DEVNULL)
-    opp = tmp / "out" / "opp"
-    root = opp / "vendors" / "customize"
-    lib = root / "op_api" / "lib" / "libcust_opapi.so"
-    if not lib.exists():
-        include, gen = root / "op_api" / "include", tmp / "gen"
-        for d in (include, lib.parent, gen):
-            d.mkdir(parents=True, exist_ok=True)
-        sources = []
-        for spec in load_specs([str(tmp / "ops")]):
-            if "custom" in spec.packages:
-                (include / header_name(spec)).write_text(render_aclnn_header(spec))
-                (gen / source_name(spec)).write_text(render_aclnn_source(spec))
-                sources.append(gen / source_name(spec))
-        subprocess.run(opapi_command(sources, lib, [include]), check=True)
-    return opp
+    return tmp / "out" / "opp"
 
 
 def run(opp: Path, number: int, repeat: int) -> None:

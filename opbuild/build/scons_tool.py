@@ -425,8 +425,11 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions):
             if not members:  # libopapi.so exists even with no domain-less op: it anchors ResetCacheThreadLocal
                 anchor = work / "gen" / "opapi_anchor.c"
                 sources = command("text", [anchor], [], "GEN opapi_anchor.c",
-                                  OPBUILD_TEXT="/* libopapi.so: built-in ops without a domain (none here). */\n"
-                                               "typedef int opbuild_opapi_anchor;\n")
+                                  OPBUILD_TEXT="/* libopapi.so: built-in ops without a domain (none here). It still\n"
+                                               " * exports ResetCacheThreadLocal through its dependency on the acl\n"
+                                               " * library: reference it so the linker keeps that dependency. */\n"
+                                               "extern void ResetCacheThreadLocal(void);\n"
+                                               "void (*opbuild_opapi_anchor(void))(void) { return ResetCacheThreadLocal; }\n")
             cmd = opapi_command([rel(str(n)) for n in sources], rel(target), [rel(str(include_dir))], cc=tc.cc_command())
             command("compile", [target], [*sources, acl_lib], f"LINK {lib_name} ({where})", OPBUILD_CMD=tuple(cmd),
                     OPBUILD_WHAT=f"linking {lib_name} of {where}")

@@ -33,6 +33,7 @@ import ctypes
 import logging
 import os
 import threading
+from pathlib import Path
 from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -141,7 +142,8 @@ class OpApiNotFound(AclnnError):
         self.name = name
         self.searched = tuple(searched)
         if searched:
-            lines = "\n".join(f"  {i}. {s.path}: {_STATE_TEXT.get(s.state, s.state)}" for i, s in enumerate(searched, 1))
+            lines = "\n".join(f"  {i}. {s.path}: {_STATE_TEXT.get(s.state, s.state)}"
+                              for i, s in enumerate(searched, 1))
             text = f"op API symbol {name} not found in any of {len(searched)} libraries (search order):\n{lines}"
         else:
             text = (f"op API symbol {name} not found: no library to search (ASCEND_CUSTOM_OPP_PATH and "
@@ -192,7 +194,6 @@ def _libraries(roots: Sequence[str | os.PathLike[str]]) -> tuple[str, ...]:
 
 def _env_roots() -> list[str]:
     from opbuild.runtime.package import read_load_priority
-    from pathlib import Path
 
     roots = [p for p in os.environ.get("ASCEND_CUSTOM_OPP_PATH", "").split(":") if p]
     opp = os.environ.get("ASCEND_OPP_PATH")
@@ -532,7 +533,8 @@ class OpExecuteContext:
         GRAPH_SUCCESS, or GRAPH_FAILED (logged) when nothing is stored or a step fails."""
         params = self._params
         if params is None or params.released:
-            return _fail(self, "launch", "no OpApiParams to launch (asyn_exec_aclnn did not succeed, or it ran already)")
+            return _fail(self, "launch",
+                         "no OpApiParams to launch (asyn_exec_aclnn did not succeed, or it ran already)")
         self._params = None
         size = self._workspace_sizes[0] if self._workspace_sizes else 0
         workspace = None
@@ -629,8 +631,6 @@ def _scalar(acl: _Acl, value: Any, dt: int, ctype: Any, what: str) -> int:
 
 
 _TENSOR_TYPES = (np.ndarray, Tensor)
-
-
 _SCALAR_ACL = {name: ACL_DTYPE[acl] for name, acl in {
     "float32": "ACL_FLOAT", "float16": "ACL_FLOAT16", "float64": "ACL_DOUBLE", "bfloat16": "ACL_BF16",
     "int8": "ACL_INT8", "int16": "ACL_INT16", "int32": "ACL_INT32", "int64": "ACL_INT64", "uint8": "ACL_UINT8",
@@ -644,7 +644,10 @@ is for tensors only)."""
 def _raw_box(raw: bytes) -> Any:
     """A numpy scalar's bytes, padded to the 16 bytes an aclScalar may read."""
     return ctypes.create_string_buffer(raw, 16)
+
+
 ACL_FLOAT = ACL_DTYPE["ACL_FLOAT"]
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 class _Converted:
@@ -691,6 +694,8 @@ def _convert(acl: _Acl, arg: Any, conv: _Converted, i: int) -> None:
         argtypes.append(ctypes.c_bool)
         values.append(arg)
     elif kind is int:
+        if not _INT64_MIN <= arg <= _INT64_MAX:  # ctypes would truncate silently
+            raise ConversionError(f"argument {i}: {arg} does not fit int64_t")
         argtypes.append(ctypes.c_int64)
         values.append(arg)
     elif kind is float:  # ConvertScalarType: a float becomes an ACL_FLOAT aclScalar
@@ -839,7 +844,11 @@ def _prepare(ctx: Any, api: str, args: Sequence[Any], roots: Any):
         return _fail(ctx, api, str(exc))
     ws = ctypes.c_uint64(0)
     ex = _VP(None)
-    status = _phase1(gws, conv.argtypes)(*conv.values, ctypes.byref(ws), ctypes.byref(ex))
+    try:
+        status = _phase1(gws, conv.argtypes)(*conv.values, ctypes.byref(ws), ctypes.byref(ex))
+    except ctypes.ArgumentError as exc:
+        _release(conv.owned)
+        return _fail(ctx, api, f"cannot pass the arguments to {api}GetWorkspaceSize: {exc}")
     if status != 0:
         _release(conv.owned)
         if ex.value:
@@ -884,10 +893,13 @@ def asyn_exec_aclnn(ctx: Any, api: str, *args: Any, roots: Sequence[str | os.Pat
     """CANN_OPS_OPB_ASYN_EXEC_ACLNN(ctx, api, args...): phase 1 now; the converted objects, the
     executor and the phase-2 function go to ctx.set_op_api_params(OpApiParams) and the workspace
     size to ctx.set_workspace_sizes([size]). GRAPH_SUCCESS means phase 1 succeeded; phase 2 runs
-    at ctx.launch(). Arguments, `roots` and failures as syn_exec_aclnn (on a failure nothing is
-    left in the context: the converted objects are released at once)."""
+    at ctx.launch(). Arguments, `roots` and failures as syn_exec_aclnn. After a failure the
+    context holds no OpApiParams (a previous un-launched one is released, as replacing it would)
+    and this call's converted objects are already released."""
     prepared = _prepare(ctx, api, args, roots)
     if type(prepared) is int:
+        ctx.set_op_api_params(None)
+        ctx.set_workspace_sizes([])
         return prepared
     conv, size, executor, run = prepared
     ctx.set_op_api_params(OpApiParams(api, conv.owned, executor, run, conv.keepalive))

@@ -1,13 +1,10 @@
 """Fixtures of the op_fallback tests.
 
 `opp`: the sample ops built ONCE per session with `scons -C <tmp copy> ops -j2` (SConstruct +
-ops/ copied to a temporary directory). The op API libraries are taken from that build when it
-makes them (custom `vendors/customize/op_api/lib/libcust_opapi.so`, built-in
-`built-in/op_api/lib/libopapi{,_<domain>}.so`); whichever is missing is made here the way the
-build does: generated aclnn wrappers (opbuild.codegen.aclnn_c) compiled with
-opbuild.abi.native_libs.opapi_command, custom ops into libcust_opapi.so, built-in ops into the
-library of their domain (libopapi.so for none, always made), the built-in package's other files
-copied from the custom package.
+ops/ copied to a temporary directory): the custom package `vendors/customize` with
+op_api/lib/libcust_opapi.so (AddCustomTemplate, AddNCustom, MulCustom) and the built-in package
+`built-in` with op_api/lib/libopapi.so (no op: ResetCacheThreadLocal), libopapi_math.so
+(MulCustom, ReduceSumCustom) and libopapi_nn.so (LeakyReluCustom).
 
 `fakes`: fake op API libraries (fake_opapi.c) in their own package roots, for failure points.
 """
@@ -33,7 +30,6 @@ class Opp:
     opp: Path          # <tmp>/out/opp (ASCEND_OPP_PATH)
     custom: Path       # opp/vendors/customize
     builtin: Path      # opp/built-in
-    made_here: tuple[str, ...]  # libraries this fixture had to build (empty once `scons ops` makes them)
 
     @property
     def custom_lib(self) -> Path:
@@ -83,60 +79,17 @@ def _require_acl() -> None:
 
 @pytest.fixture(scope="session")
 def opp(tmp_path_factory: pytest.TempPathFactory) -> Opp:
-    from opbuild.abi.native_libs import opapi_command
-    from opbuild.codegen.aclnn_c import header_name, render_aclnn_header, render_aclnn_source, source_name
-    from opbuild.spec import load_specs
-
     _require_acl()
     tmp = tmp_path_factory.mktemp("fallback")
     shutil.copy(REPO / "SConstruct", tmp / "SConstruct")
     shutil.copytree(REPO / "ops", tmp / "ops")
     _run([sys.executable, "-m", "SCons", "-C", str(tmp), "-Q", "ops", "-j2"])
     opp_dir = tmp / "out" / "opp"
-    custom = opp_dir / "vendors" / "customize"
-    builtin = opp_dir / "built-in"
-    specs = load_specs([str(tmp / "ops")])
-    gen = tmp / "fallback_gen"
-    gen.mkdir()
-    cmds: list[list[str]] = []
-    made: list[str] = []
-
-    def library(lib: Path, package: Path, group: list) -> None:
-        include = package / "op_api" / "include"
-        include.mkdir(parents=True, exist_ok=True)
-        lib.parent.mkdir(parents=True, exist_ok=True)
-        src_dir = gen / lib.stem
-        src_dir.mkdir()
-        sources = []
-        for spec in group:
-            (include / header_name(spec)).write_text(render_aclnn_header(spec))
-            (src_dir / source_name(spec)).write_text(render_aclnn_source(spec))
-            sources.append(src_dir / source_name(spec))
-        if not sources:  # libopapi.so with no op of its own: ResetCacheThreadLocal through the acl library
-            (src_dir / "empty.c").write_text("/* no op without a domain */\n"
-                                             "extern void ResetCacheThreadLocal(void);\n"
-                                             "void *opbuild_opapi_anchor(void) { return (void *)&ResetCacheThreadLocal; }\n")
-            sources.append(src_dir / "empty.c")
-        cmds.append([*opapi_command(sources, lib, [include]), "-Werror"])
-        made.append(str(lib))
-
-    custom_lib = custom / "op_api" / "lib" / "libcust_opapi.so"
-    if not custom_lib.exists():
-        library(custom_lib, custom, [s for s in specs if "custom" in s.packages])
-    builtin_lib_dir = builtin / "op_api" / "lib"
-    if not (builtin_lib_dir / "libopapi.so").exists():
-        if not builtin.exists():  # the package's kernels, tiling and Python module: the custom package's
-            api_dir = str(custom / "op_api")
-            shutil.copytree(custom, builtin, ignore=lambda d, names: [n for n in names if d == api_dir
-                                                                       and n in ("lib", "include")])
-        by_domain: dict[str | None, list] = {None: []}
-        for spec in specs:
-            if "built-in" in spec.packages:
-                by_domain.setdefault(spec.domain, []).append(spec)
-        for domain, group in by_domain.items():
-            library(builtin_lib_dir / (f"libopapi_{domain}.so" if domain else "libopapi.so"), builtin, group)
-    _run_all(cmds)
-    return Opp(opp_dir, custom, builtin, tuple(made))
+    found = Opp(opp_dir, opp_dir / "vendors" / "customize", opp_dir / "built-in")
+    expected = [found.custom_lib, found.builtin_lib(), found.builtin_lib("math"), found.builtin_lib("nn")]
+    missing = [str(p) for p in expected if not p.is_file()]
+    assert not missing, f"`scons ops` did not make the op API libraries {missing}"
+    return found
 
 
 @pytest.fixture(scope="session")

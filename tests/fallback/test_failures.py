@@ -191,6 +191,27 @@ def test_conversion_failure_releases_what_was_made(fakes, live, fake, run, bad, 
     _check_clean(ctx, before, blocks, live)
 
 
+def test_int_beyond_int64(fakes, live):
+    ctx, before = fb.OpExecuteContext(), live()
+    args = list(_echo_args())
+    args[2] = 1 << 70
+    assert fb.syn_exec_aclnn(ctx, "aclnnFakeEcho", *args, roots=[fakes.full]) == fb.GRAPH_FAILED
+    assert "does not fit int64_t" in ctx.last_error
+    assert live() == before
+
+
+def test_failed_async_call_drops_pending_params(env, live):
+    before = live()
+    ctx = fb.OpExecuteContext()
+    x = np.ones(8, np.float32)
+    z = np.zeros(8, np.float32)
+    assert fb.asyn_exec_aclnn(ctx, "aclnnAddCustomTemplate", x, x, z) == 0
+    assert fb.asyn_exec_aclnn(ctx, "aclnnAddCustomTemplate", x, x, np.zeros(8, np.int64)) == fb.GRAPH_FAILED
+    assert ctx.get_op_api_params() is None and ctx.get_workspace_sizes() == []
+    assert ctx.launch() == fb.GRAPH_FAILED  # the earlier call is not launched by mistake
+    assert (z == 0).all() and live() == before
+
+
 def test_unconvertible_byte_stride(fakes, live):
     ctx, before = fb.OpExecuteContext(), live()
     rec = np.zeros(4, dtype=[("a", np.float32), ("b", np.int16)])

@@ -61,8 +61,9 @@ def test_builtin_libopapi_has_reset_cache_thread_local(env):
         pytest.fail(f"{lib} does not reach ResetCacheThreadLocal: it was linked without the acl library as a "
                     "dependency (with `-Wl,--as-needed`, the linker default on many distributions, the library is "
                     "dropped unless the source references one of its symbols, e.g. "
-                    "`extern void ResetCacheThreadLocal(void); void *anchor(void) { return (void *)&ResetCacheThreadLocal; }`"
-                    f", or link with -Wl,--no-as-needed)\n{exc}")
+                    "`extern void ResetCacheThreadLocal(void); "
+                    "void *anchor(void) { return (void *)&ResetCacheThreadLocal; }`, "
+                    f"or link with -Wl,--no-as-needed)\n{exc}")
     assert os.path.samefile(where, lib)
     ctx = fb.OpExecuteContext()
     x = np.linspace(-1, 1, 10, dtype=np.float32)

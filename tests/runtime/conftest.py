@@ -1,9 +1,13 @@
 """Fixtures of the runtime tests.
 
-`package`: the five sample ops built once per session in a temporary project (pkgbuild.py);
-`ops`: its generated Python aclnn module. `package_copy`: a private copy of the built package to
-corrupt. `probe_package`: a small op made with `opbuild new` whose tiling misbehaves on request
-(see PROBE_MODES), built once per session in its own temporary project.
+The five sample ops are built once per session in a temporary project (pkgbuild.py) into two
+packages: `sample_opp` is the OPP root (out/opp), `package` the custom vendor package
+(vendors/customize: AddCustomTemplate, AddNCustom, MulCustom) and `builtin_package` the built-in
+one (MulCustom, ReduceSumCustom, LeakyReluCustom). `ops` and `builtin_ops` are their generated
+Python aclnn modules; `ops_for(op)` / `package_for(op)` give the module / package of the package
+holding an op (the custom one when both do). `package_copy` / `builtin_copy`: a private copy of
+a built package to corrupt. `probe_package`: a small op made with `opbuild new` whose tiling
+misbehaves on request (see PROBE_MODES), built once per session in its own temporary project.
 """
 
 from __future__ import annotations
@@ -42,25 +46,71 @@ _PROBE_TILING_MODES = """    tiling_set_workspace_size(ctx, 0);
 
 
 @pytest.fixture(scope="session")
-def package(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The built sample package (out/opp/vendors/customize of a temporary project)."""
+def sample_opp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The OPP root (out/opp of a temporary project) of the built sample ops."""
     try:
-        return pkgbuild.sample_package(tmp_path_factory.getbasetemp())
+        return pkgbuild.sample_opp(tmp_path_factory.getbasetemp())
     except RuntimeError as exc:
         pytest.fail(str(exc))
 
 
 @pytest.fixture(scope="session")
+def package(sample_opp: Path) -> Path:
+    """The custom vendor package of the sample build (out/opp/vendors/customize)."""
+    return sample_opp / pkgbuild.PACKAGE_DIRS[pkgbuild.CUSTOM]
+
+
+@pytest.fixture(scope="session")
+def builtin_package(sample_opp: Path) -> Path:
+    """The built-in package of the sample build (out/opp/built-in)."""
+    return sample_opp / pkgbuild.PACKAGE_DIRS[pkgbuild.BUILTIN]
+
+
+@pytest.fixture(scope="session")
 def ops(package: Path):
-    """The generated Python aclnn module of the sample package."""
+    """The generated Python aclnn module of the custom sample package."""
     return rt.import_ops(package)
+
+
+@pytest.fixture(scope="session")
+def builtin_ops(builtin_package: Path):
+    """The generated Python aclnn module of the built-in sample package."""
+    return rt.import_ops(builtin_package)
+
+
+@pytest.fixture(scope="session")
+def package_for(package: Path, builtin_package: Path):
+    """package_for(op, kind=None): the package holding a sample op (the custom one when both do),
+    or the package of the given kind (pkgbuild.CUSTOM / pkgbuild.BUILTIN)."""
+    roots = {pkgbuild.CUSTOM: package, pkgbuild.BUILTIN: builtin_package}
+
+    def get(op: str, kind: str | None = None) -> Path:
+        kinds = pkgbuild.SAMPLE_OP_PACKAGES[op]
+        assert kind is None or kind in kinds, f"{op} is not in the {kind} package"
+        return roots[kind or kinds[0]]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def ops_for(package_for):
+    """ops_for(op, kind=None): the generated Python aclnn module of package_for(op, kind)."""
+    return lambda op, kind=None: rt.import_ops(package_for(op, kind))
 
 
 @pytest.fixture
 def package_copy(package: Path, tmp_path: Path) -> Path:
-    """A private copy of the built sample package (to corrupt), at tmp_path/customize."""
+    """A private copy of the built custom sample package (to corrupt), at tmp_path/customize."""
     dst = tmp_path / "customize"
     shutil.copytree(package, dst, symlinks=True)
+    return dst
+
+
+@pytest.fixture
+def builtin_copy(builtin_package: Path, tmp_path: Path) -> Path:
+    """A private copy of the built built-in sample package (to corrupt), at tmp_path/built-in."""
+    dst = tmp_path / "built-in"
+    shutil.copytree(builtin_package, dst, symlinks=True)
     return dst
 
 

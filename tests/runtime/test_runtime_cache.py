@@ -62,7 +62,9 @@ def test_hit_runs_neither_table_key_nor_tiling(ops, monkeypatch, tiling_calls):
     assert (keys.calls, tiling_calls.calls) == (4, 4)
 
 
-def test_hit_runs_neither_python_callback_nor_tiling(package_copy, tiling_calls):
+def test_hit_runs_neither_python_callback_nor_tiling(builtin_copy, tiling_calls):
+    """LeakyReluCustom (a built-in op) with a counting copy of its Python key rule."""
+    package_copy = builtin_copy
     rule = package_copy / "op_api/python/keyrules/leaky_relu_custom/key_rule.py"
     rule.write_text(
         "CALLS = []\n"
@@ -173,7 +175,8 @@ def test_cache_is_bounded_and_keeps_recently_used_plans(ops, monkeypatch, tiling
     assert tiling_calls.calls == 5 and executor.cache_size() == 3
 
 
-def test_eight_threads_thousand_mixed_calls_each(ops):
+def test_eight_threads_thousand_mixed_calls_each(ops, builtin_ops):
+    """Custom and built-in ops mixed on every thread."""
     import ml_dtypes
 
     errors: list[BaseException] = []
@@ -203,7 +206,7 @@ def test_eight_threads_thousand_mixed_calls_each(ops):
                     slope = rng.choice((0.0, 0.25))
                     x = nrng.standard_normal(n).astype(ml_dtypes.bfloat16)
                     want = np.where(x.astype(np.float32) >= 0, x.astype(np.float32), np.float32(slope) * x.astype(np.float32))
-                    np.testing.assert_array_equal(ops.leaky_relu_custom(x, negative_slope=slope),
+                    np.testing.assert_array_equal(builtin_ops.leaky_relu_custom(x, negative_slope=slope),
                                                   want.astype(ml_dtypes.bfloat16))
                 elif kind == 4:
                     xs = [nrng.standard_normal(n, dtype=np.float32) for _ in range(rng.randrange(1, 4))]
@@ -214,9 +217,9 @@ def test_eight_threads_thousand_mixed_calls_each(ops):
                 elif kind == 5:
                     x = nrng.standard_normal((n, 3), dtype=np.float32)
                     y = np.empty(3, np.float32)
-                    size, ex = ops.aclnnReduceSumCustomGetWorkspaceSize(x, [0], False, y, deterministic=True)
+                    size, ex = builtin_ops.aclnnReduceSumCustomGetWorkspaceSize(x, [0], False, y, deterministic=True)
                     ws = np.empty(size, np.uint8) if size else None
-                    ops.aclnnReduceSumCustom(ws, size, ex)
+                    builtin_ops.aclnnReduceSumCustom(ws, size, ex)
                     np.testing.assert_allclose(y, x.astype(np.float64).sum(axis=0), rtol=1e-4, atol=1e-4)
                 else:
                     x = nrng.standard_normal((n, 2), dtype=np.float32)

@@ -18,8 +18,10 @@ from opbuild.runtime import (
 )
 
 CONFIG = Path("op_impl/ai_core/tbe/kernel/config/ascend910b/binary_info_config.json")
-KEY_RULE = Path("op_api/python/keyrules/leaky_relu_custom/key_rule.py")
+MATH_CONFIG = Path("op_impl/ai_core/tbe/kernel/config/ascend910b/ops_math/binary_info_config.json")
+KEY_RULE = Path("op_api/python/keyrules/leaky_relu_custom/key_rule.py")  # LeakyReluCustom: built-in
 ADD_FP32 = Path("op_impl/ai_core/tbe/kernel/ascend910b/add_custom_template/AddCustomTemplate_FP32")
+SUM_FP32 = Path("op_impl/ai_core/tbe/kernel/ascend910b/ops_math/reduce_sum_custom/ReduceSumCustom_FP32")
 
 
 def _raises(status: int, fn, *args, **kwargs) -> str:
@@ -44,20 +46,20 @@ def _add32(ops):
 
 # ---- GenSimplifiedKey callbacks -----------------------------------------------------------------
 
-def test_missing_callback_function(package_copy):
-    ops, x = _leaky_with_rule(package_copy, "def something_else(ctx):\n    return 'leaky_fp32'\n")
+def test_missing_callback_function(builtin_copy):
+    ops, x = _leaky_with_rule(builtin_copy, "def something_else(ctx):\n    return 'leaky_fp32'\n")
     msg = _raises(ACLNN_ERR_INNER, ops.leaky_relu_custom, x)
     assert "gen_simplified_key" in msg and "key_rule.py" in msg and "LeakyReluCustom" in msg
 
 
-def test_callback_module_that_does_not_import(package_copy):
-    ops, x = _leaky_with_rule(package_copy, "import no_such_module_here\n")
+def test_callback_module_that_does_not_import(builtin_copy):
+    ops, x = _leaky_with_rule(builtin_copy, "import no_such_module_here\n")
     msg = _raises(ACLNN_ERR_INNER, ops.leaky_relu_custom, x)
     assert "no_such_module_here" in msg and "key_rule.py" in msg
 
 
-def test_failing_callback(package_copy):
-    ops, x = _leaky_with_rule(package_copy, "def gen_simplified_key(ctx):\n    raise RuntimeError('boom')\n")
+def test_failing_callback(builtin_copy):
+    ops, x = _leaky_with_rule(builtin_copy, "def gen_simplified_key(ctx):\n    raise RuntimeError('boom')\n")
     msg = _raises(ACLNN_ERR_INNER, ops.leaky_relu_custom, x)
     assert "RuntimeError: boom" in msg and "float32" in msg  # what raised, and the call it raised for
 
@@ -69,19 +71,19 @@ def test_failing_callback(package_copy):
     ("'leaky_fp32\\n'", ["whitespace"]),
     ("42", ["string", "int"]),
 ])
-def test_invalid_fragments(package_copy, fragment, words):
-    ops, x = _leaky_with_rule(package_copy, f"def gen_simplified_key(ctx):\n    return {fragment}\n")
+def test_invalid_fragments(builtin_copy, fragment, words):
+    ops, x = _leaky_with_rule(builtin_copy, f"def gen_simplified_key(ctx):\n    return {fragment}\n")
     msg = _raises(ACLNN_ERR_INNER, ops.leaky_relu_custom, x)
     assert "invalid fragment" in msg
     for w in words:
         assert w in msg
 
 
-def test_key_not_in_binary_info_config(package_copy):
-    ops, x = _leaky_with_rule(package_copy, "def gen_simplified_key(ctx):\n    return 'leaky_fp64'\n")
+def test_key_not_in_binary_info_config(builtin_copy):
+    ops, x = _leaky_with_rule(builtin_copy, "def gen_simplified_key(ctx):\n    return 'leaky_fp64'\n")
     msg = _raises(ACLNN_ERR_PARAM_INVALID, ops.leaky_relu_custom, x)
     assert "no binary for key LeakyReluCustom/d=0,p=1/leaky_fp64" in msg
-    assert str(package_copy.resolve()) in msg and "binary_info_config.json" in msg
+    assert str(builtin_copy.resolve()) in msg and "binary_info_config.json" in msg
     nearest = msg.split("nearest existing keys of LeakyReluCustom:")[1].split()
     assert nearest[0].startswith("LeakyReluCustom/d=0,p=1/leaky_")
     assert all(k.startswith("LeakyReluCustom/") for k in nearest)
@@ -188,6 +190,27 @@ def test_kernel_descriptor_with_too_small_tiling_buffer(package_copy):
     assert "tiling data of 16 bytes exceeds the buffer of 4 bytes" in msg
 
 
+def test_missing_binary_file_of_a_builtin_sub_package(builtin_copy):
+    """The reader inserts ops_math into the config's binPath: the message names the real path."""
+    builtin_copy.joinpath(f"{SUM_FP32}.so").unlink()
+    ops = rt.import_ops(builtin_copy)
+    x = np.ones((2, 3), np.float32)
+    msg = _raises(ACLNN_ERR_INNER, ops.aclnnReduceSumCustomGetWorkspaceSize, x, [0], False, np.empty(3, np.float32))
+    assert "ReduceSumCustom_FP32" in msg and "missing" in msg and "ops_math/reduce_sum_custom/ReduceSumCustom_FP32.so" in msg
+
+
+@pytest.mark.parametrize("bin_path", ["../../x.so", "/etc/passwd", "ascend910b/../../../../../x.so"])
+def test_bin_path_escaping_a_builtin_sub_package(builtin_copy, bin_path):
+    path = builtin_copy / MATH_CONFIG
+    data = json.loads(path.read_text())
+    data["ReduceSumCustom"]["binaryList"][1]["binPath"] = bin_path
+    path.write_text(json.dumps(data))
+    ops = rt.import_ops(builtin_copy)
+    x = np.ones((2, 3), np.float32)
+    msg = _raises(ACLNN_ERR_INNER, ops.aclnnReduceSumCustomGetWorkspaceSize, x, [0], False, np.empty(3, np.float32))
+    assert "points outside the package" in msg and repr(bin_path) in msg and "ops_math" in msg
+
+
 def test_missing_tiling_library(package_copy):
     for lib in package_copy.rglob("libcust_opmaster_rt2.0.so"):
         lib.unlink()
@@ -277,7 +300,8 @@ def test_workspace_checks(probe):
     probe.aclnnProbeCustom(np.zeros(size + 10, np.uint8), size + 10, ex)  # larger is fine; arrays work
 
 
-def test_reduce_sum_workspace_too_small(ops):
+def test_reduce_sum_workspace_too_small(builtin_ops):
+    ops = builtin_ops
     x = np.ones((64, 4096), np.float32)
     y = np.empty(4096, np.float32)
     size, ex = ops.aclnnReduceSumCustomGetWorkspaceSize(x, [0], False, y)
@@ -329,17 +353,18 @@ def test_null_pointers(ops):
     assert "executor is a null pointer" in msg
 
 
-def test_bad_arguments(ops):
+def test_bad_arguments(ops, builtin_ops):
     x = np.ones(5, np.float32)
     msg = _raises(ACLNN_ERR_PARAM_INVALID, ops.aclnnAddCustomTemplateGetWorkspaceSize, x, [1.0] * 5, np.empty_like(x))
     assert "input 'y' must be a Tensor or a numpy array, not list" in msg
-    msg = _raises(ACLNN_ERR_PARAM_INVALID, ops.aclnnLeakyReluCustomGetWorkspaceSize, x, "0.1", np.empty_like(x))
+    msg = _raises(ACLNN_ERR_PARAM_INVALID, builtin_ops.aclnnLeakyReluCustomGetWorkspaceSize, x, "0.1", np.empty_like(x))
     assert "attribute 'negative_slope' must be float" in msg
-    msg = _raises(ACLNN_ERR_PARAM_INVALID, ops.aclnnLeakyReluCustomGetWorkspaceSize, x, True, np.empty_like(x))
+    msg = _raises(ACLNN_ERR_PARAM_INVALID, builtin_ops.aclnnLeakyReluCustomGetWorkspaceSize, x, True, np.empty_like(x))
     assert "must be float, got True" in msg
-    msg = _raises(ACLNN_ERR_PARAM_INVALID, ops.aclnnReduceSumCustomGetWorkspaceSize, x, [0.5], False, np.empty(()))
+    msg = _raises(ACLNN_ERR_PARAM_INVALID, builtin_ops.aclnnReduceSumCustomGetWorkspaceSize, x, [0.5], False,
+                  np.empty(()))
     assert "attribute 'axes' must be list_int" in msg
-    msg = _raises(ACLNN_ERR_PARAM_INVALID, ops.reduce_sum_custom, x, axes=[3])
+    msg = _raises(ACLNN_ERR_PARAM_INVALID, builtin_ops.reduce_sum_custom, x, axes=[3])
     assert "axis 3 is out of range" in msg
     msg = _raises(ACLNN_ERR_PARAM_INVALID, ops.aclnnAddNCustomGetWorkspaceSize, [], np.empty_like(x))
     assert "non-empty list" in msg

@@ -53,7 +53,8 @@ def test_d_and_p_process_wide(ops):
     assert ex.simplified_key == "AddCustomTemplate/d=0,p=0/custom_fp32"
 
 
-def test_deterministic_selects_the_deterministic_reduce_binary(ops):
+def test_deterministic_selects_the_deterministic_reduce_binary(builtin_ops):
+    ops = builtin_ops
     x = np.ones((4, 4), np.float32)
     y = np.empty((4,), np.float32)
     _, ex = ops.aclnnReduceSumCustomGetWorkspaceSize(x, [0], False, y, deterministic=True)
@@ -83,7 +84,8 @@ def test_high_precision_has_no_binary(ops, package):
     assert nearest[0].endswith("/custom_fp32")
 
 
-def test_python_callback_picks_the_relu_binary_by_attribute(ops):
+def test_python_callback_picks_the_relu_binary_by_attribute(builtin_ops):
+    ops = builtin_ops
     x = np.linspace(-1, 1, 11, dtype=np.float32)
     for slope, key, binary in [(0.0, "relu_fp32", "LeakyReluCustom_Relu_FP32"),
                                (0.5, "leaky_fp32", "LeakyReluCustom_FP32")]:

@@ -1,5 +1,6 @@
-"""Every kernel binary of every sample op, end to end through the generated Python wrappers,
-compared with numpy: two-phase (the binary the key selects is checked) and one-shot."""
+"""Every kernel binary of every sample op, in every package holding it (MulCustom is in both the
+custom and the built-in package), end to end through the generated Python wrappers, compared
+with numpy: two-phase (the binary the key selects is checked) and one-shot."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any, Callable
 
 import ml_dtypes
 import numpy as np
+import pkgbuild
 import pytest
 from rtutil import run_two_phase
 
@@ -124,15 +126,24 @@ def _check(got: np.ndarray, want: np.ndarray, case: Case) -> None:
         np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=case.rtol, atol=case.atol)
 
 
-def test_cases_cover_every_binary_of_the_sample_ops(package):
-    index = binary_index(package, "ascend910b")
-    sample_ops = {c.op for c in CASES}
-    assert sample_ops <= set(index.keys_by_op)
-    assert {e.name for e in index.by_key.values() if e.op in sample_ops} == {c.binary for c in CASES}
+PACKAGED_CASES = [pytest.param(kind, case, id=case.binary if kind == pkgbuild.package_of(case.op)
+                               else f"{case.binary}@{kind}")
+                  for case in CASES for kind in pkgbuild.SAMPLE_OP_PACKAGES[case.op]]
+"""Every case in every package holding its op (the id names the package when it is not the
+op's preferred one)."""
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.binary for c in CASES])
-def test_binary_two_phase(ops, case: Case):
+@pytest.mark.parametrize("kind", [pkgbuild.CUSTOM, pkgbuild.BUILTIN])
+def test_cases_cover_every_binary_of_the_sample_ops(package_for, kind):
+    ops_here = set(pkgbuild.ops_in(kind))
+    index = binary_index(package_for(next(iter(ops_here)), kind), "ascend910b")
+    assert set(index.keys_by_op) == ops_here  # each package has its ops, and only those
+    assert {e.name for e in index.by_key.values()} == {c.binary for c in CASES if c.op in ops_here}
+
+
+@pytest.mark.parametrize("kind, case", PACKAGED_CASES)
+def test_binary_two_phase(ops_for, package_for, kind, case: Case):
+    ops = ops_for(case.op, kind)
     rng = np.random.default_rng(sum(map(ord, case.binary)))
     inputs = case.inputs(rng)
     want = case.reference(*inputs)
@@ -141,11 +152,18 @@ def test_binary_two_phase(ops, case: Case):
     ex = run_two_phase(ops, case.op, *inputs, *case.attrs, out, **d)
     assert ex.binary_name == case.binary
     assert ex.simplified_key.startswith(f"{case.op}/d=")
+    # the binary ran from the package the module belongs to: a built-in op's from its ops_<domain>
+    root = package_for(case.op, kind)
+    sub = f"ops_{pkgbuild.SAMPLE_OP_DOMAINS[case.op]}/" if kind == pkgbuild.BUILTIN else ""
+    assert ex.plan.selection.package.resolve() == root.resolve()
+    want = root / f"op_impl/ai_core/tbe/kernel/ascend910b/{sub}{case.snake}/{case.binary}.so"
+    assert ex.plan.selection.entry.bin_path.resolve() == want.resolve()
     _check(out, want, case)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.binary for c in CASES])
-def test_binary_one_shot(ops, case: Case):
+@pytest.mark.parametrize("kind, case", PACKAGED_CASES)
+def test_binary_one_shot(ops_for, kind, case: Case):
+    ops = ops_for(case.op, kind)
     rng = np.random.default_rng(1 + sum(map(ord, case.binary)))
     inputs = case.inputs(rng)
     d = {} if case.deterministic is None else {"deterministic": case.deterministic}
@@ -201,7 +219,8 @@ def _det_bytes(ops) -> str:
     return b"".join(o.tobytes() for o in outs).hex()
 
 
-def test_reduce_sum_deterministic_is_bit_identical_across_runs_and_threads(ops, package, sim_threads):
+def test_reduce_sum_deterministic_is_bit_identical_across_runs_and_threads(builtin_ops, builtin_package, sim_threads):
+    ops = builtin_ops
     results = set()
     for n in (1, 2, 3, 8):
         sim_threads(n)
@@ -215,7 +234,7 @@ def test_reduce_sum_deterministic_is_bit_identical_across_runs_and_threads(ops, 
     env = dict(os.environ)
     for n in ("1", "5"):
         env["OPBUILD_SIM_THREADS"] = n
-        out = subprocess.run([sys.executable, "-c", _DET_SCRIPT, str(package)], env=env, capture_output=True,
+        out = subprocess.run([sys.executable, "-c", _DET_SCRIPT, str(builtin_package)], env=env, capture_output=True,
                              text=True, timeout=120)
         assert out.returncode == 0, out.stderr
         threads, digest = out.stdout.split()
@@ -224,7 +243,8 @@ def test_reduce_sum_deterministic_is_bit_identical_across_runs_and_threads(ops, 
     assert len(results) == 1
 
 
-def test_reduce_sum_nondeterministic_binary_is_close(ops):
+def test_reduce_sum_nondeterministic_binary_is_close(builtin_ops):
+    ops = builtin_ops
     x = np.random.default_rng(0).standard_normal((4096, 64), dtype=np.float32)
     got = ops.reduce_sum_custom(x, axes=[0], deterministic=False)
     np.testing.assert_allclose(got, x.astype(np.float64).sum(axis=0), rtol=1e-4, atol=1e-3)
