@@ -8,7 +8,10 @@ aclrt* on the simulator, and the bridge from generated aclnn wrappers to the Pyt
 is linked against libpython (it embeds an interpreter in programs that have none) and dlopens the
 simulator by path at first use (the same file device.py loads, so a process has one simulator).
 
-setuptools builds both as Extensions so that `pip install -e .` puts them next to the sources and
+`opbuild.runtime._fastpath` is a CPython extension (numpy's C headers): the cache-hit path of the
+per-op two-phase wrappers (opbuild/runtime/executor.py works without it).
+
+setuptools builds them as Extensions so that `pip install -e .` puts them next to the sources and
 `pip install .` into the wheel.
 """
 
@@ -110,4 +113,24 @@ acl = Extension(
     language="c",
 )
 
-setup(ext_modules=[sim, acl], cmdclass={"build_ext": build_shared_lib, "build_py": build_py_with_data})
+
+
+def _numpy_include() -> list[str]:
+    try:
+        import numpy
+    except ImportError:  # pragma: no cover - numpy is a build requirement
+        return []
+    return [numpy.get_include()]
+
+
+FASTPATH_NAME = "opbuild.runtime._fastpath"
+fastpath = Extension(
+    FASTPATH_NAME,
+    sources=[f"{NATIVE}/src/fastpath.c"],
+    include_dirs=_numpy_include(),
+    extra_compile_args=["-std=gnu11", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-missing-field-initializers",
+                        "-Wno-unused-parameter", "-Wno-cast-function-type"],
+    language="c",
+)
+
+setup(ext_modules=[sim, acl, fastpath], cmdclass={"build_ext": build_shared_lib, "build_py": build_py_with_data})

@@ -4,7 +4,7 @@
 
 Prints, side by side in one run (nothing is asserted; goals in brackets):
   1. host overhead of a 1-element fp32 add on the default stream: the cache-hit two-phase call
-     through the generated wrapper, the one-shot call and the cache-miss first call, against
+     through the generated wrapper (its C fast path, and the Python path it wraps), the one-shot call and the cache-miss first call, against
      `torch.add(x, y, out=z)` and `numpy.add(x, y, out=z)`        [two-phase <= 1.0x torch]
   2. fp32 add of 16M elements against numpy.add                  [>= 1.0x numpy's throughput]
   3. binary lookup in a package with 100,000 binaries            [<= 2 us per lookup]
@@ -74,10 +74,18 @@ def host_overhead(ops, torch, number: int, repeat: int) -> None:
         size, ex = phase1(x, y, z)
         phase2(None, size, ex, None)
 
+    # The Python path of the same wrappers (the reference the C fast path wraps, when it is built).
+    py1, py2 = getattr(phase1, "__wrapped__", phase1), getattr(phase2, "__wrapped__", phase2)
+
+    def two_phase_python():
+        size, ex = py1(x, y, z)
+        py2(None, size, ex, None)
+
     two_phase()
     assert z[0] == 2.0
     results = {
         "opbuild two-phase (cache hit)": per_call(two_phase, number, repeat),
+        "  ... Python path (no C fast path)": per_call(two_phase_python, number, repeat),
         "opbuild one-shot (cache hit)": per_call(one_shot, number, repeat),
         "opbuild first call (cache miss)": per_call(miss, max(number // 50, 20), repeat),
         "  phase 1 only (cache hit)": per_call(lambda: phase1(x, y, z), number, repeat),
@@ -178,6 +186,14 @@ def lookup(n: int, repeat: int) -> None:
           f"with the freshness check {t_checked * 1e6:.2f} us")
 
 
+def _fastpath_type() -> tuple[type, ...]:
+    try:
+        from opbuild.runtime import _fastpath
+    except ImportError:
+        return ()
+    return (_fastpath.Phase2,)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--package", default=str(REPO / "out/opp/vendors/customize"), help="a built sample package")
@@ -193,7 +209,8 @@ def main() -> int:
     ops = rt.import_ops(package)
     number, repeat = (5_000, 3) if args.quick else (50_000, 7)
     print(f"python {platform.python_version()}, numpy {np.__version__}, torch {torch.__version__ if torch else 'not installed'}, "
-          f"{os.cpu_count()} CPUs, simulator threads {device.threads()}, fast pointers {executor._FAST_POINTERS}\n")
+          f"{os.cpu_count()} CPUs, simulator threads {device.threads()}, fast pointers {executor._FAST_POINTERS}, "
+          f"C fast path {'on' if isinstance(ops.aclnnAddCustomTemplate, _fastpath_type()) else 'off'}\n")
     host_overhead(ops, torch, number, repeat)
     throughput(ops, torch, args.elements, 3 if args.quick else 7)
     lookup(args.binaries, 3 if args.quick else 5)

@@ -206,5 +206,37 @@ def _install(args: argparse.Namespace) -> int:
     return 0
 
 
+# ~~~ om ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+
+def _configure_om(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="om_command", metavar="OM_COMMAND", required=True)
+    b = sub.add_parser("build", help="compile a model (YAML) against an OPP tree into a self-contained .om")
+    b.add_argument("model", metavar="MODEL.yaml")
+    b.add_argument("--opp", default="out/opp", help="the OPP tree the ops come from (default: out/opp)")
+    b.add_argument("-o", "--output", required=True, metavar="MODEL.om")
+    r = sub.add_parser("run", help="execute an .om (no op package needed)")
+    r.add_argument("om", metavar="MODEL.om")
+    r.add_argument("--input", "-i", action="append", default=[], metavar="NAME=FILE.npy")
+    r.add_argument("--output-dir", required=True, metavar="DIR", help="writes <output name>.npy here")
+    i = sub.add_parser("inspect", help="print the header, partitions, flags and packed .so files of an .om")
+    i.add_argument("om", metavar="MODEL.om")
+    s = sub.add_parser("single-op", help="compile one op into an .om")
+    s.add_argument("op", metavar="OP")
+    s.add_argument("--input", "-i", action="append", default=[], metavar="NAME=DTYPE[dims]")
+    s.add_argument("--attr", "-a", action="append", default=[], metavar="NAME=VALUE")
+    s.add_argument("--opp", default="out/opp")
+    s.add_argument("--package", default=None, help="built-in or vendors/<name> (default: search order)")
+    s.add_argument("--soc", default="ascend910b")
+    s.add_argument("-o", "--output", required=True, metavar="OP.om")
+
+
+@command("om", "SO in OM: build, run, inspect self-contained offline models (.om)", _configure_om)
+def _om(args: argparse.Namespace) -> int:
+    from opbuild.om.cli import run_om_command
+
+    return run_om_command(args)
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

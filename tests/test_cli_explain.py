@@ -1,4 +1,6 @@
-"""`opbuild explain` (and `opbuild inspect`) on the sample package built for the runtime tests."""
+"""`opbuild explain` (and `opbuild inspect`) on the sample packages built for the runtime tests:
+the custom vendor package (AddCustomTemplate, AddNCustom, MulCustom) and the built-in one
+(MulCustom, ReduceSumCustom, LeakyReluCustom in ops_math / ops_nn sub-packages)."""
 
 from __future__ import annotations
 
@@ -26,12 +28,26 @@ def _pkgbuild():
 
 
 @pytest.fixture(scope="module")
-def package(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The sample package, built once per session (shared with tests/runtime)."""
+def opp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample ops' OPP root, built once per session (shared with tests/runtime)."""
     try:
-        return _pkgbuild().sample_package(tmp_path_factory.getbasetemp())
+        return _pkgbuild().sample_opp(tmp_path_factory.getbasetemp())
     except RuntimeError as exc:
         pytest.fail(str(exc))
+
+
+@pytest.fixture(scope="module")
+def package(opp: Path) -> Path:
+    """The custom vendor package (vendors/customize)."""
+    pb = _pkgbuild()
+    return opp / pb.PACKAGE_DIRS[pb.CUSTOM]
+
+
+@pytest.fixture(scope="module")
+def builtin(opp: Path) -> Path:
+    """The built-in package."""
+    pb = _pkgbuild()
+    return opp / pb.PACKAGE_DIRS[pb.BUILTIN]
 
 
 def explain(capsys, package: Path, *args: str) -> tuple[int, str, str]:
@@ -68,15 +84,35 @@ def test_snake_name_deterministic_and_impl_mode(capsys, package):
     assert status == 0 and _field(out, "full key") == "AddCustomTemplate/d=1,p=0/custom_fp32"
 
 
-def test_python_and_c_callbacks_and_default_keys(capsys, package):
-    status, out, _ = explain(capsys, package, "LeakyReluCustom", "-i", "x=bfloat16[10]", "-a", "negative_slope=0")
+def test_python_and_c_callbacks_and_default_keys(capsys, package, builtin):
+    status, out, _ = explain(capsys, builtin, "LeakyReluCustom", "-i", "x=bfloat16[10]", "-a", "negative_slope=0")
     assert status == 0 and _field(out, "binary") == "LeakyReluCustom_Relu_BF16"
+    assert _field(out, "bin path").endswith("ops_nn/leaky_relu_custom/LeakyReluCustom_Relu_BF16.so")
     status, out, _ = explain(capsys, package, "AddNCustom", "-i", "x=int32[4]", "-i", "x=int32[4]")
     assert status == 0 and _field(out, "full key") == "AddNCustom/d=0,p=1/diy,addn,3"
-    status, out, _ = explain(capsys, package, "ReduceSumCustom", "-i", "x=float16[4,5]", "-a", "axes=[1]",
+    status, out, _ = explain(capsys, builtin, "ReduceSumCustom", "-i", "x=float16[4,5]", "-a", "axes=[1]",
                              "--deterministic")
     assert status == 0 and _field(out, "binary") == "ReduceSumCustom_FP16_Det"
     assert _field(out, "full key") == "ReduceSumCustom/d=1,p=1/1,2/1,2"
+    assert _field(out, "bin path").endswith("ops_math/reduce_sum_custom/ReduceSumCustom_FP16_Det.so")
+
+
+@pytest.mark.parametrize("which, sub", [("package", ""), ("builtin", "ops_math/")])
+def test_mul_in_either_package(capsys, request, which, sub):
+    """MulCustom is in both packages: each selects its own binary."""
+    root = request.getfixturevalue(which)
+    status, out, _ = explain(capsys, root, "MulCustom", "-i", "x=float16[2,3]", "-i", "y=float32[3]",
+                             "-i", "z=float32[2,3]")
+    assert status == 0 and _field(out, "binary") == "MulCustom_FP16_FP32"
+    bin_path = Path(_field(out, "bin path"))
+    assert bin_path.resolve() == (root / "op_impl/ai_core/tbe/kernel/ascend910b" / f"{sub}mul_custom"
+                                  / "MulCustom_FP16_FP32.so").resolve()
+
+
+@pytest.mark.parametrize("op", ["ReduceSumCustom", "LeakyReluCustom"])
+def test_built_in_op_is_not_in_the_custom_package(capsys, package, op):
+    status, _, err = explain(capsys, package, op, "-i", "x=float32[2]")
+    assert status == 1 and f"no op '{op}'" in err
 
 
 def test_no_binary_lists_nearest_keys(capsys, package):
@@ -104,8 +140,8 @@ def test_failing_key_rule_is_reported(capsys, package):
     (["LeakyReluCustom", "-i", "x=float16[2]", "-a", "slope=1"], ["no attribute 'slope'"]),
     (["AddCustomTemplate", "-i", "x=float16[2]", "-i", "y=float16[2]", "--impl-mode", "fast"], ["unknown impl mode"]),
 ])
-def test_usage_errors(capsys, package, args, words):
-    status, _, err = explain(capsys, package, *args)
+def test_usage_errors(capsys, package, builtin, args, words):
+    status, _, err = explain(capsys, builtin if args[0] == "LeakyReluCustom" else package, *args)
     assert status == 1 and err.startswith("opbuild explain: error:")
     for w in words:
         assert w in err
@@ -120,9 +156,19 @@ def test_explain_as_a_command(package):
     assert "binary:    AddCustomTemplate_FP16" in result.stdout
 
 
-def test_inspect_lists_every_binary_and_key(capsys, package):
+def test_inspect_lists_every_binary_and_key(capsys, package, builtin):
     assert main(["inspect", str(package)]) == 0
     out = capsys.readouterr().out
     assert "AddCustomTemplate  simplifiedKeyMode=2" in out and "MulCustom  simplifiedKeyMode=0" in out
     assert "key:  AddCustomTemplate/d=0,p=1/custom_fp16" in out
-    assert out.count("    ReduceSumCustom_") == 4 and "[MISSING]" not in out
+    assert out.count("    MulCustom_") == 4 and "[MISSING]" not in out
+    assert "ReduceSumCustom" not in out and "LeakyReluCustom" not in out
+    assert main(["inspect", str(builtin)]) == 0
+    out = capsys.readouterr().out
+    assert "MulCustom  simplifiedKeyMode=0" in out and "ReduceSumCustom  simplifiedKeyMode=" in out
+    assert out.count("    ReduceSumCustom_") == 4 and out.count("    LeakyReluCustom_") == 6
+    assert out.count("    MulCustom_") == 4 and "[MISSING]" not in out
+    assert "AddCustomTemplate" not in out and "AddNCustom" not in out
+    assert "config/ascend910b/ops_math/binary_info_config.json" in out
+    assert "config/ascend910b/ops_nn/binary_info_config.json" in out
+    assert "bin:  op_impl/ai_core/tbe/kernel/ascend910b/ops_math/reduce_sum_custom/ReduceSumCustom_FP32.so" in out

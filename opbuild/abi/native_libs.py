@@ -13,7 +13,9 @@ compiled with `opapi_command`:
        -o <pkg>/op_api/lib/libcust_opapi.so aclnn_<op>.c...
        -shared -L<runtime dir> -l:<acl library file> -Wl,-rpath,<runtime dir> -ldl
 
-An application (a CANN-style aclnn sample) compiles with `app_flags(package_root)`.
+An application (a CANN-style aclnn sample) compiles with `app_flags(package_root)`; one calling ops
+of other op API libraries too (the built-in package's libopapi_<domain>.so) with
+`app_flags_for_libraries([...])`.
 """
 
 from __future__ import annotations
@@ -104,3 +106,28 @@ def app_flags(package_root: str | os.PathLike) -> list[str]:
     return [*(f"-I{d}" for d in include_dirs()), f"-I{root / 'op_api' / 'include'}",
             f"-L{lib}", "-lcust_opapi", f"-Wl,-rpath,{lib}",
             f"-L{acl.parent}", f"-l:{acl.name}", f"-Wl,-rpath,{acl.parent}"]
+
+
+def app_flags_for_libraries(libraries: Sequence[str | os.PathLike]) -> list[str]:
+    """Compile + link flags of a C/C++ program calling ops of named op API libraries, maybe of
+    several packages (after its sources): `libraries` are paths `<root>/op_api/lib/<file>`
+    (libcust_opapi.so of a vendor package, libopapi.so / libopapi_<domain>.so of the built-in
+    package). For each, in the order given: its package's headers (<root>/op_api/include) and the
+    library by file name (-l:<file>) with an rpath to its directory; then the acl library, as
+    app_flags (which is this for `<root>/op_api/lib/libcust_opapi.so` alone).
+
+    Two libraries of one file name (libcust_opapi.so of two vendors) cannot be linked together:
+    the loader finds both by that name through the rpaths. ValueError."""
+    libs = [Path(lib).resolve() for lib in libraries]
+    names = [lib.name for lib in libs]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"op API libraries of the same file name cannot be linked into one program: {', '.join(dupes)}")
+    acl = acl_library()
+    flags = [f"-I{d}" for d in include_dirs()]
+    for inc in dict.fromkeys(lib.parent.parent / "include" for lib in libs):
+        flags.append(f"-I{inc}")
+    for lib_dir in dict.fromkeys(lib.parent for lib in libs):
+        flags += [f"-L{lib_dir}", f"-Wl,-rpath,{lib_dir}"]
+    flags += [f"-l:{lib.name}" for lib in libs]
+    return [*flags, f"-L{acl.parent}", f"-l:{acl.name}", f"-Wl,-rpath,{acl.parent}"]

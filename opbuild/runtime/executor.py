@@ -13,6 +13,11 @@ in plain Python), read the arrays' data pointers without numpy's `.ctypes`, and 
 per-thread argument array and calls the simulator's `sim_launch` directly. Every other call goes
 through `get_workspace_size` / `execute`, which validate everything and copy non-contiguous or
 misaligned tensors.
+
+When the extension `opbuild.runtime._fastpath` is built, the per-op wrappers are C objects around
+those Python functions: a cache hit of plain numpy arrays (looked up in a per-thread C table of
+the same keys, filled from this module's misses and cleared with its cache) and its default-stream
+launch run in C; everything else calls the Python function (`wrapper.__wrapped__`).
 """
 
 from __future__ import annotations
@@ -46,6 +51,16 @@ from opbuild.runtime.shapes import infer_output_shape
 from opbuild.runtime.tensor import Tensor, as_array
 
 PARAM_CACHE_CAPACITY = int(os.environ.get("OPBUILD_PARAM_CACHE_SIZE", "1024"))
+
+# The cache-hit path in C (opbuild/runtime/native/src/fastpath.c); None when it is not built or
+# is disabled with OPBUILD_NO_FASTPATH=1. Configured by the first wrapper made (_fastpath_ready).
+if os.environ.get("OPBUILD_NO_FASTPATH", "") not in ("", "0"):
+    _fastpath = None
+else:
+    try:
+        from opbuild.runtime import _fastpath
+    except ImportError:
+        _fastpath = None
 
 
 # ---- kernels --------------------------------------------------------------------------------------
@@ -191,9 +206,12 @@ _CACHE = _ThreadState()
 
 
 def reset_cache_thread_local() -> None:
-    """ResetCacheThreadLocal(): forget the calling thread's cached plans."""
+    """ResetCacheThreadLocal(): forget the calling thread's cached plans (and the C fast path's
+    table of them)."""
     _CACHE.plans.clear()
     _CACHE.oneshot.clear()
+    if _fastpath is not None:
+        _fastpath.reset()
 
 
 def cache_size() -> int:
@@ -218,6 +236,8 @@ def _store(key: tuple, plan: Plan) -> None:
                 plans[k] = p
             else:
                 del plans[k]
+                if _fastpath is not None:  # its table must not keep the evicted plan
+                    _fastpath.reset()
                 break
         # no break: every other plan was hot; they are cold now and the next pass evicts one
 
@@ -434,12 +454,16 @@ def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int) -> 
         info = platform(soc)
     except ValueError as exc:
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op}: {exc} (OPBUILD_SOC)") from None
-    try:
-        result = _c_callbacks.run_tiling(op.tiling_library(selection.package), spec.tiling.symbol, spec, in_inst,
-                                         out_inst, attrs, soc=soc, core_num=info.core_num, ub_size=info.ub_size,
-                                         deterministic=d, impl_mode=p, capacity=kernel.op_para_size)
-    except _c_callbacks.CallbackError as exc:
-        raise AclnnError(ACLNN_ERR_INNER, str(exc)) from None
+    # A package provider (an .om) may hold the tiling result computed when it was built.
+    precomputed = getattr(selection.package, "precomputed_tiling", None)
+    result = precomputed(spec, selection.full_key, in_inst, out_inst, attrs) if precomputed is not None else None
+    if result is None:
+        try:
+            result = _c_callbacks.run_tiling(op.tiling_library(selection.package), spec.tiling.symbol, spec, in_inst,
+                                             out_inst, attrs, soc=soc, core_num=info.core_num, ub_size=info.ub_size,
+                                             deterministic=d, impl_mode=p, capacity=kernel.op_para_size)
+        except _c_callbacks.CallbackError as exc:
+            raise AclnnError(ACLNN_ERR_INNER, str(exc)) from None
     if result.block_dim == 0:
         raise AclnnError(ACLNN_ERR_INNER, f"{spec.op}: tiling function {spec.tiling.symbol} set block_dim 0")
     if kernel.intercore_sync and result.block_dim > device.MAX_SYNC_BLOCKS:
@@ -801,6 +825,9 @@ def phase1_function(op: OpRuntime, name: str, inputs: Sequence[str], attrs: Sequ
     fn = namespace[name]
     fn.__doc__ = doc
     fn.__module__ = __name__
+    if op.simple and _FAST_POINTERS and op.package is not None and _fastpath_ready():
+        # Cache hits of plain numpy arrays in C; everything else (and every miss) runs `fn`.
+        fn = _wrap(_fastpath.Phase1(op, len(inputs), len(attrs), len(outputs), fn), fn, name, doc)
     op.phase1 = fn
     return fn
 
@@ -853,5 +880,41 @@ def phase2_function(op: OpRuntime, name: str, doc: str | None = None) -> Callabl
     fn = namespace[name]
     fn.__doc__ = doc
     fn.__module__ = __name__
+    if _fastpath_ready():
+        # Executors of the C phase 1 launched in C; everything else runs `fn`.
+        # Launches in C only while the Python function's `_launch` is the real one (a replaced
+        # one, e.g. instrumented, is called by the Python path).
+        fn = _wrap(_fastpath.Phase2(op, fn, fn.__globals__, fn.__globals__["_launch"]), fn, name, doc)
     op.phase2 = fn
     return fn
+
+
+def _wrap(obj: Any, fn: Callable[..., Any], name: str, doc: str | None) -> Any:
+    """A C wrapper object dressed as the Python function it wraps (inspect follows __wrapped__)."""
+    obj.__name__ = obj.__qualname__ = name
+    obj.__doc__ = doc
+    obj.__module__ = __name__
+    obj.__wrapped__ = fn
+    obj.__globals__ = fn.__globals__
+    return obj
+
+
+_FASTPATH_STATE: list[bool | None] = [None]
+
+
+def _fastpath_ready() -> bool:
+    """Configure the C fast path once (it needs the simulator's sim_launch); False if unusable."""
+    ready = _FASTPATH_STATE[0]
+    if ready is None:
+        ready = False
+        if _fastpath is not None:
+            try:
+                if _Native.launch is None:
+                    _Native.bind()
+                _fastpath.configure(AclnnError, settings.DP, Executor, Plan, _launch_failed,
+                                    ctypes.cast(_Native.launch, ctypes.c_void_p).value)
+                ready = True
+            except (OSError, AttributeError, device.DeviceError, TypeError, ValueError, RuntimeError):
+                ready = False
+        _FASTPATH_STATE[0] = ready
+    return ready

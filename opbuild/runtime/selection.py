@@ -89,7 +89,14 @@ class OpRuntime:
 
     # ---- package ------------------------------------------------------------------------------
     def resolve_package(self, soc: str) -> tuple[Path, BinaryIndex]:
-        """The package to take binaries from: the explicit one, else resolved now by search order."""
+        """The package to take binaries from: the explicit one, else resolved now by search order.
+
+        `package` may also be a provider object (e.g. an op package embedded in an .om) with
+        `binary_index(soc)` and `tiling_library()`, and optionally `fragment_fn(spec)` and
+        `precomputed_tiling(...)`; it is then used instead of a package directory.
+        """
+        if self.package is not None and hasattr(self.package, "binary_index"):
+            return self.package, self.package.binary_index(soc)
         if self.package is not None:
             return self.package, binary_index(self.package, soc)
         root, roots = find_op_package(self.spec.op, soc)
@@ -100,6 +107,8 @@ class OpRuntime:
 
     def tiling_library(self, package: Path):
         """The package's tiling library (tiling functions and C key callbacks), opened once."""
+        if hasattr(package, "tiling_library"):  # a provider (see resolve_package)
+            return package.tiling_library()
         lib = self._tiling_libs.get(package)
         if lib is None:
             from opbuild.abi.c_callbacks import TilingLibrary
@@ -123,6 +132,12 @@ class OpRuntime:
     def fragment_fn(self, package: Path) -> Callable[[KeyContext], str]:
         if self._fragment_fn is None:
             rule = self.spec.key_rule
+            provided = getattr(package, "fragment_fn", None)  # a provider may supply the key rule
+            if provided is not None:
+                fn = provided(self.spec)
+                if fn is not None:
+                    self._fragment_fn = fn
+                    return fn
             try:
                 if rule.callback == "c":
                     from opbuild.abi.c_callbacks import CKeyCallback

@@ -23,6 +23,21 @@ REPO = Path(__file__).resolve().parents[2]
 VENDOR = "customize"
 SOC = "ascend910b"
 STEP_LINE = re.compile(r"^\[(\d+)/(\d+)\] (.*)$")
+KERNEL_STEP = re.compile(r"^CC kernel (\S+) \((\S+), (vendors/[^)]+|built-in)\)$")
+"""`CC kernel <Binary> (<soc>, vendors/<vendor>)` or `(<soc>, built-in)`: groups binary, soc, package."""
+
+CUSTOM, BUILTIN = "custom", "built-in"
+CUSTOM_WHERE = f"vendors/{VENDOR}"
+"""How progress lines name the custom package (`built-in` names the built-in one)."""
+SAMPLE_PACKAGES: dict[str, tuple[str, ...]] = {
+    "AddCustomTemplate": (CUSTOM,), "AddNCustom": (CUSTOM,), "MulCustom": (CUSTOM, BUILTIN),
+    "ReduceSumCustom": (BUILTIN,), "LeakyReluCustom": (BUILTIN,),
+}
+"""The packages each sample op is built into (issue 4: ops/<op>/op.yaml `package:`)."""
+SAMPLE_DOMAINS = {"MulCustom": "math", "ReduceSumCustom": "math", "LeakyReluCustom": "nn"}
+"""The built-in domain of each built-in sample op: its ops_<domain> sub-package, libopapi_<domain>.so."""
+PYTHON_KEY_RULES = {"LeakyReluCustom"}
+"""Sample ops whose GenSimplifiedKey is a Python callback (copied to op_api/python/keyrules/)."""
 
 SAMPLE_BINARIES = {
     "AddCustomTemplate": ["AddCustomTemplate_FP16", "AddCustomTemplate_FP32"],
@@ -47,7 +62,9 @@ def scons_command() -> list[str]:
 
 def snapshot_code(dest: Path) -> Path:
     """Copy the repository's files (tracked and untracked-but-not-ignored, as in the working tree)
-    to `dest`, with every mtime set a minute back (nothing in it counts as "just edited")."""
+    to `dest`, with every mtime set a minute back (nothing in it counts as "just edited"), and
+    the runtime's native libraries (built by `pip install`, not in git): `scons ops` links the
+    packages' op API libraries against the acl library (opbuild.abi.native_libs)."""
     try:
         listed = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z", "--cached", "--others",
                                  "--exclude-standard"], capture_output=True, check=True).stdout
@@ -65,6 +82,12 @@ def snapshot_code(dest: Path) -> Path:
         shutil.copyfile(src, target)
         shutil.copymode(src, target)
         os.utime(target, (past, past))
+    from opbuild.abi.native_libs import RUNTIME_DIR
+
+    for lib in sorted(RUNTIME_DIR.glob("_opbuild_*.so")):
+        target = dest / "opbuild" / "runtime" / lib.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(lib, target)
     backdate(dest)
     return dest
 
@@ -107,8 +130,21 @@ class Result:
         return [m.group(3) for line in self.stdout.splitlines() if (m := STEP_LINE.match(line))]
 
     def kernels(self) -> list[str]:
-        """Binaries compiled (not retrieved from the cache) in this run."""
+        """Binaries compiled (not retrieved from the cache) in this run (a binary of an op in both
+        packages is listed once per package)."""
         return [s.split()[2] for s in self.steps if s.startswith("CC kernel ")]
+
+    def kernel_steps(self, prefix: str = "") -> list[tuple[str, str, str]]:
+        """(binary, soc, package) of each kernel compiled in this run (prefix "CACHE ": retrieved
+        from the cache); package is `vendors/<vendor>` or `built-in`. Every such `CC kernel` line
+        must have that form."""
+        found = []
+        for s in self.steps:
+            if s.startswith(f"{prefix}CC kernel "):
+                m = KERNEL_STEP.match(s[len(prefix):])
+                assert m, f"malformed kernel step: {s!r}"
+                found.append(m.groups())
+        return found
 
     def __str__(self) -> str:
         return f"exit {self.rc}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
@@ -130,7 +166,16 @@ class Project:
 
     @property
     def pkg(self) -> Path:
+        """The custom vendor package (out/opp/vendors/customize)."""
         return self.out / "opp" / "vendors" / VENDOR
+
+    @property
+    def builtin(self) -> Path:
+        """The built-in package (out/opp/built-in)."""
+        return self.out / "opp" / "built-in"
+
+    def package(self, kind: str) -> Path:
+        return self.pkg if kind == CUSTOM else self.builtin
 
     def op_dir(self, op: str) -> Path:
         return self.root / "ops" / SAMPLE_DIRS[op]
@@ -200,20 +245,45 @@ def mtimes(root: Path, skip: tuple[str, ...] = (".opbuild",)) -> dict[str, int]:
     return found
 
 
-def expected_package_files(ops: dict[str, list[str]] = SAMPLE_BINARIES) -> set[str]:
-    """The files of DESIGN.md §3 that `scons ops` must produce for `ops` (relative to the vendor
-    directory), except the arch-dependent tiling library (checked separately)."""
+def subpackage(op: str, kind: str) -> str:
+    """The sub-package directory segment of `op` in a package: `ops_<domain>/` in built-in, else ''."""
+    return f"ops_{SAMPLE_DOMAINS[op]}/" if kind == BUILTIN else ""
+
+
+def expected_package_files(ops: dict[str, list[str]] = SAMPLE_BINARIES, kind: str = CUSTOM) -> set[str]:
+    """Every file (DESIGN.md §3) that `scons ops` must produce for those of `ops` in the package
+    `kind` (relative to the package directory), except the arch-dependent tiling library (checked
+    separately). The built-in package keeps each op's kernels and configs in the ops_<domain>
+    sub-package of its domain and its aclnn functions in libopapi_<domain>.so (libopapi.so always)."""
     kernel = f"op_impl/ai_core/tbe/kernel/{SOC}"
+    config = f"op_impl/ai_core/tbe/kernel/config/{SOC}"
+    ops = {op: binaries for op, binaries in ops.items() if kind in SAMPLE_PACKAGES[op]}
+    if not ops:
+        return set()
     files = {
         "version.info",
         "op_api/python/aclnn_ops.py",
         f"op_impl/ai_core/tbe/config/{SOC}/aic-{SOC}-ops-info.json",
-        f"op_impl/ai_core/tbe/kernel/config/{SOC}/binary_info_config.json",
         "op_impl/ai_core/tbe/op_tiling/liboptiling.so",
     }
+    if kind == CUSTOM:
+        files.add("op_api/lib/libcust_opapi.so")
+    else:
+        files |= {"op_api/lib/libopapi.so", *(f"op_api/lib/libopapi_{SAMPLE_DOMAINS[op]}.so" for op in ops)}
     for op, binaries in ops.items():
         snake = SAMPLE_DIRS[op]
-        files.add(f"op_impl/ai_core/tbe/kernel/config/{SOC}/{snake}.json")
+        sub = subpackage(op, kind)
+        files |= {f"{config}/{sub}binary_info_config.json", f"{config}/{sub}{snake}.json",
+                  f"op_api/include/aclnn_{snake}.h"}
+        if op in PYTHON_KEY_RULES:
+            files.add(f"op_api/python/keyrules/{snake}/key_rule.py")
         for b in binaries:
-            files |= {f"{kernel}/{snake}/{b}.so", f"{kernel}/{snake}/{b}.json"}
+            files |= {f"{kernel}/{sub}{snake}/{b}.so", f"{kernel}/{sub}{snake}/{b}.json"}
     return files
+
+
+def expected_kernel_steps(ops: dict[str, list[str]] = SAMPLE_BINARIES) -> list[tuple[str, str, str]]:
+    """(binary, soc, package) of every kernel compile a clean build of `ops` runs, sorted."""
+    where = {CUSTOM: CUSTOM_WHERE, BUILTIN: BUILTIN}
+    return sorted((b, SOC, where[kind]) for op, binaries in ops.items() for kind in SAMPLE_PACKAGES[op]
+                  for b in binaries)

@@ -1,26 +1,59 @@
-"""Fixtures: the sample ops built into a package in a temporary copy of the repository's
-SConstruct + ops/, with the generated aclnn headers and wrappers compiled into
-op_api/lib/libcust_opapi.so (the step `scons ops` will do; see opbuild.abi.native_libs)."""
+"""Fixtures: the sample ops built by `scons ops` in a temporary copy of the repository's
+SConstruct + ops/, into the two packages of out/opp (issue 4), each with its generated aclnn
+headers (op_api/include) and op API libraries (op_api/lib):
+
+    vendors/customize  libcust_opapi.so                  AddCustomTemplate, AddNCustom, MulCustom
+    built-in           libopapi.so (no op of its own),
+                       libopapi_math.so                  MulCustom, ReduceSumCustom
+                       libopapi_nn.so                    LeakyReluCustom
+
+`package.lib_of(op)` is the library a program calls an op through: the custom package's when the
+op is in both (op_fallback's search order, see opbuild.runtime.fallback)."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from opapi_libs import OPAPI_LIBS  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
+CUSTOM_LIB = "libcust_opapi.so"
 
 
 @dataclass(frozen=True)
 class Package:
-    root: Path        # <tmp>/out/opp/vendors/customize
-    include: Path     # root/op_api/include (aclnn_<op>.h)
+    opp: Path         # <tmp>/out/opp
+    root: Path        # opp/vendors/customize
+    builtin: Path     # opp/built-in
+    include: Path     # root/op_api/include (aclnn_<op>.h of the custom ops)
     lib: Path         # root/op_api/lib/libcust_opapi.so
     work: Path        # scratch directory for programs
+    libs_by_op: dict[str, tuple[Path, ...]] = field(default_factory=dict)  # op -> its libraries, custom first
+
+    @property
+    def builtin_include(self) -> Path:
+        return self.builtin / "op_api" / "include"
+
+    def builtin_lib(self, domain: str | None = None) -> Path:
+        return self.builtin / "op_api" / "lib" / (f"libopapi_{domain}.so" if domain else "libopapi.so")
+
+    def lib_of(self, op: str) -> Path:
+        """The library an application calls `op` through (the custom one when the op is in both)."""
+        return self.libs_by_op[op][0]
+
+    def libs_for(self, *ops: str) -> list[Path]:
+        """The libraries to link for calling `ops`, each once, in search order."""
+        wanted = {self.lib_of(op) for op in ops}
+        order = [self.opp / d / "op_api" / "lib" / name for d, name in OPAPI_LIBS]
+        return [lib for lib in order if lib in wanted]
 
 
 def _run(cmd: list[str], cwd: Path | None = None) -> None:
@@ -31,9 +64,7 @@ def _run(cmd: list[str], cwd: Path | None = None) -> None:
 
 @pytest.fixture(scope="session")
 def package(tmp_path_factory: pytest.TempPathFactory) -> Package:
-    from opbuild.abi.native_libs import NativeLibraryMissing, acl_library, opapi_command
-    from opbuild.codegen.aclnn_c import header_name, render_aclnn_header, render_aclnn_source, source_name
-    from opbuild.spec import load_specs
+    from opbuild.abi.native_libs import NativeLibraryMissing, acl_library
 
     try:
         acl_library()
@@ -42,20 +73,16 @@ def package(tmp_path_factory: pytest.TempPathFactory) -> Package:
     tmp = tmp_path_factory.mktemp("capi")
     shutil.copy(REPO / "SConstruct", tmp / "SConstruct")
     shutil.copytree(REPO / "ops", tmp / "ops")
-    _run([sys.executable, "-m", "SCons", "-C", str(tmp), "-Q", "ops"])
-    root = tmp / "out" / "opp" / "vendors" / "customize"
-    include = root / "op_api" / "include"
-    lib_dir = root / "op_api" / "lib"
-    gen = tmp / "gen"
-    for d in (include, lib_dir, gen):
-        d.mkdir(parents=True, exist_ok=True)
-    sources = []
-    for spec in load_specs([str(tmp / "ops")]):
-        (include / header_name(spec)).write_text(render_aclnn_header(spec))
-        (gen / source_name(spec)).write_text(render_aclnn_source(spec))
-        sources.append(gen / source_name(spec))
-    lib = lib_dir / "libcust_opapi.so"
-    _run([*opapi_command(sources, lib, [include]), "-Werror"])
+    _run([sys.executable, "-m", "SCons", "-C", str(tmp), "-Q", "ops", "-j2"])
+    opp = tmp / "out" / "opp"
+    libs_by_op: dict[str, list[Path]] = {}
+    for (pkg_dir, name), ops in OPAPI_LIBS.items():
+        lib = opp / pkg_dir / "op_api" / "lib" / name
+        assert lib.is_file(), f"`scons ops` did not make {lib}"
+        for op in ops:
+            libs_by_op.setdefault(op, []).append(lib)
+    root = opp / "vendors" / "customize"
     work = tmp / "work"
     work.mkdir()
-    return Package(root, include, lib, work)
+    return Package(opp, root, opp / "built-in", root / "op_api" / "include", root / "op_api" / "lib" / CUSTOM_LIB,
+                   work, {op: tuple(libs) for op, libs in libs_by_op.items()})

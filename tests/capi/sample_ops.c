@@ -1,7 +1,9 @@
 /* A standalone program exercising the aclnn C ABI beyond a plain add: a float attribute and a
  * Python key callback (LeakyReluCustom), a tensor list (AddNCustom), an int array + bool attribute
  * and deterministic mode (ReduceSumCustom), repeatable executors, error statuses and messages,
- * and the live-object counters. Output lines are "name: values" parsed by test_capi.py. */
+ * and the live-object counters. AddNCustom is a custom op (libcust_opapi.so), LeakyReluCustom and
+ * ReduceSumCustom built-in ones (libopapi_nn.so, libopapi_math.so). Output lines are
+ * "name: values" parsed by test_capi_programs.py. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -173,8 +175,9 @@ int main(void) {
     }
     printf("threads: %s\n", all_ok ? "ok" : "FAILED");
 
-    /* ---- where the package is: found from libcust_opapi.so's own location */
+    /* ---- where the packages are: found from libcust_opapi.so's / libopapi_math.so's own location */
     printf("root: %s\n", opbuild_aclnn_package_root((const void *)&aclnnAddNCustom, "../.."));
+    printf("builtin_root: %s\n", opbuild_aclnn_package_root((const void *)&aclnnReduceSumCustom, "../.."));
 
     /* ---- errors */
     printf("null_status: %d\n", aclnnLeakyReluCustomGetWorkspaceSize(NULL, 0.1, y, &ws, &exec));

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from opapi_libs import OPAPI_LIBS
 
 from opbuild.abi.native_libs import include_dirs
 from opbuild.codegen.aclnn_c import (
@@ -119,26 +120,51 @@ def test_rendering_is_deterministic(specs):
     assert '"../../x"' in render_aclnn_source(spec, "../../x")
 
 
+def test_package_headers(package):
+    """Each package has the aclnn header of each of its ops, and only those; MulCustom's (in both
+    packages) is the same file in both."""
+    custom = sorted(p.name for p in package.include.glob("*.h"))
+    builtin = sorted(p.name for p in package.builtin_include.glob("*.h"))
+    assert custom == ["aclnn_add_custom_template.h", "aclnn_add_n_custom.h", "aclnn_mul_custom.h"]
+    assert builtin == ["aclnn_leaky_relu_custom.h", "aclnn_mul_custom.h", "aclnn_reduce_sum_custom.h"]
+    assert (package.include / "aclnn_mul_custom.h").read_bytes() == \
+        (package.builtin_include / "aclnn_mul_custom.h").read_bytes()
+
+
 def test_headers_compile_as_cpp(package, tmp_path):
     gxx = shutil.which("g++") or shutil.which("c++")
     if gxx is None:
         pytest.skip("no C++ compiler")
-    headers = sorted(p.name for p in package.include.glob("aclnn_*.h"))
+    headers = sorted({p.name for inc in (package.include, package.builtin_include) for p in inc.glob("aclnn_*.h")})
     assert len(headers) == 5
     unit = tmp_path / "all.cpp"
     unit.write_text("".join(f'#include "{h}"\n' for h in ["acl/acl.h", "aclnn/opbuild_acl.h", *headers])
                     + "int main() { aclTensor *t = nullptr; (void)t; return aclnnAddCustomTemplate(nullptr, 0, "
                       "nullptr, nullptr) == ACLNN_SUCCESS; }\n")
-    inc = [f"-I{d}" for d in include_dirs()] + [f"-I{package.include}"]
+    inc = [f"-I{d}" for d in include_dirs()] + [f"-I{package.include}", f"-I{package.builtin_include}"]
     subprocess.run([gxx, "-std=c++11", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", *inc, str(unit)], check=True)
 
 
-def test_libcust_opapi_exports_only_aclnn(package):
+def _exports(lib: Path) -> list[str]:
     nm = shutil.which("nm")
     if nm is None:
         pytest.skip("no nm")
-    out = subprocess.run([nm, "-D", "--defined-only", str(package.lib)], capture_output=True, text=True, check=True)
-    names = [line.split()[-1] for line in out.stdout.splitlines() if line.strip()]
-    assert names and all(n.startswith("aclnn") for n in names), names
-    ops = ["AddCustomTemplate", "AddNCustom", "LeakyReluCustom", "MulCustom", "ReduceSumCustom"]
+    out = subprocess.run([nm, "-D", "--defined-only", str(lib)], capture_output=True, text=True, check=True)
+    return [line.split()[-1] for line in out.stdout.splitlines() if line.strip()]
+
+
+def test_each_package_has_exactly_its_op_api_libraries(package):
+    for pkg_dir in ("vendors/customize", "built-in"):
+        made = sorted(p.name for p in (package.opp / pkg_dir / "op_api" / "lib").iterdir())
+        assert made == sorted(name for d, name in OPAPI_LIBS if d == pkg_dir), pkg_dir
+
+
+@pytest.mark.parametrize("pkg_dir, name", list(OPAPI_LIBS), ids=[f"{d}/{n}" for d, n in OPAPI_LIBS])
+def test_op_api_library_exports_exactly_its_ops_aclnn_functions(package, pkg_dir, name):
+    """libcust_opapi.so of the custom package, libopapi.so and libopapi_<domain>.so of the built-in
+    one: each exports the two aclnn functions of each of its ops and nothing else."""
+    lib = package.opp / pkg_dir / "op_api" / "lib" / name
+    names = _exports(lib)
+    ops = OPAPI_LIBS[pkg_dir, name]
+    assert all(n.startswith("aclnn") for n in names), names
     assert sorted(names) == sorted([f"aclnn{op}" for op in ops] + [f"aclnn{op}GetWorkspaceSize" for op in ops])

@@ -51,9 +51,33 @@ def acl():
     return lib
 
 
+class OpApi:
+    """The op API libraries of both sample packages as one: a function is taken from the first
+    library that exports it, custom first (op_fallback's order), and kept (its argtypes stay set)."""
+
+    def __init__(self, paths) -> None:
+        self.paths = list(paths)
+        self.libs = [ctypes.CDLL(str(p)) for p in self.paths]
+
+    def library_of(self, name: str):
+        for path, lib in zip(self.paths, self.libs):
+            if hasattr(lib, name):
+                return path, lib
+        raise AttributeError(f"no op API library exports {name}")
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        fn = getattr(self.library_of(name)[1], name)
+        setattr(self, name, fn)
+        return fn
+
+
 @pytest.fixture(scope="module")
 def opapi(package):
-    lib = ctypes.CDLL(str(package.lib))
+    lib = OpApi(package.libs_for("AddCustomTemplate", "AddNCustom", "MulCustom", "ReduceSumCustom",
+                                 "LeakyReluCustom"))
+    assert lib.paths == [package.lib, package.builtin_lib("math"), package.builtin_lib("nn")]
     for op, attrs in (("AddCustomTemplate", [VP]), ("LeakyReluCustom", [ctypes.c_double]), ("AddNCustom", []),
                       ("ReduceSumCustom", [VP, ctypes.c_bool])):
         n_in = {"AddCustomTemplate": 2}.get(op, 1)
@@ -92,6 +116,33 @@ def recent_error(acl) -> str:
     return msg.decode() if msg else ""
 
 
+def test_each_function_comes_from_its_package_library(opapi, package):
+    for op in ("AddCustomTemplate", "AddNCustom", "MulCustom"):  # MulCustom: also built-in, custom first
+        assert opapi.library_of(f"aclnn{op}GetWorkspaceSize")[0] == package.lib
+    assert opapi.library_of("aclnnReduceSumCustom")[0] == package.builtin_lib("math")
+    assert opapi.library_of("aclnnLeakyReluCustom")[0] == package.builtin_lib("nn")
+
+
+def test_mul_of_either_package_runs_that_packages_binary(acl, opapi, package):
+    """MulCustom is exported by libcust_opapi.so and libopapi_math.so: each runs its own package's op."""
+    x = np.arange(6, dtype=np.float32)
+    y = np.full(6, 2.0, np.float32)
+    for lib_path, root in ((package.lib, package.root), (package.builtin_lib("math"), package.builtin)):
+        lib = ctypes.CDLL(str(lib_path))
+        lib.aclnnMulCustomGetWorkspaceSize.argtypes = [VP, VP, VP, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(VP)]
+        lib.aclnnMulCustom.argtypes = [VP, ctypes.c_uint64, VP, VP]
+        z = np.zeros(6, np.float32)
+        ts = [make_tensor(acl, a) for a in (x, y, z)]
+        status, ws, ex = phase1(lib, "MulCustom", *ts)
+        assert status == 0, recent_error(acl)
+        assert (str(root.resolve()), "MulCustom") in capi._OPS
+        assert acl.opbuild_aclnn_executor_key(ex) == b"MulCustom/d=0,p=1/0,2/0,2/0,2"
+        assert lib.aclnnMulCustom(None, ws, ex, None) == 0
+        np.testing.assert_array_equal(z, x * y)
+        for t in ts:
+            assert acl.aclDestroyTensor(t) == 0
+
+
 def test_same_interpreter_and_same_simulator(acl, opapi, package):
     x = np.arange(6, dtype=np.float32) - 3
     y = np.empty_like(x)
@@ -99,7 +150,7 @@ def test_same_interpreter_and_same_simulator(acl, opapi, package):
     status, ws, ex = phase1(opapi, "LeakyReluCustom", tx, 0.5, ty)
     assert status == 0, recent_error(acl)
     # the bridge ran in this interpreter: capi's op cache of this process has the op
-    assert (str(package.root.resolve()), "LeakyReluCustom") in capi._OPS
+    assert (str(package.builtin.resolve()), "LeakyReluCustom") in capi._OPS  # a built-in op
     assert acl.opbuild_aclnn_executor_key(ex) == b"LeakyReluCustom/d=0,p=1/leaky_fp32"
     assert opapi.aclnnLeakyReluCustom(None, ws, ex, None) == 0
     np.testing.assert_array_equal(y, np.where(x > 0, x, 0.5 * x))
@@ -302,6 +353,9 @@ def test_reset_cache_thread_local_via_opapi(acl, opapi):
 def test_package_root_from_anchor(acl, opapi, package):
     anchor = ctypes.cast(opapi.aclnnAddNCustom, VP)
     assert acl.opbuild_aclnn_package_root(anchor, b"../..").decode() == str(package.root.resolve())
+    for op in ("ReduceSumCustom", "LeakyReluCustom"):  # libopapi_<domain>.so: the built-in package
+        builtin_anchor = ctypes.cast(getattr(opapi, f"aclnn{op}"), VP)
+        assert acl.opbuild_aclnn_package_root(builtin_anchor, b"../..").decode() == str(package.builtin.resolve())
     assert acl.opbuild_aclnn_package_root(anchor, b"no/such/dir") is None
     assert "does not exist" in recent_error(acl)
 

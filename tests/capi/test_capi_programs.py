@@ -1,5 +1,9 @@
-"""Standalone C programs (CANN aclnn-sample style) against a built package: they run in a clean
-environment (no PYTHONPATH), so the acl library starts its own embedded interpreter."""
+"""Standalone C programs (CANN aclnn-sample style) against the built packages: they run in a clean
+environment (no PYTHONPATH), so the acl library starts its own embedded interpreter.
+
+sample_add.c calls a custom op only (app_flags of the custom package); sample_ops.c calls custom
+and built-in ops, linked with each op's library (app_flags_for_libraries): libcust_opapi.so,
+libopapi_math.so (ReduceSumCustom) and libopapi_nn.so (LeakyReluCustom)."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from opbuild.abi.native_libs import app_flags
+from opbuild.abi.native_libs import app_flags, app_flags_for_libraries
 
 HERE = Path(__file__).resolve().parent
 
@@ -22,12 +26,24 @@ def _clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def _build(source: str, package_root: Path, out: Path) -> Path:
+SAMPLE_OPS_OPS = ("AddNCustom", "LeakyReluCustom", "ReduceSumCustom")
+"""The ops sample_ops.c calls."""
+
+
+def _build(source: str, flags: list[str], out: Path) -> Path:
     cc = shutil.which(os.environ.get("CC", "cc")) or "gcc"
     exe = out / Path(source).stem
     subprocess.run([cc, "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-pthread", "-o", str(exe), str(HERE / source),
-                    *app_flags(package_root)], check=True)
+                    *flags], check=True)
     return exe
+
+
+def _needed(exe: Path) -> list[str]:
+    readelf = shutil.which("readelf")
+    if readelf is None:
+        pytest.skip("no readelf")
+    out = subprocess.run([readelf, "-d", str(exe)], capture_output=True, text=True, check=True).stdout
+    return [line.rsplit("[", 1)[1].rstrip("]") for line in out.splitlines() if "(NEEDED)" in line]
 
 
 def _run(exe: Path, **env: str) -> subprocess.CompletedProcess:
@@ -51,7 +67,7 @@ def _floats(text: str) -> list[float]:
 
 
 def test_add_sample(package):
-    exe = _build("sample_add.c", package.root, package.work)
+    exe = _build("sample_add.c", app_flags(package.root), package.work)
     proc = _run(exe)
     values = [float(line.split("=")[1]) for line in proc.stdout.splitlines() if line.startswith("result[")]
     assert values == [i + 0.5 * i + 1.0 for i in range(8)]
@@ -60,9 +76,21 @@ def test_add_sample(package):
 
 
 @pytest.fixture(scope="module")
-def ops_run(package):
-    exe = _build("sample_ops.c", package.root, package.work)
-    proc = _run(exe)
+def ops_exe(package):
+    libs = package.libs_for(*SAMPLE_OPS_OPS)
+    assert libs == [package.lib, package.builtin_lib("math"), package.builtin_lib("nn")]
+    return _build("sample_ops.c", app_flags_for_libraries(libs), package.work)
+
+
+def test_sample_ops_links_the_custom_and_the_built_in_libraries(ops_exe):
+    needed = _needed(ops_exe)
+    assert {"libcust_opapi.so", "libopapi_math.so", "libopapi_nn.so"} <= set(needed), needed
+    assert "libopapi.so" not in needed
+
+
+@pytest.fixture(scope="module")
+def ops_run(ops_exe):
+    proc = _run(ops_exe)
     assert proc.stdout.rstrip().endswith("done")
     return _fields(proc.stdout), proc.stderr
 
@@ -118,20 +146,26 @@ def test_live_objects_back_to_zero(ops_run):
     assert out["live"] == "0"  # every kind, streams and executors included
 
 
-def test_log_level_silences_stderr(package):
-    exe = _build("sample_ops.c", package.root, package.work)
-    proc = _run(exe, ASCEND_GLOBAL_LOG_LEVEL="4")
+def test_log_level_silences_stderr(ops_exe):
+    proc = _run(ops_exe, ASCEND_GLOBAL_LOG_LEVEL="4")
     assert proc.stderr == ""
     assert _fields(proc.stdout)["null_status"] == "161001"
 
 
 def test_package_works_wherever_installed(package, tmp_path):
     moved = tmp_path / "elsewhere" / "vendors" / "mine"
+    moved_builtin = tmp_path / "elsewhere" / "built-in"
     shutil.copytree(package.root, moved, symlinks=True)
-    exe = _build("sample_ops.c", moved, tmp_path)
+    shutil.copytree(package.builtin, moved_builtin, symlinks=True)
+    where = {package.root: moved, package.builtin: moved_builtin}
+    libs = [where[lib.parents[2]] / lib.relative_to(lib.parents[2]) for lib in package.libs_for(*SAMPLE_OPS_OPS)]
+    exe = _build("sample_ops.c", app_flags_for_libraries(libs), tmp_path)
     out = _fields(_run(exe).stdout)
     assert out["root"] == str(moved.resolve())
+    assert out["builtin_root"] == str(moved_builtin.resolve())
     assert _floats(out["addn"]) == [111, 222, 333, 444]
+    assert _floats(out["leaky"]) == [-0.5, -0.25, 0, 1, 2, -1]
+    assert _floats(out["reduce"]) == [60, 92, 124]
 
 
 def test_embedded_interpreter_without_opbuild_reports(package, tmp_path):
@@ -141,10 +175,26 @@ def test_embedded_interpreter_without_opbuild_reports(package, tmp_path):
 
     venv = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    exe = _build("sample_add.c", package.root, package.work)
+    exe = _build("sample_add.c", app_flags(package.root), package.work)
     proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60,
                           env=_clean_env(OPBUILD_PYTHON=str(venv / "bin" / "python")))
     assert proc.returncode != 0
     assert "aclnnAddCustomTemplateGetWorkspaceSize failed. ERROR: 561000" in proc.stdout
     assert f"cannot import opbuild.runtime.capi (the embedded interpreter {venv / 'bin' / 'python'}" in proc.stderr
     assert "ModuleNotFoundError" in proc.stderr
+
+
+def test_app_flags_for_libraries(package, tmp_path):
+    libs = [package.lib, package.builtin_lib("math")]
+    flags = app_flags_for_libraries(libs)
+    for inc in (package.include, package.builtin_include):
+        assert f"-I{inc.resolve()}" in flags
+    for lib in libs:
+        assert f"-l:{lib.name}" in flags and f"-Wl,-rpath,{lib.parent.resolve()}" in flags
+    assert flags.index(f"-I{package.include.resolve()}") < flags.index(f"-I{package.builtin_include.resolve()}")
+    # the custom library alone: what app_flags gives (-lcust_opapi is -l:libcust_opapi.so)
+    alone = app_flags_for_libraries([package.lib])
+    assert sorted(f.replace("-l:libcust_opapi.so", "-lcust_opapi") for f in alone) == sorted(app_flags(package.root))
+    other = tmp_path / "vendors" / "other" / "op_api" / "lib" / "libcust_opapi.so"
+    with pytest.raises(ValueError, match="libcust_opapi.so"):
+        app_flags_for_libraries([package.lib, other])

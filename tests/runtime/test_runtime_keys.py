@@ -106,7 +106,9 @@ def test_c_callback_keys_of_a_tensor_list(ops, dtype, key, binary):
     np.testing.assert_array_equal(y, np.full((2, 3), 6, dtype))
 
 
-def test_default_mode_keys(ops):
+@pytest.mark.parametrize("kind", ["custom", "built-in"])  # MulCustom is in both packages
+def test_default_mode_keys(ops_for, kind):
+    ops = ops_for("MulCustom", kind)
     x = np.ones((2, 3), np.float16)
     y = np.ones((3,), np.float32)
     ex = run_two_phase(ops, "MulCustom", x, y, np.empty((2, 3), np.float32))

@@ -156,8 +156,8 @@ def test_binary_two_phase(ops_for, package_for, kind, case: Case):
     root = package_for(case.op, kind)
     sub = f"ops_{pkgbuild.SAMPLE_OP_DOMAINS[case.op]}/" if kind == pkgbuild.BUILTIN else ""
     assert ex.plan.selection.package.resolve() == root.resolve()
-    want = root / f"op_impl/ai_core/tbe/kernel/ascend910b/{sub}{case.snake}/{case.binary}.so"
-    assert ex.plan.selection.entry.bin_path.resolve() == want.resolve()
+    bin_path = root / f"op_impl/ai_core/tbe/kernel/ascend910b/{sub}{case.snake}/{case.binary}.so"
+    assert ex.plan.selection.entry.bin_path.resolve() == bin_path.resolve()
     _check(out, want, case)
 
 

@@ -104,6 +104,85 @@ def test_package_is_resolved_per_lookup(ops, opp, monkeypatch):
     assert selected() == opp / "built-in"
 
 
+# ---- the sample OPP tree: the custom vendor package and the built-in package -------------------
+
+@pytest.fixture
+def sample_copy(sample_opp, tmp_path) -> Path:
+    """A private copy of the sample build's OPP root (vendors/customize, built-in, config.ini)."""
+    root = tmp_path / "sample_opp"
+    shutil.copytree(sample_opp, root, symlinks=True)
+    return root
+
+
+def _discovered(spec, *inputs, attrs=(), outputs, deterministic=None):
+    """Run an op bound to no package (so found by discovery); its Selection."""
+    op = OpRuntime(spec, None)
+    size, ex = executor.get_workspace_size(op, inputs, attrs, outputs, deterministic)
+    executor.execute(np.empty(size, np.uint8) if size else None, size, ex)
+    return ex.plan.selection
+
+
+def test_sample_opp_search_order_is_the_custom_vendor_then_built_in(sample_copy, monkeypatch):
+    monkeypatch.setenv("ASCEND_OPP_PATH", str(sample_copy))
+    assert read_load_priority(sample_copy / "vendors/config.ini") == ["customize"]
+    assert search_roots() == [sample_copy / "vendors/customize", sample_copy / "built-in"]
+
+
+def test_custom_mul_wins_over_the_built_in_one(sample_copy, ops, builtin_ops, monkeypatch):
+    """MulCustom is in both packages: discovery takes the custom vendor's, searched first."""
+    monkeypatch.setenv("ASCEND_OPP_PATH", str(sample_copy))
+    custom, builtin = sample_copy / "vendors/customize", sample_copy / "built-in"
+    root, roots = find_op_package("MulCustom", SOC)
+    assert root == custom and roots == [custom, builtin]
+    assert "MulCustom" in binary_index(builtin, SOC).keys_by_op  # the built-in one is there, and loses
+    x, y = np.arange(12, dtype=np.float32).reshape(3, 4), np.full(4, 3, np.float32)
+    z = np.empty_like(x)
+    selection = _discovered(ops._OPS["MulCustom"].spec, x, y, outputs=(z,))
+    np.testing.assert_array_equal(z, x * y)
+    assert selection.package == custom and selection.entry.name == "MulCustom_FP32"
+    bin_path = selection.entry.checked_bin_path()
+    assert bin_path.is_relative_to(custom) and not bin_path.is_relative_to(builtin)
+    assert bin_path == custom / "op_impl/ai_core/tbe/kernel/ascend910b/mul_custom/MulCustom_FP32.so"
+    # without the custom vendor (load_priority names none), the built-in MulCustom (ops_math) runs
+    (sample_copy / "vendors/config.ini").write_text("load_priority=\n")
+    executor.reset_cache_thread_local()
+    z[:] = 0
+    selection = _discovered(builtin_ops._OPS["MulCustom"].spec, x, y, outputs=(z,))
+    np.testing.assert_array_equal(z, x * y)
+    assert selection.package == builtin
+    assert selection.entry.checked_bin_path() == \
+        builtin / "op_impl/ai_core/tbe/kernel/ascend910b/ops_math/mul_custom/MulCustom_FP32.so"
+
+
+@pytest.mark.parametrize("op, domain", [("ReduceSumCustom", "math"), ("LeakyReluCustom", "nn")])
+def test_built_in_only_ops_are_found_in_built_in(sample_copy, builtin_ops, monkeypatch, op, domain):
+    monkeypatch.setenv("ASCEND_OPP_PATH", str(sample_copy))
+    builtin = sample_copy / "built-in"
+    root, roots = find_op_package(op, SOC)
+    assert root == builtin and roots == [sample_copy / "vendors/customize", builtin]
+    index = binary_index(builtin, SOC)
+    config = builtin / f"op_impl/ai_core/tbe/kernel/config/ascend910b/ops_{domain}/binary_info_config.json"
+    assert config in index.config_files
+    for key in index.keys_by_op[op]:  # every binary of the op, from its ops_<domain> sub-package
+        entry = index.by_key[key]
+        assert entry.checked_bin_path().parent == builtin / f"op_impl/ai_core/tbe/kernel/ascend910b/ops_{domain}" / \
+            {"ReduceSumCustom": "reduce_sum_custom", "LeakyReluCustom": "leaky_relu_custom"}[op]
+        assert entry.bin_path.is_file() and entry.json_path.is_file()
+
+
+def test_built_in_reduce_sum_runs_by_discovery(sample_copy, builtin_ops, monkeypatch):
+    monkeypatch.setenv("ASCEND_OPP_PATH", str(sample_copy))
+    builtin = sample_copy / "built-in"
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    y = np.empty((1, 3, 1), np.float32)
+    selection = _discovered(builtin_ops._OPS["ReduceSumCustom"].spec, x, attrs=([0, 2], True), outputs=(y,),
+                            deterministic=True)
+    np.testing.assert_array_equal(y, x.sum(axis=(0, 2), keepdims=True))
+    assert selection.package == builtin and selection.entry.name == "ReduceSumCustom_FP32_Det"
+    assert selection.entry.checked_bin_path() == \
+        builtin / "op_impl/ai_core/tbe/kernel/ascend910b/ops_math/reduce_sum_custom/ReduceSumCustom_FP32_Det.so"
+
+
 def test_index_is_reparsed_when_the_config_changes(package_copy):
     index = binary_index(package_copy, SOC)
     assert "AddCustomTemplate/d=0,p=1/custom_fp16" in index.by_key
@@ -117,6 +196,27 @@ def test_index_is_reparsed_when_the_config_changes(package_copy):
 
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
     assert "AddCustomTemplate/d=0,p=1/custom_fp16" not in binary_index(package_copy, SOC).by_key
+
+
+def test_built_in_index_is_reparsed_when_a_sub_package_changes(builtin_copy):
+    import os
+
+    index = binary_index(builtin_copy, SOC)
+    assert set(index.keys_by_op) == {"MulCustom", "ReduceSumCustom", "LeakyReluCustom"}
+    assert binary_index(builtin_copy, SOC) is index
+    config_dir = builtin_copy / "op_impl/ai_core/tbe/kernel/config/ascend910b"
+    path = config_dir / "ops_nn/binary_info_config.json"
+    data = json.loads(path.read_text())
+    del data["LeakyReluCustom"]
+    path.write_text(json.dumps(data))
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert set(binary_index(builtin_copy, SOC).keys_by_op) == {"MulCustom", "ReduceSumCustom"}
+    # a sub-package removed
+    shutil.rmtree(config_dir / "ops_math")
+    stat = config_dir.stat()
+    os.utime(config_dir, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert set(binary_index(builtin_copy, SOC).keys_by_op) == set()
 
 
 # ---- 100,000 binaries ---------------------------------------------------------------------------

@@ -36,11 +36,11 @@ def test_tensor_dlpack_round_trip():
     assert t.__dlpack_device__() == a.__dlpack_device__()
 
 
-def test_tensor_bf16(ops):
+def test_tensor_bf16(builtin_ops):
     a = np.linspace(-3, 3, 257).astype(ml_dtypes.bfloat16)
     t = rt.Tensor.from_numpy(a)
     assert t.dtype == "bfloat16" and t.nbytes == 2 * 257
-    out = ops.leaky_relu_custom(t, negative_slope=0.5)
+    out = builtin_ops.leaky_relu_custom(t, negative_slope=0.5)
     assert isinstance(out, rt.Tensor) and out.dtype == "bfloat16"
     af = a.astype(np.float32)
     np.testing.assert_array_equal(out.numpy(), np.where(af >= 0, af, 0.5 * af).astype(ml_dtypes.bfloat16))
@@ -74,7 +74,8 @@ def test_tensors_and_arrays_share_plans(ops):
     np.testing.assert_array_equal(out.numpy(), 2 * x)
 
 
-def test_two_phase_on_a_created_stream(ops):
+def test_two_phase_on_a_created_stream(ops, builtin_ops):
+    """Custom and built-in ops on one in-order stream."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal((256, 512), dtype=np.float32)
     y = rng.standard_normal((256, 512), dtype=np.float32)
@@ -84,10 +85,10 @@ def test_two_phase_on_a_created_stream(ops):
         ops.aclnnAddCustomTemplate(None, size, ex, stream)
         # a kernel with a workspace, then a non-contiguous output, on the same in-order stream
         r = np.empty(512, np.float32)
-        size, ex2 = ops.aclnnReduceSumCustomGetWorkspaceSize(z, [0], False, r, deterministic=True)
+        size, ex2 = builtin_ops.aclnnReduceSumCustomGetWorkspaceSize(z, [0], False, r, deterministic=True)
         assert size > 0
         workspace = rt.malloc(size)
-        ops.aclnnReduceSumCustom(workspace, size, ex2, stream)
+        builtin_ops.aclnnReduceSumCustom(workspace, size, ex2, stream)
         parent = np.zeros((256, 1024), np.float32)
         ops.aclnnMulCustom(None, *ops.aclnnMulCustomGetWorkspaceSize(x, y, parent[:, ::2]), stream)
         del ex, ex2  # the stream keeps what its kernels use alive
@@ -100,11 +101,11 @@ def test_two_phase_on_a_created_stream(ops):
     np.testing.assert_array_equal(parent[:, 1::2], 0)
 
 
-def test_one_shot_on_a_created_stream(ops):
+def test_one_shot_on_a_created_stream(ops, builtin_ops):
     x = np.arange(1000, dtype=np.float32).reshape(10, 100)
     stream = rt.Stream()
     z = ops.add_custom_template(x, x, stream=stream)
-    s = ops.reduce_sum_custom(x, axes=[1], stream=stream)
+    s = builtin_ops.reduce_sum_custom(x, axes=[1], stream=stream)
     stream.synchronize()
     np.testing.assert_array_equal(z, 2 * x)
     np.testing.assert_allclose(s, x.sum(axis=1), rtol=1e-6)

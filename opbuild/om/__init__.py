@@ -1,0 +1,18 @@
+"""SO in OM: self-contained offline models (.om) that carry the op .so files they need.
+
+    format.py     ModelFileHeader + partition table (GE layout)
+    so_store.py   OpSoStore: the SO_BINS partition, SoBinType, so_in_om_flag
+    tables.py     TBE_KERNELS / TILING_DATA / WEIGHTS_DATA item tables
+    model.py      the YAML model format (schemas/model.schema.json)
+    build.py      `om build`: dependency analysis and packing
+    loader.py     parse + check + route, compat check, memfd loading, OpMasterDevice de-dup
+    run.py        execution through the runtime (package provider per node)
+    inspect.py    `om inspect`
+    single_op.py  `om single-op`
+
+See docs/om-format.md.
+"""
+
+from opbuild.om.errors import OmCompatError, OmError
+
+__all__ = ["OmCompatError", "OmError"]

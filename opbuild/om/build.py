@@ -1,0 +1,294 @@
+"""`opbuild om build`: compile a model against an OPP tree into a self-contained .om.
+
+Dependency analysis (seed §3): only what the nodes use is packed —
+
+* dynamic-shape model (an input dim is -1): each used package's tiling/infer-shape library as a
+  SpaceRegistry .so named `<lib>_<os>_<arch>.so`, and every kernel binary of each used op (the
+  key is computed at run time);
+* static-shape model: the binary each node selects (key computed now, by the runtime itself) and
+  its precomputed tiling (TILING_DATA);
+* `preprocess: true` nodes: their package's device tiling library as OpMasterDevice (tiling runs
+  at execution from it);
+* `bin_file_path` nodes: that .so as Autofuse (it is launched instead of the selected kernel).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import platform as _platform
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from opbuild.abi import package_layout as layout
+from opbuild.abi.ge_types import numpy_dtype
+from opbuild.om import format as omf
+from opbuild.om import so_store, tables
+from opbuild.om.errors import OmError
+from opbuild.om.model import Model, Node
+from opbuild.runtime.package import binary_index, read_load_priority
+from opbuild.spec.serialize import spec_to_dict
+
+FORMAT = "opbuild-om"
+FORMAT_VERSION = 1
+IMPL_MODES = {"default": 0, "high_performance": 1, "high_precision": 2}
+
+
+def host_os() -> str:
+    return _platform.system().lower()
+
+
+def host_cpu() -> str:
+    return layout.host_arch()
+
+
+def opp_version() -> str:
+    """The runtime ABI the packed .so files are built against (TilingContext, kernel launch)."""
+    try:
+        return f"opbuild-{importlib.metadata.version('opbuild')}"
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover
+        return "opbuild-unknown"
+
+
+def space_registry_name(os_name: str | None = None, cpu: str | None = None) -> str:
+    stem = layout.TILING_LIB_NAME[:-3]
+    return f"{stem}_{os_name or host_os()}_{cpu or host_cpu()}.so"
+
+
+def _version_info(package: Path) -> str:
+    try:
+        for line in (package / layout.VERSION_INFO).read_text().splitlines():
+            if "=" in line:
+                return line.split("=", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def device_so_name(vendor: str, package: Path) -> str:
+    """Name of a package's device tiling .so: built-in by type and version, custom by vendor."""
+    if vendor == "built-in":
+        return f"libopmaster_device_{_version_info(package)}.so"
+    return f"libcust_opmaster_device_{vendor.split('/', 1)[1]}.so"
+
+
+class _Packages:
+    """The packages of an OPP tree, in runtime search order (vendors by load_priority, built-in)."""
+
+    def __init__(self, opp: Path, soc: str) -> None:
+        self.opp = opp
+        self.soc = soc
+        self.order: list[str] = [f"vendors/{v}" for v in read_load_priority(opp / "vendors" / "config.ini")]
+        if (opp / "built-in").is_dir():
+            self.order.append("built-in")
+        self._modules: dict[str, Any] = {}
+
+    def root(self, vendor: str) -> Path:
+        return self.opp / vendor
+
+    def find(self, op: str, wanted: str | None) -> str:
+        candidates = [wanted] if wanted else self.order
+        for vendor in candidates:
+            root = self.root(vendor)
+            if root.is_dir() and op in binary_index(root, self.soc).keys_by_op:
+                return vendor
+        where = ", ".join(str(self.root(v)) for v in candidates) or f"(no packages under {self.opp})"
+        raise OmError(f"op {op} is in no package for {self.soc}; searched {where}")
+
+    def op_runtime(self, vendor: str, op: str):
+        from opbuild.runtime.api import import_ops
+
+        module = self._modules.get(vendor)
+        if module is None:
+            module = self._modules[vendor] = import_ops(self.root(vendor))
+        return module._OPS[op]
+
+
+def _attr_values(op_rt, node: Node) -> list[Any]:
+    known = {a.name for a in op_rt.spec.attrs}
+    unknown = set(node.attrs) - known
+    if unknown:
+        raise OmError(f"node {node.name}: {op_rt.spec.op} has no attribute(s) {sorted(unknown)} (has {sorted(known)})")
+    return [node.attrs.get(a.name) for a in op_rt.spec.attrs]
+
+
+def _key_rule_source(spec) -> str | None:
+    if spec.key_rule.callback != "python":
+        return None
+    from opbuild.keys.rules import callback_path
+
+    try:
+        return callback_path(spec).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise OmError(f"{spec.op}: cannot read its Python key rule: {exc}") from None
+
+
+def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] | None = None) -> bytes:
+    """The .om bytes of `model`, built against the OPP tree `opp` (e.g. out/opp)."""
+    from opbuild.runtime import executor as ex
+    from opbuild.runtime.errors import AclnnError
+    from opbuild.runtime.shapes import infer_output_dtype, infer_output_shape
+
+    opp = Path(opp)
+    soc = model.soc
+    packages = _Packages(opp, soc)
+    d = 1 if model.deterministic else 0
+    p = IMPL_MODES[model.impl_mode]
+    dynamic = model.dynamic
+    # tensor name -> (dtype name, shape or None)
+    tensors: dict[str, tuple[str, tuple[int, ...] | None]] = {}
+    for name, dtype, shape in model.inputs:
+        tensors[name] = (dtype, None if dynamic else shape)
+    from opbuild.abi.ge_types import dtype_name
+
+    for name, arr in model.weights.items():
+        tensors[name] = (dtype_name(arr.dtype), tuple(arr.shape))
+
+    ops: dict[str, dict[str, Any]] = {}
+    kernels: dict[str, tables.Item] = {}
+    tiling_items: list[tables.Item] = []
+    so_bins: list[so_store.OpSoBin] = []
+    so_names: set[tuple[str, str]] = set()
+    node_defs = []
+    used_vendors: list[str] = []
+
+    def add_so(name: str, vendor: str, data: bytes, so_type: so_store.SoBinType) -> None:
+        if (name, vendor) not in so_names:
+            so_names.add((name, vendor))
+            so_bins.append(so_store.OpSoBin(name, vendor, data, so_type))
+
+    def add_kernel(vendor: str, entry) -> str:
+        item_name = f"{vendor.replace('vendors/', '')}:{entry.name}"
+        if item_name not in kernels:
+            try:
+                data = entry.checked_bin_path().read_bytes()
+                desc = json.loads(entry.json_path.read_text())
+            except (OSError, ValueError) as exc:
+                raise OmError(f"{entry.op}: cannot read kernel {entry.name}: {exc}") from None
+            kernels[item_name] = tables.Item(item_name, desc, data)
+        return item_name
+
+    for node in model.nodes:
+        vendor = packages.find(node.op, node.package)
+        if vendor not in used_vendors:
+            used_vendors.append(vendor)
+        root = packages.root(vendor)
+        op_rt = packages.op_runtime(vendor, node.op)
+        spec = op_rt.spec
+        op_ref = f"{vendor}:{node.op}"
+        index = binary_index(root, soc)
+        if op_ref not in ops:
+            ops[op_ref] = {"package": vendor, "op": node.op, "definition": spec_to_dict(spec),
+                           "key_rule_source": _key_rule_source(spec), "binaries": {}}
+        op_def = ops[op_ref]
+        if len(node.inputs) != len(spec.inputs) or len(node.outputs) != len(spec.outputs):
+            raise OmError(f"node {node.name}: {node.op} takes {len(spec.inputs)} inputs and {len(spec.outputs)} "
+                          f"outputs, the node has {len(node.inputs)} and {len(node.outputs)}")
+        attrs = _attr_values(op_rt, node)
+        try:
+            attr_values = ex.normalize_attrs(op_rt, attrs)
+        except AclnnError as exc:
+            raise OmError(f"node {node.name}: {exc}") from None
+        attr_map = {a.name: v for a, v in zip(spec.attrs, attr_values)}
+        in_dtypes: dict[str, str] = {}
+        in_shapes: dict[str, tuple[int, ...]] = {}
+        for param, t in zip(spec.inputs, node.inputs):
+            first = t[0] if isinstance(t, list) else t
+            if first is None:
+                continue
+            in_dtypes[param.name] = tensors[first][0]
+            if tensors[first][1] is not None:
+                in_shapes[param.name] = tensors[first][1]
+        out_meta = []
+        try:
+            for param in spec.outputs:
+                dtype = infer_output_dtype(spec, param, in_dtypes)
+                shape = None if dynamic else infer_output_shape(spec, param, in_shapes, attr_map)
+                if not dynamic and shape is None:
+                    raise OmError(f"node {node.name}: output {param.name} of {node.op} has no shape rule")
+                out_meta.append((dtype, shape))
+        except AclnnError as exc:
+            raise OmError(f"node {node.name}: {exc}") from None
+        for t, meta in zip(node.outputs, out_meta):
+            tensors[t] = meta
+
+        selected = None
+        tiling_ref = None
+        if dynamic:
+            for key in index.keys_by_op.get(node.op, ()):
+                op_def["binaries"][key] = add_kernel(vendor, index.by_key[key])
+        else:
+            def arr(name):
+                if name in model.weights:
+                    return model.weights[name]
+                dt, shape = tensors[name]
+                return np.zeros(shape, numpy_dtype(dt))
+
+            call_inputs = [[arr(x) for x in t] if isinstance(t, list) else (None if t is None else arr(t))
+                           for t in node.inputs]
+            outputs = [np.empty(shape, numpy_dtype(dt)) for dt, shape in out_meta]
+            try:
+                _, executor = ex.get_workspace_size(op_rt, call_inputs, attrs, outputs, bool(d), p)
+            except AclnnError as exc:
+                raise OmError(f"node {node.name}: {exc}") from None
+            plan = executor.plan
+            sel = plan.selection
+            item = add_kernel(vendor, sel.entry)
+            op_def["binaries"][sel.full_key] = item
+            selected = {"full_key": sel.full_key, "fragment": sel.fragment, "binary": sel.entry.name,
+                        "input_shapes": [[list(a.shape) for a in (x if isinstance(x, list) else [x])] if x is not None else []
+                                         for x in call_inputs]}
+            if not node.preprocess and not plan.empty:
+                tiling_ref = node.name
+                tiling_items.append(tables.Item(node.name, {
+                    "block_dim": plan.block_dim, "tiling_key": plan.tiling_key,
+                    "workspace_size": plan.workspace_size, "full_key": sel.full_key}, bytes(plan.tiling_buffer)))
+        autofuse = None
+        if node.bin_file_path is not None:
+            autofuse = node.bin_file_path.name
+            add_so(autofuse, vendor, node.bin_file_path.read_bytes(), so_store.SoBinType.Autofuse)
+        if node.preprocess:
+            add_so(device_so_name(vendor, root), vendor, (root / layout.tiling_lib()).read_bytes(),
+                   so_store.SoBinType.OpMasterDevice)
+        node_defs.append({
+            "name": node.name, "op": op_ref, "type": node.op, "inputs": node.inputs, "outputs": node.outputs,
+            "attrs": {a.name: (list(v) if isinstance(v, tuple) else v) for a, v in zip(spec.attrs, attr_values)},
+            "preprocess": node.preprocess, "autofuse_so": autofuse, "selected": selected, "tiling": tiling_ref,
+            "output_dtypes": [dt for dt, _ in out_meta],
+        })
+    if dynamic:
+        for vendor in used_vendors:
+            lib = packages.root(vendor) / layout.tiling_lib()
+            try:
+                add_so(space_registry_name(), vendor, lib.read_bytes(), so_store.SoBinType.SpaceRegistry)
+            except OSError as exc:
+                raise OmError(f"{vendor}: cannot read its tiling library {lib}: {exc.strerror}") from None
+
+    compiler = sorted({_version_info(packages.root(v)) for v in used_vendors})
+    info = {"cpu_info": host_cpu(), "os_info": host_os(), "opp_version": opp_version(),
+            "compiler_version": ",".join(compiler)}
+    info.update(so_info_override or {})
+    flag = so_store.flag_of(b.type for b in so_bins)
+    model_def = {
+        "format": FORMAT, "format_version": FORMAT_VERSION, "name": model.name, "soc": soc, "dynamic": dynamic,
+        "deterministic": d, "impl_mode": p, "so_in_om_flag": flag, "so_in_om_info": info,
+        "inputs": [{"name": n, "dtype": dt, "shape": list(s)} for n, dt, s in model.inputs],
+        "weights": [{"name": n} for n in model.weights],
+        "outputs": model.outputs, "packages": {v: {"version": _version_info(packages.root(v))} for v in used_vendors},
+        "ops": ops, "nodes": node_defs,
+    }
+    weights = [tables.Item(n, {"dtype": dtype_name(a.dtype), "shape": list(a.shape)},
+                           np.ascontiguousarray(a).tobytes()) for n, a in model.weights.items()]
+    parts: list[tuple[int, bytes]] = [(omf.MODEL_DEF, json.dumps(model_def, sort_keys=True).encode())]
+    if weights:
+        parts.append((omf.WEIGHTS_DATA, tables.build(weights, tables.WEIGHT_MAGIC, "WEIGHTS_DATA")))
+    parts.append((omf.TBE_KERNELS, tables.build(sorted(kernels.values(), key=lambda i: i.name), tables.KERNEL_MAGIC,
+                                                "TBE_KERNELS", allow_empty=False)))
+    if so_bins:
+        parts.append((omf.SO_BINS, so_store.build(so_bins)))
+    if tiling_items:
+        parts.append((omf.TILING_DATA, tables.build(tiling_items, tables.TILING_MAGIC, "TILING_DATA")))
+    return omf.write_om(parts, name=model.name, ops=len(model.nodes), platform_version=soc,
+                        need_check_os_cpu_info=bool(so_bins), is_unknow_model=dynamic)

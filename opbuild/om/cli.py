@@ -1,0 +1,77 @@
+"""The `opbuild om` subcommands (registered in opbuild/cli.py)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+
+def _write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def run_om_command(args: argparse.Namespace) -> int:
+    from opbuild.om.errors import OmError
+    from opbuild.runtime.errors import AclnnError
+
+    prog = f"opbuild om {args.om_command}"
+    try:
+        if args.om_command == "build":
+            from opbuild.om.build import build_om
+            from opbuild.om.model import load_model
+
+            data = build_om(load_model(args.model), Path(args.opp))
+            _write(Path(args.output), data)
+            print(f"wrote {args.output} ({len(data)} bytes)")
+        elif args.om_command == "single-op":
+            from opbuild.om.single_op import build_single_op
+
+            data = build_single_op(args.op, args.input, args.attr, Path(args.opp), soc=args.soc, package=args.package)
+            _write(Path(args.output), data)
+            print(f"wrote {args.output} ({len(data)} bytes)")
+        elif args.om_command == "inspect":
+            from opbuild.om.inspect import describe
+            from opbuild.om.loader import parse_om
+
+            print(describe(parse_om(_read(args.om))), end="")
+        elif args.om_command == "run":
+            import numpy as np
+
+            from opbuild.om.loader import load_om
+            from opbuild.om.run import OmRunner
+
+            inputs = {}
+            for text in args.input:
+                name, sep, file = text.partition("=")
+                if not sep:
+                    raise OmError(f"--input {text!r}: expected NAME=FILE.npy")
+                try:
+                    inputs[name] = np.load(file, allow_pickle=False)
+                except (OSError, ValueError) as exc:
+                    raise OmError(f"--input {name}: cannot load {file}: {exc}") from None
+            outputs = OmRunner(load_om(_read(args.om))).run(inputs)
+            out_dir = Path(args.output_dir)
+            out_dir.mkdir(parents=True, exist_ok=True)
+            for name, value in outputs.items():
+                np.save(out_dir / f"{name}.npy", np.asarray(value))
+                print(f"{name}: {np.asarray(value).dtype}{list(np.shape(value))} -> {out_dir / (name + '.npy')}")
+    except (OmError, AclnnError) as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _read(path: str) -> bytes:
+    from opbuild.om.errors import OmError
+
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise OmError(f"cannot read {path}: {exc.strerror}") from None

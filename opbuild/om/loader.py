@@ -1,0 +1,341 @@
+"""Loading an .om: parse and check every structure, check SoInOmInfo against the host, load each
+.so from memory (memfd_create + dlopen of /proc/self/fd/N) and route it by type, and bind the
+model's ops to the runtime through per-node package providers (no op package needed).
+
+Stages: `parse_om(buf)` parses and routes zero-copy (memoryviews of the buffer); `OmModel.load()`
+materializes (memfds, dlopen). A memfd stays open while anything loaded from it may be used
+(for the life of the process: kernels are cached by path in the executor).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from opbuild.om import build as ombuild
+from opbuild.om import format as omf
+from opbuild.om import so_store, tables
+from opbuild.om.errors import OmCompatError, OmError
+from opbuild.om.so_store import OpSoBin, SoBinType
+
+# ---- MODEL_DEF structure --------------------------------------------------------------------------
+
+_NAME = {"type": "string", "minLength": 1, "maxLength": 256}
+_MODEL_DEF_SCHEMA = {
+    "type": "object",
+    "required": ["format", "format_version", "name", "soc", "dynamic", "deterministic", "impl_mode", "so_in_om_flag",
+                 "so_in_om_info", "inputs", "weights", "outputs", "ops", "nodes"],
+    "properties": {
+        "format": {"const": ombuild.FORMAT}, "format_version": {"const": ombuild.FORMAT_VERSION},
+        "name": {"type": "string"}, "soc": _NAME, "dynamic": {"type": "boolean"},
+        "deterministic": {"enum": [0, 1]}, "impl_mode": {"enum": [0, 1, 2]},
+        "so_in_om_flag": {"type": "integer", "minimum": 0, "maximum": 0xFFFF},
+        "so_in_om_info": {"type": "object", "required": ["cpu_info", "os_info", "opp_version", "compiler_version"],
+                          "additionalProperties": {"type": "string"}},
+        "inputs": {"type": "array", "items": {"type": "object", "required": ["name", "dtype", "shape"], "properties": {
+            "name": _NAME, "dtype": {"type": "string"},
+            "shape": {"type": "array", "maxItems": 8, "items": {"type": "integer", "minimum": -1}}}}},
+        "weights": {"type": "array", "items": {"type": "object", "required": ["name"], "properties": {"name": _NAME}}},
+        "outputs": {"type": "array", "items": _NAME},
+        "ops": {"type": "object", "additionalProperties": {
+            "type": "object", "required": ["package", "op", "definition", "binaries"],
+            "properties": {"package": {"type": "string"}, "op": _NAME, "definition": {"type": "object"},
+                           "key_rule_source": {"type": ["string", "null"]},
+                           "binaries": {"type": "object", "additionalProperties": {"type": "string"}}}}},
+        "nodes": {"type": "array", "minItems": 1, "items": {
+            "type": "object", "required": ["name", "op", "type", "inputs", "outputs", "attrs", "preprocess"],
+            "properties": {
+                "name": _NAME, "op": _NAME, "type": _NAME,
+                "inputs": {"type": "array", "items": {"anyOf": [_NAME, {"type": "null"},
+                                                                {"type": "array", "minItems": 1, "items": _NAME}]}},
+                "outputs": {"type": "array", "items": _NAME}, "attrs": {"type": "object"},
+                "preprocess": {"type": "boolean"}, "autofuse_so": {"type": ["string", "null"]},
+                "tiling": {"type": ["string", "null"]},
+                "selected": {"anyOf": [{"type": "null"}, {"type": "object", "required": ["full_key", "fragment", "binary"],
+                                                          "properties": {"full_key": {"type": "string"},
+                                                                         "fragment": {"type": "string"},
+                                                                         "binary": {"type": "string"}}}]}}}},
+    },
+}
+
+
+def _model_def_validator():
+    from jsonschema import Draft202012Validator
+
+    v = getattr(_model_def_validator, "_v", None)
+    if v is None:
+        v = _model_def_validator._v = Draft202012Validator(_MODEL_DEF_SCHEMA)
+    return v
+
+
+# ---- memory-loaded .so files ----------------------------------------------------------------------
+
+@dataclass
+class MemFile:
+    """Bytes in an anonymous memory file; `path` (/proc/self/fd/N) is what dlopen/open take."""
+
+    fd: int
+    name: str
+
+    @property
+    def path(self) -> Path:
+        return Path(f"/proc/self/fd/{self.fd}")
+
+
+def memfile(name: str, data: bytes | memoryview) -> MemFile:
+    fd = os.memfd_create(name[:200], os.MFD_CLOEXEC)
+    try:
+        view = memoryview(data)
+        while len(view):
+            written = os.write(fd, view)
+            view = view[written:]
+    except OSError:
+        os.close(fd)
+        raise
+    return MemFile(fd, name)
+
+
+@dataclass
+class LoadedSo:
+    """A .so of SO_BINS loaded from memory: its library handle (tiling functions, key callbacks)."""
+
+    name: str
+    vendor: str
+    type: SoBinType
+    sha256: str
+    file: MemFile
+    library: Any
+
+
+class _DeviceRegistry:
+    """OpMasterDevice .so files shared by every loaded model: built-in ones by name, custom ones by
+    content (the whole binary: the same library under another name is reused)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.by_name: dict[str, LoadedSo] = {}
+        self.by_content: dict[bytes, tuple[bytes, LoadedSo]] = {}
+        self.loads = 0
+
+    def get(self, b: OpSoBin) -> LoadedSo:
+        with self.lock:
+            if b.vendor == "built-in":
+                hit = self.by_name.get(b.name)
+                if hit is not None:
+                    return hit
+                so = _load_so(b)
+                self.by_name[b.name] = so
+            else:
+                digest = hashlib.sha256(b.data).digest()
+                hit = self.by_content.get(digest)
+                if hit is not None and hit[0] == bytes(b.data):
+                    return hit[1]
+                so = _load_so(b)
+                self.by_content[digest] = (bytes(b.data), so)
+            self.loads += 1
+            return so
+
+    def count(self) -> int:
+        return self.loads
+
+
+DEVICE_SO = _DeviceRegistry()
+
+
+def _load_so(b: OpSoBin) -> LoadedSo:
+    from opbuild.abi.c_callbacks import CallbackError, TilingLibrary
+
+    f = memfile(f"om:{b.name}", b.data)
+    try:
+        lib = TilingLibrary(f.path)
+    except CallbackError as exc:
+        os.close(f.fd)
+        raise OmError(f"{b.name} ({b.vendor}): {exc}", "SO_BINS") from None
+    return LoadedSo(b.name, b.vendor, b.type, hashlib.sha256(b.data).hexdigest(), f, lib)
+
+
+# ---- the parsed model -----------------------------------------------------------------------------
+
+@dataclass
+class OmModel:
+    """A parsed .om: header, partitions, MODEL_DEF, the packed .so files routed by type, kernels,
+    tiling and weights (memoryviews of `buffer` until `load()`)."""
+
+    buffer: Any
+    om: omf.OmFile
+    model_def: dict[str, Any]
+    so_bins: list[OpSoBin]
+    kernels: dict[str, tables.Item]
+    tilings: dict[str, tables.Item]
+    weights: dict[str, tables.Item]
+    routed: dict[SoBinType, list[OpSoBin]] = field(default_factory=dict)
+    # after load()
+    space_registry: dict[str, LoadedSo] = field(default_factory=dict)   # vendor -> library
+    device: dict[str, LoadedSo] = field(default_factory=dict)           # vendor -> library
+    autofuse: dict[str, MemFile] = field(default_factory=dict)          # so name -> memfd
+    kernel_files: dict[str, tuple[MemFile, MemFile]] = field(default_factory=dict)
+    loaded: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.model_def["name"]
+
+    def check_compat(self, host: dict[str, str] | None = None) -> None:
+        """SoInOmInfo against the host; OmCompatError naming each mismatch."""
+        host = host or host_info()
+        info = self.model_def["so_in_om_info"]
+        problems = []
+        for key in ("cpu_info", "os_info", "opp_version"):
+            if info.get(key) != host[key]:
+                problems.append(f"{key}: model built with {info.get(key)!r}, host has {host[key]!r}")
+        for part in (info.get("compiler_version") or "").split(","):
+            if part and not part.startswith("host-"):
+                problems.append(f"compiler_version: {part!r} is not a host toolchain ('host-...'), "
+                                f"the CPU simulator cannot run its binaries")
+        if problems:
+            raise OmCompatError("the .om does not fit this host: " + "; ".join(problems), "MODEL_DEF.so_in_om_info")
+        suffix = ombuild.space_registry_name(host["os_info"], host["cpu_info"])
+        for b in self.routed.get(SoBinType.SpaceRegistry, []):
+            if b.name != suffix:
+                raise OmCompatError(f"SpaceRegistry .so {b.name!r} ({b.vendor}) is not for this host "
+                                    f"(expected {suffix!r})", "SO_BINS")
+
+    def load(self, check_compat: bool = True) -> "OmModel":
+        """Materialize: compat check, .so files from memory routed by type, kernels as memfds."""
+        if self.loaded:
+            return self
+        if check_compat and (self.om.header.need_check_os_cpu_info or self.so_bins):
+            self.check_compat()
+        for b in self.routed.get(SoBinType.SpaceRegistry, []):
+            self.space_registry[b.vendor] = _load_so(b)
+        for b in self.routed.get(SoBinType.OpMasterDevice, []):
+            self.device[b.vendor] = DEVICE_SO.get(b)
+        for b in self.routed.get(SoBinType.Autofuse, []):
+            self.autofuse[b.name] = memfile(f"om:{b.name}", b.data)
+        for name, item in self.kernels.items():
+            self.kernel_files[name] = (memfile(f"om:{name}", item.data),
+                                       memfile(f"om:{name}.json", json.dumps(item.meta).encode()))
+        self.loaded = True
+        return self
+
+
+def host_info() -> dict[str, str]:
+    return {"cpu_info": ombuild.host_cpu(), "os_info": ombuild.host_os(), "opp_version": ombuild.opp_version()}
+
+
+def _check_model_def(m: OmModel, base: int) -> None:
+    md = m.model_def
+    where = "MODEL_DEF"
+    errors = list(_model_def_validator().iter_errors(md))
+    if errors:
+        e = errors[0]
+        raise OmError(f"$.{'.'.join(str(p) for p in e.path)}: {e.message[:200]}", where, base)
+    flag = md["so_in_om_flag"]
+    have = so_store.flag_of(b.type for b in m.so_bins)
+    if flag != have:
+        raise OmError(f"so_in_om_flag 0x{flag:04x} disagrees with the SO_BINS types (0x{have:04x})", where, base)
+    if bool(m.om.header.need_check_os_cpu_info) != bool(m.so_bins):
+        raise OmError(f"need_check_os_cpu_info is {m.om.header.need_check_os_cpu_info} but the model has "
+                      f"{len(m.so_bins)} packed .so files", "need_check_os_cpu_info",
+                      omf.HEADER_FIELDS["need_check_os_cpu_info"][1])
+    if bool(m.om.header.is_unknow_model) != md["dynamic"]:
+        raise OmError("is_unknow_model disagrees with MODEL_DEF dynamic", "is_unknow_model",
+                      omf.HEADER_FIELDS["is_unknow_model"][1])
+    vendors_by_type: dict[SoBinType, set[str]] = {}
+    for b in m.so_bins:
+        vendors_by_type.setdefault(b.type, set()).add(b.vendor)
+    so_names = {b.name for b in m.so_bins if b.type == SoBinType.Autofuse}
+    for ref, op in md["ops"].items():
+        if ref != f"{op['package']}:{op['op']}" or so_store.check_vendor(op["package"]):
+            raise OmError(f"op {ref!r}: bad package or name", where, base)
+        for key, item in op["binaries"].items():
+            if item not in m.kernels:
+                raise OmError(f"op {ref}: binary {item!r} of key {key} is not in TBE_KERNELS", where, base)
+    weights = {w["name"] for w in md["weights"]}
+    if weights != set(m.weights):
+        raise OmError("weights listed in MODEL_DEF and WEIGHTS_DATA differ", where, base)
+    defined = {i["name"] for i in md["inputs"]} | weights
+    for node in md["nodes"]:
+        nwhere = f"node {node['name']}"
+        op = md["ops"].get(node["op"])
+        if op is None:
+            raise OmError(f"{nwhere}: op {node['op']!r} is not defined", where, base)
+        for t in node["inputs"]:
+            for name in (t if isinstance(t, list) else [t]):
+                if name is not None and name not in defined:
+                    raise OmError(f"{nwhere}: input {name!r} is not defined before it", where, base)
+        defined.update(node["outputs"])
+        if node.get("tiling") is not None and node["tiling"] not in m.tilings:
+            raise OmError(f"{nwhere}: tiling {node['tiling']!r} is not in TILING_DATA", where, base)
+        if node.get("autofuse_so") is not None and node["autofuse_so"] not in so_names:
+            raise OmError(f"{nwhere}: autofuse .so {node['autofuse_so']!r} is not in SO_BINS", where, base)
+        sel = node.get("selected")
+        if sel is not None and sel["full_key"] not in op["binaries"]:
+            raise OmError(f"{nwhere}: selected key {sel['full_key']} has no packed binary", where, base)
+        if sel is None and not md["dynamic"]:
+            raise OmError(f"{nwhere}: static model node without a selected binary", where, base)
+        if node["preprocess"] and op["package"] not in vendors_by_type.get(SoBinType.OpMasterDevice, ()):
+            raise OmError(f"{nwhere}: preprocess node but no OpMasterDevice .so of {op['package']}", where, base)
+        if md["dynamic"] and op["package"] not in vendors_by_type.get(SoBinType.SpaceRegistry, ()):
+            raise OmError(f"{nwhere}: dynamic model but no SpaceRegistry .so of {op['package']}", where, base)
+    for o in md["outputs"]:
+        if o not in defined:
+            raise OmError(f"output {o!r} is not produced by the model", where, base)
+
+
+def parse_om(data: bytes | bytearray | memoryview, verify_checksum: bool = True) -> OmModel:
+    """Parse and route (zero-copy); OmError naming the field and offset of any problem."""
+    om = omf.read_om(data, verify_checksum=verify_checksum)
+    md_part = om.get(omf.MODEL_DEF)
+    try:
+        model_def = json.loads(bytes(md_part.data).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise OmError(f"not UTF-8 JSON: {str(exc)[:200]}", "MODEL_DEF", md_part.file_offset) from None
+    part = om.get(omf.SO_BINS)
+    so_bins = so_store.load(part.data, part.file_offset) if part is not None else []
+    part = om.get(omf.TBE_KERNELS)
+    kernels = ({i.name: i for i in tables.load(part.data, tables.KERNEL_MAGIC, "TBE_KERNELS", part.file_offset,
+                                                allow_empty=False, check_name=_check_item_name)}
+               if part is not None else {})
+    part = om.get(omf.TILING_DATA)
+    tilings = ({i.name: i for i in tables.load(part.data, tables.TILING_MAGIC, "TILING_DATA", part.file_offset,
+                                                check_name=None)} if part is not None else {})
+    part = om.get(omf.WEIGHTS_DATA)
+    weights = ({i.name: i for i in tables.load(part.data, tables.WEIGHT_MAGIC, "WEIGHTS_DATA", part.file_offset,
+                                                check_name=None)} if part is not None else {})
+    m = OmModel(data, om, model_def, so_bins, kernels, tilings, weights)
+    seen: set[tuple[str, str]] = set()
+    for i, b in enumerate(so_bins):
+        if (b.name, b.vendor) in seen:
+            raise OmError(f"{b.name!r} of {b.vendor} appears twice", f"SO_BINS item {i}")
+        seen.add((b.name, b.vendor))
+        m.routed.setdefault(b.type, []).append(b)
+    if not isinstance(model_def, dict):
+        raise OmError("not a JSON object", "MODEL_DEF", md_part.file_offset)
+    _check_model_def(m, md_part.file_offset)
+    return m
+
+
+def _check_item_name(name: str) -> str | None:
+    pkg, sep, rest = name.partition(":")
+    if not sep:
+        return "is not <package>:<binary>"
+    return so_store.check_so_name(pkg) or so_store.check_so_name(rest)
+
+
+def load_om(path_or_bytes: str | Path | bytes, *, check_compat: bool = True) -> OmModel:
+    """Read, parse, check and load an .om file (or its bytes)."""
+    if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+        data = path_or_bytes
+    else:
+        try:
+            data = Path(path_or_bytes).read_bytes()
+        except OSError as exc:
+            raise OmError(f"cannot read {path_or_bytes}: {exc.strerror}") from None
+    return parse_om(data).load(check_compat=check_compat)

@@ -1,0 +1,188 @@
+"""Executing a loaded .om through the ordinary runtime (OpRuntime, two phases, simulator).
+
+Each node gets an `OpRuntime` built from the op definition embedded in MODEL_DEF, bound to a
+`NodeProvider`: the package-provider hook of opbuild.runtime.selection (binary_index,
+tiling_library, fragment_fn) and of executor.build_plan (precomputed_tiling). Kernels are the
+memfd-backed TBE_KERNELS items; tiling comes from TILING_DATA (static nodes), the SpaceRegistry
+.so (dynamic models) or the OpMasterDevice .so (preprocess nodes).
+"""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from opbuild.abi.c_callbacks import TilingResult
+from opbuild.abi.ge_types import dtype_name, numpy_dtype
+from opbuild.keys import KeyRuleError, check_fragment
+from opbuild.om.errors import OmError
+from opbuild.om.loader import OmModel
+from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
+from opbuild.runtime.package import BinaryEntry, BinaryIndex
+from opbuild.runtime.selection import OpRuntime
+from opbuild.spec.serialize import spec_from_dict
+
+_FD_ROOT = Path("/proc/self/fd")
+
+
+class OmEntry(BinaryEntry):
+    """A kernel binary held in a memfd (its paths are /proc/self/fd/N: nothing to check)."""
+
+    __slots__ = ()
+
+    def checked_bin_path(self, config: Any = None) -> Path:
+        return self.bin_path
+
+
+class NodeProvider:
+    """The op package of one node of an .om (see opbuild.runtime.selection.OpRuntime.resolve_package)."""
+
+    def __init__(self, model: OmModel, node: dict[str, Any]) -> None:
+        self.model = model
+        self.node = node
+        self.op_def = model.model_def["ops"][node["op"]]
+        self.vendor = self.op_def["package"]
+        self._index: BinaryIndex | None = None
+        self.label = Path(f"<om {model.name}>/{self.vendor}")
+
+    def __str__(self) -> str:
+        return str(self.label)
+
+    def _entry(self, key: str, item: str) -> OmEntry:
+        bin_file, json_file = self.model.kernel_files[item]
+        af = self.node.get("autofuse_so")
+        if af is not None:
+            bin_file = self.model.autofuse[af]
+        return OmEntry(self.op_def["op"], item.split(":", 1)[1], str(bin_file.fd), str(json_file.fd), 2, (key,), _FD_ROOT)
+
+    def binary_index(self, soc: str) -> BinaryIndex:
+        if soc != self.model.model_def["soc"]:
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"model {self.model.name} was built for {self.model.model_def['soc']}, "
+                                                      f"the runtime SoC is {soc} (OPBUILD_SOC)")
+        if self._index is None:
+            op = self.op_def["op"]
+            by_key = {key: self._entry(key, item) for key, item in sorted(self.op_def["binaries"].items())}
+            self._index = BinaryIndex(self.label, soc, (Path(f"<om {self.model.name}>/TBE_KERNELS"),), by_key,
+                                      {op: tuple(by_key)}, {})
+        return self._index
+
+    def tiling_library(self):
+        if self.node["preprocess"]:
+            return self.model.device[self.vendor].library
+        lib = self.model.space_registry.get(self.vendor)
+        if lib is None:
+            raise AclnnError(ACLNN_ERR_INNER, f"node {self.node['name']} ({self.op_def['op']}): static model without a "
+                                              f"tiling library, and the call differs from the one tiled at build time")
+        return lib.library
+
+    def fragment_fn(self, spec):
+        sel = self.node.get("selected")
+        if sel is not None and not self.model.model_def["dynamic"]:
+            fragment = sel["fragment"]
+            return lambda ctx: fragment
+        source = self.op_def.get("key_rule_source")
+        if spec.key_rule.callback != "python":
+            return None
+        if source is None:
+            raise AclnnError(ACLNN_ERR_INNER, f"{spec.op}: its Python key rule is not in the model")
+        module = types.ModuleType(f"opbuild_om_keyrule_{spec.snake}_{id(self):x}")
+        try:
+            exec(compile(source, f"<om {self.model.name}: {spec.snake}/{spec.key_rule.py_module}.py>", "exec"),  # noqa: S102
+                 module.__dict__)
+            fn = getattr(module, spec.key_rule.py_function)
+        except Exception as exc:  # noqa: BLE001 - a broken packed key rule
+            raise AclnnError(ACLNN_ERR_INNER, f"{spec.op}: packed key rule unusable: {type(exc).__name__}: {exc}") from None
+
+        def fragment(ctx):
+            try:
+                result = fn(ctx)
+            except Exception as exc:  # noqa: BLE001
+                raise KeyRuleError(f"{spec.op}: GenSimplifiedKey callback raised {type(exc).__name__}: {exc}") from exc
+            problem = check_fragment(result)
+            if problem is not None:
+                raise KeyRuleError(f"{spec.op}: GenSimplifiedKey callback returned an invalid fragment: {problem}")
+            return result
+
+        return fragment
+
+    def precomputed_tiling(self, spec, full_key, in_inst, out_inst, attrs):
+        ref = self.node.get("tiling")
+        sel = self.node.get("selected")
+        if ref is None or sel is None:
+            return None
+        item = self.model.tilings[ref]
+        meta = item.meta
+        shapes = [[list(i[2]) for i in g] for g in in_inst]
+        if meta.get("full_key") != full_key or shapes != sel.get("input_shapes"):
+            return None
+        try:
+            values = [meta["block_dim"], meta["tiling_key"], meta["workspace_size"]]
+            if not all(type(v) is int and 0 <= v < 1 << 64 for v in values):
+                raise ValueError(f"bad values {values}")
+        except (KeyError, ValueError) as exc:
+            raise AclnnError(ACLNN_ERR_INNER, f"TILING_DATA item {ref!r}: {exc}") from None
+        return TilingResult(values[0], values[1], values[2], bytes(item.data))
+
+
+class OmRunner:
+    """Runs a loaded model: `run({input name: array}) -> {output name: array}`."""
+
+    def __init__(self, model: OmModel) -> None:
+        model.load()
+        self.model = model
+        md = model.model_def
+        self.d = bool(md["deterministic"])
+        self.p = md["impl_mode"]
+        self.nodes: list[tuple[dict[str, Any], OpRuntime]] = []
+        for node in md["nodes"]:
+            op_def = md["ops"][node["op"]]
+            try:
+                spec = spec_from_dict(op_def["definition"], Path(f"/nonexistent/om/{op_def['op']}/op.yaml"))
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise OmError(f"op {node['op']}: definition unusable: {type(exc).__name__}: {exc}", "MODEL_DEF") from None
+            if spec.op != op_def["op"] or spec.op != node["type"]:
+                raise OmError(f"node {node['name']}: op type {node['type']} disagrees with its definition", "MODEL_DEF")
+            if len(node["inputs"]) != len(spec.inputs) or len(node["outputs"]) != len(spec.outputs):
+                raise OmError(f"node {node['name']}: wrong number of inputs/outputs for {spec.op}", "MODEL_DEF")
+            self.nodes.append((node, OpRuntime(spec, NodeProvider(model, node))))
+        self.weights: dict[str, np.ndarray] = {}
+        for name, item in model.weights.items():
+            try:
+                dt = numpy_dtype(item.meta["dtype"])
+                shape = tuple(int(x) for x in item.meta["shape"])
+                arr = np.frombuffer(item.data, dtype=dt)
+                self.weights[name] = arr.reshape(shape)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise OmError(f"weight {name}: {exc}", "WEIGHTS_DATA") from None
+
+    def run(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+        from opbuild.runtime import api
+
+        md = self.model.model_def
+        tensors: dict[str, Any] = dict(self.weights)
+        for spec_in in md["inputs"]:
+            name = spec_in["name"]
+            if name not in inputs:
+                raise OmError(f"model input {name!r} is missing (inputs: {[i['name'] for i in md['inputs']]})")
+            a = np.asarray(inputs[name])
+            if dtype_name(a.dtype) != spec_in["dtype"]:
+                raise OmError(f"input {name}: dtype {dtype_name(a.dtype)}, the model wants {spec_in['dtype']}")
+            want = spec_in["shape"]
+            if len(a.shape) != len(want) or any(w != -1 and w != s for w, s in zip(want, a.shape)):
+                raise OmError(f"input {name}: shape {list(a.shape)}, the model wants {want}")
+            tensors[name] = a
+        extra = set(inputs) - {i["name"] for i in md["inputs"]}
+        if extra:
+            raise OmError(f"unknown model input(s) {sorted(extra)}")
+        for node, op in self.nodes:
+            args = [[tensors[x] for x in t] if isinstance(t, list) else (None if t is None else tensors[t])
+                    for t in node["inputs"]]
+            attrs = [node["attrs"].get(a.name) for a in op.spec.attrs]
+            result = api.call(op, args, attrs, self.d, self.p)
+            results = result if isinstance(result, tuple) else (result,)
+            for name, value in zip(node["outputs"], results):
+                tensors[name] = value
+        return {name: tensors[name] for name in md["outputs"]}

@@ -1,0 +1,969 @@
+/* fastpath.c: opbuild.runtime._fastpath, the cache-hit path of the per-op two-phase wrappers in C.
+ *
+ * opbuild/runtime/executor.py stays the reference and handles everything else. For each "simple"
+ * op (required tensors, scalar attributes, bound to a package) it wraps its Python phase-1 and
+ * phase-2 functions in a Phase1 / Phase2 object of this module:
+ *
+ *   Phase1(x, y, ..., z): when every tensor is a plain numpy array (exact ndarray) and no
+ *   per-call deterministic / impl_mode is given, the call's key -- op, the process-wide dp code
+ *   (settings.DP[0], read on every call), each attribute (value and type) and each tensor's dtype
+ *   (descriptor identity), shape and strides: what executor.simple_key covers -- is looked up in
+ *   the calling thread's plan table. A hit with writable outputs and 16-byte aligned data returns
+ *   (workspace_size, Executor) with the launch arguments packed. Anything else calls the Python
+ *   function; when that returns a directly launchable Python executor, its plan is registered
+ *   under the call's key.
+ *
+ *   Phase2(workspace, workspaceSize, executor, stream=None): an Executor of this module for the
+ *   same op on the default stream with no workspace buffer is checked (run once, workspace size,
+ *   null workspace; the messages of executor.execute) and launched with sim_launch; everything
+ *   else goes to the Python function.
+ *
+ * The plan table lives in the thread state dict (freed with the thread); executor.py clears it
+ * with the Python cache (ResetCacheThreadLocal, eviction). Every table access holds the GIL.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+
+#define ACLNN_ERR_PARAM_NULLPTR 161001
+#define ACLNN_ERR_PARAM_INVALID 161002
+
+#define MAX_KEY_WORDS 512
+#define MAX_TENSORS 60
+#define MAX_ATTRS 60
+#define TABLE_LIMIT 8192
+#define RELEASE_GIL_BYTES (64 * 1024)
+
+typedef int (*sim_launch_fn)(void *stream, void *fn, void *const *args, uint32_t nargs, uint32_t block_dim,
+                             int intercore_sync, char *err, uint32_t errlen);
+
+/* ---- module state (set by configure(); used with the GIL held) ------------------------------- */
+
+static PyObject *g_aclnn_error;      /* opbuild.runtime.errors.AclnnError */
+static PyObject *g_dp;               /* settings.DP: [dp code] */
+static PyObject *g_py_executor;      /* executor.Executor (what the Python phase 1 returns) */
+static PyObject *g_launch_failed;    /* executor._launch_failed(plan): raises the launch error */
+static Py_ssize_t g_hot_offset = -1; /* offset of Plan.hot's slot */
+static sim_launch_fn g_launch;
+static PyObject *g_table_key;        /* the thread-state-dict key of the plan table */
+
+static PyObject *s_args, *s_plan, *s_workspace_size, *s_tiling_addr, *s_fn, *s_value, *s_nargs, *s_block_dim,
+    *s_sync, *s_empty, *s_contiguous, *s_selection, *s_full_key, *s_entry, *s_name, *s_deterministic,
+    *s_impl_mode, *s_launch;
+
+static unsigned long long st_p1_hits, st_p1_misses, st_p1_registered, st_p2_fast, st_p2_slow;
+
+static int configured(void) {
+    if (g_aclnn_error == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "opbuild.runtime._fastpath is not configured");
+        return 0;
+    }
+    return 1;
+}
+
+static void raise_aclnn(int status, PyObject *message) {
+    if (message == NULL) return;
+    PyObject *exc = PyObject_CallFunction(g_aclnn_error, "iO", status, message);
+    Py_DECREF(message);
+    if (exc != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+    }
+}
+
+/* ---- the per-thread plan table --------------------------------------------------------------- */
+
+typedef struct Entry {
+    struct Entry *next;
+    uint64_t hash;
+    PyObject *op;
+    Py_ssize_t nwords, nattrs, ndescr;
+    intptr_t *words;      /* dp, then per tensor: descr, ndim, shape..., strides... */
+    PyObject **attrs;     /* owned */
+    PyObject **descrs;    /* owned (their addresses are in words) */
+    PyObject *plan;       /* owned */
+    PyObject *ws_obj;     /* owned: plan.workspace_size */
+    unsigned long long ws_size;
+    uint64_t tiling_addr;
+    void *fn;
+    uint32_t nargs, block_dim;
+    int sync, empty;
+} Entry;
+
+typedef struct {
+    PyObject_HEAD
+    Entry **buckets;
+    size_t mask; /* buckets - 1 */
+    size_t count;
+} Table;
+
+static void entry_free(Entry *e) {
+    for (Py_ssize_t i = 0; i < e->nattrs; i++) Py_XDECREF(e->attrs[i]);
+    for (Py_ssize_t i = 0; i < e->ndescr; i++) Py_XDECREF(e->descrs[i]);
+    Py_XDECREF(e->plan);
+    Py_XDECREF(e->ws_obj);
+    Py_XDECREF(e->op);
+    PyMem_Free(e->words);
+    PyMem_Free(e->attrs);
+    PyMem_Free(e->descrs);
+    PyMem_Free(e);
+}
+
+static void table_clear(Table *t) {
+    /* Detach first: freeing entries may run arbitrary destructors. */
+    Entry **buckets = t->buckets;
+    size_t n = t->mask + 1;
+    t->buckets = NULL;
+    t->mask = 0;
+    t->count = 0;
+    if (buckets == NULL) return;
+    for (size_t i = 0; i < n; i++) {
+        Entry *e = buckets[i];
+        while (e != NULL) {
+            Entry *next = e->next;
+            entry_free(e);
+            e = next;
+        }
+    }
+    PyMem_Free(buckets);
+}
+
+static void table_dealloc(Table *t) {
+    table_clear(t);
+    Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+static PyTypeObject TableType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "opbuild.runtime._fastpath.PlanTable",
+    .tp_basicsize = sizeof(Table),
+    .tp_dealloc = (destructor)table_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The calling thread's plan table of the C fast path.",
+};
+
+/* The calling thread's table; created when `create`, else NULL (no error) when there is none. */
+static Table *thread_table(int create) {
+    PyObject *dict = PyThreadState_GetDict();
+    if (dict == NULL) return NULL;
+    PyObject *t = PyDict_GetItemWithError(dict, g_table_key);
+    if (t != NULL || !create || PyErr_Occurred()) return (Table *)t;
+    t = PyType_GenericNew(&TableType, NULL, NULL);
+    if (t == NULL) return NULL;
+    int rc = PyDict_SetItem(dict, g_table_key, t);
+    Py_DECREF(t);
+    return rc < 0 ? NULL : (Table *)t;
+}
+
+static int table_insert(Table *t, Entry *e) {
+    if (t->count >= TABLE_LIMIT) table_clear(t);
+    if (t->buckets == NULL || t->count >= t->mask + 1) {
+        size_t n = t->buckets == NULL ? 64 : (t->mask + 1) * 2;
+        Entry **nb = PyMem_Calloc(n, sizeof(Entry *));
+        if (nb == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (t->buckets != NULL) {
+            for (size_t i = 0; i <= t->mask; i++) {
+                Entry *x = t->buckets[i];
+                while (x != NULL) {
+                    Entry *next = x->next;
+                    x->next = nb[x->hash & (n - 1)];
+                    nb[x->hash & (n - 1)] = x;
+                    x = next;
+                }
+            }
+            PyMem_Free(t->buckets);
+        }
+        t->buckets = nb;
+        t->mask = n - 1;
+    }
+    size_t b = e->hash & t->mask;
+    e->next = t->buckets[b];
+    t->buckets[b] = e;
+    t->count++;
+    return 0;
+}
+
+static inline uint64_t mix(uint64_t h, uint64_t w) {
+    h ^= w + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+/* ---- phase 1 ------------------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *op;
+    PyObject *slow; /* the Python phase-1 function */
+    PyObject *dict;
+    Py_ssize_t n_in, n_attr, n_out;
+} Phase1;
+
+typedef struct {
+    PyObject_VAR_HEAD /* ob_size = ntensors + nargs */
+    PyObject *plan;
+    PyObject *op;
+    uint32_t nargs, block_dim, ntensors;
+    int sync, empty, repeatable, used, release_gil;
+    unsigned long long ws_size;
+    void *fn;
+    uint64_t data[1]; /* ntensors array references, then the nargs launch arguments */
+} Executor;
+
+static PyTypeObject ExecutorType;
+
+/* The call's key in `words` (and its hash); 0 if the call is not one the C path handles. */
+typedef struct {
+    intptr_t words[MAX_KEY_WORDS];
+    Py_ssize_t nwords;
+    uint64_t hash;
+} Key;
+
+static int kw_defaults_only(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    if (kwnames == NULL) return 1;
+    Py_ssize_t nk = PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t i = 0; i < nk; i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+        if (args[nargs + i] != Py_None) return 0;
+        if (name != s_deterministic && name != s_impl_mode) {
+            if (PyUnicode_Compare(name, s_deterministic) != 0 && PyUnicode_Compare(name, s_impl_mode) != 0) {
+                PyErr_Clear();
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+/* -1 error, 0 not handled, 1 key built. */
+static int build_key(Phase1 *self, PyObject *const *args, Key *k, long dp) {
+    Py_ssize_t n_in = self->n_in, n_attr = self->n_attr;
+    Py_ssize_t ntensors = n_in + self->n_out;
+    uint64_t h = mix((uint64_t)(uintptr_t)self->op, (uint64_t)dp);
+    Py_ssize_t w = 0;
+    k->words[w++] = (intptr_t)dp;
+    for (Py_ssize_t i = 0; i < n_attr; i++) {
+        PyObject *a = args[n_in + i];
+        /* Only builtin scalars, whose hash and == run no Python code (nothing can change the
+         * table during a lookup); anything else takes the Python path. */
+        if (!PyLong_CheckExact(a) && !PyFloat_CheckExact(a) && !PyBool_Check(a) && !PyUnicode_CheckExact(a))
+            return 0;
+        Py_hash_t ah = PyObject_Hash(a);
+        if (ah == -1) {
+            PyErr_Clear();
+            return 0;
+        }
+        h = mix(h, (uint64_t)ah);
+        h = mix(h, (uint64_t)(uintptr_t)Py_TYPE(a));
+    }
+    for (Py_ssize_t i = 0; i < ntensors; i++) {
+        PyObject *o = args[i < n_in ? i : i + n_attr];
+        if (!PyArray_CheckExact(o)) return 0;
+        PyArrayObject *a = (PyArrayObject *)o;
+        int nd = PyArray_NDIM(a);
+        if (w + 2 + 2 * nd > MAX_KEY_WORDS) return 0;
+        k->words[w++] = (intptr_t)PyArray_DESCR(a);
+        k->words[w++] = nd;
+        npy_intp *dims = PyArray_DIMS(a), *strides = PyArray_STRIDES(a);
+        for (int d = 0; d < nd; d++) k->words[w++] = dims[d];
+        for (int d = 0; d < nd; d++) k->words[w++] = strides[d];
+    }
+    for (Py_ssize_t i = 0; i < w; i++) h = mix(h, (uint64_t)k->words[i]);
+    k->nwords = w;
+    k->hash = h;
+    return 1;
+}
+
+static Entry *lookup(Table *t, Phase1 *self, PyObject *const *args, Key *k) {
+    if (t->buckets == NULL) return NULL;
+    for (Entry *e = t->buckets[k->hash & t->mask]; e != NULL; e = e->next) {
+        if (e->hash != k->hash || e->op != self->op || e->nwords != k->nwords ||
+            memcmp(e->words, k->words, (size_t)k->nwords * sizeof(intptr_t)) != 0)
+            continue;
+        int same = 1;
+        for (Py_ssize_t i = 0; i < e->nattrs && same; i++) {
+            PyObject *a = args[self->n_in + i], *b = e->attrs[i];
+            if (a == b) continue;
+            if (Py_TYPE(a) != Py_TYPE(b)) {
+                same = 0;
+                break;
+            }
+            int eq = PyObject_RichCompareBool(a, b, Py_EQ);
+            if (eq < 0) {
+                PyErr_Clear();
+                eq = 0;
+            }
+            same = eq;
+        }
+        if (same) return e;
+    }
+    return NULL;
+}
+
+static int get_u64(PyObject *obj, PyObject *name, unsigned long long *out) {
+    PyObject *v = PyObject_GetAttr(obj, name);
+    if (v == NULL) return -1;
+    if (v == Py_None) {
+        *out = 0;
+    } else {
+        *out = PyLong_AsUnsignedLongLong(v);
+    }
+    Py_DECREF(v);
+    return (*out == (unsigned long long)-1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static int get_bool(PyObject *obj, PyObject *name) {
+    PyObject *v = PyObject_GetAttr(obj, name);
+    if (v == NULL) return -1;
+    int r = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return r;
+}
+
+/* Register `plan` (of a Python executor that could launch directly) under the call's key. */
+static int register_plan(Phase1 *self, PyObject *const *args, Key *k, PyObject *plan) {
+    int contiguous = get_bool(plan, s_contiguous);
+    if (contiguous <= 0) return contiguous;
+    unsigned long long ws, tiling, nargs, block_dim, fnv = 0;
+    int sync, empty;
+    if (get_u64(plan, s_workspace_size, &ws) < 0 || get_u64(plan, s_tiling_addr, &tiling) < 0 ||
+        get_u64(plan, s_nargs, &nargs) < 0 || get_u64(plan, s_block_dim, &block_dim) < 0)
+        return -1;
+    if ((sync = get_bool(plan, s_sync)) < 0 || (empty = get_bool(plan, s_empty)) < 0) return -1;
+    PyObject *fn = PyObject_GetAttr(plan, s_fn);
+    if (fn == NULL) return -1;
+    if (fn != Py_None) {
+        PyObject *v = PyObject_GetAttr(fn, s_value);
+        Py_DECREF(fn);
+        if (v == NULL) return -1;
+        if (v != Py_None) fnv = PyLong_AsUnsignedLongLong(v);
+        Py_DECREF(v);
+        if (PyErr_Occurred()) return -1;
+    } else {
+        Py_DECREF(fn);
+    }
+    Py_ssize_t ntensors = self->n_in + self->n_out;
+    if (nargs != (unsigned long long)(ntensors + 2) || block_dim > 0x7FFFFFFFull) return 0;
+    Table *t = thread_table(1);
+    if (t == NULL) return -1;
+    Entry *e = PyMem_Calloc(1, sizeof(Entry));
+    if (e == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    e->words = PyMem_Malloc((size_t)k->nwords * sizeof(intptr_t));
+    e->attrs = PyMem_Calloc((size_t)self->n_attr + 1, sizeof(PyObject *));
+    e->descrs = PyMem_Calloc((size_t)ntensors + 1, sizeof(PyObject *));
+    if (e->words == NULL || e->attrs == NULL || e->descrs == NULL) {
+        entry_free(e);
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(e->words, k->words, (size_t)k->nwords * sizeof(intptr_t));
+    e->nwords = k->nwords;
+    e->hash = k->hash;
+    e->op = Py_NewRef(self->op);
+    e->nattrs = self->n_attr;
+    for (Py_ssize_t i = 0; i < self->n_attr; i++) e->attrs[i] = Py_NewRef(args[self->n_in + i]);
+    e->ndescr = ntensors;
+    for (Py_ssize_t i = 0; i < ntensors; i++) {
+        PyObject *o = args[i < self->n_in ? i : i + self->n_attr];
+        e->descrs[i] = Py_NewRef((PyObject *)PyArray_DESCR((PyArrayObject *)o));
+    }
+    e->plan = Py_NewRef(plan);
+    e->ws_obj = PyLong_FromUnsignedLongLong(ws);
+    if (e->ws_obj == NULL) {
+        entry_free(e);
+        return -1;
+    }
+    e->ws_size = ws;
+    e->tiling_addr = tiling;
+    e->fn = (void *)(uintptr_t)fnv;
+    e->nargs = (uint32_t)nargs;
+    e->block_dim = (uint32_t)block_dim;
+    e->sync = sync;
+    e->empty = empty;
+    if (table_insert(t, e) < 0) {
+        entry_free(e);
+        return -1;
+    }
+    st_p1_registered++;
+    return 1;
+}
+
+static PyObject *phase1_slow(Phase1 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames, Key *k,
+                             long dp) {
+    st_p1_misses++;
+    PyObject *res = PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
+    if (res == NULL || k == NULL) return res;
+    if (!PyTuple_CheckExact(res) || PyTuple_GET_SIZE(res) != 2) return res;
+    PyObject *ex = PyTuple_GET_ITEM(res, 1);
+    if ((PyObject *)Py_TYPE(ex) != g_py_executor) return res;
+    /* settings changed meanwhile (another thread): the plan may be of another dp */
+    if (PyLong_AsLong(PyList_GET_ITEM(g_dp, 0)) != dp) return res;
+    PyObject *a = PyObject_GetAttr(ex, s_args);
+    if (a == NULL) {
+        Py_DECREF(res);
+        return NULL;
+    }
+    int direct = a != Py_None;
+    Py_DECREF(a);
+    if (!direct) return res;
+    PyObject *plan = PyObject_GetAttr(ex, s_plan);
+    if (plan == NULL) {
+        Py_DECREF(res);
+        return NULL;
+    }
+    int rc = register_plan(self, args, k, plan);
+    Py_DECREF(plan);
+    if (rc < 0) {
+        Py_DECREF(res);
+        return NULL;
+    }
+    return res;
+}
+
+static PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Key k;
+    if (nargs != self->n_in + self->n_attr + self->n_out || !kw_defaults_only(args, nargs, kwnames))
+        return phase1_slow(self, args, nargsf, kwnames, NULL, 0);
+    PyObject *dpo = PyList_GET_ITEM(g_dp, 0);
+    long dp = PyLong_AsLong(dpo);
+    if (dp == -1 && PyErr_Occurred()) return NULL;
+    int rc = build_key(self, args, &k, dp);
+    if (rc <= 0) return rc < 0 ? NULL : phase1_slow(self, args, nargsf, kwnames, NULL, 0);
+    Table *t = thread_table(0);
+    Entry *e = t != NULL ? lookup(t, self, args, &k) : NULL;
+    if (t == NULL && PyErr_Occurred()) return NULL;
+    if (e == NULL) return phase1_slow(self, args, nargsf, kwnames, &k, dp);
+    Py_ssize_t n_in = self->n_in, ntensors = n_in + self->n_out;
+    uintptr_t or_addr = 0;
+    uint64_t bytes = 0;
+    for (Py_ssize_t i = 0; i < ntensors; i++) {
+        PyArrayObject *a = (PyArrayObject *)args[i < n_in ? i : i + self->n_attr];
+        or_addr |= (uintptr_t)PyArray_DATA(a);
+        bytes += (uint64_t)PyArray_NBYTES(a);
+        if (i >= n_in && !PyArray_ISWRITEABLE(a)) return phase1_slow(self, args, nargsf, kwnames, NULL, 0);
+    }
+    if (or_addr & 15) return phase1_slow(self, args, nargsf, kwnames, NULL, 0);
+    Executor *ex = PyObject_NewVar(Executor, &ExecutorType, ntensors + e->nargs);
+    if (ex == NULL) return NULL;
+    ex->plan = Py_NewRef(e->plan);
+    ex->op = Py_NewRef(self->op);
+    ex->nargs = e->nargs;
+    ex->block_dim = e->block_dim;
+    ex->ntensors = (uint32_t)ntensors;
+    ex->sync = e->sync;
+    ex->empty = e->empty;
+    ex->repeatable = 0;
+    ex->used = 0;
+    ex->release_gil = e->block_dim > 1 || bytes >= RELEASE_GIL_BYTES;
+    ex->ws_size = e->ws_size;
+    ex->fn = e->fn;
+    uint64_t *launch_args = ex->data + ntensors;
+    for (Py_ssize_t i = 0; i < ntensors; i++) {
+        PyObject *o = args[i < n_in ? i : i + self->n_attr];
+        ex->data[i] = (uint64_t)(uintptr_t)Py_NewRef(o);
+        launch_args[i] = (uint64_t)(uintptr_t)PyArray_DATA((PyArrayObject *)o);
+    }
+    launch_args[ntensors] = 0;
+    launch_args[ntensors + 1] = e->tiling_addr;
+    if (g_hot_offset >= 0) {
+        PyObject **slot = (PyObject **)((char *)e->plan + g_hot_offset);
+        if (*slot != Py_True) Py_XSETREF(*slot, Py_NewRef(Py_True));
+    } else if (PyObject_SetAttrString(e->plan, "hot", Py_True) < 0) {
+        Py_DECREF(ex);
+        return NULL;
+    }
+    st_p1_hits++;
+    PyObject *res = PyTuple_New(2);
+    if (res == NULL) {
+        Py_DECREF(ex);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(res, 0, Py_NewRef(e->ws_obj));
+    PyTuple_SET_ITEM(res, 1, (PyObject *)ex);
+    return res;
+}
+
+static PyObject *phase1_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *op, *slow;
+    Py_ssize_t n_in, n_attr, n_out;
+    static char *kwlist[] = {"op", "n_inputs", "n_attrs", "n_outputs", "slow", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OnnnO:Phase1", kwlist, &op, &n_in, &n_attr, &n_out, &slow))
+        return NULL;
+    if (!configured()) return NULL;
+    if (n_in < 0 || n_attr < 0 || n_out < 0 || n_in + n_out > MAX_TENSORS || n_attr > MAX_ATTRS ||
+        !PyCallable_Check(slow)) {
+        PyErr_SetString(PyExc_ValueError, "Phase1: bad parameter counts or slow function");
+        return NULL;
+    }
+    Phase1 *self = (Phase1 *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->vectorcall = (vectorcallfunc)phase1_call;
+    self->op = Py_NewRef(op);
+    self->slow = Py_NewRef(slow);
+    self->n_in = n_in;
+    self->n_attr = n_attr;
+    self->n_out = n_out;
+    return (PyObject *)self;
+}
+
+static int phase1_traverse(Phase1 *self, visitproc visit, void *arg) {
+    Py_VISIT(self->op);
+    Py_VISIT(self->slow);
+    Py_VISIT(self->dict);
+    return 0;
+}
+
+static int phase1_clear(Phase1 *self) {
+    Py_CLEAR(self->op);
+    Py_CLEAR(self->slow);
+    Py_CLEAR(self->dict);
+    return 0;
+}
+
+static void phase1_dealloc(Phase1 *self) {
+    PyObject_GC_UnTrack(self);
+    phase1_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMemberDef phase1_members[] = {
+    {"op", T_OBJECT, offsetof(Phase1, op), READONLY, NULL},
+    {"slow", T_OBJECT, offsetof(Phase1, slow), READONLY, "the Python phase-1 function (the reference path)"},
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(Phase1, vectorcall), READONLY, NULL},
+    {"__dictoffset__", T_PYSSIZET, offsetof(Phase1, dict), READONLY, NULL},
+    {NULL},
+};
+
+static PyTypeObject Phase1Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "opbuild.runtime._fastpath.Phase1",
+    .tp_basicsize = sizeof(Phase1),
+    .tp_dealloc = (destructor)phase1_dealloc,
+    .tp_vectorcall_offset = offsetof(Phase1, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "Phase1(op, n_inputs, n_attrs, n_outputs, slow): phase 1 of an op, cache hits in C.",
+    .tp_traverse = (traverseproc)phase1_traverse,
+    .tp_clear = (inquiry)phase1_clear,
+    .tp_members = phase1_members,
+    .tp_dictoffset = offsetof(Phase1, dict),
+    .tp_new = phase1_new,
+};
+
+/* ---- executors ------------------------------------------------------------------------------ */
+
+static void executor_dealloc(Executor *self) {
+    for (uint32_t i = 0; i < self->ntensors; i++) Py_XDECREF((PyObject *)(uintptr_t)self->data[i]);
+    Py_XDECREF(self->plan);
+    Py_XDECREF(self->op);
+    PyObject_Free(self);
+}
+
+static PyObject *executor_refs(Executor *self, void *unused) {
+    (void)unused;
+    PyObject *t = PyTuple_New(self->ntensors);
+    if (t == NULL) return NULL;
+    for (uint32_t i = 0; i < self->ntensors; i++)
+        PyTuple_SET_ITEM(t, i, Py_NewRef((PyObject *)(uintptr_t)self->data[i]));
+    return t;
+}
+
+static PyObject *executor_args(Executor *self, void *unused) {
+    (void)unused;
+    return PyBytes_FromStringAndSize((const char *)(self->data + self->ntensors), (Py_ssize_t)self->nargs * 8);
+}
+
+static PyObject *executor_none(Executor *self, void *unused) {
+    (void)self;
+    (void)unused;
+    Py_RETURN_NONE;
+}
+
+static PyObject *executor_get_flag(Executor *self, void *which) {
+    return PyBool_FromLong(which ? self->used : self->repeatable);
+}
+
+static int executor_set_flag(Executor *self, PyObject *value, void *which) {
+    if (value == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "cannot delete this attribute");
+        return -1;
+    }
+    int v = PyObject_IsTrue(value);
+    if (v < 0) return -1;
+    if (which) self->used = v;
+    else self->repeatable = v;
+    return 0;
+}
+
+static PyObject *executor_simplified_key(Executor *self, void *unused) {
+    (void)unused;
+    PyObject *sel = PyObject_GetAttr(self->plan, s_selection);
+    if (sel == NULL) return NULL;
+    PyObject *r = PyObject_GetAttr(sel, s_full_key);
+    Py_DECREF(sel);
+    return r;
+}
+
+static PyObject *executor_binary_name(Executor *self, void *unused) {
+    (void)unused;
+    PyObject *sel = PyObject_GetAttr(self->plan, s_selection);
+    if (sel == NULL) return NULL;
+    PyObject *entry = PyObject_GetAttr(sel, s_entry);
+    Py_DECREF(sel);
+    if (entry == NULL) return NULL;
+    PyObject *r = PyObject_GetAttr(entry, s_name);
+    Py_DECREF(entry);
+    return r;
+}
+
+static PyObject *executor_workspace_size(Executor *self, void *unused) {
+    (void)unused;
+    return PyObject_GetAttr(self->plan, s_workspace_size);
+}
+
+static PyObject *executor_set_repeatable(Executor *self, PyObject *args, PyObject *kwds) {
+    PyObject *value = Py_True;
+    static char *kwlist[] = {"repeatable", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:set_repeatable", kwlist, &value)) return NULL;
+    if (executor_set_flag(self, value, NULL) < 0) return NULL;
+    return Py_NewRef(self);
+}
+
+static PyObject *executor_repr(Executor *self) {
+    PyObject *key = executor_simplified_key(self, NULL);
+    PyObject *name = key ? executor_binary_name(self, NULL) : NULL;
+    PyObject *ws = name ? executor_workspace_size(self, NULL) : NULL;
+    PyObject *r = ws ? PyUnicode_FromFormat("Executor(%S -> %S, workspace=%S)", key, name, ws) : NULL;
+    Py_XDECREF(key);
+    Py_XDECREF(name);
+    Py_XDECREF(ws);
+    return r;
+}
+
+static PyMemberDef executor_members[] = {
+    {"plan", T_OBJECT, offsetof(Executor, plan), READONLY, NULL},
+    {"op", T_OBJECT, offsetof(Executor, op), READONLY, NULL},
+    {NULL},
+};
+
+static PyGetSetDef executor_getset[] = {
+    {"refs", (getter)executor_refs, NULL, "the call's arrays (kept alive while the executor lives)", NULL},
+    {"args", (getter)executor_args, NULL, "the launch-argument array as packed native uint64", NULL},
+    {"inputs", (getter)executor_none, NULL, NULL, NULL},
+    {"outputs", (getter)executor_none, NULL, NULL, NULL},
+    {"repeatable", (getter)executor_get_flag, (setter)executor_set_flag, NULL, NULL},
+    {"used", (getter)executor_get_flag, (setter)executor_set_flag, NULL, (void *)1},
+    {"simplified_key", (getter)executor_simplified_key, NULL, NULL, NULL},
+    {"binary_name", (getter)executor_binary_name, NULL, NULL, NULL},
+    {"workspace_size", (getter)executor_workspace_size, NULL, NULL, NULL},
+    {NULL},
+};
+
+static PyMethodDef executor_methods[] = {
+    {"set_repeatable", (PyCFunction)(void (*)(void))executor_set_repeatable, METH_VARARGS | METH_KEYWORDS,
+     "Allow phase 2 to run this executor more than once (aclSetAclOpExecutorRepeatable)."},
+    {NULL},
+};
+
+static PyTypeObject ExecutorType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "opbuild.runtime._fastpath.Executor",
+    .tp_basicsize = offsetof(Executor, data),
+    .tp_itemsize = sizeof(uint64_t),
+    .tp_dealloc = (destructor)executor_dealloc,
+    .tp_repr = (reprfunc)executor_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The product of a phase 1 served by the C fast path (as executor.Executor).",
+    .tp_methods = executor_methods,
+    .tp_members = executor_members,
+    .tp_getset = executor_getset,
+};
+
+/* ---- phase 2 ------------------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *op;
+    PyObject *slow; /* the Python phase-2 function */
+    PyObject *dict;
+    PyObject *globals; /* the Python function's globals, or NULL */
+    PyObject *launch;  /* the `_launch` they hold: replaced (instrumented), the Python path runs */
+} Phase2;
+
+static PyObject *phase2_slow(Phase2 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    st_p2_slow++;
+    return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
+}
+
+static PyObject *phase2_call(Phase2 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames != NULL || nargs < 3 || nargs > 4 || (nargs == 4 && args[3] != Py_None))
+        return phase2_slow(self, args, nargsf, kwnames);
+    if (self->globals != NULL && PyDict_GetItemWithError(self->globals, s_launch) != self->launch) {
+        if (PyErr_Occurred()) return NULL;
+        return phase2_slow(self, args, nargsf, kwnames);
+    }
+    PyObject *workspace = args[0], *size_obj = args[1];
+    Executor *ex = (Executor *)args[2];
+    if (Py_TYPE(ex) != &ExecutorType || ex->op != self->op || !PyLong_CheckExact(size_obj) ||
+        (workspace != Py_None && ex->ws_size != 0))
+        return phase2_slow(self, args, nargsf, kwnames);
+    int overflow;
+    long long size = PyLong_AsLongLongAndOverflow(size_obj, &overflow);
+    if (overflow || (size == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return phase2_slow(self, args, nargsf, kwnames);
+    }
+    if (workspace != Py_None) {
+        /* no workspace needed: the Python path checks what was given */
+        return phase2_slow(self, args, nargsf, kwnames);
+    }
+    /* the checks of executor.execute, in its order */
+    if (ex->used && !ex->repeatable) {
+        raise_aclnn(ACLNN_ERR_PARAM_INVALID,
+                    PyUnicode_FromString("this executor already ran; make it repeatable to run it again"));
+        return NULL;
+    }
+    if (ex->empty) {
+        ex->used = 1;
+        st_p2_fast++;
+        return PyLong_FromLong(0);
+    }
+    if (size < 0 || (unsigned long long)size < ex->ws_size) {
+        raise_aclnn(ACLNN_ERR_PARAM_INVALID,
+                    PyUnicode_FromFormat("workspace of %lld bytes is smaller than the %llu required", size,
+                                         ex->ws_size));
+        return NULL;
+    }
+    if (ex->ws_size) {
+        raise_aclnn(ACLNN_ERR_PARAM_NULLPTR,
+                    PyUnicode_FromFormat("workspace is a null pointer (%llu bytes required)", ex->ws_size));
+        return NULL;
+    }
+    void *launch_args[MAX_TENSORS + 2];
+    memcpy(launch_args, ex->data + ex->ntensors, (size_t)ex->nargs * sizeof(uint64_t));
+    ex->used = 1;
+    st_p2_fast++;
+    int rc;
+    if (ex->release_gil) {
+        /* keep the executor (and so its arrays) alive while the kernel runs without the GIL */
+        Py_INCREF(ex);
+        Py_BEGIN_ALLOW_THREADS
+        rc = g_launch(NULL, ex->fn, launch_args, ex->nargs, ex->block_dim, ex->sync, NULL, 0);
+        Py_END_ALLOW_THREADS
+        Py_DECREF(ex);
+    } else {
+        rc = g_launch(NULL, ex->fn, launch_args, ex->nargs, ex->block_dim, ex->sync, NULL, 0);
+    }
+    if (rc) {
+        PyObject *r = PyObject_CallOneArg(g_launch_failed, ex->plan);
+        Py_XDECREF(r);
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "kernel launch failed");
+        return NULL;
+    }
+    return PyLong_FromLong(0);
+}
+
+static PyObject *phase2_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *op, *slow, *globals = NULL, *launch = NULL;
+    static char *kwlist[] = {"op", "slow", "globals", "launch", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|O!O:Phase2", kwlist, &op, &slow, &PyDict_Type, &globals, &launch))
+        return NULL;
+    if ((globals == NULL) != (launch == NULL)) {
+        PyErr_SetString(PyExc_TypeError, "Phase2: globals and launch go together");
+        return NULL;
+    }
+    if (!configured()) return NULL;
+    if (g_launch == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Phase2: no sim_launch configured");
+        return NULL;
+    }
+    Phase2 *self = (Phase2 *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->vectorcall = (vectorcallfunc)phase2_call;
+    self->op = Py_NewRef(op);
+    self->slow = Py_NewRef(slow);
+    self->globals = Py_XNewRef(globals);
+    self->launch = Py_XNewRef(launch);
+    return (PyObject *)self;
+}
+
+static int phase2_traverse(Phase2 *self, visitproc visit, void *arg) {
+    Py_VISIT(self->op);
+    Py_VISIT(self->slow);
+    Py_VISIT(self->dict);
+    Py_VISIT(self->globals);
+    Py_VISIT(self->launch);
+    return 0;
+}
+
+static int phase2_clear(Phase2 *self) {
+    Py_CLEAR(self->op);
+    Py_CLEAR(self->slow);
+    Py_CLEAR(self->dict);
+    Py_CLEAR(self->globals);
+    Py_CLEAR(self->launch);
+    return 0;
+}
+
+static void phase2_dealloc(Phase2 *self) {
+    PyObject_GC_UnTrack(self);
+    phase2_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMemberDef phase2_members[] = {
+    {"op", T_OBJECT, offsetof(Phase2, op), READONLY, NULL},
+    {"slow", T_OBJECT, offsetof(Phase2, slow), READONLY, "the Python phase-2 function (the reference path)"},
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(Phase2, vectorcall), READONLY, NULL},
+    {"__dictoffset__", T_PYSSIZET, offsetof(Phase2, dict), READONLY, NULL},
+    {NULL},
+};
+
+static PyTypeObject Phase2Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "opbuild.runtime._fastpath.Phase2",
+    .tp_basicsize = sizeof(Phase2),
+    .tp_dealloc = (destructor)phase2_dealloc,
+    .tp_vectorcall_offset = offsetof(Phase2, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "Phase2(op, slow): phase 2 of an op, the plain default-stream launch in C.",
+    .tp_traverse = (traverseproc)phase2_traverse,
+    .tp_clear = (inquiry)phase2_clear,
+    .tp_members = phase2_members,
+    .tp_dictoffset = offsetof(Phase2, dict),
+    .tp_new = phase2_new,
+};
+
+/* ---- module functions ----------------------------------------------------------------------- */
+
+static PyObject *fp_configure(PyObject *mod, PyObject *args, PyObject *kwds) {
+    (void)mod;
+    PyObject *err, *dp, *py_executor, *plan_type, *launch_failed;
+    unsigned long long launch = 0;
+    static char *kwlist[] = {"aclnn_error", "dp", "executor_type", "plan_type", "launch_failed", "sim_launch", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!OO!OK:configure", kwlist, &err, &PyList_Type, &dp,
+                                     &py_executor, &PyType_Type, &plan_type, &launch_failed, &launch))
+        return NULL;
+    if (PyList_GET_SIZE(dp) != 1) {
+        PyErr_SetString(PyExc_ValueError, "configure: dp must be a one-element list");
+        return NULL;
+    }
+    Py_ssize_t hot = -1;
+    PyObject *descr = PyDict_GetItemString(((PyTypeObject *)plan_type)->tp_dict, "hot");
+    if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
+        if (m->type == T_OBJECT_EX || m->type == T_OBJECT) hot = m->offset;
+    }
+    Py_XSETREF(g_aclnn_error, Py_NewRef(err));
+    Py_XSETREF(g_dp, Py_NewRef(dp));
+    Py_XSETREF(g_py_executor, Py_NewRef(py_executor));
+    Py_XSETREF(g_launch_failed, Py_NewRef(launch_failed));
+    g_hot_offset = hot;
+    g_launch = (sim_launch_fn)(uintptr_t)launch;
+    Py_RETURN_NONE;
+}
+
+static PyObject *fp_reset(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    if (g_table_key == NULL) Py_RETURN_NONE;
+    Table *t = thread_table(0);
+    if (t == NULL && PyErr_Occurred()) return NULL;
+    if (t != NULL) table_clear(t);
+    Py_RETURN_NONE;
+}
+
+static PyObject *fp_table_size(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    Table *t = thread_table(0);
+    if (t == NULL && PyErr_Occurred()) return NULL;
+    return PyLong_FromSize_t(t ? t->count : 0);
+}
+
+static PyObject *fp_stats(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    return Py_BuildValue("{sKsKsKsKsK}", "phase1_hits", st_p1_hits, "phase1_misses", st_p1_misses,
+                         "registered", st_p1_registered, "phase2_fast", st_p2_fast, "phase2_slow", st_p2_slow);
+}
+
+static PyObject *fp_reset_stats(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    st_p1_hits = st_p1_misses = st_p1_registered = st_p2_fast = st_p2_slow = 0;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef fp_methods[] = {
+    {"configure", (PyCFunction)(void (*)(void))fp_configure, METH_VARARGS | METH_KEYWORDS,
+     "configure(aclnn_error, dp, executor_type, plan_type, launch_failed, sim_launch): bind to the runtime."},
+    {"reset", fp_reset, METH_NOARGS, "Forget the calling thread's plan table (ResetCacheThreadLocal)."},
+    {"table_size", fp_table_size, METH_NOARGS, "Entries in the calling thread's plan table."},
+    {"stats", fp_stats, METH_NOARGS, "Process-wide counters of the fast path (hits, misses, launches)."},
+    {"reset_stats", fp_reset_stats, METH_NOARGS, "Zero the counters."},
+    {NULL},
+};
+
+static struct PyModuleDef fp_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "opbuild.runtime._fastpath",
+    .m_doc = "The cache-hit path of the per-op two-phase wrappers (see opbuild/runtime/executor.py).",
+    .m_size = -1,
+    .m_methods = fp_methods,
+};
+
+#define INTERN(var, text)                                   \
+    do {                                                    \
+        if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL; \
+    } while (0)
+
+PyMODINIT_FUNC PyInit__fastpath(void) {
+    import_array();
+    if (PyType_Ready(&TableType) < 0 || PyType_Ready(&Phase1Type) < 0 || PyType_Ready(&Phase2Type) < 0 ||
+        PyType_Ready(&ExecutorType) < 0)
+        return NULL;
+    INTERN(g_table_key, "opbuild.runtime._fastpath.table");
+    INTERN(s_args, "args");
+    INTERN(s_plan, "plan");
+    INTERN(s_workspace_size, "workspace_size");
+    INTERN(s_tiling_addr, "tiling_addr");
+    INTERN(s_fn, "fn");
+    INTERN(s_value, "value");
+    INTERN(s_nargs, "nargs");
+    INTERN(s_block_dim, "block_dim");
+    INTERN(s_sync, "sync");
+    INTERN(s_empty, "empty");
+    INTERN(s_contiguous, "contiguous");
+    INTERN(s_selection, "selection");
+    INTERN(s_full_key, "full_key");
+    INTERN(s_entry, "entry");
+    INTERN(s_name, "name");
+    INTERN(s_deterministic, "deterministic");
+    INTERN(s_impl_mode, "impl_mode");
+    INTERN(s_launch, "_launch");
+    PyObject *m = PyModule_Create(&fp_module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddObjectRef(m, "Phase1", (PyObject *)&Phase1Type) < 0 ||
+        PyModule_AddObjectRef(m, "Phase2", (PyObject *)&Phase2Type) < 0 ||
+        PyModule_AddObjectRef(m, "Executor", (PyObject *)&ExecutorType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

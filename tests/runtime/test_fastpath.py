@@ -1,0 +1,332 @@
+"""The C cache-hit path of the per-op two-phase wrappers (opbuild.runtime._fastpath).
+
+Its reference is the Python path it wraps (`fn.__wrapped__`): same plans, results, statuses and
+messages; it must be taken on plain cache hits and left for everything else.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import opbuild.runtime as rt
+from opbuild.runtime import executor, settings
+from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, ACLNN_ERR_RUNTIME_ERROR, AclnnError
+
+fastpath = pytest.importorskip("opbuild.runtime._fastpath")
+if executor._fastpath is None:
+    pytest.skip("the C fast path is disabled (OPBUILD_NO_FASTPATH)", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def probe(probe_package):
+    return rt.import_ops(probe_package)
+
+
+def stats() -> dict[str, int]:
+    return fastpath.stats()
+
+
+def delta(before: dict[str, int]) -> dict[str, int]:
+    now = stats()
+    return {k: now[k] - before[k] for k in now}
+
+
+def add_phases(ops):
+    return ops.aclnnAddCustomTemplateGetWorkspaceSize, ops.aclnnAddCustomTemplate
+
+
+def error_of(fn, *args) -> tuple[int, str]:
+    with pytest.raises(AclnnError) as err:
+        fn(*args)
+    return err.value.status, str(err.value)
+
+
+def test_wrappers_are_c_objects_dressed_as_functions(ops):
+    p1, p2 = add_phases(ops)
+    assert isinstance(p1, fastpath.Phase1) and isinstance(p2, fastpath.Phase2)
+    assert p1.__name__ == "aclnnAddCustomTemplateGetWorkspaceSize" and p2.__name__ == "aclnnAddCustomTemplate"
+    assert p1.__doc__.startswith("Phase 1 of AddCustomTemplate") and callable(p1.__wrapped__)
+    import inspect
+
+    assert list(inspect.signature(p1).parameters)[-2:] == ["deterministic", "impl_mode"]
+
+
+def test_hits_take_the_c_path_and_match_the_python_path(ops):
+    p1, p2 = add_phases(ops)
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((2, 1000), dtype=np.float32)
+    z = np.empty_like(x)
+    before = stats()
+    size, ex = p1(x, y, z)  # miss: the Python path builds and registers the plan
+    assert type(ex) is executor.Executor
+    p2(None, size, ex)
+    assert delta(before)["phase1_misses"] == 1 and delta(before)["registered"] == 1
+    assert fastpath.table_size() == 1
+    for k in range(3):
+        x2, y2 = rng.standard_normal((2, 1000), dtype=np.float32)  # new arrays, same signature
+        z[:] = 0
+        before = stats()
+        size, ex = p1(x2, y2, z)
+        assert type(ex) is fastpath.Executor
+        assert p2(None, size, ex) == 0
+        d = delta(before)
+        assert d["phase1_hits"] == 1 and d["phase1_misses"] == 0 and d["phase2_fast"] == 1 and d["phase2_slow"] == 0
+        np.testing.assert_array_equal(z, x2 + y2)
+        # the Python path gives the same plan, executor fields and result
+        z_ref = np.empty_like(z)
+        size_ref, ex_ref = p1.__wrapped__(x2, y2, z_ref)
+        p2.__wrapped__(None, size_ref, ex_ref)
+        np.testing.assert_array_equal(z, z_ref)
+        assert size == size_ref and ex.plan is ex_ref.plan
+        assert ex.args == p1.__wrapped__(x2, y2, z)[1].args  # same arrays: same launch arguments
+        assert (ex.simplified_key, ex.binary_name, ex.workspace_size) == \
+            (ex_ref.simplified_key, ex_ref.binary_name, ex_ref.workspace_size)
+        assert repr(ex) == repr(ex_ref) and ex.op is ex_ref.op
+        assert all(a is b for a, b in zip(ex.refs, (x2, y2, z)))
+
+
+def test_one_shot_calls_use_it(ops):
+    x = np.arange(8, dtype=np.float32)
+    ops.add_custom_template(x, x)
+    before = stats()
+    np.testing.assert_array_equal(ops.add_custom_template(x, x), 2 * x)
+    assert delta(before)["phase1_hits"] == 1
+
+
+def test_executors_of_c_path_work_everywhere(ops):
+    """Streams, workspaces and the Python execute() accept its executors."""
+    p1, p2 = add_phases(ops)
+    x = np.arange(64, dtype=np.float32)
+    z = np.empty_like(x)
+    size, ex = p1(x, x, z)
+    p2(None, size, ex)
+    size, ex = p1(x, x, z)
+    assert type(ex) is fastpath.Executor
+    stream = rt.Stream()
+    z[:] = 0
+    p2(None, size, ex, stream)
+    stream.synchronize()
+    np.testing.assert_array_equal(z, 2 * x)
+    size, ex = p1(x, x, z)
+    z[:] = 0
+    executor.execute(None, size, ex)
+    np.testing.assert_array_equal(z, 2 * x)
+    size, ex = p1(x, x, z)
+    z[:] = 0
+    p2(np.empty(16, np.uint8), 16, ex)  # a workspace the op does not need: the Python path checks it
+    np.testing.assert_array_equal(z, 2 * x)
+
+
+def test_run_once_and_repeatable(ops):
+    p1, p2 = add_phases(ops)
+    x = np.ones(5, np.float32)
+    z = np.empty_like(x)
+    p2(None, *p1(x, x, z))
+    size, ex = p1(x, x, z)
+    size_ref, ex_ref = p1.__wrapped__(x, x, z)
+    assert type(ex) is fastpath.Executor and type(ex_ref) is executor.Executor
+    p2(None, size, ex)
+    p2.__wrapped__(None, size_ref, ex_ref)
+    assert ex.used and ex_ref.used
+    before = stats()
+    got = error_of(p2, None, size, ex)
+    assert delta(before)["phase2_slow"] == 0  # raised in C
+    assert got == error_of(p2.__wrapped__, None, size_ref, ex_ref)
+    assert got[0] == ACLNN_ERR_PARAM_INVALID and "already ran" in got[1]
+    assert ex.set_repeatable() is ex and ex.repeatable
+    for _ in range(3):
+        z[:] = 0
+        p2(None, size, ex)
+        np.testing.assert_array_equal(z, 2 * x)
+    ex.set_repeatable(False)
+    assert error_of(p2, None, size, ex)[0] == ACLNN_ERR_PARAM_INVALID
+
+
+def test_workspace_errors_match_the_python_path(probe):
+    p1, p2 = probe.aclnnProbeCustomGetWorkspaceSize, probe.aclnnProbeCustom
+    x = np.ones(10, np.float32)
+    y = np.empty_like(x)
+    p1(x, -3.0, y)
+    cases = [
+        (None, 4095, ACLNN_ERR_PARAM_INVALID, "4095 bytes is smaller than the 4096 required"),
+        (None, -1, ACLNN_ERR_PARAM_INVALID, "-1 bytes is smaller than the 4096 required"),
+        (None, 4096, ACLNN_ERR_PARAM_NULLPTR, "workspace is a null pointer (4096 bytes required)"),
+    ]
+    for workspace, size_arg, status, text in cases:
+        size, ex = p1(x, -3.0, y)
+        assert size == 4096 and type(ex) is fastpath.Executor
+        size_ref, ex_ref = p1.__wrapped__(x, -3.0, y)
+        before = stats()
+        got = error_of(p2, workspace, size_arg, ex)
+        assert delta(before)["phase2_slow"] == 0  # raised in C
+        assert got == error_of(p2.__wrapped__, workspace, size_arg, ex_ref)
+        assert got[0] == status and text in got[1]
+        assert not ex.used  # rejected calls do not use the executor up
+        p2(rt.malloc(size), size, ex)  # a real workspace: the Python path
+        np.testing.assert_array_equal(y, -3 * x)
+
+
+def test_kernel_failure_matches_the_python_path(probe):
+    p1, p2 = probe.aclnnProbeCustomGetWorkspaceSize, probe.aclnnProbeCustom
+    x = np.ones(100, np.float32)
+    y = np.empty_like(x)
+    with pytest.raises(AclnnError):
+        p2(rt.malloc(4096), *p1(x, -4.0, y))
+    size, ex = p1(x, -4.0, y)
+    assert type(ex) is fastpath.Executor
+    if size:
+        pytest.skip("the failing probe mode needs a workspace: launched by the Python path")
+    got = error_of(p2, None, size, ex)
+    assert got[0] == ACLNN_ERR_RUNTIME_ERROR
+    size_ref, ex_ref = p1.__wrapped__(x, -4.0, y)
+    assert got == error_of(p2.__wrapped__, None, size_ref, ex_ref)
+
+
+@pytest.mark.parametrize("case", ["readonly_out", "misaligned", "noncontiguous", "tensor", "kwargs", "list"])
+def test_other_calls_take_the_python_path(ops, case):
+    p1, p2 = add_phases(ops)
+    x = np.arange(16, dtype=np.float32)
+    z = np.empty_like(x)
+    size, ex = p1(x, x, z)
+    p2(None, size, ex)
+    kwargs = {}
+    a, b, out = x, x, z
+    if case == "readonly_out":
+        out = np.empty_like(x)
+        out.flags.writeable = False
+    elif case == "misaligned":
+        buf = np.zeros(17 * 4 + 4, np.uint8)[4:4 + 16 * 4].view(np.float32)
+        buf[:] = x
+        a = buf
+    elif case == "noncontiguous":
+        a = np.arange(32, dtype=np.float32)[::2]
+    elif case == "tensor":
+        a = rt.Tensor(x)
+    elif case == "kwargs":
+        kwargs = {"deterministic": False}
+    elif case == "list":
+        a = list(x)
+    before = stats()
+    if case in ("readonly_out", "list"):
+        with pytest.raises(AclnnError):
+            p1(a, b, out, **kwargs)
+        assert delta(before)["phase1_hits"] == 0
+        return
+    size, ex = p1(a, b, out, **kwargs)
+    assert type(ex) is executor.Executor and delta(before)["phase1_hits"] == 0
+    out[:] = 0
+    p2(None, size, ex)
+    np.testing.assert_array_equal(out, np.asarray(a.array if isinstance(a, rt.Tensor) else a) + b)
+
+
+def test_settings_changes_are_honoured(ops):
+    p1, p2 = add_phases(ops)
+    x = np.ones(4, np.float32)
+    z = np.empty_like(x)
+    p2(None, *p1(x, x, z))
+    assert "d=0,p=1" in p1(x, x, z)[1].simplified_key
+    for det, mode, key in ((True, "high_performance", "d=1,p=1"), (False, "default", "d=0,p=0"),
+                           (True, "default", "d=1,p=0"), (False, "high_performance", "d=0,p=1")):
+        settings.set_deterministic(det)
+        settings.set_impl_mode(mode)
+        size, ex = p1(x, x, z)  # first call with these settings (a miss, except the last)
+        assert key in ex.simplified_key
+        size, ex = p1(x, x, z)
+        assert type(ex) is fastpath.Executor and key in ex.simplified_key
+        z[:] = 0
+        p2(None, size, ex)
+        np.testing.assert_array_equal(z, 2 * x)
+
+
+def test_reset_cache_thread_local_clears_it(ops, monkeypatch):
+    p1, p2 = add_phases(ops)
+    x = np.ones(4, np.float32)
+    z = np.empty_like(x)
+    p1(x, x, z)
+    assert type(p1(x, x, z)[1]) is fastpath.Executor and fastpath.table_size() == 1
+    rt.ResetCacheThreadLocal()
+    assert fastpath.table_size() == 0 and executor.cache_size() == 0
+    before = stats()
+    assert type(p1(x, x, z)[1]) is executor.Executor and delta(before)["phase1_misses"] == 1
+    assert executor.cache_size() == 1
+
+
+def test_eviction_clears_it(ops, monkeypatch):
+    monkeypatch.setattr(executor, "PARAM_CACHE_CAPACITY", 1)
+    p1, _ = add_phases(ops)
+    a, b = np.ones(4, np.float32), np.ones(5, np.float32)
+    p1(a, a, np.empty_like(a))
+    assert fastpath.table_size() == 1
+    p1(b, b, np.empty_like(b))  # evicts a's plan: the C table must not keep it
+    assert executor.cache_size() == 1 and fastpath.table_size() <= 1
+    before = stats()
+    p1(a, a, np.empty_like(a))
+    assert delta(before)["phase1_hits"] == 0
+
+
+def test_big_launch_releases_the_gil(ops):
+    p1, p2 = add_phases(ops)
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal((2, 1 << 20), dtype=np.float32)
+    z = np.empty_like(x)
+    p2(None, *p1(x, y, z))
+    z[:] = 0
+    size, ex = p1(x, y, z)
+    assert type(ex) is fastpath.Executor
+    p2(None, size, ex)
+    np.testing.assert_array_equal(z, x + y)
+
+
+def test_eight_threads(ops):
+    p1, p2 = add_phases(ops)
+    errors: list[BaseException] = []
+    tables: list[int] = [0] * 8
+    before = stats()
+
+    def worker(k: int) -> None:
+        try:
+            rng = np.random.default_rng(k)
+            for i in range(400):
+                n = (1, 7, 64, 1 << 16)[(i + k) % 4]
+                x = rng.standard_normal(n, dtype=np.float32)
+                y = rng.standard_normal(n, dtype=np.float32)
+                z = np.empty_like(x)
+                size, ex = p1(x, y, z)
+                p2(None, size, ex)
+                np.testing.assert_array_equal(z, x + y)
+                if i == 200 and k % 2:
+                    rt.ResetCacheThreadLocal()  # only this thread's tables
+            tables[k] = fastpath.table_size()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    x = np.ones(3, np.float32)
+    p1(x, x, np.empty_like(x))
+    mine = fastpath.table_size()
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors[:3]
+    assert tables == [4] * 8
+    assert fastpath.table_size() == mine == 1
+    assert delta(before)["phase1_hits"] >= 8 * 390
+
+
+def test_attributes_are_part_of_the_key(probe):
+    p1, p2 = probe.aclnnProbeCustomGetWorkspaceSize, probe.aclnnProbeCustom
+    x = np.arange(10, dtype=np.float32)
+    y = np.empty_like(x)
+    hits = []
+    for scale in (2.0, 3.0, 2.0, 3.0, 2, 2, np.float32(2.0), np.float32(2.0)):
+        before = stats()
+        size, ex = p1(x, scale, y)
+        p2(rt.malloc(size) if size else None, size, ex)
+        np.testing.assert_array_equal(y, float(scale) * x)
+        hits.append(delta(before)["phase1_hits"])
+    # 2 (an int) is another key than 2.0; numpy scalar attributes take the Python path
+    assert hits == [0, 0, 1, 1, 0, 1, 0, 0]
