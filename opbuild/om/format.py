@@ -119,9 +119,14 @@ def _fixed(text: str, size: int, what: str) -> bytes:
 
 
 def write_om(partitions: Iterable[tuple[int, bytes | bytearray | memoryview]], *, name: str = "", ops: int = 0,
-             platform_version: str = "", need_check_os_cpu_info: bool = False, is_unknow_model: bool = False) -> bytes:
-    """The bytes of an .om holding `partitions` (type, payload) in the given order."""
-    parts = list(partitions)
+             platform_version: str = "", need_check_os_cpu_info: bool = False, is_unknow_model: bool = False,
+             checksum: bool = True) -> bytes:
+    """The bytes of an .om holding `partitions` (type, payload) in the given order.
+
+    checksum=False writes is_checksum=1 (UNCHECK) and skips the sha256 of the body.
+    """
+    # a payload may be one bytes-like object or a list of chunks (written without joining first)
+    parts = [(t, list(p) if isinstance(p, (list, tuple)) else [p]) for t, p in partitions]
     if len(parts) > MAX_PARTITIONS:
         raise OmError(f"{len(parts)} partitions, at most {MAX_PARTITIONS}", "partition_table.num")
     seen = set()
@@ -133,22 +138,25 @@ def write_om(partitions: Iterable[tuple[int, bytes | bytearray | memoryview]], *
         seen.add(ptype)
     table = bytearray(struct.pack("<II", len(parts), 0))
     offset = 0
-    for ptype, payload in parts:
-        size = len(payload)
+    for ptype, chunks in parts:
+        size = sum(len(c) for c in chunks)
         table += _PART_ENTRY.pack(ptype, 0, offset, size)
         offset += size
-    body = bytearray(table)
-    for _, payload in parts:
-        body += payload
-    digest = hashlib.sha256(body).digest()
-    total = len(body)
+    total = len(table) + offset
+    digest = b"\0" * 32
+    if checksum:
+        h = hashlib.sha256(table)
+        for _, chunks in parts:
+            for c in chunks:
+                h.update(c)
+        digest = h.digest()
     header = Header(
-        checksum=digest.ljust(64, b"\0"), length=total if total <= 0xFFFFFFFF else 0,
+        checksum=digest.ljust(64, b"\0"), length=total if total <= 0xFFFFFFFF else 0, is_checksum=0 if checksum else 1,
         name=_fixed(name, 32, "name"), ops=ops, platform_version=_fixed(platform_version, 20, "platform_version"),
         model_length=total, need_check_os_cpu_info=1 if need_check_os_cpu_info else 0,
-        is_unknow_model=1 if is_unknow_model else 0, userdefineinfo=b"\0" * 32,
+        is_unknow_model=1 if is_unknow_model else 0,
     )
-    return header.pack() + bytes(body)
+    return b"".join([header.pack(), table, *(c for _, chunks in parts for c in chunks)])
 
 
 def _bad(field: str, offset: int, message: str) -> OmError:

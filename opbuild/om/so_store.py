@@ -90,6 +90,11 @@ class OpSoBin:
 
 def build(bins: Sequence[OpSoBin]) -> bytes:
     """The SO_BINS payload of `bins`, in order."""
+    return b"".join(build_chunks(bins))
+
+
+def build_chunks(bins: Sequence[OpSoBin]) -> list[bytes | memoryview]:
+    """The SO_BINS payload as a list of chunks (binaries not copied; format.write_om takes it)."""
     if len(bins) > MAX_SO_NUM:
         raise OmError(f"{len(bins)} .so files, at most {MAX_SO_NUM}", "SO_BINS.so_num")
     chunks: list[bytes | memoryview] = [struct.pack("<I", len(bins))]
@@ -112,7 +117,7 @@ def build(bins: Sequence[OpSoBin]) -> bytes:
         chunks.append(name)
         chunks.append(vendor)
         chunks.append(b.data)
-    return b"".join(chunks)
+    return chunks
 
 
 def load(data: bytes | memoryview, base: int = 0) -> list[OpSoBin]:

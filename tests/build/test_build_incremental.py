@@ -9,14 +9,34 @@ from __future__ import annotations
 
 import json
 
-from build_helpers import SAMPLE_BINARIES, SOC, backdate, bump, edit, mtimes, snapshot_code
+from build_helpers import (
+    BUILTIN,
+    CUSTOM_WHERE,
+    SAMPLE_BINARIES,
+    SOC,
+    backdate,
+    bump,
+    edit,
+    expected_kernel_steps,
+    mtimes,
+    snapshot_code,
+)
 
 MARKER_FN = "\nint opbuild_test_marker_{n}(void) {{ return {n}; }}\n"
 TWO_OPS = "OPS=MulCustom,AddCustomTemplate"  # enough to see that the other op is left alone
+# MulCustom is built into the custom and the built-in package (ops_math), AddCustomTemplate into the custom one
+MUL_WHERE = (CUSTOM_WHERE, BUILTIN)
 
 
-def _kernel_json(p, op_dir: str, binary: str) -> dict:
-    return json.loads((p.pkg / "op_impl/ai_core/tbe/kernel" / SOC / op_dir / f"{binary}.json").read_text())
+def _kernel_json(p, op_dir: str, binary: str, where: str = CUSTOM_WHERE) -> dict:
+    kernel = (p.pkg / "op_impl/ai_core/tbe/kernel" / SOC / op_dir if where == CUSTOM_WHERE
+              else p.builtin / "op_impl/ai_core/tbe/kernel" / SOC / "ops_math" / op_dir)
+    return json.loads((kernel / f"{binary}.json").read_text())
+
+
+def _mul_kernel_steps() -> set[str]:
+    return {f"CC kernel {b} ({SOC}, {w})" for b in SAMPLE_BINARIES["MulCustom"] for w in MUL_WHERE} | {
+        f"GEN MulCustom kernel JSONs ({SOC}, {w})" for w in MUL_WHERE}
 
 
 def test_edited_kernel_rebuilds_only_that_ops_binaries(project):
@@ -24,22 +44,23 @@ def test_edited_kernel_rebuilds_only_that_ops_binaries(project):
     p.build(TWO_OPS)
     before = mtimes(p.out)
 
+    mul = {"MulCustom": SAMPLE_BINARIES["MulCustom"]}
     edit(p.op_dir("MulCustom") / "kernel.c", "/* an edit that changes no code */\n")
     result = p.build(TWO_OPS)
-    assert sorted(result.kernels()) == sorted(SAMPLE_BINARIES["MulCustom"]), str(result)
-    assert set(result.steps) <= {f"CC kernel {b} ({SOC})" for b in SAMPLE_BINARIES["MulCustom"]} | {
-        f"GEN MulCustom kernel JSONs ({SOC})"}, result.steps
+    assert sorted(result.kernel_steps()) == expected_kernel_steps(mul), str(result)  # in both packages
+    assert set(result.steps) <= _mul_kernel_steps(), result.steps
 
     # a real code change: the binaries differ, so their JSONs (sha256) are regenerated too
-    old = {b: _kernel_json(p, "mul_custom", b)["sha256"] for b in SAMPLE_BINARIES["MulCustom"]}
+    old = {(b, w): _kernel_json(p, "mul_custom", b, w)["sha256"] for b in SAMPLE_BINARIES["MulCustom"]
+           for w in MUL_WHERE}
     edit(p.op_dir("MulCustom") / "kernel.c", MARKER_FN.format(n=1))
     result = p.build(TWO_OPS)
-    assert sorted(result.kernels()) == sorted(SAMPLE_BINARIES["MulCustom"]), str(result)
-    assert f"GEN MulCustom kernel JSONs ({SOC})" in result.steps
-    assert set(result.steps) <= {f"CC kernel {b} ({SOC})" for b in SAMPLE_BINARIES["MulCustom"]} | {
-        f"GEN MulCustom kernel JSONs ({SOC})"}, result.steps
-    for b in SAMPLE_BINARIES["MulCustom"]:
-        assert _kernel_json(p, "mul_custom", b)["sha256"] != old[b]
+    assert sorted(result.kernel_steps()) == expected_kernel_steps(mul), str(result)
+    for w in MUL_WHERE:
+        assert f"GEN MulCustom kernel JSONs ({SOC}, {w})" in result.steps
+    assert set(result.steps) <= _mul_kernel_steps(), result.steps
+    for (b, w), sha in old.items():
+        assert _kernel_json(p, "mul_custom", b, w)["sha256"] != sha, (b, w)
     after = mtimes(p.out)
     changed = {k for k in after if after[k] != before.get(k)}
     assert changed and not [k for k in changed if "/mul_custom/" not in k], sorted(changed)
@@ -55,10 +76,23 @@ def test_edited_tiling_source_recompiles_its_object_and_relinks(project):
     edit(p.op_dir("AddCustomTemplate") / "tiling.c", MARKER_FN.format(n=2))
     result = p.build(TWO_OPS)
     compiled = [s for s in result.steps if s.startswith(("CC ", "LINK"))]
-    assert compiled[:2] == ["CC tiling AddCustomTemplate", "LINK libcust_opmaster_rt2.0.so"], str(result)
+    assert compiled[:2] == ["CC tiling AddCustomTemplate", f"LINK libcust_opmaster_rt2.0.so ({CUSTOM_WHERE})"], \
+        str(result)
     assert not [s for s in result.steps if s.startswith("CC kernel")]
     # the C key callbacks are re-checked against the new library
-    assert f"GEN binary_info_config.json ({SOC})" in result.steps
+    assert f"GEN binary_info_config.json ({SOC}, {CUSTOM_WHERE})" in result.steps
+    # the built-in package has no AddCustomTemplate: its tiling library stays
+    assert not [s for s in result.steps if s.endswith(f"({BUILTIN})")], result.steps
+
+    # an op in both packages: both tiling libraries are relinked, both configs re-checked
+    edit(p.op_dir("MulCustom") / "tiling.c", MARKER_FN.format(n=4))
+    result = p.build(TWO_OPS)
+    assert "CC tiling MulCustom" in result.steps, str(result)
+    for w in MUL_WHERE:
+        assert f"LINK libcust_opmaster_rt2.0.so ({w})" in result.steps
+    assert f"GEN binary_info_config.json ({SOC}, {CUSTOM_WHERE})" in result.steps
+    assert f"GEN ops_math/binary_info_config.json ({SOC}, {BUILTIN})" in result.steps
+    assert not [s for s in result.steps if s.startswith("CC kernel")]
 
 
 def test_edited_spec_regenerates_that_op(project):
@@ -98,8 +132,8 @@ def test_edited_template_regenerates_what_it_renders(tmp_path, project):
     result = p.build(TWO_OPS)
     for op in ops:
         assert f"GEN {op} sources" in result.steps, str(result)
-    # every kernel compiles the launch shim; tiling objects do not
-    assert sorted(result.kernels()) == sorted(b for bs in ops.values() for b in bs)
+    # every kernel compiles the launch shim (in every package of its op); tiling objects do not
+    assert sorted(result.kernel_steps()) == expected_kernel_steps(ops)
     assert not [s for s in result.steps if s.startswith(("CC tiling", "LINK"))], result.steps
     after = mtimes(p.out)
     for rel, mtime in after.items():

@@ -168,3 +168,18 @@ def test_op_api_library_exports_exactly_its_ops_aclnn_functions(package, pkg_dir
     ops = OPAPI_LIBS[pkg_dir, name]
     assert all(n.startswith("aclnn") for n in names), names
     assert sorted(names) == sorted([f"aclnn{op}" for op in ops] + [f"aclnn{op}GetWorkspaceSize" for op in ops])
+
+
+@pytest.mark.parametrize("pkg_dir, name", list(OPAPI_LIBS), ids=[f"{d}/{n}" for d, n in OPAPI_LIBS])
+def test_op_api_library_needs_the_acl_library(package, pkg_dir, name):
+    """Every op API library, libopapi.so with no op of its own included, depends on the acl
+    library: op_fallback finds ResetCacheThreadLocal through it."""
+    from opbuild.abi.native_libs import acl_library
+
+    readelf = shutil.which("readelf")
+    if readelf is None:
+        pytest.skip("no readelf")
+    lib = package.opp / pkg_dir / "op_api" / "lib" / name
+    out = subprocess.run([readelf, "-d", str(lib)], capture_output=True, text=True, check=True).stdout
+    needed = [line.rsplit("[", 1)[1].rstrip("]") for line in out.splitlines() if "(NEEDED)" in line]
+    assert acl_library().name in needed, needed
