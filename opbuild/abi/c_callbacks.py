@@ -87,6 +87,32 @@ def run_tiling(library: TilingLibrary, symbol: str, spec: OpSpec, inputs, output
     return TilingResult(holder.block_dim, holder.tiling_key, holder.workspace_size, bytes(data))
 
 
+_INFER_FN = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32,
+                             ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_uint32))
+
+
+def run_infer_shape(library: TilingLibrary, symbol: str, spec: OpSpec, inputs, attrs: Sequence[Any],
+                    output_index: int, *, soc: str, core_num: int, ub_size: int) -> tuple[int, ...]:
+    """Call the op's C infer-shape function for one output; CallbackError with its message on failure."""
+    fn = library.symbol(symbol, _INFER_FN)
+    try:
+        holder = build_tiling_context(spec.op, inputs, [[] for _ in spec.outputs], _attr_items(spec, attrs), soc,
+                                      core_num, ub_size, 0, 0, 0)
+    except TilingContextError as exc:
+        raise CallbackError(f"{spec.op}: cannot build the infer-shape context: {exc}") from None
+    dims = (ctypes.c_int64 * 8)()
+    dim_num = ctypes.c_uint32(0)
+    status = fn(holder.ptr, output_index, dims, ctypes.byref(dim_num))
+    if status != GRAPH_SUCCESS:
+        raise CallbackError(f"{spec.op}: infer-shape function {symbol} failed: {holder.error or f'returned {status}'}")
+    if dim_num.value > 8:
+        raise CallbackError(f"{spec.op}: infer-shape function {symbol} returned rank {dim_num.value} (at most 8)")
+    shape = tuple(int(d) for d in dims[: dim_num.value])
+    if any(d < 0 for d in shape):
+        raise CallbackError(f"{spec.op}: infer-shape function {symbol} returned a negative dim in {list(shape)}")
+    return shape
+
+
 class CKeyCallback:
     """`uint32_t fn(TilingContext*, char*)` in the tiling library, as a KeyContext -> str callable."""
 

@@ -72,6 +72,30 @@ phase1_function = _executor.phase1_function
 phase2_function = _executor.phase2_function
 
 
+def _c_infer_shape(op: OpRuntime, symbol: str, inputs: Sequence[Any], attr_values: tuple, index: int) -> tuple[int, ...]:
+    """An output shape from the op's C infer-shape function in its package's tiling library."""
+    from opbuild.abi.c_callbacks import CallbackError, run_infer_shape
+    from opbuild.abi.platform import platform
+    from opbuild.runtime.selection import current_soc
+
+    soc = current_soc()
+    package, _ = op.resolve_package(soc)
+    instances = []
+    for param, value in zip(op.spec.inputs, inputs):
+        values = value if param.param_type == "dynamic" else ([] if value is None else [value])
+        group = []
+        for v in values:
+            array, fmt = as_array(v, f"{op.spec.op} input '{param.name}'")
+            group.append((dtype_name(array.dtype), fmt, tuple(array.shape), None))
+        instances.append(group)
+    info = platform(soc)
+    try:
+        return run_infer_shape(op.tiling_library(package), symbol, op.spec, instances, attr_values, index,
+                               soc=soc, core_num=info.core_num, ub_size=info.ub_size)
+    except CallbackError as exc:
+        raise AclnnError(ACLNN_ERR_INNER, str(exc)) from None
+
+
 def _output_specs(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any]) -> tuple[tuple[tuple[int, ...], np.dtype], ...]:
     """(shape, dtype) of each output of a one-shot call, by the spec's rules."""
     spec = op.spec
@@ -94,8 +118,10 @@ def _output_specs(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any]) ->
         except ValueError as exc:
             raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: {exc}") from None
     specs = []
-    for param in spec.outputs:
+    for index, param in enumerate(spec.outputs):
         shape = infer_output_shape(spec, param, shapes, attr_map)
+        if shape is None and param.shape is not None and param.shape.kind == "function":
+            shape = _c_infer_shape(op, param.shape.operands[0], inputs, attr_values, index)
         if shape is None:
             raise AclnnError(ACLNN_ERR_PARAM_INVALID,
                              f"{spec.op}: output '{param.name}' has no shape rule; use the two-phase API with an output tensor")

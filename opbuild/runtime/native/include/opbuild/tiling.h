@@ -8,6 +8,9 @@
  * Signatures (as CANN's TilingFunc and GenSimplifiedKeyKernelFunc):
  *     uint32_t my_tiling(TilingContext *ctx);                 0 = success
  *     uint32_t my_gen_key(TilingContext *ctx, char *key);     appends the fragment to `key`
+ *     uint32_t my_infer(TilingContext *ctx, uint32_t output_index, int64_t *dims, uint32_t *dim_num);
+ *         an output's shape (`shape: {function: my_infer}` in the spec): writes at most
+ *         OPBUILD_MAX_DIMS dims; the context holds the inputs and attributes, no outputs.
  */
 #ifndef OPBUILD_TILING_H
 #define OPBUILD_TILING_H

@@ -1,0 +1,67 @@
+"""`shape: {function: <symbol>}`: the one-shot wrapper asks the op's C infer-shape function for
+the output shape (a real scaffolded op, a real tiling library)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import opbuild.runtime as rt
+from opbuild.codegen.scaffold import scaffold_op
+
+import pkgbuild
+
+INFER = """
+/* Output y: x's shape, flattened to 1-D when the attribute scale is negative (to prove the
+ * function, not a same_as rule, decides); fails on rank 0. */
+OPBUILD_API uint32_t shaped_custom_infer(TilingContext *ctx, uint32_t output_index, int64_t *dims, uint32_t *dim_num) {
+    const OpbuildTensorDesc *x = tiling_input(ctx, 0);
+    if (output_index != 0 || x == NULL) return tiling_fail(ctx, "ShapedCustom: bad infer-shape call");
+    if (x->dim_num == 0) return tiling_fail(ctx, "ShapedCustom: x must have rank >= 1");
+    if (tiling_attr_float(ctx, 0) < 0) {
+        dims[0] = tiling_shape_size(x);
+        *dim_num = 1;
+        return OPBUILD_GRAPH_SUCCESS;
+    }
+    for (uint32_t i = 0; i < x->dim_num; ++i) dims[i] = x->dims[i];
+    *dim_num = x->dim_num;
+    return OPBUILD_GRAPH_SUCCESS;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def shaped_ops(tmp_path_factory):
+    root = pkgbuild.new_project(tmp_path_factory.mktemp("shaped_project"), ops=())
+    op_dir = scaffold_op("ShapedCustom", root / "ops")
+    spec = op_dir / "op.yaml"
+    text = spec.read_text()
+    assert "shape: {same_as: x}" in text, "the scaffold's op.yaml changed; update this test"
+    spec.write_text(text.replace("shape: {same_as: x}", "shape: {function: shaped_custom_infer}"))
+    (op_dir / "tiling.c").write_text((op_dir / "tiling.c").read_text() + INFER)
+    try:
+        package = pkgbuild.build_project(root)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    return rt.import_ops(package)
+
+
+def test_one_shot_uses_the_c_infer_shape_function(shaped_ops):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(shaped_ops.shaped_custom(x, scale=2.0), 2 * x)
+
+
+def test_the_function_decides_the_shape(shaped_ops):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with pytest.raises(rt.AclnnError):  # the tiling checks y's shape against x's: a flat y is refused
+        shaped_ops.shaped_custom(x, scale=-1.0)
+    y = np.empty(6, np.float32)
+    with pytest.raises(rt.AclnnError):
+        shaped_ops.aclnnShapedCustomGetWorkspaceSize(x, -1.0, y)
+
+
+def test_infer_shape_failure_is_an_inner_error(shaped_ops):
+    with pytest.raises(rt.AclnnError) as err:
+        shaped_ops.shaped_custom(np.array(1.0, np.float32), scale=2.0)
+    assert err.value.status == rt.ACLNN_ERR_INNER
+    assert "shaped_custom_infer failed: ShapedCustom: x must have rank >= 1" in err.value.message
