@@ -238,5 +238,63 @@ def _om(args: argparse.Namespace) -> int:
     return run_om_command(args)
 
 
+# ~~~ cache ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+
+def _configure_cache(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="cache_command", metavar="CACHE_COMMAND", required=True)
+    for name, help_ in (("stats", "entries, bytes, and hits/misses/pushes/corrupt entries from the event log"),
+                        ("verify", "re-hash every entry; remove the corrupt ones (exit 1 if any)"),
+                        ("prune", "remove entries by age, then the oldest until under a size")):
+        p = sub.add_parser(name, help=help_, description=help_)
+        p.add_argument("--dir", default=None, help="the cache directory (default: $OPBUILD_CACHE_DIR)")
+        if name == "stats":
+            p.add_argument("--json", action="store_true", help="print the numbers as JSON")
+        if name == "prune":
+            p.add_argument("--max-size", default=None, metavar="SIZE", help="keep at most this much (500M, 2G, bytes)")
+            p.add_argument("--max-age", default=None, metavar="AGE",
+                           help="remove entries not written or used for this long (30d, 12h, 90m, seconds)")
+
+
+@command("cache", "the shared build cache (OPBUILD_CACHE_DIR): stats, verify, prune", _configure_cache)
+def _cache(args: argparse.Namespace) -> int:
+    import json
+
+    from opbuild.build import cache
+
+    try:
+        root = cache.cache_dir(args.dir)
+        if args.cache_command == "stats":
+            s = cache.stats(root)
+            if args.json:
+                print(json.dumps(s, sort_keys=True))
+                return 0
+            rate = f" ({100 * s['hit_rate']:.1f}% hits)" if s["hit_rate"] is not None else ""
+            print(f"cache:   {s['dir']}\nentries: {s['entries']}\nbytes:   {s['bytes']} ({cache.human(s['bytes'])})\n"
+                  f"hits:    {s['hits']}\nmisses:  {s['misses']}{rate}\npushes:  {s['pushes']}\n"
+                  f"corrupt: {s['corrupt']}")
+            return 0
+        if args.cache_command == "verify":
+            total = len(cache.entries(root))
+            bad = cache.verify(root)
+            for path, problem in bad:
+                print(f"corrupt: {path.relative_to(root)}: {problem} (removed)")
+            print(f"{total} entries checked, {len(bad)} corrupt")
+            return 1 if bad else 0
+        if args.max_size is None and args.max_age is None:
+            print("opbuild cache prune: error: give --max-size and/or --max-age", file=sys.stderr)
+            return 2
+        max_size = cache.parse_size(args.max_size) if args.max_size is not None else None
+        max_age = cache.parse_age(args.max_age) if args.max_age is not None else None
+        removed = cache.prune(root, max_size=max_size, max_age=max_age)
+        left = cache.entries(root)
+        print(f"removed {len(removed)} entries ({cache.human(sum(e.size for e in removed))}); "
+              f"{len(left)} left ({cache.human(sum(e.size for e in left))})")
+        return 0
+    except (cache.CacheError, ValueError, OSError) as exc:
+        print(f"opbuild cache: error: {exc}", file=sys.stderr)
+        return 1
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

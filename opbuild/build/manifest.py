@@ -83,6 +83,7 @@ def config_key(options: dict[str, str], compiler: str | None) -> str:
     data = {
         "options": options,
         "cache_dir": os.environ.get("OPBUILD_CACHE_DIR", ""),
+        "ascend_home": os.environ.get("ASCEND_HOME_PATH", "") if options.get("TOOLCHAIN") == "ccec" else "",
         "compiler": compiler or "",
         "python": [sys.version, sys.executable],
         "scons": getattr(SCons, "__version__", ""),

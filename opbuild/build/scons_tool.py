@@ -19,10 +19,12 @@ are cheap and always run locally.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sys
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
 import opbuild
@@ -43,6 +45,8 @@ class BuildOptions:
     vendor: str
     socs: tuple[str, ...] | None
     toolchain: Toolchain
+    distcc: Any = None
+    """opbuild.build.distcc.Distcc when DISTCC_HOSTS is set: runs the `-c` compiles."""
 
 
 @dataclass
@@ -67,31 +71,44 @@ class Step:
 
 class Progress:
     """Prints one short line per executed step: `[n/total] WHAT`, or `[n/total] CACHE WHAT` when
-    the step's outputs were retrieved from the shared cache. Thread-safe (`scons -j`)."""
+    the step's outputs were retrieved from the shared cache. Thread-safe (`scons -j`).
+
+    Counts what the summary line reports: steps run, compiles run (`compiled`), compiles whose
+    outputs came from the cache (`cached`), compiles that ran on a distcc host (`remote`). With
+    `explain` set (EXPLAIN=1), each executed step is followed by the reasons it ran."""
 
     def __init__(self) -> None:
         self.total = 0
         self.done = 0
         self.cached = 0
+        self.compiled = 0
+        self.remote = 0
+        self.explain: Path | None = None
+        self.reasons: dict[str, list[str]] = {}
         self.by_target: dict[str, Step] = {}
         self._seen_cached: set[int] = set()
         self._lock = threading.Lock()
 
     def reset(self, steps_: list[Step]) -> None:
         self.total = len(steps_)
-        self.done = self.cached = 0
+        self.done = self.cached = self.compiled = self.remote = 0
         self._seen_cached.clear()
         self.by_target = {t: s for s in steps_ for t in s.targets}
 
     def step_of(self, path: str) -> Step | None:
         return self.by_target.get(os.path.abspath(path))
 
+    def count_remote(self) -> None:
+        with self._lock:
+            self.remote += 1
+
     def __call__(self, text, target, source, env) -> None:  # SCons PRINT_CMD_LINE_FUNC signature
         if not text:
             return
         with self._lock:
+            step = self.step_of(str(target[0])) if target else None
+            why = ""
             if text.startswith("Retrieved `"):  # SCons CacheDir, once per target of a step
-                step = self.step_of(str(target[0]))
                 if step is not None:
                     if id(step) in self._seen_cached:
                         return
@@ -99,9 +116,81 @@ class Progress:
                     text = step.label
                 self.cached += 1
                 text = f"CACHE {text}"
+            else:
+                if step is not None and step.kind == "compile":
+                    self.compiled += 1
+                if self.explain is not None and target:
+                    reasons = self.reasons.pop(str(target[0]), None) or ["because: (no explanation recorded)"]
+                    why = "".join(f"       {line}\n" for line in reasons)
             self.done += 1
-            sys.stdout.write(f"[{self.done}/{self.total}] {text}\n")
+            sys.stdout.write(f"[{self.done}/{self.total}] {text}\n{why}")
             sys.stdout.flush()
+
+
+def enable_explain(root: Path) -> None:
+    """EXPLAIN=1: SCons's `--debug=explain`, made readable. SCons asks a task's first target why
+    it is out of date (`Node.explain`) when the task becomes ready, before its old outputs are
+    removed; the answer is kept here and printed under the step's `[n/N]` line instead of as
+    SCons's multi-line `scons: rebuilding ...` text."""
+    import SCons.Node.FS  # type: ignore[import-not-found]
+    import SCons.Script.Main  # type: ignore[import-not-found]
+
+    original = SCons.Node.FS.File.explain
+
+    def explain_file(node):
+        try:
+            text = original(node) or ""
+        except Exception as exc:  # noqa: BLE001 - an explanation must never fail the build
+            text = f"(no explanation: {exc})"
+        with PROGRESS._lock:
+            PROGRESS.reasons[str(node)] = explain_text(text, root)
+        return None  # nothing for SCons to print
+
+    PROGRESS.explain = root
+    SCons.Node.FS.File.explain = explain_file
+    SCons.Script.Main.OptionsParser.values.debug_explain = True
+
+
+def explain_text(text: str, root: Path) -> list[str]:
+    """SCons's explanation of a rebuild, one short line per reason, with paths relative to the
+    project (or to opbuild's headers)."""
+    native = str(native_include_dir())
+
+    def short(path: str) -> str:
+        if path.startswith(native):
+            return "opbuild/" + os.path.relpath(path, native)
+        return os.path.relpath(path, root) if os.path.isabs(path) else path
+
+    reasons: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if line.endswith("because it doesn't exist"):
+            reasons.append("because: not built yet")
+        elif line.startswith("rebuilding `") and "' because `" in line:  # one reason, on the same line
+            name, rest = line.split("' because `", 1)[1].rsplit("' ", 1)
+            reasons.append(f"because: {short(name)} {rest}")
+        elif line.startswith("rebuilding `") and "AlwaysBuild" in line:
+            reasons.append("because: always built")
+        elif line.startswith("rebuilding `"):
+            continue  # the header of the list of changes that follows
+        elif line.startswith("`") and "' " in line:
+            name, rest = line[1:].split("' ", 1)
+            what = {"changed": "changed", "is a new dependency": "is a new dependency",
+                    "is no longer a dependency": "is no longer a dependency"}.get(rest, rest)
+            reasons.append(f"because: {short(name)} {what}")
+        elif line.startswith("the contents of the build action changed"):
+            reasons.append("because: its command or options changed")
+        elif line.startswith("the dependency order changed"):
+            reasons.append("because: its dependencies were reordered")
+        elif line.startswith("Cannot explain"):
+            reasons.append("because: no record of an earlier build (new .sconsign)")
+        elif line.startswith("(no explanation"):
+            reasons.append(f"because: {line}")
+    if not reasons and text:
+        reasons.append("because: its command or options changed")
+    return list(dict.fromkeys(reasons))
 
 
 PROGRESS = Progress()
@@ -152,9 +241,15 @@ def _render_op_sources(target, source, env):
 
 def _compile(target, source, env):
     options = _REGISTRY.options
+    produces = env.get("OPBUILD_PRODUCES") or None
     try:
-        steps.run_compiler(options.toolchain, list(env["OPBUILD_CMD"]), Path(str(target[0])), env["OPBUILD_WHAT"],
-                           cwd=str(options.root))
+        if produces:  # the command writes a file of its own choosing (asc_opc --output=DIR)
+            steps.run_tool(options.toolchain, list(env["OPBUILD_CMD"]), produces, Path(str(target[0])),
+                           env["OPBUILD_WHAT"], cwd=str(options.root))
+        else:
+            runner = options.distcc.run if options.distcc is not None and env.get("OPBUILD_DISTRIBUTE") else None
+            steps.run_compiler(options.toolchain, list(env["OPBUILD_CMD"]), Path(str(target[0])), env["OPBUILD_WHAT"],
+                               cwd=str(options.root), runner=runner)
     except steps.StepError as exc:
         return _fail(exc)
     return 0
@@ -260,7 +355,7 @@ def _actions():
     return {
         "stamp": act(_generator_stamp),
         "gen_sources": act(_render_op_sources, "OPBUILD_OP"),
-        "compile": act(_compile, "OPBUILD_CMD"),
+        "compile": act(_compile, "OPBUILD_CMD", "OPBUILD_KEY", "OPBUILD_PRODUCES"),
         "kernel_json": act(_kernel_descriptors, "OPBUILD_OP", "OPBUILD_SOC", "OPBUILD_TOOLCHAIN", "OPBUILD_SUBPACKAGE"),
         "binary_info": act(_binary_info_config, "OPBUILD_OPS", "OPBUILD_SOC", "OPBUILD_TOOLCHAIN"),
         "ops_info": act(_ops_info, "OPBUILD_OPS", "OPBUILD_SOC"),
@@ -270,6 +365,16 @@ def _actions():
         "text": act(_text_file, "OPBUILD_TEXT"),
         "symlink": act(_symlink, "OPBUILD_LINK_TO"),
     }
+
+
+def _generator_version() -> str:
+    """The generator's version: opbuild's distribution version (pyproject), else 'dev'."""
+    try:
+        from importlib.metadata import version
+
+        return version("opbuild")
+    except Exception:  # noqa: BLE001 - not installed (a source checkout on PYTHONPATH)
+        return "dev"
 
 
 # ---- graph ----------------------------------------------------------------------------------------
@@ -303,7 +408,17 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions):
                               source_scanner=scanner if kind == "compile" else None)
                 for kind, action in actions.items()}
 
+    # What a compile's cache entry is keyed by besides its command and inputs (OPBUILD_CACHE_DIR
+    # is shared: another compiler, compiler version, SoC, macro set or generator never collides).
+    base_key = {"toolchain": tc.name, "identity": tc.identity(), "version": tc.version(),
+                "generator": getattr(opbuild, "__version__", "") or _generator_version()}
+
+    def cache_key(**extra) -> str:
+        return json.dumps({**base_key, **extra}, sort_keys=True)
+
     def command(kind, targets, sources, label, scan_includes=None, **overrides):
+        if kind == "compile" and "OPBUILD_KEY" not in overrides:
+            overrides["OPBUILD_KEY"] = cache_key()
         target_paths = [os.path.abspath(str(t)) for t in targets]
         if scan_includes is not None:  # a compile step: its sources are scanned for #includes here
             overrides["CPPPATH"] = scan_includes
@@ -334,6 +449,7 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions):
         tiling_src = spec.op_dir / spec.tiling.source
         cmd = tc.tiling_object_command(rel(tiling_src), rel(obj), includes)
         obj_nodes = command("compile", [obj], [tiling_src, header_node], f"CC tiling {spec.op}", OPBUILD_CMD=tuple(cmd),
+                            OPBUILD_DISTRIBUTE=1,
                             OPBUILD_WHAT=f"op {spec.op}: compiling tiling source {rel(tiling_src)}", scan_includes=includes)
         aclnn_h, aclnn_c = gen_dir / f"aclnn_{spec.snake}.h", gen_dir / f"aclnn_{spec.snake}.c"
         aclnn_nodes = command("aclnn_sources", [aclnn_h, aclnn_c], [spec.spec_path, stamp],
@@ -361,12 +477,29 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions):
                 bins = []
                 for binary in spec.binaries:
                     target = pkg_root / layout.kernel_binary(soc, spec.snake, binary.name, tc.binary_suffix, sub)
-                    cmd = tc.kernel_command([rel(kernel_src), rel(shim_node.abspath)], rel(target),
-                                            codegen.binary_macros(spec, binary), includes)
-                    nodes = command("compile", [target], [kernel_src, shim_node, header_node],
-                                    f"CC kernel {binary.name} ({soc}, {where})", OPBUILD_CMD=tuple(cmd),
-                                    OPBUILD_WHAT=f"op {spec.op}, binary {binary.name} ({soc}): compiling kernel {rel(kernel_src)}",
-                                    scan_includes=includes)
+                    macros = codegen.binary_macros(spec, binary)
+                    kstep = tc.kernel_step(spec, binary, soc, [rel(kernel_src), rel(shim_node.abspath)], rel(target),
+                                           macros, includes, rel(work / "kernels" / kind / soc / spec.snake / binary.name))
+                    extra = [command("text", [root / path], [], f"GEN {Path(path).name} ({soc}, {where})",
+                                     OPBUILD_TEXT=text)[0] for path, text in kstep.inputs.items()]
+                    key = cache_key(soc=soc, macros=macros)
+                    objects = []
+                    for obj in kstep.objects:  # `-c` compiles (distributable), then the link below
+                        src = kernel_src if obj.source == rel(kernel_src) else shim_node
+                        objects += command("compile", [root / obj.object], [src, header_node],
+                                           f"CC {'kernel' if src is kernel_src else 'launch'} {binary.name} ({soc}, {where})",
+                                           OPBUILD_CMD=tuple(obj.command), OPBUILD_KEY=key, OPBUILD_DISTRIBUTE=1,
+                                           OPBUILD_WHAT=f"op {spec.op}, binary {binary.name} ({soc}): compiling {obj.source}",
+                                           scan_includes=includes)
+                    cmd = kstep.command
+                    inputs = objects if objects else [kernel_src, shim_node, header_node]
+                    nodes = command("compile", [target], [*inputs, *extra],
+                                    f"{'LINK' if objects else 'CC'} kernel {binary.name} ({soc}, {where})", OPBUILD_CMD=tuple(cmd),
+                                    OPBUILD_PRODUCES=kstep.produces or "",
+                                    OPBUILD_KEY=key,
+                                    OPBUILD_WHAT=f"op {spec.op}, binary {binary.name} ({soc}): "
+                                                 + (f"linking {rel(target)}" if objects else f"compiling kernel {rel(kernel_src)}"),
+                                    scan_includes=None if objects else includes)
                     bins.extend(nodes)
                 jsons = [pkg_root / layout.kernel_json(soc, spec.snake, b.name, sub) for b in spec.binaries]
                 command("kernel_json", [*jsons, pkg_root / layout.op_kernel_config(soc, spec.snake, sub)],

@@ -24,7 +24,7 @@ from pathlib import Path
 from SCons.Script import (  # type: ignore[import-not-found]
     COMMAND_LINE_TARGETS,
     Alias,
-    CacheDir,
+    BoolVariable,
     Clean,
     Decider,
     Default,
@@ -52,9 +52,13 @@ Options (NAME=value on the command line):
   OPS=A,B        ops to build (default: all under ops/)
   SOC=s1,s2      SoCs to build for (default: each spec's `socs`)
   VENDOR=name    vendor directory under out/opp/vendors/ (default: customize)
-  TOOLCHAIN=t    kernel toolchain: {toolchains} (default: host)
+  TOOLCHAIN=t    kernel toolchain: {toolchains} (default: host; ccec: the CANN toolkit at
+                 $ASCEND_HOME_PATH, kernels built by asc_opc into .o binaries)
   OUT=dir        build output directory (default: out)
   CC=cc          host C compiler (default: $CC or cc)
+  EXPLAIN=1      print under each step why it runs (a changed source, a new option, ...)
+  DISTCC_HOSTS="h1/4 h2:3633/8"   run every C compile through distcc (also from the environment);
+                 without -j, the build runs as many jobs as the hosts have slots
 Environment:
   OPBUILD_CACHE_DIR   shared SCons cache directory (CacheDir) for compiled files
   OPBUILD_FULL_CHECK  1: always let SCons check every file (skip the up-to-date manifest)
@@ -71,6 +75,8 @@ def main() -> None:
     variables.Add(EnumVariable("TOOLCHAIN", "kernel toolchain", "host", allowed_values=sorted(TOOLCHAINS)))
     variables.Add("OUT", "output directory", "out")
     variables.Add("CC", "host C compiler", os.environ.get("CC", "cc"))
+    variables.Add(BoolVariable("EXPLAIN", "print why each step runs", False))
+    variables.Add("DISTCC_HOSTS", "distcc hosts for the C compiles", os.environ.get("DISTCC_HOSTS", ""))
     env = Environment(tools=[], variables=variables, ENV={"PATH": os.environ.get("PATH", "")})
     Help(HELP.format(toolchains="|".join(sorted(TOOLCHAINS))), append=False)
     unknown = variables.UnknownVariables()
@@ -92,7 +98,8 @@ def main() -> None:
         if recorded is not None:  # nothing changed since the last complete build: skip the graph
             sys.stdout.write("scons: `ops' is up to date.\n")
             sys.stdout.write(f"opbuild: ok: {recorded['ops']} ops, {recorded['binaries']} kernel binaries, "
-                             f"0/{recorded['steps']} steps run (nothing changed), {time.monotonic() - started:.1f} s\n")
+                             f"0/{recorded['steps']} steps run (nothing changed: 0 compiled, 0 from cache, 0 remote), "
+                             f"{time.monotonic() - started:.1f} s\n")
             sys.stdout.flush()
             Exit(0)
     manifest.discard(manifest_path)
@@ -107,7 +114,9 @@ def main() -> None:
     SetOption("implicit_cache", 1)
     cache_dir = os.environ.get("OPBUILD_CACHE_DIR")
     if cache_dir:
-        CacheDir(cache_dir)
+        from opbuild.build.cache import verified_cache_class
+
+        env.CacheDir(os.path.abspath(cache_dir), custom_class=verified_cache_class())
 
     from opbuild.build.scons_tool import BuildOptions, declare_build
     from opbuild.build.select import CACHE_FILE, SelectionError, SpecCache, select_specs
@@ -127,8 +136,25 @@ def main() -> None:
         sys.stderr.write(f"{exc}\n")
         Exit(1)
 
-    options = BuildOptions(root=root, out=out, vendor=env["VENDOR"], socs=socs, toolchain=toolchain)
+    distcc = None
+    if env["DISTCC_HOSTS"].strip() and not cleaning:
+        from opbuild.build.distcc import Distcc, DistccError
+        from opbuild.build.scons_tool import PROGRESS
+
+        try:
+            distcc = Distcc(env["DISTCC_HOSTS"], on_remote=PROGRESS.count_remote)
+        except DistccError as exc:
+            sys.stderr.write(f"error: {exc}\n")
+            Exit(1)
+        SetOption("num_jobs", distcc.slots())  # -j given on the command line wins
+        sys.stdout.write(f"opbuild: distcc: {distcc.hosts} ({distcc.slots()} slots), -j{GetOption('num_jobs')}\n")
+    options = BuildOptions(root=root, out=out, vendor=env["VENDOR"], socs=socs, toolchain=toolchain, distcc=distcc)
+    _REGISTRY_TOOLS[:] = toolchain.tool_files()
     targets = declare_build(env, specs, options)
+    if env["EXPLAIN"]:
+        from opbuild.build.scons_tool import enable_explain
+
+        enable_explain(root)
     Alias("ops", targets)
     Clean("ops", [str(out / "opp"), str(out / "build"), str(out / CACHE_FILE.parent)])
     Default("ops")
@@ -141,6 +167,10 @@ def main() -> None:
         def record(summary: dict) -> None:
             _record_manifest(manifest_path, key, compiler, targets, root, summary, started_ns)
     atexit.register(_summary, specs, options, started, targets, record)
+
+
+_REGISTRY_TOOLS: list[str] = []
+"""The toolchain's own programs and files (recorded in the up-to-date manifest)."""
 
 
 def _record_manifest(path: Path, key: str, compiler: str | None, targets, root: Path, summary: dict,
@@ -164,9 +194,10 @@ def _record_manifest(path: Path, key: str, compiler: str | None, targets, root: 
         stack.extend(node.children())
     sources = files - derived
     dirs = {str(root / "ops")} | {os.path.dirname(f) for f in sources}
-    if compiler:
-        sources.add(compiler)
-        files.add(compiler)
+    for tool in [compiler, *_REGISTRY_TOOLS]:
+        if tool:
+            sources.add(tool)
+            files.add(tool)
     files.add(str(root / "SConstruct"))
     manifest.record(path, key, sorted(files), derived, sorted(dirs), summary, started_ns)
 
@@ -176,7 +207,7 @@ def _toolchain(name: str, cc: str, root: Path):
         from opbuild.build.toolchain import HostToolchain
 
         return HostToolchain(cc=cc or None, root=str(root))
-    return get_toolchain(name, root=str(root))
+    return get_toolchain(name, root=str(root), cc=cc or None)
 
 
 def _check_vendor(vendor: str) -> None:
@@ -218,13 +249,13 @@ def _summary(specs, options, started: float, targets, record) -> None:
     seconds = time.monotonic() - started
     binaries = sum(len(s.binaries) * len([c for c in s.socs if options.socs is None or c in options.socs])
                    for s in specs)
-    cached = f", {PROGRESS.cached} from cache" if PROGRESS.cached else ""
     failures = GetBuildFailures()
     # every target built or found up to date (not so after Ctrl-C, which may report no failure)
     complete = all(t.get_state() in (executed, up_to_date) for t in targets)
     status = "FAILED" if failures else "ok" if complete else "INCOMPLETE"
     line = (f"opbuild: {status}: {len(specs)} ops, {binaries} kernel binaries, "
-            f"{PROGRESS.done}/{PROGRESS.total} steps run{cached}, {seconds:.1f} s\n")
+            f"{PROGRESS.done}/{PROGRESS.total} steps run ({PROGRESS.compiled} compiled, {PROGRESS.cached} from cache, "
+            f"{PROGRESS.remote} remote), {seconds:.1f} s\n")
     try:
         if not failures:
             if complete and record is not None:

@@ -56,13 +56,15 @@ def render_op_sources(spec: OpSpec, header: Path, shim: Path) -> None:
     write_file(shim, codegen.render_launch_shim(spec))
 
 
-def run_compiler(toolchain: Toolchain, command: list[str], output: Path, what: str, cwd: str | None = None) -> None:
+def run_compiler(toolchain: Toolchain, command: list[str], output: Path, what: str, cwd: str | None = None,
+                 runner=None) -> None:
     """Run one compiler command that writes `output`, atomically.
 
     The compiler writes to a temporary name beside the output, which replaces the output only on
     success; an interrupted or failed compile leaves nothing a later build could take for done
     (and the temporaries of an earlier interrupted run are removed first). `command` names
-    `output` as it should appear on the command line (relative to `cwd`).
+    `output` as it should appear on the command line (relative to `cwd`). `runner` (command, cwd)
+    -> CompileResult runs it instead of the toolchain (distcc).
     """
     base = cwd or os.getcwd()
     output = Path(os.path.normpath(os.path.join(base, output)))
@@ -79,7 +81,7 @@ def run_compiler(toolchain: Toolchain, command: list[str], output: Path, what: s
         for i in names_output:
             command[i] = os.path.join(os.path.dirname(command[i]), os.path.basename(tmp))
         try:
-            result = toolchain.run(command, cwd=cwd)
+            result = (runner or toolchain.run)(command, cwd=cwd)
         except OSError as exc:  # the compiler vanished or is not executable
             raise StepError(f"error: {what}: cannot run {command[0]!r}: {exc.strerror or exc}") from None
         if result.returncode != 0:
@@ -91,6 +93,35 @@ def run_compiler(toolchain: Toolchain, command: list[str], output: Path, what: s
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def run_tool(toolchain: Toolchain, command: list[str], produces: str, output: Path, what: str,
+             cwd: str | None = None) -> None:
+    """Run a command that writes `produces` (relative to `cwd`), then move that file to `output`
+    (atomically: a rename within the build tree). A stale `produces` is removed first, so only a
+    file this run wrote can end up as the output."""
+    base = cwd or os.getcwd()
+    produced = Path(os.path.normpath(os.path.join(base, produces)))
+    output = Path(os.path.normpath(os.path.join(base, output)))
+    produced.parent.mkdir(parents=True, exist_ok=True)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        produced.unlink()
+    except FileNotFoundError:
+        pass
+    try:
+        result = toolchain.run(command, cwd=cwd)
+    except OSError as exc:
+        raise StepError(f"error: {what}: cannot run {command[0]!r}: {exc.strerror or exc}") from None
+    if result.returncode != 0:
+        raise StepError(f"error: {what} failed (exit {result.returncode}):\n{result.output.rstrip()}")
+    if not produced.is_file():
+        raise StepError(f"error: {what}: {command[0]} succeeded but did not write {produces}\n{result.output.rstrip()}")
+    if result.output.strip():
+        sys.stderr.write(f"warning: {what}:\n{result.output.rstrip()}\n")
+    remove_stale_temps(output)
+    os.chmod(produced, 0o644)
+    os.replace(produced, output)
 
 
 def sha256_file(path: Path) -> str:

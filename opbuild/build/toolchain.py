@@ -2,20 +2,27 @@
 
 A toolchain is an interface (`Toolchain`) with one implementation per target: `host` compiles
 kernels with the machine's C compiler into ELF shared objects that the CPU device simulator
-runs; a real Ascend toolchain (`ccec`) plugs in behind the same interface later. The build only
-ever talks to this interface.
+runs; `ccec` compiles them with the CANN toolkit's `asc_opc` into `.o` device binaries (found
+through ASCEND_HOME_PATH), the tiling library still with the host compiler, against the CANN
+headers. The build only ever talks to this interface (`kernel_step`, `tiling_object_command`,
+`tiling_link_command`, `cc_command`, `identity`, `version`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shlex
 import shutil
 import subprocess
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from opbuild.spec.model import Binary, OpSpec
 
 from opbuild.runtime_paths import native_include_dir
 
@@ -31,6 +38,31 @@ class CompileResult:
     command: tuple[str, ...]
     returncode: int
     output: str
+
+
+@dataclass(frozen=True)
+class KernelObject:
+    """One `-c` compile of a kernel binary's source into an object (distcc can run it)."""
+
+    source: str
+    object: str
+    command: list[str]
+
+
+@dataclass(frozen=True)
+class KernelStep:
+    """How one kernel binary is made.
+
+    `objects` are compiled first, each on its own (`-c`, so distcc can distribute them); then
+    `command` writes the binary (links the objects, or compiles everything at once): it names
+    the output path itself (`produces` None), or it writes `produces` (relative to the project
+    root), which the build then moves to the binary's place. `inputs` are files the commands
+    read that the build generates first (path -> text)."""
+
+    command: list[str]
+    produces: str | None = None
+    inputs: dict[str, str] = field(default_factory=dict)
+    objects: list[KernelObject] = field(default_factory=list)
 
 
 class Toolchain(ABC):
@@ -59,6 +91,16 @@ class Toolchain(ABC):
     @abstractmethod
     def identity(self) -> str:
         """A string naming the compiler and its version (version.info, cache keys)."""
+
+    def kernel_step(self, spec: OpSpec, binary: Binary, soc: str, sources: list[str], output: str,
+                    macros: dict[str, str], include_dirs: list[str], work_dir: str) -> KernelStep:
+        """How to make one kernel binary (`work_dir`: a directory of its own for intermediate
+        files, relative to the project root). By default: `kernel_command`."""
+        return KernelStep(self.kernel_command(sources, output, macros, include_dirs))
+
+    def tool_files(self) -> list[str]:
+        """Programs and files whose change must rebuild every kernel (the up-to-date manifest)."""
+        return []
 
     def run(self, command: list[str], cwd: str | None = None) -> CompileResult:
         proc = subprocess.run(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -94,6 +136,19 @@ class HostToolchain(Toolchain):
         includes = [f"-I{d}" for d in include_dirs]
         return [*self.cc, *self.common_flags, "-shared", *self._prefix_map(), *defines, *includes, "-o", output, *sources]
 
+    def kernel_step(self, spec, binary, soc, sources, output, macros, include_dirs, work_dir):
+        """Each source compiled to an object (`-c`), then linked: the same bytes as the one-step
+        `kernel_command`, and the compiles can run on distcc hosts."""
+        defines = [f"-D{k}={v}" for k, v in sorted(macros.items())]
+        includes = [f"-I{d}" for d in include_dirs]
+        objects = []
+        for source in sources:
+            obj = f"{work_dir}/{Path(source).stem}.o"
+            objects.append(KernelObject(source, obj, [*self.cc, *self.common_flags, *self._prefix_map(), *defines,
+                                                      *includes, "-c", "-o", obj, source]))
+        link = [*self.cc, *self.common_flags, "-shared", "-o", output, *(o.object for o in objects)]
+        return KernelStep(link, objects=objects)
+
     def tiling_object_command(self, source, output, include_dirs):
         includes = [f"-I{d}" for d in include_dirs]
         return [*self.cc, *self.common_flags, *self._prefix_map(), *includes, "-c", "-o", output, source]
@@ -117,13 +172,121 @@ class HostToolchain(Toolchain):
         return f"host-{Path(self.cc[0]).name}-{digest}"
 
 
-TOOLCHAINS: dict[str, type[Toolchain]] = {"host": HostToolchain}
+SOC_VERSIONS = {"ascend910b": "Ascend910B1", "ascend910_93": "Ascend910_9391", "ascend310p": "Ascend310P3"}
+"""opbuild's SoC names -> asc_opc --soc_version (the first chip of each family)."""
+
+CCEC_SETUP_HINT = ("set ASCEND_HOME_PATH to the CANN toolkit (e.g. `source /usr/local/Ascend/ascend-toolkit/set_env.sh`, "
+                   "or `export ASCEND_HOME_PATH=/usr/local/Ascend/ascend-toolkit/latest`)")
 
 
-def get_toolchain(name: str, root: str | None = None) -> Toolchain:
+class CcecToolchain(HostToolchain):
+    """The CANN toolkit under ASCEND_HOME_PATH: kernels compiled by `asc_opc` into `.o` device
+    binaries, one per binary, from a per-binary parameter JSON (`<bin>_param.json`, as CANN's
+    op-project build writes it); the tiling library and the aclnn libraries by the host C
+    compiler, with `-I$ASCEND_HOME_PATH/include`.
+
+    `asc_opc` is `$ASCEND_HOME_PATH/bin/asc_opc` if that exists, else the first `asc_opc` on
+    PATH. Its version is `Version=` of `$ASCEND_HOME_PATH/compiler/version.info` (what
+    version.info's custom_opp_compiler_version reports); the identity (cache key) also hashes
+    the asc_opc program."""
+
+    name = "ccec"
+    binary_suffix = ".o"
+    impl_mode = "high_performance,optional"
+
+    def __init__(self, cc: str | None = None, root: str | None = None) -> None:
+        home = os.environ.get("ASCEND_HOME_PATH", "").strip()
+        if not home:
+            raise ToolchainError(f"TOOLCHAIN=ccec needs a CANN install: {CCEC_SETUP_HINT}")
+        if not os.path.isdir(home):
+            raise ToolchainError(f"ASCEND_HOME_PATH={home} is not a directory; {CCEC_SETUP_HINT}")
+        self.home = os.path.abspath(home)
+        candidate = os.path.join(self.home, "bin", "asc_opc")
+        tool = candidate if os.path.isfile(candidate) and os.access(candidate, os.X_OK) else shutil.which("asc_opc")
+        if tool is None:
+            raise ToolchainError(f"asc_opc not found: neither {candidate} nor on PATH (TOOLCHAIN=ccec, "
+                                 f"ASCEND_HOME_PATH={self.home})")
+        self.asc_opc = os.path.abspath(tool)
+        super().__init__(cc=cc, root=root)
+        self._ccec_identity: str | None = None
+
+    def _prefix_map(self) -> list[str]:
+        return [*super()._prefix_map(), f"-ffile-prefix-map={self.home}=ascend"]
+
+    def kernel_command(self, sources, output, macros, include_dirs):
+        raise ToolchainError("TOOLCHAIN=ccec compiles kernels from a parameter JSON: use kernel_step()")
+
+    def kernel_step(self, spec, binary, soc, sources, output, macros, include_dirs, work_dir):
+        param = f"{work_dir}/{binary.name}_param.json"
+        out_dir = f"{work_dir}/out"
+        command = [self.asc_opc, sources[0], f"--main_func={spec.kernel.symbol}", f"--input_param={param}",
+                   f"--soc_version={SOC_VERSIONS.get(soc, soc)}", f"--output={out_dir}",
+                   f"--impl_mode={self.impl_mode}", "--op_mode=dynamic",
+                   f"--simplified_key_mode={spec.key_rule.simplified_key_mode}"]
+        text = json.dumps(param_json(spec, binary), indent=2, sort_keys=False) + "\n"
+        return KernelStep(command, produces=f"{out_dir}/{binary.name}{self.binary_suffix}", inputs={param: text})
+
+    def tiling_object_command(self, source, output, include_dirs):
+        return super().tiling_object_command(source, output, [*include_dirs, os.path.join(self.home, "include")])
+
+    def tool_files(self) -> list[str]:
+        version_info = os.path.join(self.home, "compiler", "version.info")
+        return [self.asc_opc, *([version_info] if os.path.isfile(version_info) else [])]
+
+    def cann_version(self) -> str | None:
+        try:
+            with open(os.path.join(self.home, "compiler", "version.info")) as f:
+                for line in f:
+                    if line.startswith("Version="):
+                        return line.split("=", 1)[1].strip()
+        except OSError:
+            pass
+        return None
+
+    def identity(self) -> str:
+        if self._ccec_identity is None:
+            with open(self.asc_opc, "rb") as f:
+                digest = hashlib.sha256(f.read()).hexdigest()[:16]
+            self._ccec_identity = f"asc_opc {self.cann_version() or '?'} sha256:{digest}; host {super().identity()}"
+        return self._ccec_identity
+
+    def version(self) -> str:
+        return self.cann_version() or f"ccec-{hashlib.sha256(self.identity().encode()).hexdigest()[:12]}"
+
+
+def param_json(spec: OpSpec, binary: Binary) -> dict[str, Any]:
+    """`<bin>_param.json` for asc_opc: {"op_type", "op_list": [{"bin_filename", "inputs",
+    "outputs", "attrs"}]} (CANN's ascendc_bin_param_build.py); an optional input the binary
+    leaves out is null."""
+    from opbuild.codegen.kernel_src import binary_tensor_format
+
+    when = dict(binary.when)
+
+    def tensor(p):
+        choice = when.get(p.name)
+        if choice is None:
+            return None
+        return {"name": p.name, "index": p.index, "dtype": choice.dtype, "format": binary_tensor_format(p, binary),
+                "paramType": str(getattr(p.param_type, "value", p.param_type)), "shape": [-2]}
+
+    pinned = dict(binary.attr_when)
+    attrs = [{"name": a.name, "dtype": str(getattr(a.type, "value", a.type)),
+              "value": pinned.get(a.name, a.default)} for a in spec.attrs]
+    return {"op_type": spec.op, "op_list": [{
+        "bin_filename": binary.name,
+        "inputs": [tensor(p) for p in spec.inputs],
+        "outputs": [tensor(p) for p in spec.outputs],
+        "attrs": attrs,
+    }]}
+
+
+TOOLCHAINS: dict[str, type[Toolchain]] = {"host": HostToolchain, "ccec": CcecToolchain}
+
+
+def get_toolchain(name: str, root: str | None = None, cc: str | None = None) -> Toolchain:
     """The toolchain called `name`; ToolchainError listing the known ones otherwise."""
     try:
         cls = TOOLCHAINS[name]
     except KeyError:
         raise ToolchainError(f"unknown TOOLCHAIN={name!r}; known: {', '.join(sorted(TOOLCHAINS))}") from None
-    return cls(root=root)  # type: ignore[call-arg]
+    return cls(cc=cc, root=root)  # type: ignore[call-arg]

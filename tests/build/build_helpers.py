@@ -23,8 +23,11 @@ REPO = Path(__file__).resolve().parents[2]
 VENDOR = "customize"
 SOC = "ascend910b"
 STEP_LINE = re.compile(r"^\[(\d+)/(\d+)\] (.*)$")
-KERNEL_STEP = re.compile(r"^CC kernel (\S+) \((\S+), (vendors/[^)]+|built-in)\)$")
-"""`CC kernel <Binary> (<soc>, vendors/<vendor>)` or `(<soc>, built-in)`: groups binary, soc, package."""
+KERNEL_STEP = re.compile(r"^(?:CC kernel|CC launch|LINK kernel) (\S+) \((\S+), (vendors/[^)]+|built-in)\)$")
+"""The steps that make one kernel binary (host toolchain): `CC kernel <Binary> (<soc>, <package>)`
+compiles its kernel source, `CC launch ...` its launch shim, `LINK kernel ...` links them;
+`(<soc>, vendors/<vendor>)` or `(<soc>, built-in)`. Groups binary, soc, package."""
+KERNEL_STEP_PREFIXES = ("CC kernel ", "CC launch ", "LINK kernel ")
 
 CUSTOM, BUILTIN = "custom", "built-in"
 CUSTOM_WHERE = f"vendors/{VENDOR}"
@@ -130,21 +133,21 @@ class Result:
         return [m.group(3) for line in self.stdout.splitlines() if (m := STEP_LINE.match(line))]
 
     def kernels(self) -> list[str]:
-        """Binaries compiled (not retrieved from the cache) in this run (a binary of an op in both
-        packages is listed once per package)."""
-        return [s.split()[2] for s in self.steps if s.startswith("CC kernel ")]
+        """Binaries made (any of their compile or link steps ran, not retrieved from the cache) in
+        this run (a binary of an op in both packages is listed once per package)."""
+        return [b for b, _, _ in self.kernel_steps()]
 
     def kernel_steps(self, prefix: str = "") -> list[tuple[str, str, str]]:
-        """(binary, soc, package) of each kernel compiled in this run (prefix "CACHE ": retrieved
-        from the cache); package is `vendors/<vendor>` or `built-in`. Every such `CC kernel` line
-        must have that form."""
-        found = []
+        """(binary, soc, package) of each kernel binary made in this run, once each (prefix
+        "CACHE ": retrieved from the cache); package is `vendors/<vendor>` or `built-in`. Every
+        kernel step line must have the KERNEL_STEP form."""
+        found: dict[tuple[str, str, str], None] = {}
         for s in self.steps:
-            if s.startswith(f"{prefix}CC kernel "):
+            if s.startswith(tuple(prefix + k for k in KERNEL_STEP_PREFIXES)):
                 m = KERNEL_STEP.match(s[len(prefix):])
                 assert m, f"malformed kernel step: {s!r}"
-                found.append(m.groups())
-        return found
+                found[m.groups()] = None
+        return list(found)
 
     def __str__(self) -> str:
         return f"exit {self.rc}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
