@@ -1,0 +1,329 @@
+"""The shared build cache (OPBUILD_CACHE_DIR): an SCons CacheDir whose entries are verified.
+
+Layout (SCons's own, so `scons --cache-*` options keep working): `<dir>/config`,
+`<dir>/CACHEDIR.TAG`, and one file per cached output, `<dir>/<XX>/<sig>`, named by the output's
+SCons build signature. opbuild adds
+
+  * `<dir>/<XX>/<sig>.sha256`: the sha256 of the entry, written with it;
+  * `<dir>/opbuild-events.jsonl`: one JSON object per line per cache event
+    (`{"time", "event": "hit"|"miss"|"push"|"corrupt", "entry", "target"}`), appended.
+
+Writing: the entry and its hash go to temporary files in the entry's directory and are renamed
+into place, the hash first, so an entry is never visible half written, and concurrent builds
+pushing the same entry write the same bytes. Reading: the entry is read once, hashed, and used
+only if the hash matches the stored one; otherwise it is reported on stderr, logged as
+`corrupt`, removed, and the output is built (and pushed again, replacing the entry).
+
+The signature covers the command line and the content of every input, plus `OPBUILD_KEY` on
+each compile step: the toolchain's name, identity (compiler and version) and version token, the
+SoC, the binary's macros and the generator's version (see scons_tool). No absolute path of the
+checkout is part of it, so two checkouts share entries; two toolchains never do.
+
+`opbuild cache stats|verify|prune` (opbuild/cli.py) work on the same directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+CACHE_ENV = "OPBUILD_CACHE_DIR"
+EVENTS_FILE = "opbuild-events.jsonl"
+HASH_SUFFIX = ".sha256"
+TMP_PREFIX = ".tmp-"
+_META = {"config", "CACHEDIR.TAG", EVENTS_FILE}
+
+
+class CacheError(Exception):
+    """The cache directory cannot be used (not given, not a directory)."""
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def hash_path(entry: str | Path) -> str:
+    return f"{entry}{HASH_SUFFIX}"
+
+
+def log_event(cache_dir: str | Path, event: str, entry: str = "", target: str = "") -> None:
+    """Append one event to the cache's JSON-lines log (one short write: atomic with O_APPEND)."""
+    line = json.dumps({"time": round(time.time(), 3), "event": event, "entry": entry, "target": target}) + "\n"
+    try:
+        fd = os.open(os.path.join(cache_dir, EVENTS_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        pass  # the log is informational; a read-only cache still works
+
+
+def _write_atomic(directory: str, final: str, data: bytes, mode: int = 0o644) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, final)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def store(cache_file: str, data: bytes, mode: int = 0o644) -> None:
+    """Write an entry and its hash: hash first, then the entry (both renamed into place)."""
+    directory = os.path.dirname(cache_file)
+    os.makedirs(directory, exist_ok=True)
+    _write_atomic(directory, hash_path(cache_file), (sha256_bytes(data) + "\n").encode())
+    _write_atomic(directory, cache_file, data, mode)
+
+
+def load_verified(cache_file: str) -> tuple[bytes | None, str | None]:
+    """(entry bytes, None) if the entry exists and matches its stored hash; (None, None) if there is
+    no entry; (None, reason) if it is corrupt."""
+    try:
+        with open(cache_file, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror or exc}"
+    try:
+        expected = Path(hash_path(cache_file)).read_text().strip()
+    except OSError:
+        return None, "no stored hash"
+    actual = sha256_bytes(data)
+    if actual != expected:
+        return None, f"sha256 {actual[:12]}... does not match the stored {expected[:12]}..."
+    return data, None
+
+
+def remove_entry(cache_file: str) -> None:
+    for name in (cache_file, hash_path(cache_file)):
+        try:
+            os.unlink(name)
+        except FileNotFoundError:
+            pass
+
+
+def verified_cache_class():
+    """The SCons CacheDir subclass `scons ops` installs (env.CacheDir(path, custom_class=...))."""
+    import SCons.Action  # type: ignore[import-not-found]
+    import SCons.CacheDir  # type: ignore[import-not-found]
+    import SCons.Warnings  # type: ignore[import-not-found]
+
+    class VerifiedCacheDir(SCons.CacheDir.CacheDir):
+        """Entries stored with their sha256 and verified on every read; events logged."""
+
+        _lock = threading.Lock()
+
+        def _rel(self, cache_file: str) -> str:
+            return os.path.relpath(cache_file, self.path)
+
+        def retrieve(self, node) -> bool:
+            if not self.is_enabled() or not SCons.Action.execute_actions:
+                return False
+            _, cache_file = self.cachepath(node)
+            target = node.get_internal_path()
+            with self._lock:
+                self.requests += 1
+            data, problem = load_verified(cache_file)
+            if data is None:
+                if problem is not None:
+                    sys.stderr.write(f"opbuild: cache: corrupt entry {cache_file} for {target} ({problem}): "
+                                     "not used, removed; building it\n")
+                    remove_entry(cache_file)
+                    log_event(self.path, "corrupt", self._rel(cache_file), target)
+                log_event(self.path, "miss", self._rel(cache_file), target)
+                return False
+            try:
+                mode = os.stat(cache_file).st_mode & 0o777
+                os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+                _write_atomic(os.path.dirname(os.path.abspath(target)), os.path.abspath(target), data, mode | 0o200)
+                os.utime(cache_file, None)  # recently used: pruned last
+            except OSError as exc:
+                sys.stderr.write(f"opbuild: cache: cannot retrieve {target} from {cache_file}: {exc}; building it\n")
+                return False
+            with self._lock:
+                self.hits += 1
+            log_event(self.path, "hit", self._rel(cache_file), target)
+            env = node.get_build_env()
+            text = f"Retrieved `{target}' from cache"
+            show = env.get("PRINT_CMD_LINE_FUNC")
+            if show:
+                show(text, [node], [], env)
+            else:
+                sys.stdout.write(text + "\n")
+            return True
+
+        def push(self, node):
+            if self.is_readonly() or not self.is_enabled() or node.nocache:
+                return None
+            _, cache_file = self.cachepath(node)
+            if os.path.exists(cache_file) and os.path.exists(hash_path(cache_file)):
+                return None  # another build pushed it meanwhile
+            target = node.get_internal_path()
+            try:
+                with open(target, "rb") as f:
+                    data = f.read()
+                store(cache_file, data, os.stat(target).st_mode & 0o777)
+            except OSError as exc:
+                SCons.Warnings.warn(SCons.Warnings.CacheWriteErrorWarning,
+                                    f"opbuild: cache: cannot push {target} to {cache_file}: {exc}")
+                return None
+            log_event(self.path, "push", self._rel(cache_file), target)
+            return None
+
+    return VerifiedCacheDir
+
+
+# ---- opbuild cache stats|verify|prune --------------------------------------------------------------
+
+@dataclass
+class Entry:
+    path: Path
+    size: int
+    mtime: float
+
+
+def cache_dir(given: str | None) -> Path:
+    path = given or os.environ.get(CACHE_ENV)
+    if not path:
+        raise CacheError(f"no cache directory: pass --dir DIR or set {CACHE_ENV}")
+    p = Path(path)
+    if not p.is_dir():
+        raise CacheError(f"{p} is not a directory (no cache there yet?)")
+    return p
+
+
+def entries(root: Path) -> list[Entry]:
+    """Every cached output (not the hashes, metadata, log or temporaries)."""
+    found = []
+    for sub in sorted(root.iterdir()):
+        if not sub.is_dir() or sub.name in _META:
+            continue
+        for f in sorted(sub.iterdir()):
+            if f.name.endswith(HASH_SUFFIX) or f.name.startswith(TMP_PREFIX) or not f.is_file():
+                continue
+            st = f.stat()
+            found.append(Entry(f, st.st_size, st.st_mtime))
+    return found
+
+
+def read_events(root: Path) -> dict[str, int]:
+    counts = {"hit": 0, "miss": 0, "push": 0, "corrupt": 0}
+    try:
+        with open(root / EVENTS_FILE) as f:
+            for line in f:
+                try:
+                    event = json.loads(line).get("event")
+                except ValueError:
+                    continue
+                if event in counts:
+                    counts[event] += 1
+    except FileNotFoundError:
+        pass
+    return counts
+
+
+def stats(root: Path) -> dict:
+    found = entries(root)
+    events = read_events(root)
+    lookups = events["hit"] + events["miss"]
+    return {"dir": str(root), "entries": len(found), "bytes": sum(e.size for e in found),
+            "hits": events["hit"], "misses": events["miss"], "pushes": events["push"],
+            "corrupt": events["corrupt"], "hit_rate": (events["hit"] / lookups) if lookups else None}
+
+
+def verify(root: Path, remove: bool = True) -> list[tuple[Path, str]]:
+    """Re-hash every entry; the corrupt ones (removed unless `remove` is False) with the reason."""
+    bad = []
+    for entry in entries(root):
+        data, problem = load_verified(str(entry.path))
+        if problem is not None:
+            bad.append((entry.path, problem))
+            if remove:
+                remove_entry(str(entry.path))
+                log_event(root, "corrupt", str(entry.path.relative_to(root)), "")
+    return bad
+
+
+def prune(root: Path, max_size: int | None = None, max_age: float | None = None,
+          now: float | None = None) -> list[Entry]:
+    """Remove entries older than `max_age` seconds (last written or used), then the oldest until
+    the rest take at most `max_size` bytes; also orphaned hashes and temporaries over an hour old."""
+    now = time.time() if now is None else now
+    found = sorted(entries(root), key=lambda e: e.mtime)
+    removed = []
+    if max_age is not None:
+        keep = []
+        for e in found:
+            (removed if now - e.mtime > max_age else keep).append(e)
+        found = keep
+    if max_size is not None:
+        total = sum(e.size for e in found)
+        while found and total > max_size:
+            e = found.pop(0)
+            total -= e.size
+            removed.append(e)
+    for e in removed:
+        remove_entry(str(e.path))
+    for sub in root.iterdir():
+        if not sub.is_dir():
+            continue
+        for f in sub.iterdir():
+            try:
+                if f.name.endswith(HASH_SUFFIX) and not Path(str(f)[: -len(HASH_SUFFIX)]).exists():
+                    f.unlink()
+                elif f.name.startswith(TMP_PREFIX) and now - f.stat().st_mtime > 3600:
+                    f.unlink()
+            except FileNotFoundError:
+                pass
+    return removed
+
+
+_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3, "t": 1024 ** 4}
+_AGES = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_size(text: str) -> int:
+    """`500M`, `2G`, `1048576` (binary units) → bytes."""
+    t = text.strip().lower()
+    for suffix in ("ib", "b"):
+        if t.endswith(suffix) and len(t) > len(suffix):
+            t = t[: -len(suffix)]
+            break
+    unit = t[-1:] if t[-1:].isalpha() else ""
+    try:
+        return int(float(t[: len(t) - len(unit)]) * _UNITS[unit])
+    except (KeyError, ValueError):
+        raise ValueError(f"not a size: {text!r} (e.g. 500M, 2G, 1048576)") from None
+
+
+def parse_age(text: str) -> float:
+    """`30d`, `12h`, `90m`, `3600s`, `3600` → seconds."""
+    t = text.strip().lower()
+    unit = t[-1:] if t[-1:].isalpha() else ""
+    try:
+        return float(t[: len(t) - len(unit)]) * _AGES[unit]
+    except (KeyError, ValueError):
+        raise ValueError(f"not an age: {text!r} (e.g. 30d, 12h, 90m, 3600s)") from None
+
+
+def human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"

@@ -1,0 +1,86 @@
+"""The shared cache is safe to share: entries are verified on read (a corrupt one is reported,
+not used, and replaced), the key includes the toolchain's identity, and `opbuild cache
+stats|verify|prune` manage it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from build_helpers import tree
+
+OPS = "OPS=AddNCustom"
+
+
+def _entries(cache: Path) -> list[Path]:
+    return sorted(p for p in cache.glob("*/*") if p.is_file() and not p.name.endswith(".sha256")
+                  and not p.name.startswith(".tmp-"))
+
+
+def _opbuild(code: Path, *args: str, cache: Path | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    env.pop("OPBUILD_CACHE_DIR", None)
+    if cache is not None:
+        env["OPBUILD_CACHE_DIR"] = str(cache)
+    return subprocess.run([sys.executable, "-m", "opbuild.cli", *args], env=env, capture_output=True, text=True)
+
+
+def test_corrupt_entries_are_reported_replaced_and_never_used(project, tmp_path, code):
+    cache = tmp_path / "cache"
+    env = {"OPBUILD_CACHE_DIR": str(cache)}
+    first = project()
+    first.build(OPS, env=env)
+    entries = _entries(cache)
+    assert len(entries) == 12  # 3 kernels and their 6 objects, 1 tiling object, 2 libraries
+    for e in entries:  # every entry has its hash beside it
+        assert Path(f"{e}.sha256").read_text().strip() == __import__("hashlib").sha256(e.read_bytes()).hexdigest()
+
+    victim = max(entries, key=lambda e: e.stat().st_size)
+    good = victim.read_bytes()
+    victim.write_bytes(good[:-64] + b"\0" * 64)  # same size, wrong content
+    second = project()
+    result = second.build(OPS, env=env)
+    assert "opbuild: cache: corrupt entry" in result.stderr and victim.name in result.stderr, str(result)
+    compiled = [s for s in result.steps if s.startswith(("CC ", "LINK lib", "LINK kernel ")) and "liboptiling" not in s]
+    assert len(compiled) == 1, result.steps  # the corrupt entry's output was built, not retrieved
+    assert tree(second.out) == tree(first.out)
+    assert victim.read_bytes() == good  # replaced by the rebuilt output
+
+    stats = json.loads(_opbuild(code, "cache", "stats", "--json", cache=cache).stdout)
+    assert stats["entries"] == 12 and stats["corrupt"] == 1 and stats["hits"] == 11
+    assert stats["misses"] == 13 and stats["pushes"] == 13 and stats["bytes"] == sum(e.stat().st_size for e in entries)
+
+    verified = _opbuild(code, "cache", "verify", cache=cache)
+    assert verified.returncode == 0 and "12 entries checked, 0 corrupt" in verified.stdout, verified
+    Path(f"{victim}.sha256").write_text("0" * 64 + "\n")
+    verified = _opbuild(code, "cache", "verify", cache=cache)
+    assert verified.returncode == 1 and victim.name in verified.stdout, verified
+    assert not victim.exists() and len(_entries(cache)) == 11
+
+    old = _entries(cache)[0]
+    os.utime(old, (1, 1))
+    pruned = _opbuild(code, "cache", "prune", "--max-age", "30d", cache=cache)
+    assert pruned.returncode == 0 and "removed 1 entries" in pruned.stdout, pruned
+    assert not old.exists() and not Path(f"{old}.sha256").exists()
+    pruned = _opbuild(code, "cache", "prune", "--dir", str(cache), "--max-size", "0")
+    assert pruned.returncode == 0 and _entries(cache) == []
+    assert _opbuild(code, "cache", "stats").returncode == 1  # no directory given
+
+
+def test_another_compiler_version_never_hits(project, tmp_path):
+    """Same command lines (`cc ...`), another `cc --version`: no entry is shared."""
+    cache = tmp_path / "cache"
+    project().build(OPS, env={"OPBUILD_CACHE_DIR": str(cache)})
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    real = subprocess.run(["sh", "-c", "command -v cc"], capture_output=True, text=True).stdout.strip()
+    (bindir / "cc").write_text(f'#!/bin/sh\nif [ "$1" = --version ]; then echo "cc (fake) 99.1"; exit 0; fi\n'
+                               f'exec {real} "$@"\n')
+    (bindir / "cc").chmod(0o755)
+    env = {"OPBUILD_CACHE_DIR": str(cache), "PATH": f"{bindir}:{os.environ['PATH']}", "CC": "cc"}
+    result = project().build(OPS, env=env)
+    assert not [s for s in result.steps if s.startswith("CACHE ")], result.steps
+    assert "(12 compiled, 0 from cache" in result.stdout.strip().splitlines()[-1]
