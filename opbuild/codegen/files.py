@@ -31,11 +31,19 @@ def write_if_changed(path: str | os.PathLike[str], text: str | bytes) -> bool:
     except FileNotFoundError:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    atomic_write(path, data, _FILE_MODE)
+    return True
+
+
+def atomic_write(path: str | os.PathLike[str], data: bytes, mode: int = _FILE_MODE, prefix: str | None = None) -> None:
+    """Write `data` to `path` through a temporary file in the same directory and os.replace: a
+    reader (or a crash) never sees a partial file. The directory must exist."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=prefix or f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.chmod(tmp, _FILE_MODE)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -43,4 +51,3 @@ def write_if_changed(path: str | os.PathLike[str], text: str | bytes) -> bool:
         except FileNotFoundError:
             pass
         raise
-    return True

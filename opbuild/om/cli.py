@@ -9,9 +9,9 @@ from pathlib import Path
 
 
 def _write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    from opbuild.codegen.files import atomic_write
+
+    atomic_write(path, data)
 
 
 def run_om_command(args: argparse.Namespace) -> int:
