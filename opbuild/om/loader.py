@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import threading
-import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any

@@ -81,8 +81,8 @@ class NodeProvider:
     def fragment_fn(self, spec):
         sel = self.node.get("selected")
         if sel is not None and not self.model.model_def["dynamic"]:
-            fragment = sel["fragment"]
-            return lambda ctx: fragment
+            fixed = sel["fragment"]
+            return lambda ctx: fixed
         source = self.op_def.get("key_rule_source")
         if spec.key_rule.callback != "python":
             return None

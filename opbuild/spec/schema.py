@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from pathlib import Path
 
 from opbuild.runtime_paths import schemas_dir
 from typing import Any, Iterator
