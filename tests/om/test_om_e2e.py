@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import build, model_dict, reference
+from omtools import build, model_dict, reference
 from opbuild.om import format as omf
 from opbuild.om import so_store
 from opbuild.om.errors import OmCompatError, OmError
