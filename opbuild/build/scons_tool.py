@@ -123,8 +123,10 @@ class Progress:
                     reasons = self.reasons.pop(str(target[0]), None) or ["because: (no explanation recorded)"]
                     why = "".join(f"       {line}\n" for line in reasons)
             self.done += 1
-            sys.stdout.write(f"[{self.done}/{self.total}] {text}\n{why}")
-            sys.stdout.flush()
+            out = sys.stdout
+            out.write(f"[{self.done}/{self.total}] {text}\n{why}")
+            if not _flushes_itself(out):  # SCons's stdout (Unbuffered) flushes every write already
+                out.flush()
 
 
 def enable_explain(root: Path) -> None:
@@ -194,6 +196,11 @@ def explain_text(text: str, root: Path) -> list[str]:
 
 
 PROGRESS = Progress()
+
+
+def _flushes_itself(stream) -> bool:
+    """True for SCons's stdout wrapper (`SCons.Util.Unbuffered`), whose write() flushes."""
+    return type(stream).__name__ == "Unbuffered"
 
 
 def _fail(exc: Exception, remove=()) -> int:
@@ -344,27 +351,44 @@ def _symlink(target, source, env):
     return 0
 
 
+_VARLISTS = {
+    "stamp": (),
+    "gen_sources": ("OPBUILD_OP",),
+    "compile": ("OPBUILD_CMD", "OPBUILD_KEY", "OPBUILD_PRODUCES"),
+    "kernel_json": ("OPBUILD_OP", "OPBUILD_SOC", "OPBUILD_TOOLCHAIN", "OPBUILD_SUBPACKAGE"),
+    "binary_info": ("OPBUILD_OPS", "OPBUILD_SOC", "OPBUILD_TOOLCHAIN"),
+    "ops_info": ("OPBUILD_OPS", "OPBUILD_SOC"),
+    "python_api": ("OPBUILD_OPS", "OPBUILD_PKG_ROOT"),
+    "aclnn_sources": ("OPBUILD_OP",),
+    "copy": (),
+    "text": ("OPBUILD_TEXT",),
+    "symlink": ("OPBUILD_LINK_TO",),
+}
+"""Per kind of step, the variables whose values shape its output (its signature)."""
+
+_FUNCTIONS = {
+    "stamp": _generator_stamp, "gen_sources": _render_op_sources, "compile": _compile,
+    "kernel_json": _kernel_descriptors, "binary_info": _binary_info_config, "ops_info": _ops_info,
+    "python_api": _python_api, "aclnn_sources": _aclnn_sources, "copy": _copy_file, "text": _text_file,
+    "symlink": _symlink,
+}
+
+
+def _signature(kind: str, overrides: dict) -> str:
+    """OPBUILD_SIG: the sha256 of the values of the kind's varlist. SCons substitutes every
+    varlist variable whenever it computes a step's signature; one short plain string is far
+    cheaper to substitute than a command line of 20 words."""
+    values = [overrides.get(name, "") for name in _VARLISTS[kind]]
+    return hashlib.sha256(json.dumps(values, separators=(",", ":")).encode()).hexdigest()
+
+
 def _actions():
     """One Action per kind of step. The label ($OPBUILD_LABEL) and error context (OPBUILD_WHAT)
-    are not in the signature; only what shapes the output is (the varlist)."""
+    are not in the signature; only what shapes the output is (the kind's `_VARLISTS` values,
+    as OPBUILD_SIG)."""
     from SCons.Action import Action
 
-    def act(fn, *varlist):
-        return Action(fn, "$OPBUILD_LABEL", varlist=list(varlist))
-
-    return {
-        "stamp": act(_generator_stamp),
-        "gen_sources": act(_render_op_sources, "OPBUILD_OP"),
-        "compile": act(_compile, "OPBUILD_CMD", "OPBUILD_KEY", "OPBUILD_PRODUCES"),
-        "kernel_json": act(_kernel_descriptors, "OPBUILD_OP", "OPBUILD_SOC", "OPBUILD_TOOLCHAIN", "OPBUILD_SUBPACKAGE"),
-        "binary_info": act(_binary_info_config, "OPBUILD_OPS", "OPBUILD_SOC", "OPBUILD_TOOLCHAIN"),
-        "ops_info": act(_ops_info, "OPBUILD_OPS", "OPBUILD_SOC"),
-        "python_api": act(_python_api, "OPBUILD_OPS", "OPBUILD_PKG_ROOT"),
-        "aclnn_sources": act(_aclnn_sources, "OPBUILD_OP"),
-        "copy": act(_copy_file),
-        "text": act(_text_file, "OPBUILD_TEXT"),
-        "symlink": act(_symlink, "OPBUILD_LINK_TO"),
-    }
+    return {kind: Action(fn, "$OPBUILD_LABEL", varlist=["OPBUILD_SIG"]) for kind, fn in _FUNCTIONS.items()}
 
 
 def _generator_version() -> str:
@@ -379,12 +403,38 @@ def _generator_version() -> str:
 
 # ---- graph ----------------------------------------------------------------------------------------
 
+def _cached_c_scanner():
+    """SCons's C scanner (CScanner), with its answer per (file, include path) kept for the run.
+
+    SCons caches a file's #include list, but resolves it again for every environment, and each
+    compile step has an environment of its own: the same kernel source, launch shim and headers
+    were resolved once per binary. A file is scanned only once it exists (built, if generated),
+    and no file changes during a build, so the first answer holds for the rest of the run."""
+    from SCons.Scanner import ClassicCPP
+
+    class CachedCScanner(ClassicCPP):
+        def __init__(self) -> None:
+            super().__init__("CScanner", "$CPPSUFFIXES", "CPPPATH",
+                             r'^[ \t]*#[ \t]*(?:include|import)[ \t]*(<|")([^>"]+)(>|")')
+            self.results: dict[tuple, tuple] = {}
+
+        def __call__(self, node, env, path=()) -> list:
+            key = (id(node), path)
+            found = self.results.get(key)
+            if found is None:
+                if self.scan_check and not self.scan_check(node, env):
+                    return []  # not built yet: not cached
+                found = self.results[key] = (node, tuple(super().__call__(node, env, path)))
+            return list(found[1])
+
+    return CachedCScanner()
+
+
 def declare_build(env, specs: list[OpSpec], options: BuildOptions):
     """Declare every target of the package; returns the list of target nodes.
 
     Also sets up `PROGRESS` (the steps, and their labels by target)."""
     from SCons.Builder import Builder
-    from SCons.Scanner.C import CScanner
 
     _REGISTRY.specs = {s.op: s for s in specs}
     _REGISTRY.options = options
@@ -398,7 +448,7 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions):
     pkg = out / "opp" / "vendors" / options.vendor
     work = out / "build" / options.vendor
     native_inc = native_include_dir()
-    scanner = CScanner()
+    scanner = _cached_c_scanner()
     all_targets = []
     declared: list[Step] = []
     compiled = {"compile"}
@@ -422,6 +472,7 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions):
         target_paths = [os.path.abspath(str(t)) for t in targets]
         if scan_includes is not None:  # a compile step: its sources are scanned for #includes here
             overrides["CPPPATH"] = scan_includes
+        overrides["OPBUILD_SIG"] = _signature(kind, overrides)
         nodes = builders[kind](env, target_paths, [s if not isinstance(s, Path) else str(s) for s in sources],
                                OPBUILD_LABEL=label, **overrides)
         if kind not in compiled:

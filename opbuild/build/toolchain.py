@@ -138,12 +138,14 @@ class HostToolchain(Toolchain):
 
     def kernel_step(self, spec, binary, soc, sources, output, macros, include_dirs, work_dir):
         """Each source compiled to an object (`-c`), then linked: the same bytes as the one-step
-        `kernel_command`, and the compiles can run on distcc hosts."""
+        `kernel_command`, and the compiles can run on distcc hosts. The objects are named
+        `<work_dir>.<source stem>.o`, beside `work_dir` rather than in it: one directory fewer to
+        create per binary (a clean build of 800 binaries made 800 directories for them)."""
         defines = [f"-D{k}={v}" for k, v in sorted(macros.items())]
         includes = [f"-I{d}" for d in include_dirs]
         objects = []
         for source in sources:
-            obj = f"{work_dir}/{Path(source).stem}.o"
+            obj = f"{work_dir}.{Path(source).stem}.o"
             objects.append(KernelObject(source, obj, [*self.cc, *self.common_flags, *self._prefix_map(), *defines,
                                                       *includes, "-c", "-o", obj, source]))
         link = [*self.cc, *self.common_flags, "-shared", "-o", output, *(o.object for o in objects)]
