@@ -248,6 +248,11 @@ def _render_op_sources(target, source, env):
 
 def _compile(target, source, env):
     options = _REGISTRY.options
+    for stale in env.get("OPBUILD_INVALIDATES") or ():
+        try:
+            os.unlink(stale)
+        except FileNotFoundError:
+            pass
     produces = env.get("OPBUILD_PRODUCES") or None
     try:
         if produces:  # the command writes a file of its own choosing (asc_opc --output=DIR)
@@ -561,8 +566,14 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions):
         tiling_objects = [o for spec in pkg_specs for o in op_sources[spec.op][3]]
         tiling_lib = pkg_root / layout.tiling_lib()
         cmd = tc.tiling_link_command([rel(str(o)) for o in tiling_objects], rel(tiling_lib))
+        # The package's binary_info_config.json files vouch for this library (key callbacks, tiling
+        # symbols): relinking it removes them, and their steps (which depend on it) write them anew,
+        # so a failed check elsewhere can never leave a config that describes an older library.
+        configs = sorted({str(pkg_root / layout.binary_info_config(soc, sub_of(s))) for s in pkg_specs
+                          for soc in s.socs if soc in socs_used})
         lib_nodes = command("compile", [tiling_lib], tiling_objects, f"LINK libcust_opmaster_rt2.0.so ({where})",
-                            OPBUILD_CMD=tuple(cmd), OPBUILD_WHAT=f"linking the tiling library of {where}")
+                            OPBUILD_CMD=tuple(cmd), OPBUILD_WHAT=f"linking the tiling library of {where}",
+                            OPBUILD_INVALIDATES=tuple(configs))
         link = pkg_root / layout.optiling_link()
         command("symlink", [link], lib_nodes, f"LINK liboptiling.so ({where})",
                 OPBUILD_LINK_TO=os.path.relpath(tiling_lib, link.parent))

@@ -247,8 +247,8 @@ def _summary(specs, options, started: float, targets, record) -> None:
     from opbuild.build.scons_tool import PROGRESS
 
     seconds = time.monotonic() - started
-    binaries = sum(len(s.binaries) * len([c for c in s.socs if options.socs is None or c in options.socs])
-                   for s in specs)
+    binaries = sum(len(s.binaries) * len(s.packages) * len([c for c in s.socs if options.socs is None or c in options.socs])
+                   for s in specs)  # every kernel binary built, in every package the op goes into
     failures = GetBuildFailures()
     # every target built or found up to date (not so after Ctrl-C, which may report no failure)
     complete = all(t.get_state() in (executed, up_to_date) for t in targets)

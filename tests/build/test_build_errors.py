@@ -180,9 +180,6 @@ def test_missing_tiling_function_fails_and_removes_the_stale_config(project):
         assert not configs[label].exists(), label
 
 
-@pytest.mark.xfail(strict=False, reason="known bug: scons stops at the first failed binary_info step, so the "
-                   "config of the other package of an op in both (custom / built-in) is left as it was, "
-                   "although that package's tiling library was relinked without the function")
 def test_missing_tiling_function_leaves_no_stale_config_in_either_package(project):
     _, result, configs = _mul_without_tiling_function(project)
     left = [label for label, config in configs.items() if config.exists()]

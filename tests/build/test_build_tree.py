@@ -120,7 +120,7 @@ def test_progress_lines_and_summary(clean_build):
     _, result = clean_build
     steps = result.steps
     assert len(steps) == len(set(steps)), "a step ran twice"
-    n_binaries = sum(len(b) for b in SAMPLE_BINARIES.values())
+    n_binaries = sum(len(b) * len(SAMPLE_PACKAGES[op]) for op, b in SAMPLE_BINARIES.items())
     # each kernel once per package of its op: `CC kernel <Binary> (<soc>, vendors/customize|built-in)`
     assert sorted(result.kernel_steps()) == expected_kernel_steps()
     assert sum(s.startswith("CC tiling ") for s in steps) == len(SAMPLE_BINARIES)  # once per op
@@ -149,7 +149,7 @@ def test_second_run_changes_nothing(clean_build):
         result = p.build(env=env)
         assert result.steps == [], str(result)
         assert "is up to date" in result.stdout
-        assert result.stdout.strip().splitlines()[-1].startswith("opbuild: ok: 5 ops, 19 kernel binaries, 0/")
+        assert result.stdout.strip().splitlines()[-1].startswith("opbuild: ok: 5 ops, 23 kernel binaries, 0/")
         assert mtimes(p.out) == before
 
 
