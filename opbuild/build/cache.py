@@ -28,11 +28,12 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from opbuild.atomic import atomic_write
 
 CACHE_ENV = "OPBUILD_CACHE_DIR"
 EVENTS_FILE = "opbuild-events.jsonl"
@@ -67,18 +68,7 @@ def log_event(cache_dir: str | Path, event: str, entry: str = "", target: str = 
 
 
 def _write_atomic(directory: str, final: str, data: bytes, mode: int = 0o644) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, final)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    atomic_write(os.path.join(directory, os.path.basename(final)), data, mode, prefix=TMP_PREFIX)
 
 
 def store(cache_file: str, data: bytes, mode: int = 0o644) -> None:

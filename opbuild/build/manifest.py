@@ -30,9 +30,10 @@ import os
 import pickle
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from opbuild.atomic import atomic_write
 
 MANIFEST_FILE = Path(".opbuild") / "uptodate.pickle"
 """Relative to the build's output directory."""
@@ -177,13 +178,5 @@ def record(path: Path, key: str, file_nodes: list[str], derived: set[str], dirs:
     data = {"format": FORMAT, "key": key, "files": files, "code": code, "summary": summary,
             "written": time.time()}
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".uptodate.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(data, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL), prefix=".uptodate.")
     return True

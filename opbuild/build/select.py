@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import os
 import pickle
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from opbuild.atomic import atomic_write
 from opbuild.build.consistency import check_specs_without_native
 from opbuild.spec import SpecError, check_spec, find_specs, load_specs
 from opbuild.spec.model import OpSpec
@@ -138,16 +138,8 @@ class SpecCache:
         if self.path is None or not self.dirty:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".specs.", suffix=".tmp", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                pickle.dump({"format": CACHE_FORMAT, "checker": self.checker, "entries": self.entries}, f,
-                            protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        data = {"format": CACHE_FORMAT, "checker": self.checker, "entries": self.entries}
+        atomic_write(self.path, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL), prefix=".specs.")
 
 
 def _load_all(files: list[Path], cache: SpecCache) -> list[OpSpec]:

@@ -3,17 +3,9 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-_FILE_MODE = 0o666 & ~_umask()
+from opbuild.atomic import atomic_write
 
 
 def write_if_changed(path: str | os.PathLike[str], text: str | bytes) -> bool:
@@ -31,23 +23,6 @@ def write_if_changed(path: str | os.PathLike[str], text: str | bytes) -> bool:
     except FileNotFoundError:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, data, _FILE_MODE)
+    atomic_write(path, data)
     return True
 
-
-def atomic_write(path: str | os.PathLike[str], data: bytes, mode: int = _FILE_MODE, prefix: str | None = None) -> None:
-    """Write `data` to `path` through a temporary file in the same directory and os.replace: a
-    reader (or a crash) never sees a partial file. The directory must exist."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=prefix or f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise

@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 def _write(path: Path, data: bytes) -> None:
-    from opbuild.codegen.files import atomic_write
+    from opbuild.atomic import atomic_write
 
     atomic_write(path, data)
 

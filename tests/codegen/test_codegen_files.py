@@ -8,7 +8,7 @@ import stat
 import jinja2
 import pytest
 
-from opbuild import codegen
+from opbuild import atomic, codegen
 from opbuild.codegen import files as files_mod
 from opbuild_spec_factory import REPO
 
@@ -17,7 +17,7 @@ def test_write_if_changed(tmp_path):
     target = tmp_path / "a" / "b" / "out.json"
     assert codegen.write_if_changed(target, "one\n") is True
     assert target.read_text() == "one\n"
-    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~files_mod._umask()
+    assert stat.S_IMODE(target.stat().st_mode) == atomic._FILE_MODE
     before = target.stat().st_mtime_ns
     os.utime(target, ns=(before - 10**9, before - 10**9))
     before = target.stat().st_mtime_ns
