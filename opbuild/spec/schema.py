@@ -63,6 +63,7 @@ def _message(error: Any) -> str:
 
 def schema_problems(data: Any, marks: Marks) -> Iterator[tuple[JsonPath, Problem]]:
     """(absolute path, problem) for every schema violation of `data`."""
+    reported_missing: set[JsonPath] = set()  # jsonschema gives one `required` error per missing field
     for error in validator().iter_errors(data):
         path: JsonPath = tuple(error.absolute_path)
         if error.validator == "additionalProperties" and isinstance(error.instance, dict):
@@ -75,7 +76,8 @@ def schema_problems(data: Any, marks: Marks) -> Iterator[tuple[JsonPath, Problem
             continue
         if error.validator == "required" and isinstance(error.instance, dict):
             for field in error.validator_value:
-                if field not in error.instance:
+                if field not in error.instance and path + (field,) not in reported_missing:
+                    reported_missing.add(path + (field,))
                     yield path + (field,), marks.problem(path, f"missing required field {field!r}")
             continue
         yield path, marks.problem(path, _message(error))

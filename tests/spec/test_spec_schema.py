@@ -116,3 +116,20 @@ def test_broken_structure_skips_dependent_checks_without_crashing(tmp_path):
     assert [p.json_path for p in probs] == ["$.inputs", "$.kernel.source"]
     assert "is not of type 'array'" in probs[0].message
     assert "kernel source 'missing.c' not found" in probs[1].message
+
+
+def test_each_missing_field_reported_once(tmp_path):
+    """jsonschema yields one `required` error per missing field; each must appear exactly once."""
+    from opbuild.spec import SpecError, load_spec
+
+    op_dir = tmp_path / "bad"
+    op_dir.mkdir()
+    (op_dir / "op.yaml").write_text("op: Bad\ninputs: [{name: x, dtypes: [float16]}]\n")
+    try:
+        load_spec(op_dir / "op.yaml")
+    except SpecError as exc:
+        messages = [p.message for p in exc.problems]
+    else:
+        raise AssertionError("a spec without outputs/kernel/tiling/binaries must not load")
+    missing = [m for m in messages if m.startswith("missing required field")]
+    assert sorted(missing) == sorted(set(missing)) and len(missing) == 4, messages
