@@ -1,0 +1,163 @@
+"""Phase 1's argument handling: what a call's tensors and attributes are, checked and normalized.
+
+`normalize_tensors` / `normalize_attrs` turn the arguments of aclnnXxxGetWorkspaceSize into
+(array, format) instances and a hashable attribute tuple, raising the AclnnError CANN would;
+`_signature` is the generic cache key of normalized tensors. `simple_key` is the cheap cache
+key of a "simple" op called with numpy arrays or ND Tensors (the key the per-op fast wrappers
+build inline), so a hit skips normalization. Kept apart from plan building and launching so
+the key a call maps to is defined in one place.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+import numpy as np
+
+from opbuild.abi.ge_types import dtype_name
+from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
+from opbuild.runtime.selection import OpRuntime
+from opbuild.runtime.tensor import Tensor, as_array
+
+_DTYPE_NAMES: dict[np.dtype, str] = {}
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    """ge_types.dtype_name, memoized (numpy's dtype.name is slow); ValueError for unsupported."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = dtype_name(dtype)
+        _DTYPE_NAMES[dtype] = name
+    return name
+
+
+def _tensor_arg(value: Any, what: str, optional: bool) -> tuple[np.ndarray | None, str]:
+    if value is None and optional:
+        return None, "ND"
+    if value is None:
+        raise AclnnError(ACLNN_ERR_PARAM_NULLPTR, f"{what} is a null pointer")
+    array, fmt = as_array(value, what)
+    if not array.dtype.isnative:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what} has non-native byte order ({array.dtype.str}); "
+                                                  f"convert it with .astype('{array.dtype.newbyteorder('=').str}')")
+    try:
+        _dtype_name(array.dtype)
+    except ValueError as exc:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: {exc}") from None
+    return array, fmt
+
+
+def normalize_tensors(op: OpRuntime, values: Sequence[Any], outputs: bool) -> list[list[tuple[np.ndarray, str]]]:
+    """Per IR param, its instances as (array, format): [] absent optional, [one], or a list."""
+    params = op.spec.outputs if outputs else op.spec.inputs
+    if values is None or len(values) != len(params):
+        kind = "outputs" if outputs else "inputs"
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{op.spec.op} takes {len(params)} {kind}, got {0 if values is None else len(values)}")
+    result = []
+    whats = op.output_what if outputs else op.input_what
+    for param, value, what in zip(params, values, whats):
+        if param.param_type == "dynamic":
+            if value is None:
+                raise AclnnError(ACLNN_ERR_PARAM_NULLPTR, f"{what} (tensor list) is a null pointer")
+            if not isinstance(value, (list, tuple)) or not value:
+                raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what} must be a non-empty list of tensors")
+            result.append([_tensor_arg(v, f"{what}[{k}]", False) for k, v in enumerate(value)])
+        else:
+            array, fmt = _tensor_arg(value, what, param.param_type == "optional")
+            result.append([] if array is None else [(array, fmt)])
+    if outputs:
+        for what, instances in zip(whats, result):
+            for a, _ in instances:
+                if not a.flags.writeable:
+                    raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what} is read-only")
+    return result
+
+
+_ATTR_CHECK = {
+    "int": lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)),
+    "float": lambda v: isinstance(v, (int, float, np.floating, np.integer)) and not isinstance(v, (bool, np.bool_)),
+    "bool": lambda v: isinstance(v, (bool, np.bool_)),
+    "str": lambda v: isinstance(v, str),
+    "list_int": lambda v: isinstance(v, (list, tuple)) and all(_ATTR_CHECK["int"](x) for x in v),
+    "list_float": lambda v: isinstance(v, (list, tuple)) and all(_ATTR_CHECK["float"](x) for x in v),
+    "list_bool": lambda v: isinstance(v, (list, tuple)) and all(_ATTR_CHECK["bool"](x) for x in v),
+}
+_ATTR_CONVERT = {
+    "int": int, "float": float, "bool": bool, "str": str,
+    "list_int": lambda v: tuple(int(x) for x in v),
+    "list_float": lambda v: tuple(float(x) for x in v),
+    "list_bool": lambda v: tuple(bool(x) for x in v),
+}
+
+
+def normalize_attrs(op: OpRuntime, values: Sequence[Any]) -> tuple:
+    """Attribute values in spec order, defaults filled in, types checked; hashable."""
+    attrs = op.spec.attrs
+    if values is None or len(values) != len(attrs):
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{op.spec.op} takes {len(attrs)} attributes, got {0 if values is None else len(values)}")
+    out = []
+    for attr, value in zip(attrs, values):
+        if value is None:
+            if attr.required:
+                raise AclnnError(ACLNN_ERR_PARAM_NULLPTR, f"{op.spec.op}: required attribute '{attr.name}' is missing")
+            value = attr.default
+        if not _ATTR_CHECK[attr.type](value):
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{op.spec.op}: attribute '{attr.name}' must be {attr.type}, got {value!r}")
+        out.append(_ATTR_CONVERT[attr.type](value))
+    return tuple(out)
+
+
+def _signature(params: list[list[tuple[np.ndarray, str]]]) -> tuple:
+    return tuple(tuple((a.dtype, a.shape, a.strides, f) for a, f in instances) for instances in params)
+
+
+_ndarray = np.ndarray
+
+
+def _plain_array(value: Any) -> np.ndarray | None:
+    """The array of a numpy array or an ND Tensor (what simple keys take); None for anything else."""
+    if type(value) is _ndarray:
+        return value
+    if type(value) is Tensor and value.format == "ND":
+        return value.array
+    return None
+
+
+def _search_env() -> tuple[str | None, ...]:
+    """What package resolution depends on (package.search_roots): part of the cache key of ops
+    bound to no package, so a changed environment is honored by the next call."""
+    env = os.environ
+    return (env.get("ASCEND_CUSTOM_OPP_PATH"), env.get("ASCEND_OPP_PATH"), env.get("ASCEND_HOME_PATH"),
+            env.get("OPBUILD_SOC"))
+
+
+def simple_key(op: OpRuntime, dp: int, inputs: Sequence[Any], attrs: Sequence[Any],
+               outputs: Sequence[Any]) -> tuple[tuple, list[np.ndarray]] | None:
+    """(cache key, arrays) of a call that the per-op fast wrappers can handle, else None.
+
+    The key is `(op, dp, a0, type(a0), ..., x.dtype, x.shape, x.strides, ..., out.dtype, ...)`,
+    exactly what `phase1_function`'s code builds, so both share cached plans.
+    """
+    if not op.simple or len(inputs) != op.n_inputs or len(outputs) != op.n_outputs or len(attrs) != op.n_attrs:
+        return None
+    key: list[Any] = [op, dp]
+    for v in attrs:
+        key.append(v)
+        key.append(type(v))
+    arrays = []
+    for v in (*inputs, *outputs):
+        a = _plain_array(v)
+        if a is None:
+            return None
+        arrays.append(a)
+        key += (a.dtype, a.shape, a.strides)
+    if op.package is None:
+        key.append(_search_env())
+    key_t = tuple(key)
+    try:
+        hash(key_t)
+    except TypeError:  # an unhashable attribute value: the generic path says what is wrong
+        return None
+    return key_t, arrays
+

@@ -1,0 +1,89 @@
+"""The thread-local op-parameter cache (CANN's thread-local op cache; ResetCacheThreadLocal).
+
+Each thread keeps its own plans keyed by call signature, bounded and evicting approximately the
+least recently used (CLOCK: a hit only sets `plan.hot`), plus its reusable launch-argument
+arrays and api's one-shot entries. The optional C fast path (`_fastpath`, imported here) keeps a
+per-thread table of the same plans, so it is cleared whenever this cache forgets one: that is
+why the extension is imported by this module.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from typing import Any
+
+from opbuild.runtime.plans import Plan
+
+# The cache-hit path in C (opbuild/runtime/native/src/fastpath.c); None when it is not built or
+# is disabled with OPBUILD_NO_FASTPATH=1. Configured by the first wrapper made
+# (fast_wrappers._fastpath_ready).
+if os.environ.get("OPBUILD_NO_FASTPATH", "") not in ("", "0"):
+    _fastpath = None
+else:
+    try:
+        from opbuild.runtime import _fastpath
+    except ImportError:
+        _fastpath = None
+
+
+class _ThreadState(threading.local):
+    def __init__(self) -> None:
+        self.plans: dict[tuple, Plan] = {}
+        self.args: list[Any] = [None] * 65
+        self.oneshot: dict[tuple, tuple] = {}
+
+
+_CACHE = _ThreadState()
+
+
+def reset_cache_thread_local() -> None:
+    """ResetCacheThreadLocal(): forget the calling thread's cached plans (and the C fast path's
+    table of them)."""
+    _CACHE.plans.clear()
+    _CACHE.oneshot.clear()
+    if _fastpath is not None:
+        _fastpath.reset()
+
+
+def cache_size() -> int:
+    return len(_CACHE.plans)
+
+
+def _store(key: tuple, plan: Plan, capacity: int) -> None:
+    """Insert a plan; over capacity, evict by the CLOCK (second chance) approximation of LRU: a
+    hit only sets `plan.hot` (no reordering on the hot path); eviction walks the plans oldest
+    first, gives each hot one a second chance at the end, and drops the first cold one.
+
+    `capacity` is the caller's executor.PARAM_CACHE_CAPACITY (read there on every store, so
+    patching that module attribute bounds the cache)."""
+    plans = _CACHE.plans
+    plans[key] = plan
+    capacity = max(capacity, 1)
+    while len(plans) > capacity:
+        for k in list(plans):
+            if k is key:  # the plan just stored stays
+                continue
+            p = plans[k]
+            if p.hot:
+                p.hot = False
+                del plans[k]
+                plans[k] = p
+            else:
+                del plans[k]
+                if _fastpath is not None:  # its table must not keep the evicted plan
+                    _fastpath.reset()
+                break
+        # no break: every other plan was hot; they are cold now and the next pass evicts one
+
+
+def _thread_args(n: int) -> Any:
+    """The calling thread's launch-argument array of n pointers (reused: launches copy or finish)."""
+    if n < 65:
+        arrays = _CACHE.args
+        a = arrays[n]
+        if a is None:
+            a = arrays[n] = (ctypes.c_void_p * n)()
+        return a
+    return (ctypes.c_void_p * n)()

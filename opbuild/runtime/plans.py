@@ -1,0 +1,179 @@
+"""Plans: what a cache miss of phase 1 computes once per call signature.
+
+`build_plan` checks the call's shapes, selects the binary by simplified key and runs tiling (or
+takes a package's precomputed tiling); the resulting `Plan` holds everything phase 2 needs to
+launch (kernel, block_dim, tiling buffer, workspace size). `KernelInfo` / `load_kernel_info`
+load each kernel binary once per path with what its descriptor JSON says about launching it.
+Kept apart from the cache (plan_cache) and from launching (launch), which only read plans.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from opbuild.abi import c_callbacks as _c_callbacks
+from opbuild.abi.ge_types import dtype_name
+from opbuild.abi.platform import platform
+from opbuild.keys import KeyContext
+from opbuild.runtime import device
+from opbuild.runtime.arguments import _dtype_name
+from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
+from opbuild.runtime.selection import OpRuntime, Selection, current_soc
+from opbuild.runtime.shapes import infer_output_shape
+
+
+# ---- kernels --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """A loaded kernel binary and what its descriptor JSON says about launching it."""
+
+    binary: Any
+    op_para_size: int
+    intercore_sync: bool
+    name: str
+
+
+_KERNELS: dict[Path, KernelInfo] = {}
+_KERNELS_LOCK = threading.Lock()
+
+
+def load_kernel_info(selection: Selection, op: str) -> KernelInfo:
+    """Open the selected binary (once per path) and read its descriptor JSON."""
+    path = selection.entry.bin_path
+    info = _KERNELS.get(path)
+    if info is not None:
+        return info
+    with _KERNELS_LOCK:
+        info = _KERNELS.get(path)
+        if info is None:
+            json_path = selection.entry.json_path
+            try:
+                desc = json.loads(json_path.read_text())
+                op_para_size = int(desc["opParaSize"])
+                if op_para_size < 0:
+                    raise ValueError(f"opParaSize {op_para_size} is negative")
+                sync = bool(desc.get("intercoreSync", 0))
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                raise AclnnError(ACLNN_ERR_INNER, f"{op}: kernel descriptor {json_path} unusable: {exc}") from None
+            try:
+                binary = device.load_kernel(path)
+            except device.DeviceError as exc:
+                raise AclnnError(ACLNN_ERR_INNER, f"{op}: cannot load kernel {path}: {exc}") from None
+            info = KernelInfo(binary, op_para_size, sync, selection.entry.name)
+            _KERNELS[path] = info
+    return info
+
+
+# ---- plans ----------------------------------------------------------------------------------------
+
+class Plan:
+    """Everything phase 2 needs, computed once per call signature (only the cache's `hot` flag
+    changes after the build)."""
+
+    __slots__ = ("op", "selection", "kernel", "block_dim", "tiling_key", "workspace_size", "tiling_buffer", "empty",
+                 "contiguous", "nargs", "ws_index", "tiling_addr", "fn", "sync", "hot")
+
+    def __init__(self, op: OpRuntime, selection: Selection | None, kernel: KernelInfo | None, block_dim: int,
+                 tiling_key: int, workspace_size: int, tiling_buffer: Any, empty: bool, contiguous: bool,
+                 nargs: int) -> None:
+        self.op = op
+        self.selection = selection
+        self.kernel = kernel
+        self.block_dim = block_dim
+        self.tiling_key = tiling_key
+        self.workspace_size = workspace_size
+        self.tiling_buffer = tiling_buffer
+        self.empty = empty
+        self.contiguous = contiguous  # every tensor of calls with this key is C-contiguous
+        self.nargs = nargs
+        self.ws_index = nargs - 2
+        self.tiling_addr = ctypes.addressof(tiling_buffer) if tiling_buffer is not None else 0
+        self.fn = ctypes.c_void_p(kernel.binary.fn) if kernel is not None else None
+        self.sync = 1 if kernel is not None and kernel.intercore_sync else 0
+        self.hot = False  # cache metadata: used since the eviction clock last passed it
+
+    def __repr__(self) -> str:
+        name = self.selection.entry.name if self.selection else None
+        return f"Plan({name}, block_dim={self.block_dim}, workspace={self.workspace_size}, empty={self.empty})"
+
+
+def _instances(params, contiguous: bool) -> list[list[tuple]]:
+    out = []
+    for instances in params:
+        group = []
+        for a, f in instances:
+            itemsize = a.itemsize
+            strides = _contiguous_strides(a.shape) if contiguous else tuple(s // itemsize for s in a.strides)
+            group.append((_dtype_name(a.dtype), f, tuple(a.shape), strides))
+        out.append(group)
+    return out
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= max(d, 1)
+    return tuple(reversed(strides))
+
+
+def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int) -> Plan:
+    """Cache miss: check shapes, select the binary by simplified key, run tiling."""
+    spec = op.spec
+    attr_map = {a.name: v for a, v in zip(spec.attrs, attrs)}
+    in_shapes = {param.name: inst[0][0].shape for param, inst in zip(spec.inputs, inputs) if inst}
+    for param, instances in zip(spec.inputs, inputs):
+        if param.param_type == "dynamic":
+            first = instances[0][0]
+            for k, (a, _) in enumerate(instances[1:], 1):
+                if a.shape != first.shape or a.dtype != first.dtype:
+                    raise AclnnError(ACLNN_ERR_PARAM_INVALID,
+                                     f"{spec.op}: {param.name}[{k}] is {dtype_name(a.dtype)}{list(a.shape)}, "
+                                     f"{param.name}[0] is {dtype_name(first.dtype)}{list(first.shape)}")
+    for param, instances in zip(spec.outputs, outputs):
+        expected = infer_output_shape(spec, param, in_shapes, attr_map)
+        if expected is not None and instances and instances[0][0].shape != expected:
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID,
+                             f"{spec.op}: output '{param.name}' has shape {list(instances[0][0].shape)}, expected {list(expected)}")
+    in_inst = _instances(inputs, contiguous=True)
+    out_inst = _instances(outputs, contiguous=True)
+    soc = current_soc()
+    ctx = KeyContext([[i[:3] for i in g] for g in in_inst], [[i[:3] for i in g] for g in out_inst], attr_map, d, p, soc)
+    selection = op.select(ctx, soc)
+    groups = inputs + outputs
+    contiguous = all(a.flags.c_contiguous for group in groups for a, _ in group)
+    nargs = len(inputs) + len(outputs) + 2
+    if all(a.size == 0 for group in outputs for a, _ in group):
+        # Nothing to compute (an empty input with a non-empty output, e.g. a sum over an empty
+        # axis, still runs: the kernel writes the identity).
+        return Plan(op, selection, None, 0, 0, 0, None, True, contiguous, nargs)
+    kernel = load_kernel_info(selection, spec.op)
+    try:
+        info = platform(soc)
+    except ValueError as exc:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op}: {exc} (OPBUILD_SOC)") from None
+    # A package provider (an .om) may hold the tiling result computed when it was built.
+    precomputed = getattr(selection.package, "precomputed_tiling", None)
+    result = precomputed(spec, selection.full_key, in_inst, out_inst, attrs) if precomputed is not None else None
+    if result is None:
+        try:
+            result = _c_callbacks.run_tiling(op.tiling_library(selection.package), spec.tiling.symbol, spec, in_inst,
+                                             out_inst, attrs, soc=soc, core_num=info.core_num, ub_size=info.ub_size,
+                                             deterministic=d, impl_mode=p, capacity=kernel.op_para_size)
+        except _c_callbacks.CallbackError as exc:
+            raise AclnnError(ACLNN_ERR_INNER, str(exc)) from None
+    if result.block_dim == 0:
+        raise AclnnError(ACLNN_ERR_INNER, f"{spec.op}: tiling function {spec.tiling.symbol} set block_dim 0")
+    if kernel.intercore_sync and result.block_dim > device.MAX_SYNC_BLOCKS:
+        raise AclnnError(ACLNN_ERR_INNER, f"{spec.op}: tiling function {spec.tiling.symbol} set block_dim "
+                                          f"{result.block_dim}, more than {device.MAX_SYNC_BLOCKS} for an intercore_sync kernel")
+    size = max(kernel.op_para_size, 1)
+    buffer = (ctypes.c_uint8 * size).from_buffer_copy(result.tiling_data.ljust(size, b"\0"))
+    return Plan(op, selection, kernel, result.block_dim, result.tiling_key, result.workspace_size, buffer, False,
+                contiguous, nargs)
