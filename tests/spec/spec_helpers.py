@@ -8,7 +8,6 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 OPS = REPO / "ops"
@@ -76,18 +75,7 @@ def write_op(root: Path, text: str, *, dirname: str = "test_op", kernel: str | N
 
 
 def sample_copy(root: Path, name: str) -> Path:
-    """ops/<name> copied under `root`, with stub C sources where the real ones are missing
-    (kernels and tiling are written by others in parallel). Returns the copied op.yaml."""
+    """ops/<name> copied under `root` (to edit it freely). Returns the copied op.yaml."""
     dest = root / name
     shutil.copytree(OPS / name, dest)
-    doc = yaml.safe_load((dest / "op.yaml").read_text())
-    kernel, tiling = dest / doc["kernel"]["source"], dest / doc["tiling"]["source"]
-    if not kernel.exists():
-        kernel.write_text(f"void {doc['kernel']['entry']}(void) {{}}\n")
-    if not tiling.exists():
-        text = f"unsigned {doc['tiling']['function']}(void *ctx) {{ return 0; }}\n"
-        callback = (doc.get("simplified_key") or {}).get("callback", "")
-        if callback.startswith("c:"):
-            text += f"unsigned {callback[2:]}(void *ctx, char *key) {{ return 0; }}\n"
-        tiling.write_text(text)
     return dest / "op.yaml"
