@@ -4,6 +4,8 @@ Layout (SCons's own, so `scons --cache-*` options keep working): `<dir>/config`,
 `<dir>/CACHEDIR.TAG`, and one file per cached output, `<dir>/<XX>/<sig>`, named by the output's
 SCons build signature. opbuild adds
 
+  * `<dir>/<XX>/<key>.opbundle`: an op bundle, every output of one op (opbuild/build/bundles.py),
+    named by the op key, verified and logged like any entry;
   * `<dir>/<XX>/<sig>.sha256`: the sha256 of the entry, written with it;
   * `<dir>/opbuild-events.jsonl`: one JSON object per line per cache event
     (`{"time", "event": "hit"|"miss"|"push"|"corrupt", "entry", "target"}`), appended.
@@ -39,6 +41,8 @@ CACHE_ENV = "OPBUILD_CACHE_DIR"
 EVENTS_FILE = "opbuild-events.jsonl"
 HASH_SUFFIX = ".sha256"
 TMP_PREFIX = ".tmp-"
+BUNDLE_SUFFIX = ".opbundle"
+"""An op bundle (opbuild/build/bundles.py): every output of one op, in one entry."""
 _META = {"config", "CACHEDIR.TAG", EVENTS_FILE}
 
 
@@ -231,16 +235,26 @@ def stats(root: Path) -> dict:
     found = entries(root)
     events = read_events(root)
     lookups = events["hit"] + events["miss"]
+    bundles = [e for e in found if e.path.name.endswith(BUNDLE_SUFFIX)]
     return {"dir": str(root), "entries": len(found), "bytes": sum(e.size for e in found),
+            "bundles": len(bundles), "bundle_bytes": sum(e.size for e in bundles),
             "hits": events["hit"], "misses": events["miss"], "pushes": events["push"],
             "corrupt": events["corrupt"], "hit_rate": (events["hit"] / lookups) if lookups else None}
 
 
 def verify(root: Path, remove: bool = True) -> list[tuple[Path, str]]:
-    """Re-hash every entry; the corrupt ones (removed unless `remove` is False) with the reason."""
+    """Re-hash every entry, and check each op bundle's structure; the corrupt ones (removed unless
+    `remove` is False) with the reason."""
+    from opbuild.build.bundles import BundleError, unpack
+
     bad = []
     for entry in entries(root):
         data, problem = load_verified(str(entry.path))
+        if data is not None and entry.path.name.endswith(BUNDLE_SUFFIX):
+            try:
+                unpack(data, Path("/nonexistent/out"), entry.path.name[: -len(BUNDLE_SUFFIX)])
+            except BundleError as exc:
+                problem = f"malformed op bundle: {exc}"
         if problem is not None:
             bad.append((entry.path, problem))
             if remove:

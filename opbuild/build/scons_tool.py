@@ -89,11 +89,23 @@ class Progress:
         self._seen_cached: set[int] = set()
         self._lock = threading.Lock()
 
-    def reset(self, steps_: list[Step]) -> None:
-        self.total = len(steps_)
+    def reset(self, steps_: list[Step], extra_total: int = 0) -> None:
+        self.total = len(steps_) + extra_total
         self.done = self.cached = self.compiled = self.remote = 0
         self._seen_cached.clear()
         self.by_target = {t: s for s in steps_ for t in s.targets}
+
+    def restored(self, op: str, steps_: int, compiles: int, files: int, key: str) -> None:
+        """An op whose outputs came from its bundle: its steps count as run, its compiles as
+        taken from the cache (one line for all of them)."""
+        with self._lock:
+            self.done += steps_
+            self.cached += compiles
+            why = ""
+            if self.explain is not None:
+                why = (f"       because: its outputs in out/ do not match its inputs (op key {key[:12]}...),\n"
+                       f"                and the cache holds them (op bundle)\n")
+            sys.stdout.write(f"[{self.done}/{self.total}] CACHE {op}: {steps_} steps, {files} files (op bundle)\n{why}")
 
     def step_of(self, path: str) -> Step | None:
         return self.by_target.get(os.path.abspath(path))
@@ -356,21 +368,6 @@ def _symlink(target, source, env):
     return 0
 
 
-_VARLISTS = {
-    "stamp": (),
-    "gen_sources": ("OPBUILD_OP",),
-    "compile": ("OPBUILD_CMD", "OPBUILD_KEY", "OPBUILD_PRODUCES"),
-    "kernel_json": ("OPBUILD_OP", "OPBUILD_SOC", "OPBUILD_TOOLCHAIN", "OPBUILD_SUBPACKAGE"),
-    "binary_info": ("OPBUILD_OPS", "OPBUILD_SOC", "OPBUILD_TOOLCHAIN"),
-    "ops_info": ("OPBUILD_OPS", "OPBUILD_SOC"),
-    "python_api": ("OPBUILD_OPS", "OPBUILD_PKG_ROOT"),
-    "aclnn_sources": ("OPBUILD_OP",),
-    "copy": (),
-    "text": ("OPBUILD_TEXT",),
-    "symlink": ("OPBUILD_LINK_TO",),
-}
-"""Per kind of step, the variables whose values shape its output (its signature)."""
-
 _FUNCTIONS = {
     "stamp": _generator_stamp, "gen_sources": _render_op_sources, "compile": _compile,
     "kernel_json": _kernel_descriptors, "binary_info": _binary_info_config, "ops_info": _ops_info,
@@ -379,17 +376,9 @@ _FUNCTIONS = {
 }
 
 
-def _signature(kind: str, overrides: dict) -> str:
-    """OPBUILD_SIG: the sha256 of the values of the kind's varlist. SCons substitutes every
-    varlist variable whenever it computes a step's signature; one short plain string is far
-    cheaper to substitute than a command line of 20 words."""
-    values = [overrides.get(name, "") for name in _VARLISTS[kind]]
-    return hashlib.sha256(json.dumps(values, separators=(",", ":")).encode()).hexdigest()
-
-
 def _actions():
     """One Action per kind of step. The label ($OPBUILD_LABEL) and error context (OPBUILD_WHAT)
-    are not in the signature; only what shapes the output is (the kind's `_VARLISTS` values,
+    are not in the signature; only what shapes the output is (the kind's `plan.VARLISTS` values,
     as OPBUILD_SIG)."""
     from SCons.Action import Action
 
@@ -435,204 +424,180 @@ def _cached_c_scanner():
     return CachedCScanner()
 
 
-def declare_build(env, specs: list[OpSpec], options: BuildOptions):
-    """Declare every target of the package; returns the list of target nodes.
+@dataclass
+class DeclaredBuild:
+    """What `declare_build` declared, and what it left out of the graph."""
 
-    Also sets up `PROGRESS` (the steps, and their labels by target)."""
+    targets: list
+    """Every SCons target node."""
+    undeclared_inputs: set[str] = field(default_factory=set)
+    undeclared_outputs: set[str] = field(default_factory=set)
+    """Input and output files of the ops that were current or restored (for the up-to-date manifest)."""
+    op_dirs: set[str] = field(default_factory=set)
+    finish: Any = None
+    """finish(): after the build, records the ops SCons built and stores their bundles."""
+
+
+@dataclass
+class OpsCache:
+    """How `declare_build` may skip ops (bundles.py): off for `-c`, `-n`, `-q`."""
+
+    enabled: bool = True
+    cache_dir: str | None = None
+    """OPBUILD_CACHE_DIR, for bundles (None: no bundles; current ops are still skipped)."""
+    push: bool = True
+    """Store bundles of the ops SCons built (off with --cache-readonly)."""
+    jobs: int = 2
+    """Ops restored at once."""
+
+
+def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: OpsCache | None = None) -> DeclaredBuild:
+    """Declare the build's steps to SCons (see plan.py for the steps, bundles.py for the ops that
+    need none: current or restored from the cache). Also sets up `PROGRESS`."""
     from SCons.Builder import Builder
+
+    from opbuild.abi.native_libs import acl_library
+    from opbuild.build import bundles
+    from opbuild.build.plan import COMPILED, Planner
 
     _REGISTRY.specs = {s.op: s for s in specs}
     _REGISTRY.options = options
     env["PRINT_CMD_LINE_FUNC"] = PROGRESS
+    ops_cache = ops_cache or OpsCache(enabled=False)
     actions = _actions()
-
-    tc = options.toolchain
-    root = options.root
-    rel = lambda p: os.path.relpath(p, root)  # noqa: E731 - paths on command lines stay relative
-    out = options.out
-    pkg = out / "opp" / "vendors" / options.vendor
-    work = out / "build" / options.vendor
-    native_inc = native_include_dir()
     scanner = _cached_c_scanner()
-    all_targets = []
-    declared: list[Step] = []
-    compiled = {"compile"}
-
     # One Builder per kind of step (env.Command would make a Builder per call).
     builders = {kind: Builder(action=action, target_factory=env.fs.File, source_factory=env.fs.File,
-                              source_scanner=scanner if kind == "compile" else None)
+                              source_scanner=scanner if kind in COMPILED else None)
                 for kind, action in actions.items()}
 
     # What a compile's cache entry is keyed by besides its command and inputs (OPBUILD_CACHE_DIR
     # is shared: another compiler, compiler version, SoC, macro set or generator never collides).
+    tc = options.toolchain
     base_key = {"toolchain": tc.name, "identity": tc.identity(), "version": tc.version(),
                 "generator": getattr(opbuild, "__version__", "") or _generator_version()}
 
     def cache_key(**extra) -> str:
         return json.dumps({**base_key, **extra}, sort_keys=True)
 
-    def command(kind, targets, sources, label, scan_includes=None, **overrides):
-        if kind == "compile" and "OPBUILD_KEY" not in overrides:
-            overrides["OPBUILD_KEY"] = cache_key()
-        target_paths = [os.path.abspath(str(t)) for t in targets]
-        if scan_includes is not None:  # a compile step: its sources are scanned for #includes here
-            overrides["CPPPATH"] = scan_includes
-        overrides["OPBUILD_SIG"] = _signature(kind, overrides)
-        nodes = builders[kind](env, target_paths, [s if not isinstance(s, Path) else str(s) for s in sources],
-                               OPBUILD_LABEL=label, **overrides)
-        if kind not in compiled:
+    stamp = str(options.out / "build" / options.vendor / "generator.stamp")
+    planner = Planner(options, stamp, native_include_dir(), cache_key)
+    global_steps = planner.plan_global()
+    packages = planner.packages(specs)
+    ops = {spec.op: planner.plan_op(spec, packages) for spec in specs}
+    acl_lib = str(acl_library())
+    for package in packages:
+        planner.plan_package(package, ops, acl_lib)
+
+    result = DeclaredBuild(targets=[])
+    declared: list[Step] = []
+
+    def declare(step) -> None:
+        overrides = dict(step.overrides)
+        if step.scan_includes is not None:  # a compile step: its sources are scanned for #includes
+            overrides["CPPPATH"] = step.scan_includes
+        nodes = builders[step.kind](env, step.targets, step.sources, OPBUILD_LABEL=step.label, **overrides)
+        if step.kind not in COMPILED:
             # Generated files: not worth caching; and precious, so SCons does not delete them
             # before the step runs: the step rewrites only files whose content changed, and
             # an unchanged file keeps its mtime (nothing downstream of it looks touched).
             env.NoCache(nodes)
             env.Precious(nodes)
-        declared.append(Step(label, kind, target_paths))
-        all_targets.extend(nodes)
-        return nodes
+        declared.append(Step(step.label, step.kind, step.targets))
+        result.targets.extend(nodes)
 
-    stamp = command("stamp", [work / "generator.stamp"], [str(p) for p in codegen.GENERATOR_FILES],
-                    "GEN generator.stamp")[0]
+    to_build = list(ops.values())
+    restored: list[tuple[Any, str]] = []
+    keys: dict[str, str] = {}
+    installed = None
+    if ops_cache.enabled:
+        installed = bundles.InstalledOps(options.out)
+        common = bundles.common_key(base_key)
+        hasher = bundles.InputHasher()
+        inputs: dict[str, list[str]] = {}
+        wanted = []
+        to_build = []
+        for plan in ops.values():
+            op = plan.spec.op
+            inputs[op] = bundles.op_inputs(plan, options.root, hasher, {stamp})
+            keys[op] = bundles.op_key(plan, inputs[op], options.root, common, hasher)
+            if not installed.is_current(op, keys[op], plan.stored_files()):
+                wanted.append(plan)
+        found = _restore_bundles(ops_cache, wanted, keys, options.out)
+        for plan in wanted:
+            op, stored = plan.spec.op, plan.stored_files()
+            if found.get(op):
+                installed.set(op, keys[op], "bundle", stored)
+                restored.append((plan, keys[op]))
+                continue
+            if not installed.built_by_scons(op):
+                # Files SCons did not write (restored, or left by an interrupted restore): its
+                # .sconsign may describe other content, so they are built again.
+                for path in stored:
+                    try:
+                        os.unlink(path)
+                    except FileNotFoundError:
+                        pass
+            installed.forget(op)
+            to_build.append(plan)
+        building = {plan.spec.op for plan in to_build}
+        for plan in ops.values():
+            if plan.spec.op not in building:  # current or restored: in the manifest, not in the graph
+                result.undeclared_inputs.update(inputs[plan.spec.op])
+                result.undeclared_outputs.update(plan.stored_files())
+                result.op_dirs.add(str(plan.spec.op_dir))
+        installed.save()
 
-    # ---- per op, shared by every package the op goes into -------------------------------------
-    op_sources: dict[str, tuple] = {}
-    for spec in specs:
-        gen_dir = work / "gen" / spec.snake
-        header, shim = gen_dir / f"{spec.snake}_tiling.h", gen_dir / f"{spec.snake}_launch.c"
-        header_node, shim_node = command("gen_sources", [header, shim], [spec.spec_path, stamp],
-                                         f"GEN {spec.op} sources", OPBUILD_OP=spec.op)
-        includes = [str(native_inc), rel(gen_dir)]
-        obj = work / "obj" / f"{spec.snake}_tiling.o"
-        tiling_src = spec.op_dir / spec.tiling.source
-        cmd = tc.tiling_object_command(rel(tiling_src), rel(obj), includes)
-        obj_nodes = command("compile", [obj], [tiling_src, header_node], f"CC tiling {spec.op}", OPBUILD_CMD=tuple(cmd),
-                            OPBUILD_DISTRIBUTE=1,
-                            OPBUILD_WHAT=f"op {spec.op}: compiling tiling source {rel(tiling_src)}", scan_includes=includes)
-        aclnn_h, aclnn_c = gen_dir / f"aclnn_{spec.snake}.h", gen_dir / f"aclnn_{spec.snake}.c"
-        aclnn_nodes = command("aclnn_sources", [aclnn_h, aclnn_c], [spec.spec_path, stamp],
-                              f"GEN {spec.op} aclnn C API", OPBUILD_OP=spec.op)
-        op_sources[spec.op] = (header_node, shim_node, includes, obj_nodes, aclnn_nodes)
+    for step in global_steps:
+        declare(step)
+    for plan in to_build:
+        for step in plan.steps:
+            declare(step)
+    for package in packages:
+        for step in package.steps:
+            declare(step)
 
-    # ---- per package: custom vendor and built-in ---------------------------------------------
-    from opbuild.abi.native_libs import acl_library, opapi_command
+    PROGRESS.reset(declared, extra_total=sum(len(plan.steps) for plan, _ in restored))
+    for plan, key in restored:
+        PROGRESS.restored(plan.spec.op, len(plan.steps), plan.compile_steps(), len(plan.stored_files()), key)
 
-    acl_lib = str(acl_library())
-    packages = [("custom", pkg, [s for s in specs if "custom" in s.packages]),
-                ("built-in", out / "opp" / layout.BUILTIN_DIR, [s for s in specs if "built-in" in s.packages])]
-    for kind, pkg_root, pkg_specs in packages:
-        if not pkg_specs:
-            continue
-        where = f"vendors/{options.vendor}" if kind == "custom" else layout.BUILTIN_DIR
-        sub_of = (lambda spec: None) if kind == "custom" else (lambda spec: layout.subpackage_of(spec.domain))
-        socs_used: set[str] = set()
-        for spec in pkg_specs:
-            header_node, shim_node, includes, _, _ = op_sources[spec.op]
-            kernel_src = spec.op_dir / spec.kernel.source
-            sub = sub_of(spec)
-            for soc in [s for s in spec.socs if options.socs is None or s in options.socs]:
-                socs_used.add(soc)
-                bins = []
-                for binary in spec.binaries:
-                    target = pkg_root / layout.kernel_binary(soc, spec.snake, binary.name, tc.binary_suffix, sub)
-                    macros = codegen.binary_macros(spec, binary)
-                    kstep = tc.kernel_step(spec, binary, soc, [rel(kernel_src), rel(shim_node.abspath)], rel(target),
-                                           macros, includes, rel(work / "kernels" / kind / soc / spec.snake / binary.name))
-                    extra = [command("text", [root / path], [], f"GEN {Path(path).name} ({soc}, {where})",
-                                     OPBUILD_TEXT=text)[0] for path, text in kstep.inputs.items()]
-                    key = cache_key(soc=soc, macros=macros)
-                    objects = []
-                    for obj in kstep.objects:  # `-c` compiles (distributable), then the link below
-                        src = kernel_src if obj.source == rel(kernel_src) else shim_node
-                        objects += command("compile", [root / obj.object], [src, header_node],
-                                           f"CC {'kernel' if src is kernel_src else 'launch'} {binary.name} ({soc}, {where})",
-                                           OPBUILD_CMD=tuple(obj.command), OPBUILD_KEY=key, OPBUILD_DISTRIBUTE=1,
-                                           OPBUILD_WHAT=f"op {spec.op}, binary {binary.name} ({soc}): compiling {obj.source}",
-                                           scan_includes=includes)
-                    cmd = kstep.command
-                    inputs = objects if objects else [kernel_src, shim_node, header_node]
-                    nodes = command("compile", [target], [*inputs, *extra],
-                                    f"{'LINK' if objects else 'CC'} kernel {binary.name} ({soc}, {where})", OPBUILD_CMD=tuple(cmd),
-                                    OPBUILD_PRODUCES=kstep.produces or "",
-                                    OPBUILD_KEY=key,
-                                    OPBUILD_WHAT=f"op {spec.op}, binary {binary.name} ({soc}): "
-                                                 + (f"linking {rel(target)}" if objects else f"compiling kernel {rel(kernel_src)}"),
-                                    scan_includes=None if objects else includes)
-                    bins.extend(nodes)
-                jsons = [pkg_root / layout.kernel_json(soc, spec.snake, b.name, sub) for b in spec.binaries]
-                command("kernel_json", [*jsons, pkg_root / layout.op_kernel_config(soc, spec.snake, sub)],
-                        [spec.spec_path, stamp, *bins], f"GEN {spec.op} kernel JSONs ({soc}, {where})",
-                        OPBUILD_OP=spec.op, OPBUILD_SOC=soc, OPBUILD_TOOLCHAIN=tc.name,
-                        OPBUILD_PKG_ROOT=str(pkg_root), OPBUILD_SUBPACKAGE=sub or "")
+    def finish() -> None:
+        """After the build: an op whose every target was built or found up to date is recorded
+        as current, and its bundle stored; the others are forgotten (built again next time)."""
+        from SCons.Node import executed, up_to_date  # type: ignore[import-not-found]
 
-        tiling_objects = [o for spec in pkg_specs for o in op_sources[spec.op][3]]
-        tiling_lib = pkg_root / layout.tiling_lib()
-        cmd = tc.tiling_link_command([rel(str(o)) for o in tiling_objects], rel(tiling_lib))
-        # The package's binary_info_config.json files vouch for this library (key callbacks, tiling
-        # symbols): relinking it removes them, and their steps (which depend on it) write them anew,
-        # so a failed check elsewhere can never leave a config that describes an older library.
-        configs = sorted({str(pkg_root / layout.binary_info_config(soc, sub_of(s))) for s in pkg_specs
-                          for soc in s.socs if soc in socs_used})
-        lib_nodes = command("compile", [tiling_lib], tiling_objects, f"LINK libcust_opmaster_rt2.0.so ({where})",
-                            OPBUILD_CMD=tuple(cmd), OPBUILD_WHAT=f"linking the tiling library of {where}",
-                            OPBUILD_INVALIDATES=tuple(configs))
-        link = pkg_root / layout.optiling_link()
-        command("symlink", [link], lib_nodes, f"LINK liboptiling.so ({where})",
-                OPBUILD_LINK_TO=os.path.relpath(tiling_lib, link.parent))
+        if installed is None:
+            return
+        for plan in to_build:
+            op = plan.spec.op
+            nodes = [env.fs.File(t) for t in plan.targets()]
+            if not all(n.get_state() in (executed, up_to_date) for n in nodes):
+                installed.forget(op)
+                continue
+            if installed.set(op, keys[op], "build", plan.stored_files()) and ops_cache.cache_dir and ops_cache.push:
+                try:
+                    bundles.store(ops_cache.cache_dir, plan, keys[op], options.out)
+                except OSError as exc:
+                    sys.stderr.write(f"opbuild: cache: cannot store the bundle of {op}: {exc}\n")
+        installed.save()
 
-        for soc in sorted(socs_used):
-            soc_specs = [s for s in pkg_specs if soc in s.socs]
-            for sub in sorted({sub_of(s) or "" for s in soc_specs}):
-                group = tuple(s.op for s in soc_specs if (sub_of(s) or "") == sub)
-                files = [str(s.spec_path) for s in soc_specs if (sub_of(s) or "") == sub]
-                name = f"{sub}/binary_info_config.json" if sub else "binary_info_config.json"
-                command("binary_info", [pkg_root / layout.binary_info_config(soc, sub or None)], [*files, stamp, *lib_nodes],
-                        f"GEN {name} ({soc}, {where})", OPBUILD_OPS=group, OPBUILD_SOC=soc, OPBUILD_TOOLCHAIN=tc.name)
-            command("ops_info", [pkg_root / layout.ops_info(soc)], [*(str(s.spec_path) for s in soc_specs), stamp],
-                    f"GEN aic-{soc}-ops-info.json ({where})", OPBUILD_OPS=tuple(s.op for s in soc_specs), OPBUILD_SOC=soc)
+    result.finish = finish
+    return result
 
-        from opbuild.codegen.python_api import PYTHON_MODULE, keyrule_path
 
-        python_dir = pkg_root / layout.python_api_dir()
-        py_targets = [python_dir / PYTHON_MODULE]
-        py_sources = [*(str(s.spec_path) for s in pkg_specs), stamp]
-        for spec in pkg_specs:
-            if keyrule_path(spec) is not None:
-                py_targets.append(python_dir / keyrule_path(spec))
-                py_sources.append(str(spec.op_dir / f"{spec.key_rule.py_module}.py"))
-        command("python_api", py_targets, py_sources, f"GEN op_api/python/aclnn_ops.py ({where})",
-                OPBUILD_OPS=tuple(s.op for s in pkg_specs), OPBUILD_PKG_ROOT=str(pkg_root))
+def _restore_bundles(ops_cache: OpsCache, plans: list, keys: dict[str, str], out: Path) -> dict[str, bool]:
+    """Restore each op's bundle, if the cache has it; {op: restored}. Writing files is mostly
+    waiting on the file system, so several ops are restored at once."""
+    from concurrent.futures import ThreadPoolExecutor
 
-        # aclnn C API: headers, and the libraries exporting aclnn<Op>GetWorkspaceSize / aclnn<Op>.
-        include_dir = pkg_root / "op_api" / "include"
-        for spec in pkg_specs:
-            command("copy", [include_dir / f"aclnn_{spec.snake}.h"], [op_sources[spec.op][4][0]],
-                    f"GEN op_api/include/aclnn_{spec.snake}.h ({where})")
-        if kind == "custom":
-            libraries = {layout.CUSTOM_OPAPI_LIB: pkg_specs}
-        else:
-            libraries = {layout.OPAPI_LIB: [s for s in pkg_specs if not s.domain]}
-            for domain in layout.DOMAINS:
-                members = [s for s in pkg_specs if s.domain == domain]
-                if members:
-                    libraries[layout.domain_opapi_lib(domain)] = members
-        for lib_name, members in libraries.items():
-            target = pkg_root / layout.opapi_lib_dir() / lib_name
-            sources = [op_sources[s.op][4][1] for s in members]
-            if not members:  # libopapi.so exists even with no domain-less op: it anchors ResetCacheThreadLocal
-                anchor = work / "gen" / "opapi_anchor.c"
-                sources = command("text", [anchor], [], "GEN opapi_anchor.c",
-                                  OPBUILD_TEXT="/* libopapi.so: built-in ops without a domain (none here). It still\n"
-                                               " * exports ResetCacheThreadLocal through its dependency on the acl\n"
-                                               " * library: reference it so the linker keeps that dependency. */\n"
-                                               "extern void ResetCacheThreadLocal(void);\n"
-                                               "void (*opbuild_opapi_anchor(void))(void) { return ResetCacheThreadLocal; }\n")
-            cmd = opapi_command([rel(str(n)) for n in sources], rel(target), [rel(str(include_dir))], cc=tc.cc_command())
-            command("compile", [target], [*sources, acl_lib], f"LINK {lib_name} ({where})", OPBUILD_CMD=tuple(cmd),
-                    OPBUILD_WHAT=f"linking {lib_name} of {where}")
+    from opbuild.build import bundles
 
-        command("text", [pkg_root / layout.VERSION_INFO], [], f"GEN version.info ({where})",
-                OPBUILD_TEXT=codegen.render_version_info(tc.version()))
-    command("text", [out / "opp" / "vendors" / "config.ini"], [], "GEN vendors/config.ini",
-            OPBUILD_TEXT=codegen.render_vendors_config([options.vendor]))
+    if not ops_cache.cache_dir or not plans:
+        return {}
 
-    PROGRESS.reset(declared)
-    return all_targets
+    def one(plan) -> tuple[str, bool]:
+        op = plan.spec.op
+        return op, bundles.restore(ops_cache.cache_dir, keys[op], op, out, plan.stored_files()) is not None
+
+    with ThreadPoolExecutor(max_workers=max(2, ops_cache.jobs)) as pool:
+        return dict(pool.map(one, plans))

@@ -118,7 +118,7 @@ def main() -> None:
 
         env.CacheDir(os.path.abspath(cache_dir), custom_class=verified_cache_class())
 
-    from opbuild.build.scons_tool import BuildOptions, declare_build
+    from opbuild.build.scons_tool import BuildOptions, OpsCache, declare_build
     from opbuild.build.select import CACHE_FILE, SelectionError, SpecCache, select_specs
 
     cleaning = bool(GetOption("clean"))
@@ -150,11 +150,18 @@ def main() -> None:
         sys.stdout.write(f"opbuild: distcc: {distcc.hosts} ({distcc.slots()} slots), -j{GetOption('num_jobs')}\n")
     options = BuildOptions(root=root, out=out, vendor=env["VENDOR"], socs=socs, toolchain=toolchain, distcc=distcc)
     _REGISTRY_TOOLS[:] = toolchain.tool_files()
-    targets = declare_build(env, specs, options)
     if env["EXPLAIN"]:
         from opbuild.build.scons_tool import enable_explain
 
         enable_explain(root)
+    # Ops whose outputs are current, or restored from their bundle, are not declared (bundles.py);
+    # not when cleaning (everything must be declared to be removed) or only looking (-n, -q).
+    looking = cleaning or bool(GetOption("no_exec")) or bool(GetOption("question"))
+    ops_cache = OpsCache(enabled=not looking,
+                         cache_dir=os.path.abspath(cache_dir) if cache_dir and not GetOption("cache_disable") else None,
+                         push=not GetOption("cache_readonly"), jobs=int(GetOption("num_jobs") or 1) * 2)
+    build = declare_build(env, specs, options, ops_cache)
+    targets = build.targets
     Alias("ops", targets)
     Clean("ops", [str(out / "opp"), str(out / "build"), str(out / CACHE_FILE.parent)])
     Default("ops")
@@ -165,23 +172,25 @@ def main() -> None:
     record = None
     if fast_ok:
         def record(summary: dict) -> None:
-            _record_manifest(manifest_path, key, compiler, targets, root, summary, started_ns)
-    atexit.register(_summary, specs, options, started, targets, record)
+            _record_manifest(manifest_path, key, compiler, build, root, summary, started_ns)
+    atexit.register(_summary, specs, options, started, build, record)
 
 
 _REGISTRY_TOOLS: list[str] = []
 """The toolchain's own programs and files (recorded in the up-to-date manifest)."""
 
 
-def _record_manifest(path: Path, key: str, compiler: str | None, targets, root: Path, summary: dict,
+def _record_manifest(path: Path, key: str, compiler: str | None, build, root: Path, summary: dict,
                      started_ns: int) -> None:
-    """After a complete build: the files of the graph, for the next run's up-to-date check."""
+    """After a complete build: the files of the graph, and of the ops left out of it (current or
+    restored), for the next run's up-to-date check."""
     from SCons.Node.FS import File  # type: ignore[import-not-found]
 
     from opbuild.build import manifest
 
-    derived = {t.get_abspath() for t in targets}
-    files: set[str] = set(derived)
+    targets = build.targets
+    derived = {t.get_abspath() for t in targets} | build.undeclared_outputs
+    files: set[str] = set(derived) | build.undeclared_inputs
     seen: set[int] = set()
     stack = list(targets)
     while stack:
@@ -193,7 +202,7 @@ def _record_manifest(path: Path, key: str, compiler: str | None, targets, root: 
             files.add(node.get_abspath())
         stack.extend(node.children())
     sources = files - derived
-    dirs = {str(root / "ops")} | {os.path.dirname(f) for f in sources}
+    dirs = {str(root / "ops")} | {os.path.dirname(f) for f in sources} | build.op_dirs
     for tool in [compiler, *_REGISTRY_TOOLS]:
         if tool:
             sources.add(tool)
@@ -238,14 +247,20 @@ def _select_socs(specs, wanted: str):
     return [spec for spec in specs if set(spec.socs) & set(socs)], socs
 
 
-def _summary(specs, options, started: float, targets, record) -> None:
+def _summary(specs, options, started: float, build, record) -> None:
     """One line at the end of `scons ops`: ops, binaries, steps run, seconds; the failed steps.
-    After a complete successful build, `record(summary)` writes the up-to-date manifest."""
+    Records the ops SCons built (and stores their bundles); after a complete successful build,
+    `record(summary)` writes the up-to-date manifest."""
     from SCons.Node import executed, up_to_date  # type: ignore[import-not-found]
     from SCons.Script import GetBuildFailures  # type: ignore[import-not-found]
 
     from opbuild.build.scons_tool import PROGRESS
 
+    targets = build.targets
+    try:
+        build.finish()
+    except Exception as exc:  # noqa: BLE001 - records only: the build's own result stands
+        sys.stderr.write(f"opbuild: warning: recording the built ops failed: {exc}\n")
     seconds = time.monotonic() - started
     binaries = sum(len(s.binaries) * len(s.packages) * len([c for c in s.socs if options.socs is None or c in options.socs])
                    for s in specs)  # every kernel binary built, in every package the op goes into

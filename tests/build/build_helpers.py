@@ -28,6 +28,8 @@ KERNEL_STEP = re.compile(r"^(?:CC kernel|CC launch|LINK kernel) (\S+) \((\S+), (
 compiles its kernel source, `CC launch ...` its launch shim, `LINK kernel ...` links them;
 `(<soc>, vendors/<vendor>)` or `(<soc>, built-in)`. Groups binary, soc, package."""
 KERNEL_STEP_PREFIXES = ("CC kernel ", "CC launch ", "LINK kernel ")
+BUNDLE_STEP = re.compile(r"^CACHE (\S+): (\d+) steps, (\d+) files \(op bundle\)$")
+"""An op restored from its bundle (every output of the op at once): op, steps, files."""
 
 CUSTOM, BUILTIN = "custom", "built-in"
 CUSTOM_WHERE = f"vendors/{VENDOR}"
@@ -131,6 +133,14 @@ class Result:
     def steps(self) -> list[str]:
         """The labels of the `[n/N] LABEL` progress lines, in order."""
         return [m.group(3) for line in self.stdout.splitlines() if (m := STEP_LINE.match(line))]
+
+    def bundles(self) -> dict[str, tuple[int, int]]:
+        """{op: (steps, files)} of each op restored from its bundle in this run (bundles.py)."""
+        found = {}
+        for s in self.steps:
+            if m := BUNDLE_STEP.match(s):
+                found[m.group(1)] = (int(m.group(2)), int(m.group(3)))
+        return found
 
     def kernels(self) -> list[str]:
         """Binaries made (any of their compile or link steps ran, not retrieved from the cache) in

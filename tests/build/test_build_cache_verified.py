@@ -15,9 +15,9 @@ from build_helpers import tree
 OPS = "OPS=AddNCustom"
 
 
-def _entries(cache: Path) -> list[Path]:
+def _entries(cache: Path, bundles: bool = True) -> list[Path]:
     return sorted(p for p in cache.glob("*/*") if p.is_file() and not p.name.endswith(".sha256")
-                  and not p.name.startswith(".tmp-"))
+                  and not p.name.startswith(".tmp-") and (bundles or not p.name.endswith(".opbundle")))
 
 
 def _opbuild(code: Path, *args: str, cache: Path | None = None) -> subprocess.CompletedProcess:
@@ -33,14 +33,16 @@ def test_corrupt_entries_are_reported_replaced_and_never_used(project, tmp_path,
     env = {"OPBUILD_CACHE_DIR": str(cache)}
     first = project()
     first.build(OPS, env=env)
-    entries = _entries(cache)
+    entries = _entries(cache, bundles=False)
     assert len(entries) == 12  # 3 kernels and their 6 objects, 1 tiling object, 2 libraries
-    for e in entries:  # every entry has its hash beside it
+    [bundle] = set(_entries(cache)) - set(entries)  # and the op's bundle
+    for e in [*entries, bundle]:  # every entry has its hash beside it
         assert Path(f"{e}.sha256").read_text().strip() == __import__("hashlib").sha256(e.read_bytes()).hexdigest()
 
     victim = max(entries, key=lambda e: e.stat().st_size)
     good = victim.read_bytes()
     victim.write_bytes(good[:-64] + b"\0" * 64)  # same size, wrong content
+    bundle.unlink()  # the op is then built step by step: each compile reads its own entry
     second = project()
     result = second.build(OPS, env=env)
     assert "opbuild: cache: corrupt entry" in result.stderr and victim.name in result.stderr, str(result)
@@ -49,16 +51,21 @@ def test_corrupt_entries_are_reported_replaced_and_never_used(project, tmp_path,
     assert tree(second.out) == tree(first.out)
     assert victim.read_bytes() == good  # replaced by the rebuilt output
 
+    assert bundle.exists()  # stored again by the second build
     stats = json.loads(_opbuild(code, "cache", "stats", "--json", cache=cache).stdout)
-    assert stats["entries"] == 12 and stats["corrupt"] == 1 and stats["hits"] == 11
-    assert stats["misses"] == 13 and stats["pushes"] == 13 and stats["bytes"] == sum(e.stat().st_size for e in entries)
+    # per-file: 12 + 1 misses (the corrupt one), 11 hits, 12 + 1 pushes; the bundle: a miss and a
+    # push in each build
+    assert stats["entries"] == 13 and stats["bundles"] == 1 and stats["corrupt"] == 1 and stats["hits"] == 11
+    assert stats["misses"] == 15 and stats["pushes"] == 15
+    assert stats["bytes"] == sum(e.stat().st_size for e in _entries(cache))
+    assert stats["bundle_bytes"] == bundle.stat().st_size
 
     verified = _opbuild(code, "cache", "verify", cache=cache)
-    assert verified.returncode == 0 and "12 entries checked, 0 corrupt" in verified.stdout, verified
+    assert verified.returncode == 0 and "13 entries checked, 0 corrupt" in verified.stdout, verified
     Path(f"{victim}.sha256").write_text("0" * 64 + "\n")
     verified = _opbuild(code, "cache", "verify", cache=cache)
     assert verified.returncode == 1 and victim.name in verified.stdout, verified
-    assert not victim.exists() and len(_entries(cache)) == 11
+    assert not victim.exists() and len(_entries(cache)) == 12
 
     old = _entries(cache)[0]
     os.utime(old, (1, 1))

@@ -1,0 +1,325 @@
+"""Op bundles: the outputs of one op as one verified cache entry, and what `out/` already holds.
+
+An op's outputs (tiling object, aclnn C sources and header, kernel binaries and their JSONs, in
+every package and SoC) are a function of its *op key*: the sha256 of
+
+  * opbuild's own code, templates, schemas and C headers (`manifest.code_files`), and the
+    toolchain's identity and version (the compile steps' OPBUILD_KEY);
+  * every planned step of the op: its kind, targets and sources (relative to the project) and
+    its signature (the command line, macros, SoC, ...);
+  * the content of every file the steps read: the spec, the kernel and tiling sources, every file
+    in the op's directory, and every header they `#include` (found the way SCons's C scanner finds
+    them; headers the include path does not resolve are the toolchain's, covered by its version).
+
+With that key, at declaration time each op is one of
+
+  * **current**: `<out>/.opbuild/ops.pickle` says its outputs were made from this key and every
+    one of them has the stat recorded then: nothing of the op is declared to SCons;
+  * **restored**: OPBUILD_CACHE_DIR holds its bundle `<XX>/<key>.opbundle` (with the `.sha256`
+    beside it, verified on read like every entry): its files are written, nothing is declared;
+  * **built**: its steps go to SCons (whose per-file cache may still serve them); after a complete
+    build its outputs are packed into a bundle for the next checkout.
+
+Why: at hundreds of ops SCons's per-node work dominates a build whose every compile is cached
+(thousands of nodes to sign, fetch and record). A bundle turns an op's ~16 steps into one read,
+one hash and its files written; SCons only sees the steps that combine the ops of a package.
+
+Safety: a bundle is used only if its sha256 matches; its paths must stay under `out/`; an op's
+files that SCons did not write itself are removed before SCons builds that op, so SCons's own
+records (.sconsign) can never vouch for a file restored from elsewhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from opbuild.atomic import atomic_write
+from opbuild.build import cache
+from opbuild.build.plan import OpPlan
+
+FORMAT = 1
+MAGIC = b"OPBUNDLE1\n"
+SUFFIX = cache.BUNDLE_SUFFIX
+INSTALLED_FILE = Path(".opbuild") / "ops.pickle"
+"""Relative to the build's output directory."""
+
+FileStat = tuple[str, int, int, int, int]
+
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*(?:include|import)[ \t]*(<|")([^>"]+)[>"]', re.M)
+
+
+class BundleError(Exception):
+    """A bundle that cannot be used (malformed, or naming paths outside the output directory)."""
+
+
+def _stat(path: str) -> FileStat | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+class InputHasher:
+    """Content hashes and #include lists of input files, each computed once per build."""
+
+    def __init__(self) -> None:
+        self._hashes: dict[str, str] = {}
+        self._includes: dict[str, list[tuple[bool, str]]] = {}
+        self._scans: dict[tuple, frozenset[str]] = {}
+
+    def digest(self, path: str) -> str:
+        found = self._hashes.get(path)
+        if found is None:
+            try:
+                with open(path, "rb") as f:
+                    found = hashlib.sha256(f.read()).hexdigest()
+            except FileNotFoundError:
+                found = "missing"
+            except OSError as exc:
+                found = f"unreadable: {exc.strerror}"
+            self._hashes[path] = found
+        return found
+
+    def includes(self, path: str) -> list[tuple[bool, str]]:
+        """(quoted, name) of each #include / #import line of a C file."""
+        found = self._includes.get(path)
+        if found is None:
+            try:
+                with open(path, "rb") as f:
+                    text = f.read()
+            except OSError:
+                text = b""
+            found = [(m.group(1) == b'"', m.group(2).decode(errors="replace")) for m in _INCLUDE.finditer(text)]
+            self._includes[path] = found
+        return found
+
+    def scan(self, source: str, include_dirs: list[str], root: Path, produced: set[str]) -> set[str]:
+        """Every existing file `source` includes, directly or not, resolved like SCons's C scanner:
+        "x" in the including file's directory first, <x> in the include path first. Files another
+        step of the op writes (generated headers) are not followed: their content follows from
+        the spec and the generator, both in the key."""
+        memo = (source, tuple(include_dirs))
+        if memo in self._scans:
+            return set(self._scans[memo])
+        dirs = [d if os.path.isabs(d) else str(root / d) for d in include_dirs]
+        found: set[str] = set()
+        stack = [source]
+        while stack:
+            current = stack.pop()
+            here = os.path.dirname(current)
+            for quoted, name in self.includes(current):
+                search = [here, *dirs] if quoted else [*dirs, here]
+                for d in search:
+                    candidate = os.path.normpath(os.path.join(d, name))
+                    if candidate in produced:
+                        break
+                    if os.path.isfile(candidate):
+                        if candidate not in found:
+                            found.add(candidate)
+                            stack.append(candidate)
+                        break
+        self._scans[memo] = frozenset(found)
+        return found
+
+
+def common_key(base: dict) -> str:
+    """The part of every op key that is not the op's: opbuild's code and the toolchain."""
+    from opbuild.build.manifest import code_files
+
+    h = hashlib.sha256(json.dumps({"format": FORMAT, "base": base}, sort_keys=True).encode())
+    for name in code_files():
+        with open(name, "rb") as f:
+            h.update(f"{os.path.basename(name)}\0".encode() + hashlib.sha256(f.read()).digest())
+    return h.hexdigest()
+
+
+def op_inputs(plan: OpPlan, root: Path, hasher: InputHasher, global_inputs: set[str]) -> list[str]:
+    """Every file the op's steps read that no step of the op writes (see the module docstring)."""
+    produced = set(plan.targets())
+    inputs: set[str] = set()
+    for step in plan.steps:
+        leaves = [s for s in step.sources if s not in produced and s not in global_inputs]
+        inputs.update(leaves)
+        if step.scan_includes is not None:
+            for source in leaves:
+                inputs |= hasher.scan(source, step.scan_includes, root, produced)
+    try:
+        with os.scandir(plan.spec.op_dir) as entries:
+            inputs.update(e.path for e in entries if e.is_file() and not e.name.startswith("."))
+    except OSError:
+        pass
+    return sorted(inputs)
+
+
+def op_key(plan: OpPlan, inputs: list[str], root: Path, common: str, hasher: InputHasher) -> str:
+    prefix = str(root).rstrip(os.sep) + os.sep
+
+    def rel(path: str) -> str:  # the plan's paths are absolute and normalised
+        return path[len(prefix):] if path.startswith(prefix) else path
+
+    h = hashlib.sha256(f"{FORMAT}\0{common}\0{plan.spec.op}\0".encode())
+    for step in plan.steps:
+        record = [step.kind, [rel(t) for t in step.targets], [rel(s) for s in step.sources],
+                  step.overrides["OPBUILD_SIG"], step.stored]
+        h.update(json.dumps(record, separators=(",", ":")).encode())
+    for path in inputs:
+        h.update(f"{rel(path)}\0{hasher.digest(path)}\0".encode())
+    return h.hexdigest()
+
+
+# ---- the bundle file ---------------------------------------------------------------------------------
+
+def bundle_path(cache_dir: str | Path, key: str) -> str:
+    return os.path.join(cache_dir, key[:2].upper(), key + SUFFIX)
+
+
+def pack(op: str, key: str, files: list[str], out: Path) -> bytes:
+    """MAGIC, one JSON line (op, key, each file's path relative to `out`, mode and size), then the
+    files' bytes in that order."""
+    entries, blobs = [], []
+    for path in files:
+        with open(path, "rb") as f:
+            data = f.read()
+        entries.append({"path": os.path.relpath(path, out), "mode": os.stat(path).st_mode & 0o777, "size": len(data)})
+        blobs.append(data)
+    header = json.dumps({"op": op, "key": key, "files": entries}, separators=(",", ":")).encode()
+    return b"".join([MAGIC, header, b"\n", *blobs])
+
+
+def unpack(data: bytes, out: Path, key: str) -> list[tuple[Path, int, memoryview]]:
+    """(absolute path under `out`, mode, bytes) of each file of a bundle; BundleError if the bundle
+    is malformed, for another key, or names a path outside `out`."""
+    if not data.startswith(MAGIC):
+        raise BundleError("not an op bundle (bad magic)")
+    end = data.find(b"\n", len(MAGIC))
+    try:
+        header = json.loads(data[len(MAGIC):end])
+        entries = header["files"]
+        if header["key"] != key:
+            raise BundleError(f"bundle of key {header['key'][:12]}..., not {key[:12]}...")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise BundleError(f"unreadable header: {exc}") from None
+    view, offset, files = memoryview(data), end + 1, []
+    top = os.path.abspath(out)
+    for entry in entries:
+        try:
+            rel, mode, size = str(entry["path"]), int(entry["mode"]), int(entry["size"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise BundleError(f"bad file entry {entry!r}: {exc}") from None
+        target = os.path.abspath(os.path.join(top, rel))
+        if os.path.isabs(rel) or not target.startswith(top + os.sep):
+            raise BundleError(f"file {rel!r} is outside the output directory")
+        if size < 0 or offset + size > len(data):
+            raise BundleError(f"file {rel!r} is truncated")
+        files.append((Path(target), mode & 0o777, view[offset:offset + size]))
+        offset += size
+    if offset != len(data):
+        raise BundleError(f"{len(data) - offset} bytes after the last file")
+    return files
+
+
+def store(cache_dir: str, plan: OpPlan, key: str, out: Path) -> bool:
+    """Pack the op's outputs into its bundle (unless the cache has it). False if a file is missing."""
+    path = bundle_path(cache_dir, key)
+    if os.path.exists(path) and os.path.exists(cache.hash_path(path)):
+        return True
+    try:
+        data = pack(plan.spec.op, key, plan.stored_files(), out)
+    except FileNotFoundError:
+        return False
+    cache.store(path, data)
+    cache.log_event(cache_dir, "push", os.path.relpath(path, cache_dir), plan.spec.op)
+    return True
+
+
+def restore(cache_dir: str, key: str, op: str, out: Path, expected: list[str]) -> list[str] | None:
+    """Write the op's files from its bundle; their paths, or None when the cache has no usable
+    bundle (a corrupt one is reported on stderr, logged, removed: the op is then built)."""
+    import sys
+
+    path = bundle_path(cache_dir, key)
+    rel = os.path.relpath(path, cache_dir)
+    data, problem = cache.load_verified(path)
+    files = None
+    if data is not None:
+        try:
+            files = unpack(data, out, key)
+            if sorted(str(p) for p, _, _ in files) != sorted(expected):
+                raise BundleError("its files are not the op's outputs")
+        except BundleError as exc:
+            problem, files = str(exc), None
+    if files is None:
+        if problem is not None:
+            sys.stderr.write(f"opbuild: cache: corrupt op bundle {path} for {op} ({problem}): not used, removed; "
+                             "building the op\n")
+            cache.remove_entry(path)
+            cache.log_event(cache_dir, "corrupt", rel, op)
+        cache.log_event(cache_dir, "miss", rel, op)
+        return None
+    for target, mode, blob in files:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(target, blob, mode | 0o200)
+    try:
+        os.utime(path, None)  # recently used: pruned last
+    except OSError:
+        pass
+    cache.log_event(cache_dir, "hit", rel, op)
+    return [str(p) for p, _, _ in files]
+
+
+# ---- what out/ holds -----------------------------------------------------------------------------------
+
+@dataclass
+class Installed:
+    key: str
+    origin: str
+    """"build" (SCons wrote the files, and its .sconsign describes them) or "bundle"."""
+    files: tuple[FileStat, ...]
+
+
+class InstalledOps:
+    """`<out>/.opbuild/ops.pickle`: per op, the key its outputs were made from and their stat."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out / INSTALLED_FILE
+        self.ops: dict[str, Installed] = {}
+        try:
+            with open(self.path, "rb") as f:
+                data = pickle.load(f)
+            if data.get("format") == FORMAT:
+                self.ops = data["ops"]
+        except Exception:  # noqa: BLE001 - missing or unreadable: nothing is known to be current
+            self.ops = {}
+
+    def is_current(self, op: str, key: str, files: list[str]) -> bool:
+        entry = self.ops.get(op)
+        if entry is None or entry.key != key or [s[0] for s in entry.files] != files:
+            return False
+        return all(_stat(s[0]) == s for s in entry.files)
+
+    def built_by_scons(self, op: str) -> bool:
+        entry = self.ops.get(op)
+        return entry is not None and entry.origin == "build"
+
+    def set(self, op: str, key: str, origin: str, files: list[str]) -> bool:
+        stats = [_stat(f) for f in files]
+        if any(s is None for s in stats):
+            self.ops.pop(op, None)
+            return False
+        self.ops[op] = Installed(key, origin, tuple(stats))  # type: ignore[arg-type]
+        return True
+
+    def forget(self, op: str) -> None:
+        self.ops.pop(op, None)
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(self.path, pickle.dumps({"format": FORMAT, "ops": self.ops}, protocol=pickle.HIGHEST_PROTOCOL),
+                     prefix=".ops.")

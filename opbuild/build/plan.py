@@ -1,0 +1,300 @@
+"""The build plan: every step of `scons ops` as plain data, before SCons sees any of it.
+
+A step is a kind (which action runs it), its targets and sources (absolute paths: a source that
+is another step's target names the same SCons node), a label for the progress line, and the
+variables the action reads (`overrides`). The plan is split the way outputs depend on inputs:
+
+* `OpPlan`: the steps of one op (generated sources, tiling object, one kernel binary per
+  binary × SoC × package, kernel JSONs, aclnn C sources and header). They read only the op's
+  own files, so an op whose inputs did not change needs none of them (see `bundles`);
+* the package steps (tiling library, binary_info_config.json, ops-info, the Python and C aclnn
+  APIs, version.info): they combine every op of a package and always go to SCons.
+
+Nothing here imports SCons; `scons_tool.declare_build` turns the plan into nodes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from opbuild import codegen
+from opbuild.abi import package_layout as layout
+from opbuild.spec.model import OpSpec
+
+VARLISTS: dict[str, tuple[str, ...]] = {
+    "stamp": (),
+    "gen_sources": ("OPBUILD_OP",),
+    "compile": ("OPBUILD_CMD", "OPBUILD_KEY", "OPBUILD_PRODUCES"),
+    "kernel_json": ("OPBUILD_OP", "OPBUILD_SOC", "OPBUILD_TOOLCHAIN", "OPBUILD_SUBPACKAGE"),
+    "binary_info": ("OPBUILD_OPS", "OPBUILD_SOC", "OPBUILD_TOOLCHAIN"),
+    "ops_info": ("OPBUILD_OPS", "OPBUILD_SOC"),
+    "python_api": ("OPBUILD_OPS", "OPBUILD_PKG_ROOT"),
+    "aclnn_sources": ("OPBUILD_OP",),
+    "copy": (),
+    "text": ("OPBUILD_TEXT",),
+    "symlink": ("OPBUILD_LINK_TO",),
+}
+"""Per kind of step, the variables whose values shape its output (its signature)."""
+
+COMPILED = frozenset({"compile"})
+"""Kinds of step whose outputs go to the shared cache (the others are cheap to run again)."""
+
+
+def signature(kind: str, overrides: dict) -> str:
+    """OPBUILD_SIG: the sha256 of the values of the kind's varlist. SCons substitutes every
+    varlist variable whenever it computes a step's signature; one short plain string is far
+    cheaper to substitute than a command line of 20 words."""
+    values = [overrides.get(name, "") for name in VARLISTS[kind]]
+    return hashlib.sha256(json.dumps(values, separators=(",", ":")).encode()).hexdigest()
+
+
+def _absolute(path) -> str:
+    """`path` as an absolute normalised string (the plan's paths are mostly that already)."""
+    text = os.fspath(path)
+    if text.startswith(os.sep) and "/." not in text and "//" not in text:
+        return text
+    return os.path.abspath(text)
+
+
+@dataclass
+class PlannedStep:
+    """One step: a command with one or more targets."""
+
+    kind: str
+    targets: list[str]
+    sources: list[str]
+    label: str
+    overrides: dict[str, Any]
+    scan_includes: list[str] | None = None
+    """Compile steps: the include path their sources are scanned with for #include lines."""
+    stored: bool = True
+    """False for files only the op's own later steps read (kernel objects, generated C sources):
+    not part of the op's outputs (not kept in its bundle)."""
+
+
+@dataclass
+class OpPlan:
+    """Every step of one op, in every package it goes into."""
+
+    spec: OpSpec
+    steps: list[PlannedStep] = field(default_factory=list)
+    tiling_object: str = ""
+    aclnn_source: str = ""
+    binaries: int = 0
+
+    def targets(self) -> list[str]:
+        return [t for s in self.steps for t in s.targets]
+
+    def stored_files(self) -> list[str]:
+        """The op's outputs: what the package steps read and what goes into the package."""
+        return [t for s in self.steps if s.stored for t in s.targets]
+
+    def compile_steps(self) -> int:
+        return sum(1 for s in self.steps if s.kind in COMPILED)
+
+
+@dataclass
+class PackagePlan:
+    """One package (custom vendor or built-in) and the steps that combine its ops."""
+
+    kind: str
+    root: Path
+    where: str
+    specs: list[OpSpec]
+    steps: list[PlannedStep] = field(default_factory=list)
+
+
+class Planner:
+    """Plans the steps of a build (see the module docstring).
+
+    `cache_key(**extra)` is the OPBUILD_KEY of compile steps: what a compile's cache entry is
+    keyed by besides its command and inputs (toolchain identity and version, generator)."""
+
+    def __init__(self, options, stamp: str, native_include: Path, cache_key: Callable[..., str]) -> None:
+        self.options = options
+        self.tc = options.toolchain
+        self.root = options.root
+        self._root_prefix = str(options.root).rstrip(os.sep) + os.sep
+        self.out = options.out
+        self.work = options.out / "build" / options.vendor
+        self.stamp = stamp
+        self.native_include = native_include
+        self.cache_key = cache_key
+        self._steps: list[PlannedStep] = []
+
+    def rel(self, path) -> str:
+        """Paths on command lines stay relative to the project (two checkouts share cache entries)."""
+        text = os.fspath(path)
+        if text.startswith(self._root_prefix) and "/." not in text and "//" not in text:  # plain: no normalising
+            return text[len(self._root_prefix):]
+        return os.path.relpath(text, self.root)
+
+    def step(self, kind: str, targets, sources, label: str, scan_includes: list[str] | None = None,
+             stored: bool = True, **overrides) -> list[str]:
+        if kind in COMPILED and "OPBUILD_KEY" not in overrides:
+            overrides["OPBUILD_KEY"] = self.cache_key()
+        overrides["OPBUILD_SIG"] = signature(kind, overrides)
+        target_paths = [_absolute(t) for t in targets]
+        self._steps.append(PlannedStep(kind, target_paths, [_absolute(s) for s in sources], label,
+                                       overrides, scan_includes, stored))
+        return target_paths
+
+    def _take(self) -> list[PlannedStep]:
+        steps, self._steps = self._steps, []
+        return steps
+
+    # ---- the steps of one op ---------------------------------------------------------------------
+
+    def packages(self, specs: list[OpSpec]) -> list[PackagePlan]:
+        """The packages the specs go into (a package with no op is left out)."""
+        vendor = self.out / "opp" / "vendors" / self.options.vendor
+        found = [PackagePlan("custom", vendor, f"vendors/{self.options.vendor}", [s for s in specs if "custom" in s.packages]),
+                 PackagePlan("built-in", self.out / "opp" / layout.BUILTIN_DIR, layout.BUILTIN_DIR,
+                             [s for s in specs if "built-in" in s.packages])]
+        return [p for p in found if p.specs]
+
+    def socs_of(self, spec: OpSpec) -> list[str]:
+        return [s for s in spec.socs if self.options.socs is None or s in self.options.socs]
+
+    @staticmethod
+    def subpackage(package: PackagePlan, spec: OpSpec) -> str | None:
+        return None if package.kind == "custom" else layout.subpackage_of(spec.domain)
+
+    def plan_op(self, spec: OpSpec, packages: list[PackagePlan]) -> OpPlan:
+        tc, rel, step = self.tc, self.rel, self.step
+        plan = OpPlan(spec)
+        gen_dir = self.work / "gen" / spec.snake
+        header, shim = step("gen_sources", [gen_dir / f"{spec.snake}_tiling.h", gen_dir / f"{spec.snake}_launch.c"],
+                            [spec.spec_path, self.stamp], f"GEN {spec.op} sources", stored=False, OPBUILD_OP=spec.op)
+        includes = [str(self.native_include), rel(gen_dir)]
+        obj = self.work / "obj" / f"{spec.snake}_tiling.o"
+        tiling_src = spec.op_dir / spec.tiling.source
+        plan.tiling_object, = step("compile", [obj], [tiling_src, header], f"CC tiling {spec.op}",
+                                   OPBUILD_CMD=tuple(tc.tiling_object_command(rel(tiling_src), rel(obj), includes)),
+                                   OPBUILD_DISTRIBUTE=1, scan_includes=includes,
+                                   OPBUILD_WHAT=f"op {spec.op}: compiling tiling source {rel(tiling_src)}")
+        aclnn_h, plan.aclnn_source = step("aclnn_sources", [gen_dir / f"aclnn_{spec.snake}.h", gen_dir / f"aclnn_{spec.snake}.c"],
+                                          [spec.spec_path, self.stamp], f"GEN {spec.op} aclnn C API", OPBUILD_OP=spec.op)
+        kernel_src = str(spec.op_dir / spec.kernel.source)
+        for package in packages:
+            if spec not in package.specs:
+                continue
+            sub, where, pkg_root = self.subpackage(package, spec), package.where, package.root
+            for soc in self.socs_of(spec):
+                bins = []
+                for binary in spec.binaries:
+                    target = pkg_root / layout.kernel_binary(soc, spec.snake, binary.name, tc.binary_suffix, sub)
+                    macros = codegen.binary_macros(spec, binary)
+                    kstep = tc.kernel_step(spec, binary, soc, [rel(kernel_src), rel(shim)], rel(target), macros, includes,
+                                           rel(self.work / "kernels" / package.kind / soc / spec.snake / binary.name))
+                    extra = [step("text", [self.root / path], [], f"GEN {Path(path).name} ({soc}, {where})",
+                                  stored=False, OPBUILD_TEXT=text)[0] for path, text in kstep.inputs.items()]
+                    key = self.cache_key(soc=soc, macros=macros)
+                    objects = []
+                    for o in kstep.objects:  # `-c` compiles (distributable), then the link below
+                        src = kernel_src if o.source == rel(kernel_src) else shim
+                        objects += step("compile", [self.root / o.object], [src, header],
+                                        f"CC {'kernel' if src == kernel_src else 'launch'} {binary.name} ({soc}, {where})",
+                                        stored=False, OPBUILD_CMD=tuple(o.command), OPBUILD_KEY=key, OPBUILD_DISTRIBUTE=1,
+                                        OPBUILD_WHAT=f"op {spec.op}, binary {binary.name} ({soc}): compiling {o.source}",
+                                        scan_includes=includes)
+                    inputs = objects if objects else [kernel_src, shim, header]
+                    bins += step("compile", [target], [*inputs, *extra],
+                                 f"{'LINK' if objects else 'CC'} kernel {binary.name} ({soc}, {where})",
+                                 OPBUILD_CMD=tuple(kstep.command), OPBUILD_PRODUCES=kstep.produces or "", OPBUILD_KEY=key,
+                                 OPBUILD_WHAT=f"op {spec.op}, binary {binary.name} ({soc}): "
+                                              + (f"linking {rel(target)}" if objects else f"compiling kernel {rel(kernel_src)}"),
+                                 scan_includes=None if objects else includes)
+                    plan.binaries += 1
+                jsons = [pkg_root / layout.kernel_json(soc, spec.snake, b.name, sub) for b in spec.binaries]
+                step("kernel_json", [*jsons, pkg_root / layout.op_kernel_config(soc, spec.snake, sub)],
+                     [spec.spec_path, self.stamp, *bins], f"GEN {spec.op} kernel JSONs ({soc}, {where})",
+                     OPBUILD_OP=spec.op, OPBUILD_SOC=soc, OPBUILD_TOOLCHAIN=tc.name,
+                     OPBUILD_PKG_ROOT=str(pkg_root), OPBUILD_SUBPACKAGE=sub or "")
+            step("copy", [pkg_root / "op_api" / "include" / f"aclnn_{spec.snake}.h"], [aclnn_h],
+                 f"GEN op_api/include/aclnn_{spec.snake}.h ({where})")
+        plan.steps = self._take()
+        return plan
+
+    # ---- the steps that combine a package's ops ------------------------------------------------------
+
+    def plan_package(self, package: PackagePlan, ops: dict[str, OpPlan], acl_lib: str) -> None:
+        from opbuild.abi.native_libs import opapi_command
+        from opbuild.codegen.python_api import PYTHON_MODULE, keyrule_path
+
+        tc, rel, step, pkg_root, where = self.tc, self.rel, self.step, package.root, package.where
+        socs_used = sorted({soc for spec in package.specs for soc in self.socs_of(spec)})
+        tiling_objects = [ops[spec.op].tiling_object for spec in package.specs]
+        tiling_lib = pkg_root / layout.tiling_lib()
+        # The package's binary_info_config.json files vouch for this library (key callbacks, tiling
+        # symbols): relinking it removes them, and their steps (which depend on it) write them anew,
+        # so a failed check elsewhere can never leave a config that describes an older library.
+        configs = sorted({str(pkg_root / layout.binary_info_config(soc, self.subpackage(package, s)))
+                          for s in package.specs for soc in s.socs if soc in socs_used})
+        lib = step("compile", [tiling_lib], tiling_objects, f"LINK libcust_opmaster_rt2.0.so ({where})",
+                   OPBUILD_CMD=tuple(tc.tiling_link_command([rel(o) for o in tiling_objects], rel(tiling_lib))),
+                   OPBUILD_WHAT=f"linking the tiling library of {where}", OPBUILD_INVALIDATES=tuple(configs))
+        link = pkg_root / layout.optiling_link()
+        step("symlink", [link], lib, f"LINK liboptiling.so ({where})",
+             OPBUILD_LINK_TO=os.path.relpath(tiling_lib, link.parent))
+
+        for soc in socs_used:
+            soc_specs = [s for s in package.specs if soc in s.socs]
+            for sub in sorted({self.subpackage(package, s) or "" for s in soc_specs}):
+                group = [s for s in soc_specs if (self.subpackage(package, s) or "") == sub]
+                name = f"{sub}/binary_info_config.json" if sub else "binary_info_config.json"
+                step("binary_info", [pkg_root / layout.binary_info_config(soc, sub or None)],
+                     [*(s.spec_path for s in group), self.stamp, *lib], f"GEN {name} ({soc}, {where})",
+                     OPBUILD_OPS=tuple(s.op for s in group), OPBUILD_SOC=soc, OPBUILD_TOOLCHAIN=tc.name)
+            step("ops_info", [pkg_root / layout.ops_info(soc)], [*(s.spec_path for s in soc_specs), self.stamp],
+                 f"GEN aic-{soc}-ops-info.json ({where})", OPBUILD_OPS=tuple(s.op for s in soc_specs), OPBUILD_SOC=soc)
+
+        python_dir = pkg_root / layout.python_api_dir()
+        py_targets = [python_dir / PYTHON_MODULE]
+        py_sources = [*(s.spec_path for s in package.specs), self.stamp]
+        for spec in package.specs:
+            if keyrule_path(spec) is not None:
+                py_targets.append(python_dir / keyrule_path(spec))
+                py_sources.append(spec.op_dir / f"{spec.key_rule.py_module}.py")
+        step("python_api", py_targets, py_sources, f"GEN op_api/python/aclnn_ops.py ({where})",
+             OPBUILD_OPS=tuple(s.op for s in package.specs), OPBUILD_PKG_ROOT=str(pkg_root))
+
+        # aclnn C API: the libraries exporting aclnn<Op>GetWorkspaceSize / aclnn<Op>.
+        if package.kind == "custom":
+            libraries = {layout.CUSTOM_OPAPI_LIB: package.specs}
+        else:
+            libraries = {layout.OPAPI_LIB: [s for s in package.specs if not s.domain]}
+            for domain in layout.DOMAINS:
+                members = [s for s in package.specs if s.domain == domain]
+                if members:
+                    libraries[layout.domain_opapi_lib(domain)] = members
+        include_dir = pkg_root / "op_api" / "include"
+        for lib_name, members in libraries.items():
+            target = pkg_root / layout.opapi_lib_dir() / lib_name
+            sources = [ops[s.op].aclnn_source for s in members]
+            if not members:  # libopapi.so exists even with no domain-less op: it anchors ResetCacheThreadLocal
+                sources = step("text", [self.work / "gen" / "opapi_anchor.c"], [], "GEN opapi_anchor.c",
+                               OPBUILD_TEXT="/* libopapi.so: built-in ops without a domain (none here). It still\n"
+                                            " * exports ResetCacheThreadLocal through its dependency on the acl\n"
+                                            " * library: reference it so the linker keeps that dependency. */\n"
+                                            "extern void ResetCacheThreadLocal(void);\n"
+                                            "void (*opbuild_opapi_anchor(void))(void) { return ResetCacheThreadLocal; }\n")
+            cmd = opapi_command([rel(n) for n in sources], rel(target), [rel(include_dir)], cc=tc.cc_command())
+            step("compile", [target], [*sources, acl_lib], f"LINK {lib_name} ({where})", OPBUILD_CMD=tuple(cmd),
+                 OPBUILD_WHAT=f"linking {lib_name} of {where}")
+
+        step("text", [pkg_root / layout.VERSION_INFO], [], f"GEN version.info ({where})",
+             OPBUILD_TEXT=codegen.render_version_info(tc.version()))
+        package.steps = self._take()
+
+    def plan_global(self) -> list[PlannedStep]:
+        """Steps outside any package: the generator stamp and vendors/config.ini."""
+        self.step("stamp", [self.stamp], [str(p) for p in codegen.GENERATOR_FILES], "GEN generator.stamp")
+        self.step("text", [self.out / "opp" / "vendors" / "config.ini"], [], "GEN vendors/config.ini",
+                  OPBUILD_TEXT=codegen.render_vendors_config([self.options.vendor]))
+        return self._take()
