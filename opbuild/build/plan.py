@@ -85,7 +85,6 @@ class OpPlan:
     steps: list[PlannedStep] = field(default_factory=list)
     tiling_object: str = ""
     aclnn_source: str = ""
-    binaries: int = 0
 
     def targets(self) -> list[str]:
         return [t for s in self.steps for t in s.targets]
@@ -210,7 +209,6 @@ class Planner:
                                  OPBUILD_WHAT=f"op {spec.op}, binary {binary.name} ({soc}): "
                                               + (f"linking {rel(target)}" if objects else f"compiling kernel {rel(kernel_src)}"),
                                  scan_includes=None if objects else includes)
-                    plan.binaries += 1
                 jsons = [pkg_root / layout.kernel_json(soc, spec.snake, b.name, sub) for b in spec.binaries]
                 step("kernel_json", [*jsons, pkg_root / layout.op_kernel_config(soc, spec.snake, sub)],
                      [spec.spec_path, self.stamp, *bins], f"GEN {spec.op} kernel JSONs ({soc}, {where})",

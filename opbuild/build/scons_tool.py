@@ -103,8 +103,8 @@ class Progress:
             self.cached += compiles
             why = ""
             if self.explain is not None:
-                why = (f"       because: its outputs in out/ do not match its inputs (op key {key[:12]}...),\n"
-                       f"                and the cache holds them (op bundle)\n")
+                why = (f"       because: out/ holds no outputs of its inputs as they are (op key {key[:12]}...);\n"
+                       f"                the cache does (op bundle)\n")
             sys.stdout.write(f"[{self.done}/{self.total}] CACHE {op}: {steps_} steps, {files} files (op bundle)\n{why}")
 
     def step_of(self, path: str) -> Step | None:

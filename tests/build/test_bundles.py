@@ -175,3 +175,16 @@ def test_common_key_covers_opbuild_code(monkeypatch, tmp_path):
     extra.write_text("one")  # content decides, not the mtime
     assert bundles.common_key({"toolchain": "host"}) == before
     assert bundles.common_key({"toolchain": "ccec"}) != before
+
+
+def test_cache_verify_rejects_a_well_hashed_but_malformed_bundle(tmp_path):
+    cache_dir = tmp_path / "cache"
+    good_key, bad_key = "aa" * 32, "bb" * 32
+    out = tmp_path / "out"
+    cache.store(bundles.bundle_path(cache_dir, good_key), bundles.pack("A", good_key, _files(out), out))
+    bad = bundles.bundle_path(cache_dir, bad_key)
+    cache.store(bad, _header_and_blobs([{"path": "../../etc/passwd", "mode": 420, "size": 1}], b"x", key=bad_key))
+    found = cache.verify(cache_dir)
+    assert [(str(path), "outside" in problem) for path, problem in found] == [(bad, True)]
+    assert not Path(bad).exists() and Path(bundles.bundle_path(cache_dir, good_key)).exists()
+    assert cache.stats(cache_dir)["bundles"] == 1
