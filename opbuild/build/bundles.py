@@ -13,7 +13,7 @@ every package and SoC) are a function of its *op key*: the sha256 of
 
 With that key, at declaration time each op is one of
 
-  * **current**: `<out>/.opbuild/ops.pickle` says its outputs were made from this key and every
+  * **current**: `<out>/.opbuild/ops.json` says its outputs were made from this key and every
     one of them has the stat recorded then: nothing of the op is declared to SCons;
   * **restored**: OPBUILD_CACHE_DIR holds its bundle `<XX>/<key>.opbundle` (with the `.sha256`
     beside it, verified on read like every entry): its files are written, nothing is declared;
@@ -34,7 +34,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pickle
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +45,7 @@ from opbuild.build.plan import OpPlan
 FORMAT = 1
 MAGIC = b"OPBUNDLE1\n"
 SUFFIX = cache.BUNDLE_SUFFIX
-INSTALLED_FILE = Path(".opbuild") / "ops.pickle"
+INSTALLED_FILE = Path(".opbuild") / "ops.json"
 """Relative to the build's output directory."""
 
 FileStat = tuple[str, int, int, int, int]
@@ -285,16 +284,19 @@ class Installed:
 
 
 class InstalledOps:
-    """`<out>/.opbuild/ops.pickle`: per op, the key its outputs were made from and their stat."""
+    """`<out>/.opbuild/ops.json`: per op, the key its outputs were made from, who wrote them
+    (SCons, or a bundle restore) and their stat. Plain JSON: readable by any later opbuild (an
+    unreadable record makes every op's outputs suspect: they would all be deleted and built)."""
 
     def __init__(self, out: Path) -> None:
         self.path = out / INSTALLED_FILE
         self.ops: dict[str, Installed] = {}
         try:
-            with open(self.path, "rb") as f:
-                data = pickle.load(f)
+            with open(self.path, encoding="utf-8") as f:
+                data = json.load(f)
             if data.get("format") == FORMAT:
-                self.ops = data["ops"]
+                self.ops = {op: Installed(e["key"], e["origin"], tuple(tuple(s) for s in e["files"]))  # type: ignore[misc]
+                            for op, e in data["ops"].items()}
         except Exception:  # noqa: BLE001 - missing or unreadable: nothing is known to be current
             self.ops = {}
 
@@ -321,5 +323,6 @@ class InstalledOps:
 
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.path, pickle.dumps({"format": FORMAT, "ops": self.ops}, protocol=pickle.HIGHEST_PROTOCOL),
-                     prefix=".ops.")
+        data = {"format": FORMAT, "ops": {op: {"key": e.key, "origin": e.origin, "files": [list(s) for s in e.files]}
+                                          for op, e in sorted(self.ops.items())}}
+        atomic_write(self.path, json.dumps(data, separators=(",", ":")).encode(), prefix=".ops.")

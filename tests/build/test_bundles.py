@@ -188,3 +188,20 @@ def test_cache_verify_rejects_a_well_hashed_but_malformed_bundle(tmp_path):
     assert [(str(path), "outside" in problem) for path, problem in found] == [(bad, True)]
     assert not Path(bad).exists() and Path(bundles.bundle_path(cache_dir, good_key)).exists()
     assert cache.stats(cache_dir)["bundles"] == 1
+
+
+def test_installed_ops_record_round_trip_and_staleness(tmp_path):
+    out = tmp_path / "out"
+    files = _files(out)
+    record = bundles.InstalledOps(out)
+    assert record.set("A", KEY, "bundle", files) and not record.built_by_scons("A")
+    assert not record.set("B", KEY, "build", [str(out / "missing")])  # an output missing: not recorded
+    record.save()
+    again = bundles.InstalledOps(out)
+    assert again.is_current("A", KEY, files) and "B" not in again.ops
+    assert not again.is_current("A", "cd" * 32, files)  # another key
+    assert not again.is_current("A", KEY, files[:1])  # other outputs
+    Path(files[0]).write_bytes(b"changed")
+    assert not again.is_current("A", KEY, files)  # an output's stat changed
+    (out / bundles.INSTALLED_FILE).write_text("{not json")
+    assert bundles.InstalledOps(out).ops == {}  # unreadable: nothing is current
