@@ -191,6 +191,19 @@ class Entry:
     mtime: float
 
 
+def open_for_build(path: str) -> str:
+    """The absolute cache directory `scons ops` will use, created if missing; CacheError naming
+    OPBUILD_CACHE_DIR when it is not a directory or cannot be created."""
+    full = os.path.abspath(path)
+    if os.path.exists(full) and not os.path.isdir(full):
+        raise CacheError(f"{CACHE_ENV}={path} is not a directory")
+    try:
+        os.makedirs(full, exist_ok=True)
+    except OSError as exc:
+        raise CacheError(f"{CACHE_ENV}={path}: cannot create the cache directory: {exc.strerror or exc}") from None
+    return full
+
+
 def cache_dir(given: str | None) -> Path:
     path = given or os.environ.get(CACHE_ENV)
     if not path:

@@ -114,9 +114,14 @@ def main() -> None:
     SetOption("implicit_cache", 1)
     cache_dir = os.environ.get("OPBUILD_CACHE_DIR")
     if cache_dir:
-        from opbuild.build.cache import verified_cache_class
+        from opbuild.build.cache import CacheError, open_for_build, verified_cache_class
 
-        env.CacheDir(os.path.abspath(cache_dir), custom_class=verified_cache_class())
+        try:
+            cache_dir = open_for_build(cache_dir)
+        except CacheError as exc:
+            sys.stderr.write(f"error: {exc}\n")
+            Exit(1)
+        env.CacheDir(cache_dir, custom_class=verified_cache_class())
 
     from opbuild.build.scons_tool import BuildOptions, OpsCache, declare_build
     from opbuild.build.select import CACHE_FILE, SelectionError, SpecCache, select_specs
@@ -158,7 +163,7 @@ def main() -> None:
     # not when cleaning (everything must be declared to be removed) or only looking (-n, -q).
     looking = cleaning or bool(GetOption("no_exec")) or bool(GetOption("question"))
     ops_cache = OpsCache(enabled=not looking,
-                         cache_dir=os.path.abspath(cache_dir) if cache_dir and not GetOption("cache_disable") else None,
+                         cache_dir=cache_dir if cache_dir and not GetOption("cache_disable") else None,
                          push=not GetOption("cache_readonly"), jobs=int(GetOption("num_jobs") or 1) * 2)
     build = declare_build(env, specs, options, ops_cache)
     targets = build.targets

@@ -91,3 +91,13 @@ def test_another_compiler_version_never_hits(project, tmp_path):
     result = project().build(OPS, env=env)
     assert not [s for s in result.steps if s.startswith("CACHE ")], result.steps
     assert "(12 compiled, 0 from cache" in result.stdout.strip().splitlines()[-1]
+
+
+def test_a_cache_dir_that_is_not_a_directory_stops_the_build_before_anything_is_written(project, tmp_path):
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("")
+    p = project()
+    for given, problem in ((not_a_dir, "is not a directory"), (not_a_dir / "sub", "cannot create the cache directory")):
+        result = p.scons("ops", OPS, env={"OPBUILD_CACHE_DIR": str(given)})
+        assert result.rc == 1 and f"error: OPBUILD_CACHE_DIR={given}" in result.stderr and problem in result.stderr, str(result)
+        assert "Traceback" not in result.output and not p.out.exists()
