@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 from opbuild.atomic import atomic_write
+from opbuild.build.toolchain import COMPILER_ENVIRONMENT
 
 MANIFEST_FILE = Path(".opbuild") / "uptodate.pickle"
 """Relative to the build's output directory."""
@@ -86,6 +87,7 @@ def config_key(options: dict[str, str], compiler: str | None) -> str:
         "cache_dir": os.environ.get("OPBUILD_CACHE_DIR", ""),
         "ascend_home": os.environ.get("ASCEND_HOME_PATH", "") if options.get("TOOLCHAIN") == "ccec" else "",
         "compiler": compiler or "",
+        "compiler_environment": {k: os.environ[k] for k in COMPILER_ENVIRONMENT if k in os.environ},
         "python": [sys.version, sys.executable],
         "scons": getattr(SCons, "__version__", ""),
         "package": str(_PKG),

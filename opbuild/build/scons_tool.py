@@ -476,6 +476,8 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: Op
     tc = options.toolchain
     base_key = {"toolchain": tc.name, "identity": tc.identity(), "version": tc.version(),
                 "generator": getattr(opbuild, "__version__", "") or _generator_version()}
+    if tc.environment():  # (only when set: keys stay those of earlier builds otherwise)
+        base_key["environment"] = tc.environment()
 
     def cache_key(**extra) -> str:
         return json.dumps({**base_key, **extra}, sort_keys=True)

@@ -65,6 +65,11 @@ class KernelStep:
     objects: list[KernelObject] = field(default_factory=list)
 
 
+COMPILER_ENVIRONMENT = ("CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "GCC_EXEC_PREFIX", "COMPILER_PATH",
+                        "LIBRARY_PATH", "SOURCE_DATE_EPOCH")
+"""Variables gcc (and the CANN compilers built on it) read that change their output."""
+
+
 class Toolchain(ABC):
     """Compile kernels and link the tiling library for one target."""
 
@@ -91,6 +96,12 @@ class Toolchain(ABC):
     @abstractmethod
     def identity(self) -> str:
         """A string naming the compiler and its version (version.info, cache keys)."""
+
+    def environment(self) -> dict[str, str]:
+        """The environment variables, set in this build, that change what the compilers make
+        (extra include or program directories, a fixed build date): part of every cache key, as
+        the compilers inherit them (Triton's cache keys its "cache-invalidating" variables too)."""
+        return {name: os.environ[name] for name in COMPILER_ENVIRONMENT if name in os.environ}
 
     def kernel_step(self, spec: OpSpec, binary: Binary, soc: str, sources: list[str], output: str,
                     macros: dict[str, str], include_dirs: list[str], work_dir: str) -> KernelStep:

@@ -101,3 +101,18 @@ def test_a_cache_dir_that_is_not_a_directory_stops_the_build_before_anything_is_
         result = p.scons("ops", OPS, env={"OPBUILD_CACHE_DIR": str(given)})
         assert result.rc == 1 and f"error: OPBUILD_CACHE_DIR={given}" in result.stderr and problem in result.stderr, str(result)
         assert "Traceback" not in result.output and not p.out.exists()
+
+
+def test_a_compiler_environment_variable_is_part_of_the_key(project, tmp_path):
+    """CPATH adds include directories to every compile: with it set, nothing is shared with a
+    build without it (neither per-file entries nor op bundles), and the manifest notices it."""
+    cache = {"OPBUILD_CACHE_DIR": str(tmp_path / "cache")}
+    first = project()
+    first.build(OPS, env=cache)
+    headers = tmp_path / "headers"
+    headers.mkdir()
+    result = project().build(OPS, env={**cache, "CPATH": str(headers)})
+    assert not [s for s in result.steps if s.startswith("CACHE ")], result.steps
+    assert "(12 compiled, 0 from cache" in result.stdout.strip().splitlines()[-1]
+    result = first.build(OPS, env={**cache, "CPATH": str(headers)})  # not "nothing changed"
+    assert "nothing changed" not in result.stdout and result.bundles() == {"AddNCustom": (14, 11)}
