@@ -326,3 +326,108 @@ class InstalledOps:
         data = {"format": FORMAT, "ops": {op: {"key": e.key, "origin": e.origin, "files": [list(s) for s in e.files]}
                                           for op, e in sorted(self.ops.items())}}
         atomic_write(self.path, json.dumps(data, separators=(",", ":")).encode(), prefix=".ops.")
+
+
+# ---- deciding, per op, what the build does with it -------------------------------------------------------
+
+@dataclass
+class Decision:
+    """What a build does with each op (see the module docstring), and the records it keeps."""
+
+    installed: InstalledOps
+    out: Path
+    keys: dict[str, str]
+    inputs: dict[str, list[str]]
+    to_build: list[OpPlan]
+    """Declared to SCons."""
+    restored: list[tuple[OpPlan, str]]
+    """Written from their bundles (with their keys)."""
+    current: list[OpPlan]
+    """Selected, and their outputs in out/ are current: nothing to do."""
+    kept: list[OpPlan]
+    """Not selected (OPS=) but current: they stay in their packages as built."""
+    dropped: list[str]
+    """Not selected, built before, no longer current: left out of the packages."""
+
+    def undeclared(self) -> tuple[set[str], set[str], set[str]]:
+        """Input files, output files and op directories of every op not in the SCons graph."""
+        inputs: set[str] = set()
+        outputs: set[str] = set()
+        dirs: set[str] = set()
+        for plan in [*self.current, *self.kept, *(p for p, _ in self.restored)]:
+            inputs.update(self.inputs[plan.spec.op])
+            outputs.update(plan.stored_files())
+            dirs.add(str(plan.spec.op_dir))
+        return inputs, outputs, dirs
+
+    def record_built(self, built: list[OpPlan], cache_dir: str | None) -> None:
+        """After the build: `built` (every target of theirs built or up to date) are current, and
+        their bundles go to `cache_dir`; the other ops SCons had are forgotten."""
+        import sys
+
+        done = {plan.spec.op for plan in built}
+        for plan in self.to_build:
+            op = plan.spec.op
+            if op not in done:
+                self.installed.forget(op)
+            elif self.installed.set(op, self.keys[op], "build", plan.stored_files()) and cache_dir:
+                try:
+                    store(cache_dir, plan, self.keys[op], self.out)
+                except OSError as exc:
+                    sys.stderr.write(f"opbuild: cache: cannot store the bundle of {op}: {exc}\n")
+        self.installed.save()
+
+
+def decide(plans: list[OpPlan], others: list[OpPlan], root: Path, out: Path, base_key: dict, stamp: str,
+           cache_dir: str | None, jobs: int) -> Decision:
+    """Key every op; restore the selected ones whose outputs are not current from their bundles
+    when the cache has them; remove the outputs SCons did not write of those left to build."""
+    installed = InstalledOps(out)
+    common = common_key(base_key)
+    hasher = InputHasher()
+    keys: dict[str, str] = {}
+    inputs: dict[str, list[str]] = {}
+    for plan in [*plans, *others]:
+        op = plan.spec.op
+        inputs[op] = op_inputs(plan, root, hasher, {stamp})
+        keys[op] = op_key(plan, inputs[op], root, common, hasher)
+    current = [p for p in plans if installed.is_current(p.spec.op, keys[p.spec.op], p.stored_files())]
+    wanted = [p for p in plans if p not in current]
+    found = restore_all(cache_dir, wanted, keys, out, jobs)
+    restored, to_build = [], []
+    for plan in wanted:
+        op, stored = plan.spec.op, plan.stored_files()
+        if found.get(op):
+            installed.set(op, keys[op], "bundle", stored)
+            restored.append((plan, keys[op]))
+            continue
+        if not installed.built_by_scons(op):
+            # Files SCons did not write (restored, or left by an interrupted restore): its
+            # .sconsign may describe other content, so they are built again.
+            for path in stored:
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
+        installed.forget(op)
+        to_build.append(plan)
+    kept = [p for p in others if installed.is_current(p.spec.op, keys[p.spec.op], p.stored_files())]
+    dropped = sorted(p.spec.op for p in others if p not in kept and p.spec.op in installed.ops)
+    installed.save()
+    return Decision(installed, out, keys, inputs, to_build, restored, current, kept, dropped)
+
+
+def restore_all(cache_dir: str | None, plans: list[OpPlan], keys: dict[str, str], out: Path, jobs: int) -> dict[str, bool]:
+    """Restore each op's bundle, if the cache has it; {op: restored}. Writing files is mostly
+    waiting on the file system, so several ops are restored at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if not cache_dir or not plans:
+        return {}
+
+    def one(plan: OpPlan) -> tuple[str, bool]:
+        op = plan.spec.op
+        return op, restore(cache_dir, keys[op], op, out, plan.stored_files()) is not None
+
+    with ThreadPoolExecutor(max_workers=max(2, jobs)) as pool:
+        return dict(pool.map(one, plans))

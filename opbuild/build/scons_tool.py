@@ -451,9 +451,11 @@ class OpsCache:
     """Ops restored at once."""
 
 
-def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: OpsCache | None = None) -> DeclaredBuild:
+def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: OpsCache | None = None,
+                  others: list[OpSpec] = ()) -> DeclaredBuild:
     """Declare the build's steps to SCons (see plan.py for the steps, bundles.py for the ops that
-    need none: current or restored from the cache). Also sets up `PROGRESS`."""
+    need none: current or restored from the cache). `others`: with OPS=, the ops not selected;
+    those whose outputs are current stay in their packages. Also sets up `PROGRESS`."""
     from SCons.Builder import Builder
 
     from opbuild.abi.native_libs import acl_library
@@ -485,13 +487,29 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: Op
     stamp = str(options.out / "build" / options.vendor / "generator.stamp")
     planner = Planner(options, stamp, native_include_dir(), cache_key)
     global_steps = planner.plan_global()
-    packages = planner.packages(specs)
-    ops = {spec.op: planner.plan_op(spec, packages) for spec in specs}
-    acl_lib = str(acl_library())
-    for package in packages:
-        planner.plan_package(package, ops, acl_lib)
+    everything = planner.packages([*specs, *others])  # an op's plan depends only on its own packages
+    ops = {spec.op: planner.plan_op(spec, everything) for spec in specs}
 
+    to_build, restored, decision = list(ops.values()), [], None
     result = DeclaredBuild(targets=[])
+    kept: list[OpSpec] = []
+    if ops_cache.enabled:
+        other_plans = [planner.plan_op(spec, everything) for spec in others]
+        decision = bundles.decide(list(ops.values()), other_plans, options.root, options.out, base_key, stamp,
+                                  ops_cache.cache_dir, ops_cache.jobs)
+        to_build, restored = decision.to_build, decision.restored
+        kept = [plan.spec for plan in decision.kept]
+        result.undeclared_inputs, result.undeclared_outputs, result.op_dirs = decision.undeclared()
+        if decision.dropped:
+            sys.stdout.write(f"opbuild: OPS: left out of the packages, changed since they were built: "
+                             f"{', '.join(decision.dropped)} (build them to put them back)\n")
+    _REGISTRY.specs.update({s.op: s for s in kept})
+    packages = planner.packages([*specs, *kept])  # OPS=: the ops left out that are current stay in
+    acl_lib = str(acl_library())
+    plans = {**{spec.op: ops[spec.op] for spec in specs}, **{p.spec.op: p for p in (decision.kept if decision else [])}}
+    for package in packages:
+        planner.plan_package(package, plans, acl_lib)
+
     declared: list[Step] = []
 
     def declare(step) -> None:
@@ -507,48 +525,6 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: Op
             env.Precious(nodes)
         declared.append(Step(step.label, step.kind, step.targets))
         result.targets.extend(nodes)
-
-    to_build = list(ops.values())
-    restored: list[tuple[Any, str]] = []
-    keys: dict[str, str] = {}
-    installed = None
-    if ops_cache.enabled:
-        installed = bundles.InstalledOps(options.out)
-        common = bundles.common_key(base_key)
-        hasher = bundles.InputHasher()
-        inputs: dict[str, list[str]] = {}
-        wanted = []
-        to_build = []
-        for plan in ops.values():
-            op = plan.spec.op
-            inputs[op] = bundles.op_inputs(plan, options.root, hasher, {stamp})
-            keys[op] = bundles.op_key(plan, inputs[op], options.root, common, hasher)
-            if not installed.is_current(op, keys[op], plan.stored_files()):
-                wanted.append(plan)
-        found = _restore_bundles(ops_cache, wanted, keys, options.out)
-        for plan in wanted:
-            op, stored = plan.spec.op, plan.stored_files()
-            if found.get(op):
-                installed.set(op, keys[op], "bundle", stored)
-                restored.append((plan, keys[op]))
-                continue
-            if not installed.built_by_scons(op):
-                # Files SCons did not write (restored, or left by an interrupted restore): its
-                # .sconsign may describe other content, so they are built again.
-                for path in stored:
-                    try:
-                        os.unlink(path)
-                    except FileNotFoundError:
-                        pass
-            installed.forget(op)
-            to_build.append(plan)
-        building = {plan.spec.op for plan in to_build}
-        for plan in ops.values():
-            if plan.spec.op not in building:  # current or restored: in the manifest, not in the graph
-                result.undeclared_inputs.update(inputs[plan.spec.op])
-                result.undeclared_outputs.update(plan.stored_files())
-                result.op_dirs.add(str(plan.spec.op_dir))
-        installed.save()
 
     for step in global_steps:
         declare(step)
@@ -568,38 +544,12 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: Op
         as current, and its bundle stored; the others are forgotten (built again next time)."""
         from SCons.Node import executed, up_to_date  # type: ignore[import-not-found]
 
-        if installed is None:
+        if decision is None:
             return
-        for plan in to_build:
-            op = plan.spec.op
-            nodes = [env.fs.File(t) for t in plan.targets()]
-            if not all(n.get_state() in (executed, up_to_date) for n in nodes):
-                installed.forget(op)
-                continue
-            if installed.set(op, keys[op], "build", plan.stored_files()) and ops_cache.cache_dir and ops_cache.push:
-                try:
-                    bundles.store(ops_cache.cache_dir, plan, keys[op], options.out)
-                except OSError as exc:
-                    sys.stderr.write(f"opbuild: cache: cannot store the bundle of {op}: {exc}\n")
-        installed.save()
+        done = [plan for plan in to_build
+                if all(env.fs.File(t).get_state() in (executed, up_to_date) for t in plan.targets())]
+        decision.record_built(done, ops_cache.cache_dir if ops_cache.push else None)
 
     result.finish = finish
     return result
 
-
-def _restore_bundles(ops_cache: OpsCache, plans: list, keys: dict[str, str], out: Path) -> dict[str, bool]:
-    """Restore each op's bundle, if the cache has it; {op: restored}. Writing files is mostly
-    waiting on the file system, so several ops are restored at once."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from opbuild.build import bundles
-
-    if not ops_cache.cache_dir or not plans:
-        return {}
-
-    def one(plan) -> tuple[str, bool]:
-        op = plan.spec.op
-        return op, bundles.restore(ops_cache.cache_dir, keys[op], op, out, plan.stored_files()) is not None
-
-    with ThreadPoolExecutor(max_workers=max(2, ops_cache.jobs)) as pool:
-        return dict(pool.map(one, plans))

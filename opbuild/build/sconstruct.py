@@ -49,7 +49,8 @@ opbuild: build CANN-style op packages from ops/<op>/op.yaml
   scons -j N ops            N parallel compiles
 
 Options (NAME=value on the command line):
-  OPS=A,B        ops to build (default: all under ops/)
+  OPS=A,B        ops to build (default: all under ops/); other ops built earlier
+                 and still current stay in their packages
   SOC=s1,s2      SoCs to build for (default: each spec's `socs`)
   VENDOR=name    vendor directory under out/opp/vendors/ (default: customize)
   TOOLCHAIN=t    kernel toolchain: {toolchains} (default: host; ccec: the CANN toolkit at
@@ -135,8 +136,9 @@ def main() -> None:
     spec_cache = SpecCache(None if cleaning else out / CACHE_FILE)
     try:
         _check_vendor(env["VENDOR"])
-        specs = select_specs(root / "ops", env["OPS"], cache=spec_cache)
-        specs, socs = _select_socs(specs, env["SOC"])
+        selection = select_specs(root / "ops", env["OPS"], cache=spec_cache)
+        specs, socs = _select_socs(selection.specs, env["SOC"])
+        others = [s for s in selection.others if socs is None or set(s.socs) & set(socs)]
     except SelectionError as exc:
         sys.stderr.write(f"{exc}\n")
         Exit(1)
@@ -165,7 +167,7 @@ def main() -> None:
     ops_cache = OpsCache(enabled=not looking,
                          cache_dir=cache_dir if cache_dir and not GetOption("cache_disable") else None,
                          push=not GetOption("cache_readonly"), jobs=int(GetOption("num_jobs") or 1) * 2)
-    build = declare_build(env, specs, options, ops_cache)
+    build = declare_build(env, specs, options, ops_cache, others=others)
     targets = build.targets
     Alias("ops", targets)
     Clean("ops", [str(out / "opp"), str(out / "build"), str(out / CACHE_FILE.parent)])

@@ -176,9 +176,20 @@ def _load_all(files: list[Path], cache: SpecCache) -> list[OpSpec]:
     return specs
 
 
-def select_specs(ops_dir: Path, wanted: str = "", cache: SpecCache | None = None) -> list[OpSpec]:
-    """Load every spec under `ops_dir`, keep those named in `wanted` (comma-separated op types or
-    directory names; empty = all), and check their simplified-key rules where that needs no
+@dataclass
+class Selection:
+    """The specs a build works on."""
+
+    specs: list[OpSpec]
+    """The ops to build (OPS=, or every op)."""
+    others: list[OpSpec]
+    """Every other valid spec under ops/: with OPS=, an op left out that was built earlier and is
+    still current stays in its packages as it was built (scons_tool.declare_build)."""
+
+
+def select_specs(ops_dir: Path, wanted: str = "", cache: SpecCache | None = None) -> Selection:
+    """Load every spec under `ops_dir`, select those named in `wanted` (comma-separated op types
+    or directory names; empty = all), and check their simplified-key rules where that needs no
     compiled code. Raises SelectionError with every problem found.
 
     With `cache`, checked specs are reused from it and added to it; the caller saves it (once
@@ -188,6 +199,7 @@ def select_specs(ops_dir: Path, wanted: str = "", cache: SpecCache | None = None
         raise SelectionError(f"error: no ops directory at {ops_dir}")
     files = [f.absolute() for f in find_specs([ops_dir])]
     specs = _load_all(files, cache if cache is not None else SpecCache(None))
+    others: list[OpSpec] = []
     names = [n.strip() for n in wanted.split(",") if n.strip()]
     if names:
         by_name = {s.op: s for s in specs} | {s.snake: s for s in specs}
@@ -196,7 +208,7 @@ def select_specs(ops_dir: Path, wanted: str = "", cache: SpecCache | None = None
             known = ", ".join(sorted(s.op for s in specs))
             raise SelectionError(f"error: OPS names unknown op(s) {', '.join(missing)}; ops under {ops_dir}: {known}")
         chosen = {by_name[n].op for n in names}
-        specs = [s for s in specs if s.op in chosen]
+        specs, others = [s for s in specs if s.op in chosen], [s for s in specs if s.op not in chosen]
     if not specs:
         raise SelectionError(f"error: no op specs found under {ops_dir}")
-    return specs
+    return Selection(specs, others)

@@ -130,3 +130,38 @@ def test_cache_disable_reads_no_bundle_and_cache_readonly_stores_none(project, t
     assert len(result.kernel_steps()) == 3
     assert not [p for p in empty.rglob("*") if p.is_file() and p.name not in ("config", "CACHEDIR.TAG")
                 and not p.name.endswith(".jsonl")]
+
+
+def _ops_in_configs(project) -> dict[str, list[str]]:
+    """{config path under out/opp: the ops it lists} for every binary_info_config.json."""
+    return {str(c.relative_to(project.out / "opp")): sorted(json.loads(c.read_text()))
+            for c in sorted((project.out / "opp").rglob("binary_info_config.json"))}
+
+
+def test_ops_keeps_the_other_current_ops_in_their_packages(project):
+    import subprocess
+    import sys
+
+    p = project()
+    p.build()
+    everything = _ops_in_configs(p)
+    assert "MulCustom" in everything["vendors/customize/op_impl/ai_core/tbe/kernel/config/ascend910b/binary_info_config.json"]
+
+    edit(_kernel(p), "\nint opbuild_test_edit(void) { return 1; }\n")
+    result = p.build("OPS=AddNCustom")
+    assert {s.split()[2] for s in result.steps if s.startswith(("CC kernel", "LINK kernel"))} == \
+        {"AddNCustom_FP16", "AddNCustom_FP32", "AddNCustom_INT32"}
+    assert _ops_in_configs(p) == everything  # the other four ops stay in both packages
+    run = subprocess.run([sys.executable, str(p.code / "examples" / "run_samples.py"), str(p.out / "opp")],
+                         env=p.env(), capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "all sample ops correct" in run.stdout, run.stdout + run.stderr
+
+    edit(p.op_dir("MulCustom") / "op.yaml", "\n# edited\n")  # MulCustom is no longer what was built
+    result = p.build("OPS=AddNCustom")
+    assert "left out of the packages, changed since they were built: MulCustom" in result.stdout
+    configs = _ops_in_configs(p)
+    assert not [path for path, ops in configs.items() if "MulCustom" in ops]
+    assert configs["built-in/op_impl/ai_core/tbe/kernel/config/ascend910b/ops_nn/binary_info_config.json"] == \
+        ["LeakyReluCustom"]
+    p.build()  # all ops: MulCustom back
+    assert _ops_in_configs(p) == everything
