@@ -1,10 +1,10 @@
 """Generate N synthetic ops into a project directory (for the build benchmarks).
 
-    python bench/gen_ops.py DIR N [--keys table|default|mixed]
+    python bench/gen_ops.py DIR N [--keys table|default|mixed] [--binaries 1..4]
 
 Writes DIR/SConstruct (the repository's) and DIR/ops/synth_op_<i>/{op.yaml,kernel.c,tiling.c}.
-Every op is `z = x + y` elementwise with 4 binaries (float16, float32, int32, int16), a C kernel
-that serves all four through the DTYPE_* macros, and a C tiling function. Simplified keys are a
+Every op is `z = x + y` elementwise with 4 binaries (float16, float32, int32, int16; `--binaries K`:
+the first K of them), a C kernel that serves them all through the DTYPE_* macros, and a C tiling function. Simplified keys are a
 customized table (even ops) and default mode (odd ops) by default (`--keys mixed`).
 """
 
@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 DTYPES = (("FP16", "float16"), ("FP32", "float32"), ("INT32", "int32"), ("INT16", "int16"))
 
 SPEC = """\
-# Synthetic benchmark op {index}: z = x + y for four dtypes ({mode} simplified keys).
+# Synthetic benchmark op {index}: z = x + y for {count} dtype(s) ({mode} simplified keys).
 op: {op}
 description: synthetic elementwise add {index}
 inputs:
@@ -112,15 +112,16 @@ def op_names(index: int) -> tuple[str, str]:
     return f"SynthOp{index:04d}", f"synth_op{index:04d}"
 
 
-def write_op(ops_dir: Path, index: int, table: bool) -> Path:
+def write_op(ops_dir: Path, index: int, table: bool, binary_count: int = len(DTYPES)) -> Path:
     op, snake = op_names(index)
-    dtypes = ", ".join(name for _, name in DTYPES)
+    kinds = DTYPES[:binary_count]
+    dtypes = ", ".join(name for _, name in kinds)
     binaries = ""
-    for short, name in DTYPES:
+    for short, name in kinds:
         binaries += f"  - name: {op}_{short}\n    when: {{x: {name}, y: {name}, z: {name}}}\n"
         if table:
             binaries += f"    key: synth_{short.lower()}\n"
-    text = SPEC.format(index=index, op=op, snake=snake, dtypes=dtypes, binaries=binaries,
+    text = SPEC.format(index=index, op=op, snake=snake, dtypes=dtypes, binaries=binaries, count=len(kinds),
                        key_rule=TABLE_RULE if table else "", mode="table" if table else "default")
     d = ops_dir / snake
     d.mkdir(parents=True, exist_ok=True)
@@ -130,7 +131,7 @@ def write_op(ops_dir: Path, index: int, table: bool) -> Path:
     return d
 
 
-def generate(project: Path, n: int, keys: str = "mixed") -> list[Path]:
+def generate(project: Path, n: int, keys: str = "mixed", binaries: int = len(DTYPES)) -> list[Path]:
     """A project at `project` (SConstruct + ops/) with `n` synthetic ops; returns the op dirs."""
     project = Path(project)
     ops_dir = project / "ops"
@@ -139,7 +140,7 @@ def generate(project: Path, n: int, keys: str = "mixed") -> list[Path]:
     ops_dir.mkdir(parents=True)
     shutil.copy2(REPO / "SConstruct", project / "SConstruct")
     table_of = {"table": lambda i: True, "default": lambda i: False, "mixed": lambda i: i % 2 == 0}[keys]
-    return [write_op(ops_dir, i, table_of(i)) for i in range(n)]
+    return [write_op(ops_dir, i, table_of(i), binaries) for i in range(n)]
 
 
 def main() -> None:
@@ -147,8 +148,10 @@ def main() -> None:
     parser.add_argument("project", type=Path)
     parser.add_argument("n", type=int)
     parser.add_argument("--keys", choices=("table", "default", "mixed"), default="mixed")
+    parser.add_argument("--binaries", type=int, choices=range(1, len(DTYPES) + 1), default=len(DTYPES),
+                        help="binaries per op (the first K of float16, float32, int32, int16)")
     args = parser.parse_args()
-    dirs = generate(args.project, args.n, args.keys)
+    dirs = generate(args.project, args.n, args.keys, args.binaries)
     print(f"{len(dirs)} ops under {args.project / 'ops'}")
 
 
