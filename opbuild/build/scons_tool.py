@@ -1,8 +1,9 @@
 """`scons ops`: the op specs as an SCons dependency graph.
 
-`declare_build(env, specs, options)` turns validated specs into targets under `out/`: generated
-sources, one kernel binary per declared binary, kernel descriptor JSONs, the tiling library, the
-per-SoC configs and the package metadata. Every action is a module-level function that finds its
+`declare_build(env, specs, options)` turns the build plan (plan.py: generated sources, one kernel
+binary per declared binary, kernel descriptor JSONs, the tiling library, the per-SoC configs and
+the package metadata) into SCons targets under `out/`, leaving out the ops that need no step
+(bundles.py: current, or restored whole from the cache). Every action is a module-level function that finds its
 op by name, so action signatures stay stable and cheap (one shared Action object per kind of
 step; the per-step values that affect the output are its `varlist`, the label is not).
 

@@ -4,7 +4,6 @@ from their bundle, and files SCons did not write itself are never trusted by it.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 from build_helpers import SOC, edit, tree
