@@ -419,7 +419,8 @@ def decide(plans: list[OpPlan], others: list[OpPlan], root: Path, out: Path, bas
 
 def restore_all(cache_dir: str | None, plans: list[OpPlan], keys: dict[str, str], out: Path, jobs: int) -> dict[str, bool]:
     """Restore each op's bundle, if the cache has it; {op: restored}. Writing files is mostly
-    waiting on the file system, so several ops are restored at once."""
+    waiting on the file system (creating a file took 0.03-0.5 ms on the same ext4 from one run to
+    the next), so several ops are restored at once: at least 8, whatever -j says."""
     from concurrent.futures import ThreadPoolExecutor
 
     if not cache_dir or not plans:
@@ -429,5 +430,5 @@ def restore_all(cache_dir: str | None, plans: list[OpPlan], keys: dict[str, str]
         op = plan.spec.op
         return op, restore(cache_dir, keys[op], op, out, plan.stored_files()) is not None
 
-    with ThreadPoolExecutor(max_workers=max(2, jobs)) as pool:
+    with ThreadPoolExecutor(max_workers=min(32, max(8, jobs))) as pool:
         return dict(pool.map(one, plans))
