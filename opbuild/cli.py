@@ -270,7 +270,7 @@ def _cache(args: argparse.Namespace) -> int:
                 print(json.dumps(s, sort_keys=True))
                 return 0
             rate = f" ({100 * s['hit_rate']:.1f}% hits)" if s["hit_rate"] is not None else ""
-            print(f"cache:   {s['dir']}\nentries: {s['entries']} ({s['bundles']} op bundles)\n"
+            print(f"cache:   {s['dir']}\nentries: {s['entries']} ({s['bundles']} op bundles, {s['specs']} checked specs)\n"
                   f"bytes:   {s['bytes']} ({cache.human(s['bytes'])}; op bundles {cache.human(s['bundle_bytes'])})\n"
                   f"hits:    {s['hits']}\nmisses:  {s['misses']}{rate}\npushes:  {s['pushes']}\n"
                   f"corrupt: {s['corrupt']}")

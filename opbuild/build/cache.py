@@ -6,6 +6,8 @@ SCons build signature. opbuild adds
 
   * `<dir>/<XX>/<key>.opbundle`: an op bundle, every output of one op (opbuild/build/bundles.py),
     named by the op key, verified and logged like any entry;
+  * `<dir>/<XX>/<key>.opspec`: a checked op spec, keyed by the content it was read from
+    (opbuild/build/select.py), verified like any entry;
   * `<dir>/<XX>/<sig>.sha256`: the sha256 of the entry, written with it;
   * `<dir>/opbuild-events.jsonl`: one JSON object per line per cache event
     (`{"time", "event": "hit"|"miss"|"push"|"corrupt", "entry", "target"}`), appended.
@@ -43,6 +45,8 @@ HASH_SUFFIX = ".sha256"
 TMP_PREFIX = ".tmp-"
 BUNDLE_SUFFIX = ".opbundle"
 """An op bundle (opbuild/build/bundles.py): every output of one op, in one entry."""
+SPEC_SUFFIX = ".opspec"
+"""A checked op spec (opbuild/build/select.py SharedSpecs), keyed by the content it was read from."""
 _META = {"config", "CACHEDIR.TAG", EVENTS_FILE}
 
 
@@ -251,6 +255,7 @@ def stats(root: Path) -> dict:
     bundles = [e for e in found if e.path.name.endswith(BUNDLE_SUFFIX)]
     return {"dir": str(root), "entries": len(found), "bytes": sum(e.size for e in found),
             "bundles": len(bundles), "bundle_bytes": sum(e.size for e in bundles),
+            "specs": sum(1 for e in found if e.path.name.endswith(SPEC_SUFFIX)),
             "hits": events["hit"], "misses": events["miss"], "pushes": events["push"],
             "corrupt": events["corrupt"], "hit_rate": (events["hit"] / lookups) if lookups else None}
 

@@ -125,7 +125,7 @@ def main() -> None:
         env.CacheDir(cache_dir, custom_class=verified_cache_class())
 
     from opbuild.build.scons_tool import BuildOptions, OpsCache, declare_build
-    from opbuild.build.select import CACHE_FILE, SelectionError, SpecCache, select_specs
+    from opbuild.build.select import CACHE_FILE, SelectionError, SharedSpecs, SpecCache, select_specs
 
     cleaning = bool(GetOption("clean"))
     try:
@@ -136,7 +136,9 @@ def main() -> None:
     spec_cache = SpecCache(None if cleaning else out / CACHE_FILE)
     try:
         _check_vendor(env["VENDOR"])
-        selection = select_specs(root / "ops", env["OPS"], cache=spec_cache)
+        use_shared = cache_dir and not (cleaning or GetOption("no_exec") or GetOption("cache_disable"))
+        shared = SharedSpecs(cache_dir, readonly=bool(GetOption("cache_readonly"))) if use_shared else None
+        selection = select_specs(root / "ops", env["OPS"], cache=spec_cache, shared=shared)
         specs, socs = _select_socs(selection.specs, env["SOC"])
         others = [s for s in selection.others if socs is None or set(s.socs) & set(socs)]
     except SelectionError as exc:

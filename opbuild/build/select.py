@@ -142,13 +142,96 @@ class SpecCache:
         atomic_write(self.path, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL), prefix=".specs.")
 
 
-def _load_all(files: list[Path], cache: SpecCache) -> list[OpSpec]:
-    """Every spec, from the cache where still valid; SelectionError listing every problem."""
+class SharedSpecs:
+    """Checked specs in the shared build cache (OPBUILD_CACHE_DIR), keyed by content, so a clean
+    checkout loads the specs some build already checked without checking them again (the stat
+    cache above lives in `out/`, which a clean checkout does not have).
+
+    Key: the sha256 of the checker's code and schemas, the op directory's name and the name and
+    content of every file in it. Entry `<XX>/<key>.opspec`: the spec as `spec_to_dict` JSON,
+    stored and verified like every cache entry (a corrupt one is reported, removed, and the spec
+    checked). Only specs whose sources all live in their op directory are stored: nothing outside
+    the key can change their validity. Marks (file:line of each field) are not kept; no check
+    after loading reports them."""
+
+    def __init__(self, cache_dir: str, readonly: bool = False) -> None:
+        import hashlib
+
+        self.cache_dir = cache_dir
+        self.readonly = readonly
+        h = hashlib.sha256(f"opspec {CACHE_FORMAT}".encode())
+        for name in _checker_files():
+            with open(name, "rb") as f:
+                h.update(f"{os.path.basename(name)}\0".encode() + hashlib.sha256(f.read()).digest())
+        self.checker = h.hexdigest()
+
+    def _entry(self, spec_file: Path) -> str | None:
+        import hashlib
+
+        h = hashlib.sha256(f"{self.checker}\0{spec_file.parent.name}\0{spec_file.name}\0".encode())
+        for name in _spec_files(spec_file):
+            try:
+                with open(name, "rb") as f:
+                    data = f.read()
+            except OSError:
+                return None
+            h.update(f"{os.path.basename(name)}\0".encode() + hashlib.sha256(data).digest())
+        key = h.hexdigest()
+        from opbuild.build.cache import SPEC_SUFFIX
+
+        return os.path.join(self.cache_dir, key[:2].upper(), key + SPEC_SUFFIX)
+
+    def get(self, spec_file: Path) -> OpSpec | None:
+        import json
+        import sys
+
+        from opbuild.build import cache
+        from opbuild.spec.serialize import spec_from_dict
+
+        entry = self._entry(spec_file)
+        if entry is None:
+            return None
+        data, problem = cache.load_verified(entry)
+        if data is not None:
+            try:
+                return spec_from_dict(json.loads(data), spec_path=spec_file)
+            except (ValueError, KeyError, TypeError) as exc:
+                problem = f"unreadable: {exc}"
+        if problem is not None:
+            sys.stderr.write(f"opbuild: cache: corrupt spec entry {entry} for {spec_file} ({problem}): not used, "
+                             "removed; checking the spec\n")
+            cache.remove_entry(entry)
+        return None
+
+    def put(self, spec: OpSpec) -> None:
+        import json
+
+        from opbuild.build import cache
+        from opbuild.spec.serialize import spec_to_dict
+
+        if self.readonly or set(_spec_files(spec.spec_path, spec)) != set(_spec_files(spec.spec_path)):
+            return  # (a source outside the op directory: its validity would not be covered by the key)
+        entry = self._entry(spec.spec_path)
+        if entry is None or os.path.exists(entry):
+            return
+        try:
+            cache.store(entry, json.dumps(spec_to_dict(spec), sort_keys=True).encode())
+        except OSError:
+            pass  # a read-only or full cache: the spec is simply checked next time
+
+
+def _load_all(files: list[Path], cache: SpecCache, shared: SharedSpecs | None = None) -> list[OpSpec]:
+    """Every spec, from the caches where still valid; SelectionError listing every problem."""
     specs: list[OpSpec] = []
     fresh: list[OpSpec] = []
+    reused: list[OpSpec] = []
     problems = []
     for file in files:
         spec = cache.get(file)
+        if spec is None and shared is not None:
+            spec = shared.get(file)
+            if spec is not None:
+                reused.append(spec)
         if spec is None:
             spec, found = check_spec(file)
             problems += found
@@ -170,8 +253,11 @@ def _load_all(files: list[Path], cache: SpecCache) -> list[OpSpec]:
     problems_text = check_specs_without_native(fresh)
     if problems_text:
         raise SelectionError("error: simplified keys and binaries disagree:\n  " + "\n  ".join(problems_text))
-    for spec in fresh:
+    for spec in [*fresh, *reused]:
         cache.put(spec.spec_path, spec)
+    if shared is not None:
+        for spec in fresh:
+            shared.put(spec)
     cache.keep_only(files)
     return specs
 
@@ -187,18 +273,20 @@ class Selection:
     still current stays in its packages as it was built (scons_tool.declare_build)."""
 
 
-def select_specs(ops_dir: Path, wanted: str = "", cache: SpecCache | None = None) -> Selection:
+def select_specs(ops_dir: Path, wanted: str = "", cache: SpecCache | None = None,
+                 shared: SharedSpecs | None = None) -> Selection:
     """Load every spec under `ops_dir`, select those named in `wanted` (comma-separated op types
     or directory names; empty = all), and check their simplified-key rules where that needs no
     compiled code. Raises SelectionError with every problem found.
 
     With `cache`, checked specs are reused from it and added to it; the caller saves it (once
-    nothing else can fail: a failed build writes nothing).
+    nothing else can fail: a failed build writes nothing). With `shared`, specs are also reused
+    from the shared build cache by content, and the ones checked here are stored there.
     """
     if not ops_dir.is_dir():
         raise SelectionError(f"error: no ops directory at {ops_dir}")
     files = [f.absolute() for f in find_specs([ops_dir])]
-    specs = _load_all(files, cache if cache is not None else SpecCache(None))
+    specs = _load_all(files, cache if cache is not None else SpecCache(None), shared)
     others: list[OpSpec] = []
     names = [n.strip() for n in wanted.split(",") if n.strip()]
     if names:

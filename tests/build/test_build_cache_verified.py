@@ -15,9 +15,11 @@ from build_helpers import tree
 OPS = "OPS=AddNCustom"
 
 
-def _entries(cache: Path, bundles: bool = True) -> list[Path]:
+def _entries(cache: Path, per_file_only: bool = False) -> list[Path]:
+    """Cache entries; per_file_only: SCons's (not op bundles nor checked specs)."""
     return sorted(p for p in cache.glob("*/*") if p.is_file() and not p.name.endswith(".sha256")
-                  and not p.name.startswith(".tmp-") and (bundles or not p.name.endswith(".opbundle")))
+                  and not p.name.startswith(".tmp-")
+                  and not (per_file_only and p.name.endswith((".opbundle", ".opspec"))))
 
 
 def _opbuild(code: Path, *args: str, cache: Path | None = None) -> subprocess.CompletedProcess:
@@ -33,9 +35,10 @@ def test_corrupt_entries_are_reported_replaced_and_never_used(project, tmp_path,
     env = {"OPBUILD_CACHE_DIR": str(cache)}
     first = project()
     first.build(OPS, env=env)
-    entries = _entries(cache, bundles=False)
+    entries = _entries(cache, per_file_only=True)
     assert len(entries) == 12  # 3 kernels and their 6 objects, 1 tiling object, 2 libraries
-    [bundle] = set(_entries(cache)) - set(entries)  # and the op's bundle
+    [bundle] = list(cache.glob("*/*.opbundle"))  # and the op's bundle
+    assert len(list(cache.glob("*/*.opspec"))) == 5  # and every sample spec, checked
     for e in [*entries, bundle]:  # every entry has its hash beside it
         assert Path(f"{e}.sha256").read_text().strip() == __import__("hashlib").sha256(e.read_bytes()).hexdigest()
 
@@ -55,17 +58,18 @@ def test_corrupt_entries_are_reported_replaced_and_never_used(project, tmp_path,
     stats = json.loads(_opbuild(code, "cache", "stats", "--json", cache=cache).stdout)
     # per-file: 12 + 1 misses (the corrupt one), 11 hits, 12 + 1 pushes; the bundle: a miss and a
     # push in each build
-    assert stats["entries"] == 13 and stats["bundles"] == 1 and stats["corrupt"] == 1 and stats["hits"] == 11
+    assert stats["entries"] == 18 and stats["bundles"] == 1 and stats["specs"] == 5
+    assert stats["corrupt"] == 1 and stats["hits"] == 11
     assert stats["misses"] == 15 and stats["pushes"] == 15
     assert stats["bytes"] == sum(e.stat().st_size for e in _entries(cache))
     assert stats["bundle_bytes"] == bundle.stat().st_size
 
     verified = _opbuild(code, "cache", "verify", cache=cache)
-    assert verified.returncode == 0 and "13 entries checked, 0 corrupt" in verified.stdout, verified
+    assert verified.returncode == 0 and "18 entries checked, 0 corrupt" in verified.stdout, verified
     Path(f"{victim}.sha256").write_text("0" * 64 + "\n")
     verified = _opbuild(code, "cache", "verify", cache=cache)
     assert verified.returncode == 1 and victim.name in verified.stdout, verified
-    assert not victim.exists() and len(_entries(cache)) == 12
+    assert not victim.exists() and len(_entries(cache)) == 17
 
     old = _entries(cache)[0]
     os.utime(old, (1, 1))
