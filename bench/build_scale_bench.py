@@ -118,9 +118,10 @@ def main() -> None:
         rows.append((f"clean build, warm cache -j{args.jobs} (second checkout)", seconds, line))
         warm = seconds
 
-        # the same, with SCons's per-file entries only (the op bundles removed from a copy)
+        # the same, with SCons's per-file entries only (op bundles and checked specs left out of a copy)
         per_file = tmp / "cache-per-file"
-        shutil.copytree(cache, per_file, ignore=shutil.ignore_patterns("*.opbundle", "*.opbundle.sha256"))
+        shutil.copytree(cache, per_file, ignore=shutil.ignore_patterns("*.opbundle", "*.opbundle.sha256",
+                                                                       "*.opspec", "*.opspec.sha256"))
         third = checkout(project, "checkout3")
         seconds, line = build(third, args.jobs, {"OPBUILD_CACHE_DIR": str(per_file)})
         rows.append((f"clean build, warm per-file cache only -j{args.jobs}", seconds, line))
