@@ -102,3 +102,22 @@ def test_ccec_without_ascend_home_path_says_what_to_set(project, tmp_path):
     assert not p.out.joinpath("opp").exists()
     result = p.scons("ops", "TOOLCHAIN=ccec", env={"ASCEND_HOME_PATH": str(tmp_path / "nowhere")})
     assert result.rc != 0 and "is not a directory" in result.stderr
+
+
+def test_ccec_ops_come_back_whole_from_the_cache(project, tmp_path):
+    """A second checkout restores the .o kernels and their JSONs from the op's bundle: asc_opc
+    does not run again, and the package is the first checkout's."""
+    from build_helpers import tree
+
+    home = _ascend_home(tmp_path)
+    env = {"ASCEND_HOME_PATH": str(home), "OPBUILD_CACHE_DIR": str(tmp_path / "cache")}
+    first = project()
+    first.build("TOOLCHAIN=ccec", "OPS=AddCustomTemplate", env=env)
+    runs = len((home / "asc_opc.log").read_text().splitlines())
+    second = project()
+    result = second.build("TOOLCHAIN=ccec", "OPS=AddCustomTemplate", env=env)
+    assert list(result.bundles()) == ["AddCustomTemplate"]
+    assert len((home / "asc_opc.log").read_text().splitlines()) == runs
+    assert tree(second.out / "opp") == tree(first.out / "opp")
+    assert sorted(p.name for p in (second.pkg / "op_impl/ai_core/tbe/kernel" / SOC / "add_custom_template").glob("*.o")) \
+        == sorted(f"{b}.o" for b in SAMPLE_BINARIES["AddCustomTemplate"])
