@@ -4,8 +4,10 @@ per-binary macros (Ascend C style `DTYPE_X`, `ORIG_DTYPE_X`, ...)."""
 from __future__ import annotations
 
 from opbuild.abi.ge_types import DTYPE_C_ENUM, DTYPE_C_TYPE, FORMAT_C_ENUM
+from opbuild.abi.kernel_launch import tiling_data_size, tiling_key_offset
 from opbuild.codegen.env import render
 from opbuild.codegen.naming import c_literal, c_string, spec_display_path, upper
+from opbuild.codegen.tiling import tiling_struct_size
 from opbuild.keys.rules import binary_tensor_format
 from opbuild.spec.model import Binary, OpSpec
 
@@ -32,6 +34,8 @@ def render_launch_shim(spec: OpSpec) -> str:
         entry=spec.kernel.symbol,
         entry_literal=c_string(spec.kernel.symbol),
         args=kernel_args(spec),
+        tiling_data_size=tiling_data_size(tiling_struct_size(spec)),
+        tiling_key_offset=tiling_key_offset(tiling_struct_size(spec)),
     )
 
 

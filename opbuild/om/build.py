@@ -244,7 +244,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
                 tiling_ref = node.name
                 tiling_items.append(tables.Item(node.name, {
                     "block_dim": plan.block_dim, "tiling_key": plan.tiling_key,
-                    "workspace_size": plan.workspace_size, "full_key": sel.full_key}, bytes(plan.tiling_buffer)))
+                    "workspace_size": plan.workspace_size, "full_key": sel.full_key}, plan.tiling_data))
         autofuse = None
         if node.bin_file_path is not None:
             autofuse = node.bin_file_path.name

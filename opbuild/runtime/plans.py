@@ -18,6 +18,7 @@ from typing import Any
 
 from opbuild.abi import c_callbacks as _c_callbacks
 from opbuild.abi.ge_types import dtype_name
+from opbuild.abi.kernel_launch import tiling_argument, tiling_data_size
 from opbuild.abi.platform import platform
 from opbuild.keys import KeyContext
 from opbuild.runtime import device
@@ -98,6 +99,13 @@ class Plan:
         self.sync = 1 if kernel is not None and kernel.intercore_sync else 0
         self.hot = False  # cache metadata: used since the eviction clock last passed it
 
+    @property
+    def tiling_data(self) -> bytes:
+        """The tiling data part of the tiling argument (without the tiling key after it)."""
+        if self.tiling_buffer is None or self.kernel is None:
+            return b""
+        return bytes(self.tiling_buffer)[:tiling_data_size(self.kernel.op_para_size)]
+
     def __repr__(self) -> str:
         name = self.selection.entry.name if self.selection else None
         return f"Plan({name}, block_dim={self.block_dim}, workspace={self.workspace_size}, empty={self.empty})"
@@ -173,7 +181,10 @@ def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int) -> 
     if kernel.intercore_sync and result.block_dim > device.MAX_SYNC_BLOCKS:
         raise AclnnError(ACLNN_ERR_INNER, f"{spec.op}: tiling function {spec.tiling.symbol} set block_dim "
                                           f"{result.block_dim}, more than {device.MAX_SYNC_BLOCKS} for an intercore_sync kernel")
-    size = max(kernel.op_para_size, 1)
-    buffer = (ctypes.c_uint8 * size).from_buffer_copy(result.tiling_data.ljust(size, b"\0"))
+    try:
+        argument = tiling_argument(result.tiling_data, kernel.op_para_size, result.tiling_key)
+    except ValueError as exc:
+        raise AclnnError(ACLNN_ERR_INNER, f"{spec.op}: tiling function {spec.tiling.symbol}: {exc}") from None
+    buffer = (ctypes.c_uint8 * len(argument)).from_buffer_copy(argument)
     return Plan(op, selection, kernel, result.block_dim, result.tiling_key, result.workspace_size, buffer, False,
                 contiguous, nargs)

@@ -63,6 +63,16 @@ static inline void SyncAll(void) {
 static inline uint32_t GetBlockIdx(void) { return opbuild_block_idx_; }
 static inline uint32_t GetBlockNum(void) { return opbuild_block_num_; }
 
+/* The launch's tiling key (the tiling function's tiling_set_tiling_key). The runtime passes it
+ * after the tiling data, at the next 8-byte boundary past opParaSize (at least 1) bytes; the
+ * launch shim reads it before calling the entry. As in Ascend C:
+ *
+ *     if (TILING_KEY_IS(1)) { ...aligned path... } else if (TILING_KEY_IS(2)) { ...tail path... }
+ */
+extern __thread uint64_t opbuild_tiling_key_ __attribute__((visibility("hidden")));
+static inline uint64_t GetTilingKey(void) { return opbuild_tiling_key_; }
+#define TILING_KEY_IS(k) (opbuild_tiling_key_ == (uint64_t)(k))
+
 /* Record a kernel failure for this block; the launch reports it as an error. */
 static inline void opbuild_kernel_fail(const char *fmt, ...) {
     va_list ap;
