@@ -35,6 +35,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -241,8 +242,6 @@ def store(cache_dir: str, plan: OpPlan, key: str, out: Path) -> bool:
 def restore(cache_dir: str, key: str, op: str, out: Path, expected: list[str]) -> list[str] | None:
     """Write the op's files from its bundle; their paths, or None when the cache has no usable
     bundle (a corrupt one is reported on stderr, logged, removed: the op is then built)."""
-    import sys
-
     path = bundle_path(cache_dir, key)
     rel = os.path.relpath(path, cache_dir)
     data, problem = cache.load_verified(path)
@@ -262,9 +261,13 @@ def restore(cache_dir: str, key: str, op: str, out: Path, expected: list[str]) -
             cache.log_event(cache_dir, "corrupt", rel, op)
         cache.log_event(cache_dir, "miss", rel, op)
         return None
-    for target, mode, blob in files:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(target, blob, mode | 0o200)
+    try:
+        for target, mode, blob in files:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(target, blob, mode | 0o200)
+    except OSError as exc:  # out/ not writable, disk full: the op is built (and says why if it fails too)
+        sys.stderr.write(f"opbuild: cache: cannot restore {op} from {path}: {exc}; building the op\n")
+        return None
     try:
         os.utime(path, None)  # recently used: pruned last
     except OSError:
@@ -363,8 +366,6 @@ class Decision:
     def record_built(self, built: list[OpPlan], cache_dir: str | None) -> None:
         """After the build: `built` (every target of theirs built or up to date) are current, and
         their bundles go to `cache_dir`; the other ops SCons had are forgotten."""
-        import sys
-
         done = {plan.spec.op for plan in built}
         for plan in self.to_build:
             op = plan.spec.op

@@ -205,3 +205,16 @@ def test_installed_ops_record_round_trip_and_staleness(tmp_path):
     assert not again.is_current("A", KEY, files)  # an output's stat changed
     (out / bundles.INSTALLED_FILE).write_text("{not json")
     assert bundles.InstalledOps(out).ops == {}  # unreadable: nothing is current
+
+
+def test_a_bundle_that_cannot_be_written_out_is_reported_and_the_op_built(tmp_path, capsys):
+    out, cache_dir = tmp_path / "out", tmp_path / "cache"
+    paths = _files(out)
+    cache.store(bundles.bundle_path(cache_dir, KEY), bundles.pack("A", KEY, paths, out))
+    other = tmp_path / "checkout2" / "out"
+    other.mkdir(parents=True)
+    (other / "opp").write_text("a file where a directory must go")
+    expected = [str(other / Path(p).relative_to(out)) for p in paths]
+    assert bundles.restore(str(cache_dir), KEY, "A", other, expected) is None
+    assert "cannot restore A from" in capsys.readouterr().err
+    assert Path(bundles.bundle_path(cache_dir, KEY)).exists()  # the entry is fine: kept
