@@ -20,6 +20,9 @@ With that key, at declaration time each op is one of
   * **built**: its steps go to SCons (whose per-file cache may still serve them); after a complete
     build its outputs are packed into a bundle for the next checkout.
 
+With OPS=, the ops not selected are keyed too: those still current stay in their packages as
+built (**kept**); those built earlier but changed since are left out (**dropped**, and said so).
+
 Why: at hundreds of ops SCons's per-node work dominates a build whose every compile is cached
 (thousands of nodes to sign, fetch and record). A bundle turns an op's ~16 steps into one read,
 one hash and its files written; SCons only sees the steps that combine the ops of a package.
@@ -393,7 +396,8 @@ def decide(plans: list[OpPlan], others: list[OpPlan], root: Path, out: Path, bas
         inputs[op] = op_inputs(plan, root, hasher, {stamp})
         keys[op] = op_key(plan, inputs[op], root, common, hasher)
     current = [p for p in plans if installed.is_current(p.spec.op, keys[p.spec.op], p.stored_files())]
-    wanted = [p for p in plans if p not in current]
+    current_ops = {p.spec.op for p in current}
+    wanted = [p for p in plans if p.spec.op not in current_ops]
     found = restore_all(cache_dir, wanted, keys, out, jobs)
     restored, to_build = [], []
     for plan in wanted:
@@ -413,7 +417,8 @@ def decide(plans: list[OpPlan], others: list[OpPlan], root: Path, out: Path, bas
         installed.forget(op)
         to_build.append(plan)
     kept = [p for p in others if installed.is_current(p.spec.op, keys[p.spec.op], p.stored_files())]
-    dropped = sorted(p.spec.op for p in others if p not in kept and p.spec.op in installed.ops)
+    kept_ops = {p.spec.op for p in kept}
+    dropped = sorted(p.spec.op for p in others if p.spec.op not in kept_ops and p.spec.op in installed.ops)
     installed.save()
     return Decision(installed, out, keys, inputs, to_build, restored, current, kept, dropped)
 
