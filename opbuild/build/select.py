@@ -12,16 +12,21 @@ whole selection passed, so a broken spec leaves nothing under `out/`.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import pickle
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from opbuild.atomic import atomic_write
+from opbuild.build import cache as build_cache
 from opbuild.build.consistency import check_specs_without_native
 from opbuild.spec import SpecError, check_spec, find_specs, load_specs
 from opbuild.spec.model import OpSpec
+from opbuild.spec.serialize import spec_from_dict, spec_to_dict
 
 CACHE_FORMAT = 1
 CACHE_FILE = Path(".opbuild") / "specs.pickle"
@@ -155,8 +160,6 @@ class SharedSpecs:
     after loading reports them."""
 
     def __init__(self, cache_dir: str, readonly: bool = False) -> None:
-        import hashlib
-
         self.cache_dir = cache_dir
         self.readonly = readonly
         h = hashlib.sha256(f"opspec {CACHE_FORMAT}".encode())
@@ -166,8 +169,6 @@ class SharedSpecs:
         self.checker = h.hexdigest()
 
     def _entry(self, spec_file: Path) -> str | None:
-        import hashlib
-
         h = hashlib.sha256(f"{self.checker}\0{spec_file.parent.name}\0{spec_file.name}\0".encode())
         for name in _spec_files(spec_file):
             try:
@@ -177,21 +178,13 @@ class SharedSpecs:
                 return None
             h.update(f"{os.path.basename(name)}\0".encode() + hashlib.sha256(data).digest())
         key = h.hexdigest()
-        from opbuild.build.cache import SPEC_SUFFIX
-
-        return os.path.join(self.cache_dir, key[:2].upper(), key + SPEC_SUFFIX)
+        return os.path.join(self.cache_dir, key[:2].upper(), key + build_cache.SPEC_SUFFIX)
 
     def get(self, spec_file: Path) -> OpSpec | None:
-        import json
-        import sys
-
-        from opbuild.build import cache
-        from opbuild.spec.serialize import spec_from_dict
-
         entry = self._entry(spec_file)
         if entry is None:
             return None
-        data, problem = cache.load_verified(entry)
+        data, problem = build_cache.load_verified(entry)
         if data is not None:
             try:
                 return spec_from_dict(json.loads(data), spec_path=spec_file)
@@ -200,22 +193,17 @@ class SharedSpecs:
         if problem is not None:
             sys.stderr.write(f"opbuild: cache: corrupt spec entry {entry} for {spec_file} ({problem}): not used, "
                              "removed; checking the spec\n")
-            cache.remove_entry(entry)
+            build_cache.remove_entry(entry)
         return None
 
     def put(self, spec: OpSpec) -> None:
-        import json
-
-        from opbuild.build import cache
-        from opbuild.spec.serialize import spec_to_dict
-
         if self.readonly or set(_spec_files(spec.spec_path, spec)) != set(_spec_files(spec.spec_path)):
             return  # (a source outside the op directory: its validity would not be covered by the key)
         entry = self._entry(spec.spec_path)
         if entry is None or os.path.exists(entry):
             return
         try:
-            cache.store(entry, json.dumps(spec_to_dict(spec), sort_keys=True).encode())
+            build_cache.store(entry, json.dumps(spec_to_dict(spec), sort_keys=True).encode())
         except OSError:
             pass  # a read-only or full cache: the spec is simply checked next time
 
