@@ -44,6 +44,7 @@ from pathlib import Path
 
 from opbuild.atomic import atomic_write
 from opbuild.build import cache
+from opbuild.build.manifest import FileStat, file_stat
 from opbuild.build.plan import OpPlan
 
 FORMAT = 1
@@ -52,21 +53,11 @@ SUFFIX = cache.BUNDLE_SUFFIX
 INSTALLED_FILE = Path(".opbuild") / "ops.json"
 """Relative to the build's output directory."""
 
-FileStat = tuple[str, int, int, int, int]
-
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*(?:include|import)[ \t]*(<|")([^>"]+)[>"]', re.M)
 
 
 class BundleError(Exception):
     """A bundle that cannot be used (malformed, or naming paths outside the output directory)."""
-
-
-def _stat(path: str) -> FileStat | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 class InputHasher:
@@ -310,14 +301,14 @@ class InstalledOps:
         entry = self.ops.get(op)
         if entry is None or entry.key != key or [s[0] for s in entry.files] != files:
             return False
-        return all(_stat(s[0]) == s for s in entry.files)
+        return all(file_stat(s[0]) == s for s in entry.files)
 
     def built_by_scons(self, op: str) -> bool:
         entry = self.ops.get(op)
         return entry is not None and entry.origin == "build"
 
     def set(self, op: str, key: str, origin: str, files: list[str]) -> bool:
-        stats = [_stat(f) for f in files]
+        stats = [file_stat(f) for f in files]
         if any(s is None for s in stats):
             self.ops.pop(op, None)
             return False

@@ -52,7 +52,9 @@ _PKG = Path(__file__).resolve().parent.parent
 FileStat = tuple[str, int, int, int, int]
 
 
-def _stat(path: str) -> FileStat | None:
+def file_stat(path: str) -> FileStat | None:
+    """(path, size, mtime_ns, ctime_ns, inode), or None if the file cannot be stat'ed: equal
+    stats mean an unchanged file (the content-timestamp rule)."""
     try:
         st = os.stat(path)
     except OSError:
@@ -132,13 +134,13 @@ def check(path: Path, key: str) -> dict | None:
         if data.get("format") != FORMAT or data.get("key") != key:
             return None
         for entry in data["files"]:
-            if _stat(entry[0]) != entry:
+            if file_stat(entry[0]) != entry:
                 return None
         code = data["code"]
         if code_files() != [e[0] for e in code]:
             return None
         for entry in code:
-            if _stat(entry[0]) != entry:
+            if file_stat(entry[0]) != entry:
                 return None
         return data["summary"]
     except Exception:  # noqa: BLE001 - no manifest, or an unreadable one: the normal path decides
@@ -160,20 +162,20 @@ def record(path: Path, key: str, file_nodes: list[str], derived: set[str], dirs:
     limit = started_ns - RACY_NS
     files: list[FileStat] = []
     for name in sorted(set(file_nodes)):
-        st = _stat(name)
+        st = file_stat(name)
         if st is None:
             return False
         if name not in derived and st[2] >= limit:
             return False
         files.append(st)
     for name in sorted(set(dirs)):  # source directories (never ones the build writes to)
-        st = _stat(name)
+        st = file_stat(name)
         if st is None or st[2] >= limit:
             return False
         files.append(st)
     code = []
     for name in code_files():
-        st = _stat(name)
+        st = file_stat(name)
         if st is None or st[2] >= limit:
             return False
         code.append(st)

@@ -32,6 +32,7 @@ import opbuild
 from opbuild import codegen
 from opbuild.abi import package_layout as layout
 from opbuild.build import steps
+from opbuild.build.plan import PlannedStep
 from opbuild.build.toolchain import Toolchain
 from opbuild.runtime_paths import native_include_dir
 from opbuild.spec.model import OpSpec
@@ -61,15 +62,6 @@ class _Registry:
 _REGISTRY = _Registry()
 
 
-@dataclass
-class Step:
-    """One declared build step (a command with one or more targets)."""
-
-    label: str
-    kind: str
-    targets: list[str]
-
-
 class Progress:
     """Prints one short line per executed step: `[n/total] WHAT`, or `[n/total] CACHE WHAT` when
     the step's outputs were retrieved from the shared cache. Thread-safe (`scons -j`).
@@ -86,11 +78,11 @@ class Progress:
         self.remote = 0
         self.explain: Path | None = None
         self.reasons: dict[str, list[str]] = {}
-        self.by_target: dict[str, Step] = {}
+        self.by_target: dict[str, PlannedStep] = {}
         self._seen_cached: set[int] = set()
         self._lock = threading.Lock()
 
-    def reset(self, steps_: list[Step], extra_total: int = 0) -> None:
+    def reset(self, steps_: list[PlannedStep], extra_total: int = 0) -> None:
         self.total = len(steps_) + extra_total
         self.done = self.cached = self.compiled = self.remote = 0
         self._seen_cached.clear()
@@ -108,7 +100,7 @@ class Progress:
                        f"                the cache does (op bundle)\n")
             sys.stdout.write(f"[{self.done}/{self.total}] CACHE {op}: {steps_} steps, {files} files (op bundle)\n{why}")
 
-    def step_of(self, path: str) -> Step | None:
+    def step_of(self, path: str) -> PlannedStep | None:
         return self.by_target.get(os.path.abspath(path))
 
     def count_remote(self) -> None:
@@ -511,7 +503,7 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: Op
     for package in packages:
         planner.plan_package(package, plans, acl_lib)
 
-    declared: list[Step] = []
+    declared: list[PlannedStep] = []
 
     def declare(step) -> None:
         overrides = dict(step.overrides)
@@ -524,7 +516,7 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: Op
             # an unchanged file keeps its mtime (nothing downstream of it looks touched).
             env.NoCache(nodes)
             env.Precious(nodes)
-        declared.append(Step(step.label, step.kind, step.targets))
+        declared.append(step)
         result.targets.extend(nodes)
 
     for step in global_steps:

@@ -16,6 +16,7 @@ Runs inside SCons. In order:
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import sys
 import time
@@ -178,10 +179,8 @@ def main() -> None:
         spec_cache.save()  # everything is declared: from here on, the build may write
     if cleaning or GetOption("no_exec") or GetOption("question"):
         return
-    record = None
-    if fast_ok:
-        def record(summary: dict) -> None:
-            _record_manifest(manifest_path, key, compiler, build, root, summary, started_ns)
+    record = (functools.partial(_record_manifest, manifest_path, key, compiler, build, root, started_ns=started_ns)
+              if fast_ok else None)  # record(summary), after a complete build
     atexit.register(_summary, specs, options, started, build, record)
 
 
