@@ -483,23 +483,21 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: Op
     everything = planner.packages([*specs, *others])  # an op's plan depends only on its own packages
     ops = {spec.op: planner.plan_op(spec, everything) for spec in specs}
 
-    to_build, restored, decision = list(ops.values()), [], None
+    to_build, restored, decision, kept = list(ops.values()), [], None, []
     result = DeclaredBuild(targets=[])
-    kept: list[OpSpec] = []
     if ops_cache.enabled:
         other_plans = [planner.plan_op(spec, everything) for spec in others]
         decision = bundles.decide(list(ops.values()), other_plans, options.root, options.out, base_key, stamp,
                                   ops_cache.cache_dir, ops_cache.jobs)
-        to_build, restored = decision.to_build, decision.restored
-        kept = [plan.spec for plan in decision.kept]
+        to_build, restored, kept = decision.to_build, decision.restored, decision.kept
         result.undeclared_inputs, result.undeclared_outputs, result.op_dirs = decision.undeclared()
         if decision.dropped:
             sys.stdout.write(f"opbuild: OPS: left out of the packages, changed since they were built: "
                              f"{', '.join(decision.dropped)} (build them to put them back)\n")
-    _REGISTRY.specs.update({s.op: s for s in kept})
-    packages = planner.packages([*specs, *kept])  # OPS=: the ops left out that are current stay in
+    _REGISTRY.specs.update({p.spec.op: p.spec for p in kept})
+    packages = planner.packages([*specs, *(p.spec for p in kept)])  # OPS=: the current ops left out stay in
     acl_lib = str(acl_library())
-    plans = {**{spec.op: ops[spec.op] for spec in specs}, **{p.spec.op: p for p in (decision.kept if decision else [])}}
+    plans = {**ops, **{p.spec.op: p for p in kept}}
     for package in packages:
         planner.plan_package(package, plans, acl_lib)
 
