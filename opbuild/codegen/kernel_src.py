@@ -26,6 +26,7 @@ def kernel_args(spec: OpSpec) -> list[str]:
 
 def render_launch_shim(spec: OpSpec) -> str:
     """`<op_snake>_launch.c`: defines the kernel's thread-locals and exports opbuild_kernel_launch."""
+    op_para_size = tiling_struct_size(spec)  # the kernel JSON's opParaSize
     return render(
         "launch_shim.c.j2",
         spec_path=spec_display_path(spec),
@@ -34,8 +35,8 @@ def render_launch_shim(spec: OpSpec) -> str:
         entry=spec.kernel.symbol,
         entry_literal=c_string(spec.kernel.symbol),
         args=kernel_args(spec),
-        tiling_data_size=tiling_data_size(tiling_struct_size(spec)),
-        tiling_key_offset=tiling_key_offset(tiling_struct_size(spec)),
+        tiling_data_size=tiling_data_size(op_para_size),
+        tiling_key_offset=tiling_key_offset(op_para_size),
     )
 
 
