@@ -8,7 +8,7 @@ and a function that runs it and returns the exit status. Register one with
 
     @command("build", "build op packages", _configure_build)
     def _build(args: argparse.Namespace) -> int:
-        from opbuild.build import ...      # import the stage here, so other commands stay fast
+        from opbuild.builder import ...      # import the stage here, so other commands stay fast
         ...
 
 Handlers import their stage lazily: `opbuild --help` and `opbuild validate` load only what they use.
@@ -260,7 +260,7 @@ def _configure_cache(parser: argparse.ArgumentParser) -> None:
 def _cache(args: argparse.Namespace) -> int:
     import json
 
-    from opbuild.build import cache
+    from opbuild.builder import cache
 
     try:
         root = cache.cache_dir(args.dir)

@@ -4,10 +4,10 @@ Layout (SCons's own, so `scons --cache-*` options keep working): `<dir>/config`,
 `<dir>/CACHEDIR.TAG`, and one file per cached output, `<dir>/<XX>/<sig>`, named by the output's
 SCons build signature. opbuild adds
 
-  * `<dir>/<XX>/<key>.opbundle`: an op bundle, every output of one op (opbuild/build/bundles.py),
+  * `<dir>/<XX>/<key>.opbundle`: an op bundle, every output of one op (opbuild/builder/bundles.py),
     named by the op key, verified and logged like any entry;
   * `<dir>/<XX>/<key>.opspec`: a checked op spec, keyed by the content it was read from
-    (opbuild/build/select.py), verified like any entry;
+    (opbuild/builder/select.py), verified like any entry;
   * `<dir>/<XX>/<sig>.sha256`: the sha256 of the entry, written with it;
   * `<dir>/opbuild-events.jsonl`: one JSON object per line per cache event
     (`{"time", "event": "hit"|"miss"|"push"|"corrupt", "entry", "target"}`), appended.
@@ -44,9 +44,9 @@ EVENTS_FILE = "opbuild-events.jsonl"
 HASH_SUFFIX = ".sha256"
 TMP_PREFIX = ".tmp-"
 BUNDLE_SUFFIX = ".opbundle"
-"""An op bundle (opbuild/build/bundles.py): every output of one op, in one entry."""
+"""An op bundle (opbuild/builder/bundles.py): every output of one op, in one entry."""
 SPEC_SUFFIX = ".opspec"
-"""A checked op spec (opbuild/build/select.py SharedSpecs), keyed by the content it was read from."""
+"""A checked op spec (opbuild/builder/select.py SharedSpecs), keyed by the content it was read from."""
 _META = {"config", "CACHEDIR.TAG", EVENTS_FILE}
 
 
@@ -263,7 +263,7 @@ def stats(root: Path) -> dict:
 def verify(root: Path, remove: bool = True) -> list[tuple[Path, str]]:
     """Re-hash every entry, and check each op bundle's structure; the corrupt ones (removed unless
     `remove` is False) with the reason."""
-    from opbuild.build.bundles import BundleError, unpack
+    from opbuild.builder.bundles import BundleError, unpack
 
     bad = []
     for entry in entries(root):

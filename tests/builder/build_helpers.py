@@ -99,7 +99,7 @@ def snapshot_code(dest: Path) -> Path:
 
 def backdate(root: Path, seconds: float = 60) -> None:
     """Every file and directory under `root` (and `root`) modified `seconds` ago, so that none
-    counts as just edited (see opbuild/build/manifest.py)."""
+    counts as just edited (see opbuild/builder/manifest.py)."""
     past = time.time() - seconds
     for p in [*root.rglob("*"), root]:
         if not p.is_symlink():

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from opbuild import codegen
-from opbuild.build.toolchain import Toolchain
+from opbuild.builder.toolchain import Toolchain
 from opbuild.codegen.files import write_if_changed
 from opbuild.spec.model import OpSpec
 

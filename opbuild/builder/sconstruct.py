@@ -3,7 +3,7 @@
 Runs inside SCons. In order:
 
 1. options (unknown ones are an error) and `-h`;
-2. the up-to-date manifest (opbuild/build/manifest.py): when nothing changed since the last
+2. the up-to-date manifest (opbuild/builder/manifest.py): when nothing changed since the last
    complete build, say so and stop, without loading specs or declaring the graph;
 3. the toolchain, then the specs (checked specs are cached in out/.opbuild/specs.pickle), OPS,
    SOC and VENDOR; any problem stops the build with `path:line:col` errors before anything
@@ -39,7 +39,7 @@ from SCons.Script import (  # type: ignore[import-not-found]
     Variables,
 )
 
-from opbuild.build.toolchain import TOOLCHAINS, ToolchainError, get_toolchain
+from opbuild.builder.toolchain import TOOLCHAINS, ToolchainError, get_toolchain
 
 HELP = """
 opbuild: build CANN-style op packages from ops/<op>/op.yaml
@@ -88,7 +88,7 @@ def main() -> None:
     if GetOption("help"):
         return
 
-    from opbuild.build import manifest
+    from opbuild.builder import manifest
 
     out = root / env["OUT"]
     manifest_path = out / manifest.MANIFEST_FILE
@@ -116,7 +116,7 @@ def main() -> None:
     SetOption("implicit_cache", 1)
     cache_dir = os.environ.get("OPBUILD_CACHE_DIR")
     if cache_dir:
-        from opbuild.build.cache import CacheError, open_for_build, verified_cache_class
+        from opbuild.builder.cache import CacheError, open_for_build, verified_cache_class
 
         try:
             cache_dir = open_for_build(cache_dir)
@@ -125,8 +125,8 @@ def main() -> None:
             Exit(1)
         env.CacheDir(cache_dir, custom_class=verified_cache_class())
 
-    from opbuild.build.scons_tool import BuildOptions, OpsCache, declare_build
-    from opbuild.build.select import CACHE_FILE, SelectionError, SharedSpecs, SpecCache, select_specs
+    from opbuild.builder.scons_tool import BuildOptions, OpsCache, declare_build
+    from opbuild.builder.select import CACHE_FILE, SelectionError, SharedSpecs, SpecCache, select_specs
 
     cleaning = bool(GetOption("clean"))
     try:
@@ -148,8 +148,8 @@ def main() -> None:
 
     distcc = None
     if env["DISTCC_HOSTS"].strip() and not cleaning:
-        from opbuild.build.distcc import Distcc, DistccError
-        from opbuild.build.scons_tool import PROGRESS
+        from opbuild.builder.distcc import Distcc, DistccError
+        from opbuild.builder.scons_tool import PROGRESS
 
         try:
             distcc = Distcc(env["DISTCC_HOSTS"], on_remote=PROGRESS.count_remote)
@@ -161,7 +161,7 @@ def main() -> None:
     options = BuildOptions(root=root, out=out, vendor=env["VENDOR"], socs=socs, toolchain=toolchain, distcc=distcc)
     _REGISTRY_TOOLS[:] = toolchain.tool_files()
     if env["EXPLAIN"]:
-        from opbuild.build.scons_tool import enable_explain
+        from opbuild.builder.scons_tool import enable_explain
 
         enable_explain(root)
     # Ops whose outputs are current, or restored from their bundle, are not declared (bundles.py);
@@ -194,7 +194,7 @@ def _record_manifest(path: Path, key: str, compiler: str | None, build, root: Pa
     restored), for the next run's up-to-date check."""
     from SCons.Node.FS import File  # type: ignore[import-not-found]
 
-    from opbuild.build import manifest
+    from opbuild.builder import manifest
 
     targets = build.targets
     derived = {t.get_abspath() for t in targets} | build.undeclared_outputs
@@ -221,14 +221,14 @@ def _record_manifest(path: Path, key: str, compiler: str | None, build, root: Pa
 
 def _toolchain(name: str, cc: str, root: Path):
     if name == "host":
-        from opbuild.build.toolchain import HostToolchain
+        from opbuild.builder.toolchain import HostToolchain
 
         return HostToolchain(cc=cc or None, root=str(root))
     return get_toolchain(name, root=str(root), cc=cc or None)
 
 
 def _check_vendor(vendor: str) -> None:
-    from opbuild.build.select import SelectionError
+    from opbuild.builder.select import SelectionError
 
     if not vendor or vendor in (".", "..") or any(c in vendor for c in ",=/\\") or any(c.isspace() for c in vendor):
         raise SelectionError(f"error: VENDOR={vendor!r} is not a vendor directory name "
@@ -239,7 +239,7 @@ def _select_socs(specs, wanted: str):
     """(specs to build, SoCs asked for or None). SOC=a,b keeps the ops that support any of them;
     an unknown SoC, or one no selected op supports, is an error."""
     from opbuild.abi.platform import known_socs
-    from opbuild.build.select import SelectionError
+    from opbuild.builder.select import SelectionError
 
     socs = tuple(dict.fromkeys(s.strip().lower() for s in wanted.split(",") if s.strip()))
     if not socs:
@@ -262,7 +262,7 @@ def _summary(specs, options, started: float, build, record) -> None:
     from SCons.Node import executed, up_to_date  # type: ignore[import-not-found]
     from SCons.Script import GetBuildFailures  # type: ignore[import-not-found]
 
-    from opbuild.build.scons_tool import PROGRESS
+    from opbuild.builder.scons_tool import PROGRESS
 
     targets = build.targets
     try:

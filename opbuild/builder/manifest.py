@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 from opbuild.atomic import atomic_write
-from opbuild.build.toolchain import COMPILER_ENVIRONMENT
+from opbuild.builder.toolchain import COMPILER_ENVIRONMENT
 
 MANIFEST_FILE = Path(".opbuild") / "uptodate.pickle"
 """Relative to the build's output directory."""
@@ -62,7 +62,7 @@ def file_stat(path: str) -> FileStat | None:
     return (path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
-BUILD_PACKAGES = ("build", "codegen", "spec", "keys", "abi")
+BUILD_PACKAGES = ("builder", "codegen", "spec", "keys", "abi")
 """The opbuild packages a build imports (the runtime, om and CLI are not part of it)."""
 
 

@@ -31,9 +31,9 @@ from pathlib import Path
 import opbuild
 from opbuild import codegen
 from opbuild.abi import package_layout as layout
-from opbuild.build import steps
-from opbuild.build.plan import PlannedStep
-from opbuild.build.toolchain import Toolchain
+from opbuild.builder import steps
+from opbuild.builder.plan import PlannedStep
+from opbuild.builder.toolchain import Toolchain
 from opbuild.runtime_paths import native_include_dir
 from opbuild.spec.model import OpSpec
 
@@ -48,7 +48,7 @@ class BuildOptions:
     socs: tuple[str, ...] | None
     toolchain: Toolchain
     distcc: Any = None
-    """opbuild.build.distcc.Distcc when DISTCC_HOSTS is set: runs the `-c` compiles."""
+    """opbuild.builder.distcc.Distcc when DISTCC_HOSTS is set: runs the `-c` compiles."""
 
 
 @dataclass
@@ -291,7 +291,7 @@ def _binary_info_config(target, source, env):
     options = _REGISTRY.options
     soc = env["OPBUILD_SOC"]
     specs = [_REGISTRY.specs[name] for name in env["OPBUILD_OPS"]]
-    from opbuild.build.consistency import check_c_callbacks, check_tiling_symbols
+    from opbuild.builder.consistency import check_c_callbacks, check_tiling_symbols
 
     tiling_lib = Path(source[-1].abspath)  # the last source is the linked tiling library
     try:
@@ -452,8 +452,8 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: Op
     from SCons.Builder import Builder
 
     from opbuild.abi.native_libs import acl_library
-    from opbuild.build import bundles
-    from opbuild.build.plan import COMPILED, Planner
+    from opbuild.builder import bundles
+    from opbuild.builder.plan import COMPILED, Planner
 
     _REGISTRY.specs = {s.op: s for s in specs}
     _REGISTRY.options = options

@@ -43,9 +43,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from opbuild.atomic import atomic_write
-from opbuild.build import cache
-from opbuild.build.manifest import FileStat, file_stat
-from opbuild.build.plan import OpPlan
+from opbuild.builder import cache
+from opbuild.builder.manifest import FileStat, file_stat
+from opbuild.builder.plan import OpPlan
 
 FORMAT = 1
 MAGIC = b"OPBUNDLE1\n"
@@ -125,7 +125,7 @@ class InputHasher:
 
 def common_key(base: dict) -> str:
     """The part of every op key that is not the op's: opbuild's code and the toolchain."""
-    from opbuild.build.manifest import code_files
+    from opbuild.builder.manifest import code_files
 
     h = hashlib.sha256(json.dumps({"format": FORMAT, "base": base}, sort_keys=True).encode())
     for name in code_files():

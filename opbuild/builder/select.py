@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from opbuild.atomic import atomic_write
-from opbuild.build import cache as build_cache
-from opbuild.build.consistency import check_specs_without_native
+from opbuild.builder import cache as build_cache
+from opbuild.builder.consistency import check_specs_without_native
 from opbuild.spec import SpecError, check_spec, find_specs, load_specs
 from opbuild.spec.model import OpSpec
 from opbuild.spec.serialize import spec_from_dict, spec_to_dict
@@ -60,7 +60,7 @@ def _stamp(files: list[str]) -> Stamp | None:
 def _checker_files() -> list[str]:
     """The code and data that decide whether a spec is valid (a change invalidates the cache)."""
     files: list[str] = []
-    for sub in ("spec", "keys", "abi", "build"):
+    for sub in ("spec", "keys", "abi", "builder"):
         d = _PKG / sub
         files += sorted(str(p) for p in d.glob("*.py"))
     from opbuild.runtime_paths import schemas_dir

@@ -1,4 +1,4 @@
-"""Op bundles (opbuild/build/bundles.py) without SCons: the bundle format, restoring from a cache,
+"""Op bundles (opbuild/builder/bundles.py) without SCons: the bundle format, restoring from a cache,
 the #include scan, and what the op key does and does not depend on."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from opbuild.build import bundles, cache
-from opbuild.build.plan import Planner
-from opbuild.build.scons_tool import BuildOptions
-from opbuild.build.toolchain import HostToolchain
+from opbuild.builder import bundles, cache
+from opbuild.builder.plan import Planner
+from opbuild.builder.scons_tool import BuildOptions
+from opbuild.builder.toolchain import HostToolchain
 from opbuild.runtime_paths import native_include_dir
 from opbuild.spec import load_spec
 
@@ -163,7 +163,7 @@ def test_the_op_key_follows_every_input_and_not_the_checkout_path(tmp_path):
 
 
 def test_common_key_covers_opbuild_code(monkeypatch, tmp_path):
-    from opbuild.build import manifest
+    from opbuild.builder import manifest
 
     extra = tmp_path / "template.j2"
     extra.write_text("one")

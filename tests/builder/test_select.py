@@ -1,4 +1,4 @@
-"""Spec selection (opbuild/build/select.py): OPS=, and the checked specs shared through the build
+"""Spec selection (opbuild/builder/select.py): OPS=, and the checked specs shared through the build
 cache by content (a clean checkout does not check again what a build already checked)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from opbuild.build import cache
-from opbuild.build.select import SelectionError, SharedSpecs, SpecCache, select_specs
+from opbuild.builder import cache
+from opbuild.builder.select import SelectionError, SharedSpecs, SpecCache, select_specs
 from opbuild.spec.serialize import spec_to_dict
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,7 +41,7 @@ def test_a_second_checkout_reuses_the_checked_specs(tmp_path, monkeypatch):
                          shared=SharedSpecs(str(shared_dir))).specs
     assert len(_entries(shared_dir)) == 2
 
-    import opbuild.build.select as select
+    import opbuild.builder.select as select
 
     def no_check(path):
         raise AssertionError(f"{path} was checked again")

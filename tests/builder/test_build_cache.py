@@ -1,5 +1,5 @@
 """OPBUILD_CACHE_DIR: a second checkout builds nothing. Whole ops come back as one bundle each
-(opbuild/build/bundles.py); without bundles, every compile comes from SCons's per-file cache."""
+(opbuild/builder/bundles.py); without bundles, every compile comes from SCons's per-file cache."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from build_helpers import REPO, expected_kernel_steps, tree
 
-from opbuild.build.distcc import host_slots
+from opbuild.builder.distcc import host_slots
 
 needs_distcc = pytest.mark.skipif(not (shutil.which("distcc") and shutil.which("distccd")),
                                   reason="distcc/distccd not installed (apt-get install distcc)")

@@ -26,7 +26,7 @@ import tempfile
 import threading
 from collections.abc import Callable
 
-from opbuild.build.toolchain import CompileResult
+from opbuild.builder.toolchain import CompileResult
 
 _REMOTE_OK = re.compile(r"\bcompile \S+ on (\S+) completed ok")
 
