@@ -33,6 +33,7 @@ from .model import (
     TilingField,
 )
 from .naming import snake_case
+from .schema import schema
 from .yaml_marks import Marks
 
 MAX_KEY_FRAGMENT_BYTES = 256
@@ -549,8 +550,7 @@ def broken_sections(paths: Iterable[JsonPath]) -> set[str]:
     for path in paths:
         broken.add(str(path[0]) if path else "*")
     if "*" in broken:
-        broken |= {"op", "description", "package", "domain", "inputs", "outputs", "attrs", "tiling_data",
-                   "kernel", "tiling", "simplified_key", "binaries", "socs", "core_type"}
+        broken |= set(schema()["properties"])  # every section (declared in opbuild/spec/fields.py)
     return broken
 
 
