@@ -33,7 +33,7 @@ def _cell(text: str) -> str:
 
 
 def _row(f: Field) -> str:
-    kind = f.describe or f.type.describe(DEFS)
+    kind = f.type.describe(DEFS)
     default = "" if f.default is None else yaml_code(f.default)
     cells = [f"`{f.name}`", kind, "yes" if f.required else "no", default, f.doc]
     return "| " + " | ".join(_cell(c) for c in cells) + " |"

@@ -10,7 +10,7 @@ value of it has in the typed model, for the test that keeps opbuild/spec/model.p
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
 
@@ -182,7 +182,8 @@ class List(SpecType):
 
 @dataclass(frozen=True)
 class OneOf(SpecType):
-    """Exactly one of several types (`package: custom` or `package: [custom, built-in]`)."""
+    """Exactly one of several types (`package: custom` or `package: [custom, built-in]`); the model
+    stores the last, most general one (a tuple for `package`)."""
 
     options: tuple[SpecType, ...]
 
@@ -232,14 +233,9 @@ class Field:
     model_type: Any = None
     becomes: str | None = None
     check: str | None = None
-    describe: str | None = None
-    """Replaces the Markdown type phrase derived from `type` in the docs table."""
-    schema_doc: bool = True
-    """Whether `doc` is also the schema's `description` of the field."""
 
     def schema(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"description": self.doc} if self.schema_doc else {}
-        out |= self.type.schema()
+        out: dict[str, Any] = {"description": self.doc} | self.type.schema()
         if self.default is not None:
             out["default"] = self.default
         return out
@@ -260,7 +256,6 @@ class Record(SpecType):
     one_of_required: tuple[str, ...] = ()
     one_of_message: str | None = None
     dependent_required: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def schema(self) -> dict[str, Any]:
         out: dict[str, Any] = {"description": self.doc, "type": "object", "additionalProperties": False}

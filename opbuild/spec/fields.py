@@ -108,16 +108,15 @@ SHAPE = _define("shape", Record(
 def _tensor(name: str, doc: str, param_types: tuple[str, ...], *extra: Field, derived: tuple[str, ...]) -> Ref:
     return _define(name, Record(name, doc, (
         Field("name", NAME, "the tensor's name (inputs, outputs and attrs share one namespace)", required=True,
-              model="name", check="check_names", schema_doc=False),
+              model="name", check="check_names"),
         Field("dtypes", List(DTYPE, min_items=1),
               "one dtype (used in every combination) or one per combination", required=True, model="dtypes",
-              check="check_columns", describe="non-empty list of dtypes: "
-              + " ".join(f"`{d}`" for d in DTYPES)),
+              check="check_columns"),
         Field("formats", List(FORMAT, min_items=1),
               "one format (used in every combination) or one per combination", default=list(DEFAULT_FORMATS),
               model="formats", check="check_columns"),
         Field("param_type", Enum(param_types), "`dynamic` is a tensor list", default="required",
-              model="param_type", schema_doc=False),
+              model="param_type"),
         *extra,
     ), model=Param, derived=derived))
 
@@ -130,61 +129,57 @@ OUTPUT = _tensor("output", "One IR output of the op.", OUTPUT_PARAM_TYPES,
 
 ATTR = _define("attr", Record("attr", "One attribute of the op.", (
     Field("name", NAME, "the attribute's name (shared namespace with the tensors)", required=True, model="name",
-          check="check_names", schema_doc=False),
-    Field("type", Enum(ATTR_TYPES), "the attribute's type", required=True, model="type", schema_doc=False),
+          check="check_names"),
+    Field("type", Enum(ATTR_TYPES), "the attribute's type", required=True, model="type"),
     Field("default", AnyValue("a value of `type`"),
-          "Must match `type`; without a default the attribute is required.", model="default", check="build_attrs"),
+          "must match `type`; without a default the attribute is required", model="default", check="build_attrs"),
 ), model=Attr, derived=("index",)))
 
 TILING_FIELD = _define("tiling_field", Record("tiling_field", "One member of the tiling-data C struct `<Op>TilingData`.", (
     Field("name", SYMBOL, "the member's name: unique, not a C keyword", required=True, model="name",
-          check="check_tiling_data", schema_doc=False),
-    Field("type", Enum(TILING_FIELD_TYPES), "the member's C type", required=True, model="type", schema_doc=False),
-    Field("count", Int(minimum=1), "more than 1 makes the member an array", default=1, model="count",
-          schema_doc=False),
+          check="check_tiling_data"),
+    Field("type", Enum(TILING_FIELD_TYPES), "the member's C type", required=True, model="type"),
+    Field("count", Int(minimum=1), "more than 1 makes the member an array", default=1, model="count"),
 ), model=TilingField))
 
 BINARY = _define("binary", Record("binary", "One precompiled kernel binary and the calls it serves.", (
     Field("name", Str(r"^[A-Za-z][A-Za-z0-9_]*$", "binary name {instance} must be letters, digits and _ (it names files)",
                       doc="letters, digits, `_`"),
-          "unique in the op (it names the binary's files)", required=True, model="name", check="build_binaries",
-          schema_doc=False),
+          "unique in the op (it names the binary's files)", required=True, model="name", check="build_binaries"),
     Field("when", WhenMap(TENSOR_CHOICE, "map: tensor name → dtype or [`tensor_choice`](#tensor_choice-fields); "
                                          "attr name → value"),
           "tensor name: dtype | {dtype, format}; attr name: value", required=True, model="when",
           model_type=tuple[tuple[str, TensorChoice], ...], check="check_when"),
     Field("key", Str(), "the customized-mode key fragment (required in customized mode, forbidden in default mode)",
-          model="key", check="check_fragment", schema_doc=False),
+          model="key", check="check_fragment"),
     Field("deterministic", Enum(("ignore", True, False), "deterministic must be ignore, true or false, not {instance}"),
           "`ignore` serves d=0 and d=1, `true` d=1, `false` d=0 (YAML booleans, not strings)", default="ignore",
-          model="deterministic", schema_doc=False),
+          model="deterministic"),
     Field("impl_mode", List(Enum(tuple(IMPL_MODE_INDEX)), min_items=1, unique=True),
-          "the impl modes (p=0, 1, 2) this binary serves", default=list(DEFAULT_IMPL_MODES), model="impl_modes",
-          schema_doc=False),
+          "the impl modes (p=0, 1, 2) this binary serves", default=list(DEFAULT_IMPL_MODES), model="impl_modes"),
     Field("block_dim", Int(minimum=1), "the number of blocks the kernel runs on", model="block_dim",
-          model_type=int, schema_doc=False),
+          model_type=int),
 ), model=Binary, derived=("attr_when",)))
 
 # ---- the sections of op.yaml ------------------------------------------------------------------
 
 KERNEL = Record("kernel", "The kernel source and its entry function.", (
     Field("source", SOURCE, "the kernel C source, inside the op directory", required=True, model="source",
-          check="check_sources", schema_doc=False),
-    Field("entry", SYMBOL, "the kernel entry function (compiled once per binary)", required=True, model="symbol",
-          schema_doc=False),
+          check="check_sources"),
+    Field("entry", SYMBOL, "the kernel entry function (compiled once per binary)", required=True, model="symbol"),
     Field("intercore_sync", Bool(), "the kernel uses SyncAll(): the simulator runs all blocks concurrently",
-          default=False, becomes="OpSpec.intercore_sync", schema_doc=False),
+          default=False, becomes="OpSpec.intercore_sync"),
 ), model=SourceRef)
 
 TILING = Record("tiling", "The tiling source and its tiling function.", (
     Field("source", SOURCE, "the tiling C source, inside the op directory", required=True, model="source",
-          check="check_sources", schema_doc=False),
-    Field("function", SYMBOL, "the tiling function", required=True, model="symbol", schema_doc=False),
+          check="check_sources"),
+    Field("function", SYMBOL, "the tiling function", required=True, model="symbol"),
 ), model=SourceRef)
 
 SIMPLIFIED_KEY = Record("simplified_key", "How GenSimplifiedKey chooses a binary.", (
     Field("mode", Enum(KEY_MODES), "`default`: the key is every tensor's dtype and format; `customized`: a callback's "
-          "fragment", default="default", model="mode", schema_doc=False),
+          "fragment", default="default", model="mode"),
     Field("callback", Str(rf"^(table|c:{_ID}|python:{_ID}:{_ID})$",
                           "callback {instance} is not one of: table, c:<symbol>, python:<module>:<function>",
                           doc="`table`, `c:<symbol>` or `python:<module>:<function>`"),
