@@ -160,6 +160,28 @@ def test_model_attribute_types_are_the_declared_ones(where, model, field):
     assert _matches(_declared_type(field), actual), f"{model.__name__}.{field.model}: {actual} vs {_declared_type(field)}"
 
 
+def _literal_values(t: Any) -> set[Any]:
+    """The values of every Literal inside a type (`tuple[Literal["a"], ...] | None` -> {"a"})."""
+    if typing.get_origin(t) is Literal:
+        return set(typing.get_args(t))
+    return set().union(*(_literal_values(a) for a in typing.get_args(t) if a is not Ellipsis))
+
+
+def test_model_literals_hold_exactly_the_declared_values():
+    """Where the model spells an enum as a Literal, its values are the union of what the records
+    mapping to that attribute declare (Param.param_type: the inputs' and the outputs')."""
+    declared: dict[tuple[type, str], set[Any]] = {}
+    for _, model, field in _model_fields():
+        declared.setdefault((model, field.model), set()).update(_literal_values(_declared_type(field)))
+    checked = 0
+    for (model, attr), values in declared.items():
+        in_model = _literal_values(typing.get_type_hints(model)[attr])
+        if in_model:
+            checked += 1
+            assert in_model == values, f"{model.__name__}.{attr}"
+    assert checked >= 5  # param_type, attr type, tiling type, key mode, deterministic, core_type
+
+
 def test_type_comparison_can_fail():
     assert not _matches(Literal["a", "b"], Literal["a"])
     assert not _matches(tuple[str, ...], str)
