@@ -33,8 +33,8 @@ from .model import (
     TilingField,
 )
 from .naming import snake_case
-from .schema import schema
 from .yaml_marks import Marks
+from .schema import schema  # its sections are declared in opbuild/spec/fields.py
 
 MAX_KEY_FRAGMENT_BYTES = 256
 """GenSimplifiedKey gets a 256-byte buffer (OPBUILD_MAX_SIMPLIFIED_KEY_LEN)."""
@@ -550,7 +550,7 @@ def broken_sections(paths: Iterable[JsonPath]) -> set[str]:
     for path in paths:
         broken.add(str(path[0]) if path else "*")
     if "*" in broken:
-        broken |= set(schema()["properties"])  # every section (declared in opbuild/spec/fields.py)
+        broken |= set(schema()["properties"])  # every top-level section
     return broken
 
 
