@@ -29,10 +29,19 @@ NOT_IN_THE_REPO = {"opbuild/_data"}
 """Cited on purpose although no checkout has them: created by `pip install` (see setup.py)."""
 
 
+_NOT_SOURCES = {".git", ".venv", "out", "build", "__pycache__", ".pytest_cache", ".hypothesis"}
+
+
 def _repo_files() -> set[Path]:
+    """The repository's files, relative to it: git's list (tracked and new, not ignored), or in a
+    copy without .git, every file outside build products and caches."""
     listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
-                            text=True, check=True).stdout.split()
-    return {Path(p) for p in listed}
+                            text=True)
+    if listed.returncode == 0:
+        return {Path(p) for p in listed.stdout.split()}
+    return {p.relative_to(REPO) for p in REPO.rglob("*")
+            if p.is_file() and not _NOT_SOURCES & set(p.relative_to(REPO).parts)
+            and not any(part.endswith(".egg-info") for part in p.parts)}
 
 
 def _python_prose(text: str) -> str:
