@@ -60,6 +60,15 @@ def _python_prose(text: str) -> str:
     return "\n".join(parts)
 
 
+_FENCED = re.compile(r"^```.*?^```", re.S | re.M)
+
+
+def _markdown_prose(text: str) -> str:
+    """A Markdown page without its fenced blocks: those hold examples (made-up op directories),
+    not citations."""
+    return _FENCED.sub("", text)
+
+
 def missing_citations(text: str, cited_from: Path, names: set[str]) -> list[str]:
     """Repo paths and file names cited in `text` that name nothing in the repository."""
     missing = []
@@ -83,7 +92,7 @@ def _documents() -> list[tuple[Path, str]]:
         if not path.is_file():
             continue
         if rel.suffix == ".md" and (rel.parts[0] == "docs" or len(rel.parts) == 1 or rel.parts[0] == "bench"):
-            out.append((path, path.read_text(encoding="utf-8")))
+            out.append((path, _markdown_prose(path.read_text(encoding="utf-8"))))
         elif rel.suffix == ".py" and rel.parts[0] in ("opbuild", "tests", "bench", "examples"):
             out.append((path, _python_prose(path.read_text(encoding="utf-8"))))
         elif rel.suffix in (".h", ".c", ".j2") and rel.parts[0] in ("opbuild", "templates", "ops"):
