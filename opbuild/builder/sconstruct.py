@@ -63,6 +63,7 @@ Options (NAME=value on the command line):
                  without -j, the build runs as many jobs as the hosts have slots
 Environment:
   OPBUILD_CACHE_DIR   shared SCons cache directory (CacheDir) for compiled files
+  OPBUILD_CACHE_SECRET  entries carry an HMAC keyed by it; entries whose HMAC does not check are rebuilt
   OPBUILD_FULL_CHECK  1: always let SCons check every file (skip the up-to-date manifest)
 """
 
