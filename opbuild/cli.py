@@ -206,6 +206,28 @@ def _install(args: argparse.Namespace) -> int:
     return 0
 
 
+def _configure_pack(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("package", nargs="?", default="out/opp/vendors/customize", metavar="PACKAGE_DIR",
+                        help="a built vendor package (default: out/opp/vendors/customize)")
+    parser.add_argument("-o", "--output", default=None, metavar="FILE.run",
+                        help="the installer to write (default: out/custom_opp_<os>_<arch>.run)")
+    parser.add_argument("--vendor", default=None, help="vendor name (default: the package directory's name)")
+
+
+@command("pack", "write CANN's self-extracting installer custom_opp_<os>_<arch>.run of a vendor package", _configure_pack)
+def _pack(args: argparse.Namespace) -> int:
+    from opbuild.deploy.install import InstallError
+    from opbuild.deploy.pack import pack
+
+    try:
+        path = pack(Path(args.package), Path(args.output) if args.output else None, args.vendor)
+    except (InstallError, OSError) as exc:
+        print(f"opbuild pack: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {path} ({path.stat().st_size} bytes): run it with --install-path=DIR (--help)")
+    return 0
+
+
 # ~~~ env, config ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 
 
