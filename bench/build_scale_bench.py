@@ -3,7 +3,8 @@
     local -j2 | through distcc, two loopback distccd daemons (-j4) | cold cache (populating
     OPBUILD_CACHE_DIR) | warm cache (a clean second checkout at another path, with opbuild copied to
     another path too: every op restored from its bundle)
-    | warm per-file cache only (bundles removed: every compile retrieved by SCons) | one kernel
+    | `opbuild pack` of the vendor package (time, .run size) | warm per-file cache only (bundles
+    removed: every compile retrieved by SCons) | one kernel
     edited in the second checkout
 
     python bench/build_scale_bench.py [--ops 200] [--jobs 2] [--distcc-jobs 4]
@@ -136,6 +137,16 @@ def main() -> None:
         seconds, line = build(other, args.jobs, {"OPBUILD_CACHE_DIR": str(cache)}, code=teammate_code)
         rows.append((f"clean build, warm cache -j{args.jobs} (second checkout, other path)", seconds, line))
         warm = seconds
+
+        # CANN's installer of the vendor package (what `opbuild pack` writes)
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "opbuild.cli", "pack", str(other / "out" / "opp" / "vendors" / "customize")],
+                              env=_env(code=teammate_code), capture_output=True, text=True)
+        seconds = time.monotonic() - started
+        if proc.returncode != 0:
+            sys.exit(f"opbuild pack failed:\n{proc.stderr}")
+        [run_file] = (other / "out").glob("custom_opp_*.run")
+        rows.append((f"opbuild pack ({run_file.stat().st_size / 2**20:.1f} MiB .run)", seconds, ""))
 
         # the same, with SCons's per-file entries only (op bundles and checked specs left out of a copy)
         per_file = tmp / "cache-per-file"
