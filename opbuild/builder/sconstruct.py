@@ -48,6 +48,7 @@ opbuild: build CANN-style op packages from ops/<op>/op.yaml
   scons ops OPS=A,B         only these ops (op type or directory name)
   scons -c                  remove everything the build made
   scons -j N ops            N parallel compiles
+  scons package             build, then write out/custom_opp_<os>_<arch>.run (as `opbuild pack`)
 
 Options (NAME=value on the command line):
   OPS=A,B        ops to build (default: all under ops/); other ops built earlier
@@ -181,7 +182,10 @@ def main() -> None:
         Exit(1)
     targets = build.targets
     Alias("ops", targets)
-    Clean("ops", [str(out / "opp"), str(out / "build"), str(out / CACHE_FILE.parent)])
+    _package_alias(env, targets, out, env["VENDOR"])
+    from opbuild.deploy.pack import run_file_name
+
+    Clean("ops", [str(out / "opp"), str(out / "build"), str(out / CACHE_FILE.parent), str(out / run_file_name())])
     Default("ops")
     if not GetOption("no_exec"):
         spec_cache.save()  # everything is declared: from here on, the build may write
@@ -225,6 +229,27 @@ def _record_manifest(path: Path, key: str, compiler: str | None, build, root: Pa
             files.add(tool)
     files.add(str(root / "SConstruct"))
     manifest.record(path, key, sorted(files), derived, sorted(dirs), summary, started_ns)
+
+
+def _package_alias(env, targets, out: Path, vendor: str) -> None:
+    """`scons package`: the build, then CANN's installer of the vendor package,
+    out/custom_opp_<os>_<arch>.run (opbuild/deploy/pack.py, as `opbuild pack`)."""
+    from SCons.Action import Action  # type: ignore[import-not-found]
+
+    def write_installer(target, source, env) -> int:
+        from opbuild.deploy.install import InstallError
+        from opbuild.deploy.pack import pack
+
+        try:
+            path = pack(out / "opp" / "vendors" / vendor)
+        except (InstallError, OSError) as exc:
+            sys.stderr.write(f"error: scons package: {exc}\n")
+            return 1
+        sys.stdout.write(f"opbuild: wrote {path} ({path.stat().st_size} bytes)\n")
+        return 0
+
+    alias = env.Alias("package", targets, Action(write_installer, None))
+    env.AlwaysBuild(alias)
 
 
 def _toolchain(name: str, cc: str, root: Path):

@@ -50,3 +50,15 @@ def test_two_checkouts_at_different_paths_share_the_cache_and_build_identical_pa
     for p in (first, second):
         needles = [str(p.root), str(p.code), str(REPO), sys.prefix, os.path.realpath(sys.prefix)]
         assert _files_containing(p.out / "opp", needles) == []
+
+
+def test_scons_package_writes_the_installer_of_the_vendor_package(project, tmp_path):
+    from opbuild.deploy.pack import pack, run_file_name
+
+    p = project()
+    result = p.scons("package", "OPS=AddNCustom")
+    assert result.rc == 0, str(result)
+    run = p.out / run_file_name()
+    assert f"opbuild: wrote {run}" in result.stdout
+    assert run.read_bytes() == pack(p.pkg, tmp_path / run.name).read_bytes()  # what `opbuild pack` writes
+    assert p.scons("-c", "ops").rc == 0 and not run.exists()
