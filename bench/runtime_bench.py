@@ -70,7 +70,7 @@ def host_overhead(ops, torch, number: int, repeat: int) -> None:
         ops.add_custom_template(x, y)
 
     def miss():
-        rt.ResetCacheThreadLocal()
+        rt.clear_op_cache()
         size, ex = phase1(x, y, z)
         phase2(None, size, ex, None)
 
@@ -98,7 +98,7 @@ def host_overhead(ops, torch, number: int, repeat: int) -> None:
         tx, ty, tz = torch.ones(1), torch.ones(1), torch.empty(1)
         torch.add(tx, ty, out=tz)
         torch_t = per_call(lambda: torch.add(tx, ty, out=tz), number, repeat)
-    rt.ResetCacheThreadLocal()
+    rt.clear_op_cache()
 
     print("1. host overhead, 1-element fp32 add, default stream")
     print(f"   {'':38s} {'time/call':>12s}  {'vs torch':>8s}  {'vs numpy':>8s}")

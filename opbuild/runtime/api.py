@@ -17,7 +17,13 @@ import numpy as np
 
 from opbuild.abi.ge_types import dtype_name, numpy_dtype
 from opbuild.runtime import executor as _executor
-from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
+from opbuild.runtime.errors import (
+    ACLNN_ERR_INNER,
+    ACLNN_ERR_PARAM_INVALID,
+    ACLNN_ERR_PARAM_NULLPTR,
+    AclnnError,
+    as_aclnn_error,
+)
 from opbuild.runtime.selection import OpRuntime
 from opbuild.runtime.shapes import infer_output_dtype, infer_output_shape
 from opbuild.runtime.tensor import Tensor, as_array
@@ -135,7 +141,30 @@ def call(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], determinist
 
     Returns numpy arrays when the inputs are numpy arrays, Tensors when any input is a Tensor.
     Output shapes and dtypes are cached per thread by the inputs' dtypes and shapes (simple ops).
+    Raises only AclnnError (foreign exceptions converted: errors.as_aclnn_error).
     """
+    try:
+        return _call(op, inputs, attrs, deterministic, impl_mode, stream)
+    except AclnnError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the aclnn API raises AclnnError only
+        raise as_aclnn_error(exc, op.name) from exc
+
+
+def _allocate(op: OpRuntime, specs) -> list[np.ndarray]:
+    """The one-shot outputs; a shape too large to allocate is the caller's (161002), said so."""
+    outputs = []
+    for param, (shape, dtype) in zip(op.spec.outputs, specs):
+        try:
+            outputs.append(np.empty(shape, dtype))
+        except (ValueError, MemoryError) as exc:
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{op.name}: output '{param.name}' of shape {list(shape)} "
+                                                      f"({np.dtype(dtype).name}) is too large to allocate: {exc}") from None
+    return outputs
+
+
+def _call(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], deterministic: bool | None,
+          impl_mode: str | int | None, stream: Any):
     key = None
     if op.simple and inputs is not None and attrs is not None and len(inputs) == op.n_inputs:
         parts: list[Any] = [op]
@@ -162,7 +191,7 @@ def call(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], determinist
             if len(cache) >= max(_executor.PARAM_CACHE_CAPACITY, 1):
                 cache.clear()
             cache[key] = specs
-    outputs = [np.empty(shape, dtype) for shape, dtype in specs]
+    outputs = _allocate(op, specs)
     phase1, phase2 = op.phase1, op.phase2
     if phase1 is not None and phase2 is not None and len(attrs) == op.n_attrs:
         size, executor = phase1(*inputs, *attrs, *outputs, deterministic=deterministic, impl_mode=impl_mode)

@@ -84,6 +84,7 @@ from opbuild.runtime.plan_cache import (  # noqa: F401
     _thread_args,
     _ThreadState,
     cache_size,
+    clear_cache,
     reset_cache_thread_local,
 )
 from opbuild.runtime.plans import (  # noqa: F401

@@ -15,13 +15,14 @@ entry is still the `_launch` it was configured with.
 from __future__ import annotations
 
 import ctypes
+import functools
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from opbuild.runtime import device, settings
 from opbuild.runtime.arguments import _plain_array
-from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
+from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError, as_aclnn_error
 from opbuild.runtime.executor import Executor, execute, get_workspace_size
 from opbuild.runtime.launch import _DATA_OFFSET, _FAST_POINTERS, _launch_failed, _Native, _read_ptr, packer
 from opbuild.runtime.plan_cache import _CACHE, _fastpath
@@ -92,7 +93,7 @@ def phase1_function(op: OpRuntime, name: str, inputs: Sequence[str], attrs: Sequ
             inputs=_tuple_src(inputs), attrs=_tuple_src(attrs), outputs=_tuple_src(outputs))
     namespace = {
         "_op": op, "_dp": settings.DP, "_state": _CACHE, "_type": type, "_nd": np.ndarray, "_plain": _plain_array,
-        "_ptr": _read_ptr, "_id": id, "_OFF": _DATA_OFFSET, "_Executor": Executor, "_slow": get_workspace_size,
+        "_ptr": _read_ptr, "_id": id, "_OFF": _DATA_OFFSET, "_Executor": Executor, "_slow": _guarded(get_workspace_size, name),
         "_pack": packer(len(inputs) + len(outputs) + 2).pack,
     }
     code = compile(src, f"<opbuild phase 1 of {op.name}>", "exec")
@@ -130,9 +131,9 @@ def phase2_function(op: OpRuntime, name: str, doc: str | None = None) -> Callabl
     if not name.isidentifier():
         raise ValueError(f"{op.name}: bad function name {name!r}")
 
+    @_guard(name)
     def slow(workspace, workspace_size, executor, stream):
-        if executor is not None and getattr(executor, "op", op) is not op:
-            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{name}: the executor was made for {executor.op.name}, not {op.name}")
+        check_executor_op(executor, op, name)
         execute(workspace, workspace_size, executor, stream)
         return 0
 
@@ -157,6 +158,33 @@ def phase2_function(op: OpRuntime, name: str, doc: str | None = None) -> Callabl
         fn = _wrap(_fastpath.Phase2(op, fn, fn.__globals__, fn.__globals__["_launch"]), fn, name, doc)
     op.phase2 = fn
     return fn
+
+
+def check_executor_op(executor: Any, op: OpRuntime, api: str) -> None:
+    """161002 unless `executor` was made by phase 1 of `op` (aclnnMul given an Add executor)."""
+    made_for = getattr(executor, "op", op)
+    if executor is not None and made_for is not op:
+        name = getattr(made_for, "name", type(made_for).__name__)
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{api}: the executor was made for {name}, not {op.name}")
+
+
+def _guard(api: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: the function raises AclnnError only (errors.as_aclnn_error at the API boundary)."""
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        return _guarded(fn, api)
+    return decorate
+
+
+def _guarded(fn: Callable[..., Any], api: str) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except AclnnError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the aclnn API raises AclnnError only
+            raise as_aclnn_error(exc, api) from exc
+    return guarded
 
 
 def _wrap(obj: Any, fn: Callable[..., Any], name: str, doc: str | None) -> Any:

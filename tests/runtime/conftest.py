@@ -136,11 +136,11 @@ def _fresh_runtime_state():
     """Every test starts with default settings and an empty parameter cache on its thread."""
     settings.set_deterministic(False)
     settings.set_impl_mode("high_performance")
-    rt.ResetCacheThreadLocal()
+    rt.clear_op_cache()
     yield
     settings.set_deterministic(False)
     settings.set_impl_mode("high_performance")
-    rt.ResetCacheThreadLocal()
+    rt.clear_op_cache()
 
 
 @pytest.fixture

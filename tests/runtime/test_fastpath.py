@@ -241,13 +241,13 @@ def test_settings_changes_are_honoured(ops):
         np.testing.assert_array_equal(z, 2 * x)
 
 
-def test_reset_cache_thread_local_clears_it(ops, monkeypatch):
+def test_clear_op_cache_clears_it(ops, monkeypatch):
     p1, p2 = add_phases(ops)
     x = np.ones(4, np.float32)
     z = np.empty_like(x)
     p1(x, x, z)
     assert type(p1(x, x, z)[1]) is fastpath.Executor and fastpath.table_size() == 1
-    rt.ResetCacheThreadLocal()
+    rt.clear_op_cache()
     assert fastpath.table_size() == 0 and executor.cache_size() == 0
     before = stats()
     assert type(p1(x, x, z)[1]) is executor.Executor and delta(before)["phase1_misses"] == 1
@@ -298,7 +298,7 @@ def test_eight_threads(ops):
                 p2(None, size, ex)
                 np.testing.assert_array_equal(z, x + y)
                 if i == 200 and k % 2:
-                    rt.ResetCacheThreadLocal()  # only this thread's tables
+                    rt.clear_op_cache()  # only this thread's tables
             tables[k] = fastpath.table_size()
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)

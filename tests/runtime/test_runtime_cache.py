@@ -1,5 +1,5 @@
 """The op-parameter cache: a hit runs neither GenSimplifiedKey nor tiling; per-thread caches;
-ResetCacheThreadLocal; eviction; many threads calling at once."""
+ResetCacheThreadLocal (keeps the cache) and clear_op_cache; eviction; many threads calling at once."""
 
 from __future__ import annotations
 
@@ -114,7 +114,7 @@ def test_hit_with_default_keys_and_strides(ops, monkeypatch, tiling_calls):
     assert (keys.calls, tiling_calls.calls) == (2, 2)
 
 
-def test_reset_cache_thread_local_clears_only_the_calling_thread(ops, tiling_calls):
+def test_clear_op_cache_clears_only_the_calling_thread(ops, tiling_calls):
     x = np.ones(16, np.float32)
     ops.add_custom_template(x, x)
     assert executor.cache_size() == 1
@@ -128,7 +128,7 @@ def test_reset_cache_thread_local_clears_only_the_calling_thread(ops, tiling_cal
             ops.add_custom_template(x, x)
             worker_sizes.append(executor.cache_size())
             go_reset.wait(10)
-            rt.ResetCacheThreadLocal()
+            rt.clear_op_cache()
             worker_sizes.append(executor.cache_size())
             ops.add_custom_template(x, x)  # a miss again on this thread
             worker_sizes.append(executor.cache_size())
@@ -144,14 +144,29 @@ def test_reset_cache_thread_local_clears_only_the_calling_thread(ops, tiling_cal
     t.join(10)
     assert not errors
     assert worker_sizes == [1, 0, 1]
-    assert tiling_calls.calls == 3  # main miss, worker miss, worker miss after its reset
-    assert executor.cache_size() == 1  # the main thread's plan survived the worker's reset
+    assert tiling_calls.calls == 3  # main miss, worker miss, worker miss after its clear
+    assert executor.cache_size() == 1  # the main thread's plan survived the worker's clear
     ops.add_custom_template(x, x)
     assert tiling_calls.calls == 3
-    rt.ResetCacheThreadLocal()
+    rt.clear_op_cache()
     assert executor.cache_size() == 0
     ops.add_custom_template(x, x)
     assert tiling_calls.calls == 4
+
+
+def test_reset_cache_thread_local_keeps_the_cache(ops, tiling_calls):
+    """CANN's ResetCacheThreadLocal resets per-call state only: the next call still hits."""
+    x = np.ones(16, np.float32)
+    z = np.empty_like(x)
+    size, ex = ops.aclnnAddCustomTemplateGetWorkspaceSize(x, x, z)
+    ops.aclnnAddCustomTemplate(None, size, ex)
+    assert (tiling_calls.calls, executor.cache_size()) == (1, 1)
+    for _ in range(3):
+        rt.ResetCacheThreadLocal()
+        size, ex = ops.aclnnAddCustomTemplateGetWorkspaceSize(x, x, z)
+        ops.aclnnAddCustomTemplate(None, size, ex)
+    assert (tiling_calls.calls, executor.cache_size()) == (1, 1)  # three hits after the resets
+    np.testing.assert_array_equal(z, 2 * x)
 
 
 def test_cache_is_bounded_and_keeps_recently_used_plans(ops, monkeypatch, tiling_calls):

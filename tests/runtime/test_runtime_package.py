@@ -100,7 +100,7 @@ def test_package_is_resolved_per_lookup(ops, opp, monkeypatch):
     shutil.rmtree(opp / "vendors/v2")
     (opp / "vendors/config.ini").write_text("load_priority=v2\n")
     monkeypatch.setenv("ASCEND_OPP_PATH", str(opp))  # same value: the index is checked again anyway
-    executor.reset_cache_thread_local()
+    executor.clear_cache()
     assert selected() == opp / "built-in"
 
 
@@ -145,7 +145,7 @@ def test_custom_mul_wins_over_the_built_in_one(sample_copy, ops, builtin_ops, mo
     assert bin_path == custom / "op_impl/ai_core/tbe/kernel/ascend910b/mul_custom/MulCustom_FP32.so"
     # without the custom vendor (load_priority names none), the built-in MulCustom (ops_math) runs
     (sample_copy / "vendors/config.ini").write_text("load_priority=\n")
-    executor.reset_cache_thread_local()
+    executor.clear_cache()
     z[:] = 0
     selection = _discovered(builtin_ops._OPS["MulCustom"].spec, x, y, outputs=(z,))
     np.testing.assert_array_equal(z, x * y)
