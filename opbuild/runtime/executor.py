@@ -96,6 +96,7 @@ from opbuild.runtime.plans import (  # noqa: F401
     _instances,
     build_plan,
     load_kernel_info,
+    plan_fresh,
 )
 from opbuild.runtime.selection import OpRuntime
 from opbuild.runtime.tensor import Tensor
@@ -188,7 +189,7 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
     if simple is not None:
         key, arrays = simple
         plan = plans.get(key)
-        if plan is not None:
+        if plan is not None and plan_fresh(plan):
             n_in = op.n_inputs
             for what, a in zip(op.output_what, arrays[n_in:]):
                 if not a.flags.writeable:
@@ -201,10 +202,9 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
     out_params = normalize_tensors(op, outputs, outputs=True)
     attr_values = normalize_attrs(op, attrs)
     if simple is None:
-        key = (op, dp, "generic", attr_values, _signature(in_params), _signature(out_params),
-               _search_env() if op.package is None else None)
+        key = (op, dp, "generic", attr_values, _signature(in_params), _signature(out_params), _search_env())
     plan = plans.get(key)
-    if plan is None:
+    if plan is None or not plan_fresh(plan):
         plan = build_plan(op, in_params, out_params, attr_values, d, p)
         _store(key, plan, PARAM_CACHE_CAPACITY)
     else:

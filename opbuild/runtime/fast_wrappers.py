@@ -26,7 +26,8 @@ from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError, as_aclnn
 from opbuild.runtime.executor import Executor, execute, get_workspace_size
 from opbuild.runtime.launch import _DATA_OFFSET, _FAST_POINTERS, _launch_failed, _Native, _read_ptr, packer
 from opbuild.runtime.plan_cache import _CACHE, _fastpath
-from opbuild.runtime.plans import Plan
+from opbuild.runtime.cache_key import search_env
+from opbuild.runtime.plans import Plan, plan_fresh
 from opbuild.runtime.selection import OpRuntime
 
 
@@ -37,9 +38,9 @@ def {name}({params}, *, deterministic=None, impl_mode=None):
     else:
         {unwrap}
     if deterministic is None and impl_mode is None and {all_plain}:
-        key = (_op, _dp[0], {key})
+        key = (_op, _dp[0], {key}, _env())
         plan = _state.plans.get(key)
-        if plan is not None and plan.contiguous and {writeable}:
+        if plan is not None and plan.contiguous and {writeable} and _fresh(plan):
             {addrs}
             if not (({or_addrs}) & 15):
                 plan.hot = True
@@ -94,7 +95,7 @@ def phase1_function(op: OpRuntime, name: str, inputs: Sequence[str], attrs: Sequ
     namespace = {
         "_op": op, "_dp": settings.DP, "_state": _CACHE, "_type": type, "_nd": np.ndarray, "_plain": _plain_array,
         "_ptr": _read_ptr, "_id": id, "_OFF": _DATA_OFFSET, "_Executor": Executor, "_slow": _guarded(get_workspace_size, name),
-        "_pack": packer(len(inputs) + len(outputs) + 2).pack,
+        "_pack": packer(len(inputs) + len(outputs) + 2).pack, "_env": search_env, "_fresh": plan_fresh,
     }
     code = compile(src, f"<opbuild phase 1 of {op.name}>", "exec")
     exec(code, namespace)  # noqa: S102 - source built above from checked identifiers

@@ -22,8 +22,15 @@ def dp_code(d: int, p: int) -> int:
     return d * 4 + p
 
 
+DP_LISTENERS: list = []
+"""Called with the new dp code whenever it changes: the aclnn C ABI's native path keeps a copy
+(registered by capi when it loads the acl library)."""
+
+
 def _update() -> None:
     DP[0] = dp_code(_state["deterministic"], _state["impl_mode"])
+    for listener in DP_LISTENERS:
+        listener(DP[0])
 
 
 

@@ -27,6 +27,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
+#include "opkey.h"
+
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 
@@ -54,7 +58,7 @@ static PyObject *g_table_key;        /* the thread-state-dict key of the plan ta
 
 static PyObject *s_args, *s_plan, *s_workspace_size, *s_tiling_addr, *s_fn, *s_value, *s_nargs, *s_block_dim,
     *s_sync, *s_empty, *s_contiguous, *s_selection, *s_full_key, *s_entry, *s_name, *s_deterministic,
-    *s_impl_mode, *s_launch;
+    *s_impl_mode, *s_launch, *s_stamp, *s_stamp_path;
 
 static unsigned long long st_p1_hits, st_p1_misses, st_p1_registered, st_p2_fast, st_p2_slow;
 
@@ -93,6 +97,8 @@ typedef struct Entry {
     void *fn;
     uint32_t nargs, block_dim;
     int sync, empty;
+    char *stamp_path;     /* the package's binary_info_config.json (plans.package_config), or NULL */
+    int64_t stamp[3];     /* its mtime ns, size, inode when the plan was made (plans.file_stamp) */
 } Entry;
 
 typedef struct {
@@ -111,7 +117,17 @@ static void entry_free(Entry *e) {
     PyMem_Free(e->words);
     PyMem_Free(e->attrs);
     PyMem_Free(e->descrs);
+    PyMem_Free(e->stamp_path);
     PyMem_Free(e);
+}
+
+/* Whether the package of an entry's plan is unchanged (plans.plan_fresh, in C). */
+static int entry_fresh(const Entry *e) {
+    if (e->stamp_path == NULL) return 1;
+    struct stat st;
+    if (stat(e->stamp_path, &st) != 0) return 0;
+    return (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == e->stamp[0] &&
+           (int64_t)st.st_size == e->stamp[1] && (int64_t)st.st_ino == e->stamp[2];
 }
 
 static void table_clear(Table *t) {
@@ -250,6 +266,7 @@ static int build_key(Phase1 *self, PyObject *const *args, Key *k, long dp) {
     uint64_t h = mix((uint64_t)(uintptr_t)self->op, (uint64_t)dp);
     Py_ssize_t w = 0;
     k->words[w++] = (intptr_t)dp;
+    k->words[w++] = (intptr_t)opkey_env_token(); /* SoC and package search environment */
     for (Py_ssize_t i = 0; i < n_attr; i++) {
         PyObject *a = args[n_in + i];
         /* Only builtin scalars, whose hash and == run no Python code (nothing can change the
@@ -284,7 +301,8 @@ static int build_key(Phase1 *self, PyObject *const *args, Key *k, long dp) {
 
 static Entry *lookup(Table *t, Phase1 *self, PyObject *const *args, Key *k) {
     if (t->buckets == NULL) return NULL;
-    for (Entry *e = t->buckets[k->hash & t->mask]; e != NULL; e = e->next) {
+    Entry **link = &t->buckets[k->hash & t->mask];
+    for (Entry *e = *link; e != NULL; link = &e->next, e = e->next) {
         if (e->hash != k->hash || e->op != self->op || e->nwords != k->nwords ||
             memcmp(e->words, k->words, (size_t)k->nwords * sizeof(intptr_t)) != 0)
             continue;
@@ -303,7 +321,14 @@ static Entry *lookup(Table *t, Phase1 *self, PyObject *const *args, Key *k) {
             }
             same = eq;
         }
-        if (same) return e;
+        if (!same) continue;
+        if (!entry_fresh(e)) { /* the package was rebuilt: drop the plan, the Python path selects again */
+            *link = e->next;
+            t->count--;
+            entry_free(e);
+            return NULL;
+        }
+        return e;
     }
     return NULL;
 }
@@ -384,6 +409,29 @@ static int register_plan(Phase1 *self, PyObject *const *args, Key *k, PyObject *
         entry_free(e);
         return -1;
     }
+    PyObject *stamp = PyObject_GetAttr(plan, s_stamp), *stamp_path = stamp ? PyObject_GetAttr(plan, s_stamp_path) : NULL;
+    if (stamp == NULL || stamp_path == NULL) {
+        Py_XDECREF(stamp);
+        entry_free(e);
+        return -1;
+    }
+    if (stamp != Py_None) {
+        const char *path = PyUnicode_Check(stamp_path) ? PyUnicode_AsUTF8(stamp_path) : NULL;
+        int ok = path != NULL && PyArg_ParseTuple(stamp, "LLL", &e->stamp[0], &e->stamp[1], &e->stamp[2]);
+        if (ok) {
+            e->stamp_path = PyMem_Malloc(strlen(path) + 1);
+            if (e->stamp_path != NULL) strcpy(e->stamp_path, path);
+        }
+        if (!ok || e->stamp_path == NULL) { /* not checkable: not cached in C */
+            Py_DECREF(stamp);
+            Py_DECREF(stamp_path);
+            entry_free(e);
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    Py_DECREF(stamp);
+    Py_DECREF(stamp_path);
     e->ws_size = ws;
     e->tiling_addr = tiling;
     e->fn = (void *)(uintptr_t)fnv;
@@ -957,6 +1005,8 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     INTERN(s_deterministic, "deterministic");
     INTERN(s_impl_mode, "impl_mode");
     INTERN(s_launch, "_launch");
+    INTERN(s_stamp, "stamp");
+    INTERN(s_stamp_path, "stamp_path");
     PyObject *m = PyModule_Create(&fp_module);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "Phase1", (PyObject *)&Phase1Type) < 0 ||
