@@ -198,3 +198,19 @@ def test_app_flags_for_libraries(package, tmp_path):
     other = tmp_path / "vendors" / "other" / "op_api" / "lib" / "libcust_opapi.so"
     with pytest.raises(ValueError, match="libcust_opapi.so"):
         app_flags_for_libraries([package.lib, other])
+
+
+def test_eight_c_threads_on_the_native_hit_path(package):
+    """8 pthreads call concurrently: every result right, each thread's cache its own (two misses
+    for the odd threads, which empty theirs once; one for the others), hits for the rest."""
+    exe = _build("sample_threads.c", app_flags(package.root), package.work)
+    out = _run(exe).stdout
+    assert "threads: ok" in out and "live executors: 0" in out
+    for line in out.splitlines():
+        if line.startswith("thread "):
+            t, rest = line[len("thread "):].split(":", 1)
+            words = rest.split()
+            assert words[0] == "ok", line
+            hits, misses = int(words[2]), int(words[4])
+            assert misses == (2 if int(t) % 2 else 1), line
+            assert hits + misses == 300, line

@@ -3,6 +3,7 @@ ResetCacheThreadLocal (keeps the cache) and clear_op_cache; eviction; many threa
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 import threading
@@ -13,7 +14,7 @@ import pytest
 
 import opbuild.runtime as rt
 from opbuild.abi import c_callbacks
-from opbuild.runtime import api, executor
+from opbuild.runtime import AclnnError, api, executor
 
 
 class Counter:
@@ -263,3 +264,64 @@ def test_eviction_never_drops_the_plan_just_stored(ops, monkeypatch, tiling_call
     assert executor.cache_size() == 2 and tiling_calls.calls == 3
     ops.add_custom_template(c, c)
     assert tiling_calls.calls == 3
+
+
+# ---- what else is in the key: SoC, search environment, the package's stamp --------------------------
+
+def _paths(ops):
+    """The three Python entry points of a two-phase call: C fast path, the Python path it wraps, and
+    the generic one (an ND Tensor takes the Python path's own branch)."""
+    p1, p2 = ops.aclnnAddCustomTemplateGetWorkspaceSize, ops.aclnnAddCustomTemplate
+    py1, py2 = getattr(p1, "__wrapped__", p1), getattr(p2, "__wrapped__", p2)
+
+    def run(first, second, x, z):
+        size, ex = first(x, x, z)
+        second(None, size, ex)
+        np.testing.assert_array_equal(z, 2 * np.asarray(x))
+
+    return {"fast": lambda x, z: run(p1, p2, x, z), "python": lambda x, z: run(py1, py2, x, z),
+            "one-shot": lambda x, z: np.testing.assert_array_equal(ops.add_custom_template(x, x), 2 * x)}
+
+
+@pytest.mark.parametrize("path", ["fast", "python", "one-shot"])
+def test_soc_change_selects_again(ops, monkeypatch, tiling_calls, path):
+    call = _paths(ops)[path]
+    x = np.ones(16, np.float32)
+    z = np.empty_like(x)
+    call(x, z)
+    call(x, z)
+    assert tiling_calls.calls == 1
+    monkeypatch.setenv("OPBUILD_SOC", "ascend310p")  # the sample package has no binaries for it
+    with pytest.raises(AclnnError) as err:
+        call(x, z)
+    assert "ascend310p" in err.value.message  # selected again (and found nothing), not the cached plan
+    monkeypatch.delenv("OPBUILD_SOC")
+    call(x, z)
+    assert tiling_calls.calls == 1  # the first SoC's plan is still cached
+
+
+@pytest.mark.parametrize("var", ["ASCEND_CUSTOM_OPP_PATH", "ASCEND_OPP_PATH"])
+@pytest.mark.parametrize("path", ["fast", "python"])
+def test_search_environment_change_selects_again(ops, monkeypatch, tmp_path, tiling_calls, var, path):
+    call = _paths(ops)[path]
+    x = np.ones(16, np.float32)
+    z = np.empty_like(x)
+    call(x, z)
+    monkeypatch.setenv(var, str(tmp_path))
+    call(x, z)
+    call(x, z)
+    assert tiling_calls.calls == 2  # once per environment
+
+
+@pytest.mark.parametrize("path", ["fast", "python", "one-shot"])
+def test_package_rebuild_selects_again(ops, package, tiling_calls, path):
+    call = _paths(ops)[path]
+    x = np.ones(16, np.float32)
+    z = np.empty_like(x)
+    call(x, z)
+    config = package / "op_impl/ai_core/tbe/kernel/config/ascend910b/binary_info_config.json"
+    st = config.stat()
+    os.utime(config, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))  # rebuilt in place
+    call(x, z)
+    call(x, z)
+    assert tiling_calls.calls == 2

@@ -360,12 +360,12 @@ int opcache_launch_args(const opcache_plan *plan, const void *const *inputs, uin
 
 /* ---- exported for tools and tests ----------------------------------------------------------- */
 
-ACL_FUNC_VISIBILITY void opbuild_aclnn_clear_cache(void) {
+void opbuild_aclnn_clear_cache(void) {
     table *t = my_table(0);
     if (t != NULL) table_clear(t);
 }
 
-ACL_FUNC_VISIBILITY void opbuild_aclnn_cache_stats(opcache_stats *out) {
+void opbuild_aclnn_cache_stats(opcache_stats *out) {
     table *t = my_table(0);
     if (t == NULL) {
         memset(out, 0, sizeof *out);

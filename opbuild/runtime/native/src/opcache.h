@@ -70,9 +70,6 @@ ACL_INTERNAL int opcache_launch_args(const opcache_plan *plan, const void *const
 ACL_INTERNAL uint32_t opcache_n_inputs(const opcache_op *op);
 ACL_INTERNAL uint32_t opcache_n_outputs(const opcache_op *op);
 
-/* Counters of the calling thread (hits, misses, inserts) and its cache size. */
-typedef struct opcache_stats {
-    uint64_t hits, misses, inserts, stale, size;
-} opcache_stats;
+typedef opbuild_aclnn_cache_counters opcache_stats;
 
 #endif /* OPBUILD_OPCACHE_H */

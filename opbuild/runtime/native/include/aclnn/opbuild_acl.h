@@ -86,6 +86,14 @@ ACL_FUNC_VISIBILITY aclnnStatus opbuild_aclnn_run_op(const char *package_root, c
  * CANN's): every next call selects again. For tests and to give memory back. */
 ACL_FUNC_VISIBILITY void opbuild_aclnn_clear_cache(void);
 
+/* Counters of the calling thread's native op-parameter cache (phase-1 calls since the thread
+ * started: served natively, not, plans cached, plans dropped because their package changed) and
+ * its current size. */
+typedef struct opbuild_aclnn_cache_counters {
+    uint64_t hits, misses, inserts, stale, size;
+} opbuild_aclnn_cache_counters;
+ACL_FUNC_VISIBILITY void opbuild_aclnn_cache_stats(opbuild_aclnn_cache_counters *out);
+
 /* The deterministic / impl mode code (d * 4 + p) of later calls; set by opbuild.runtime.settings. */
 ACL_FUNC_VISIBILITY void opbuild_aclnn_set_dp(int dp);
 
