@@ -13,6 +13,7 @@ import ctypes
 import json
 import os
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,8 @@ class Plan:
     changes after the build)."""
 
     __slots__ = ("op", "selection", "kernel", "block_dim", "tiling_key", "workspace_size", "tiling_buffer", "empty",
-                 "contiguous", "nargs", "ws_index", "tiling_addr", "fn", "sync", "hot", "stamp_path", "stamp")
+                 "contiguous", "nargs", "ws_index", "tiling_addr", "fn", "sync", "hot", "stamp_path", "stamp",
+                 "checked_ns")
 
     def __init__(self, op: OpRuntime, selection: Selection | None, kernel: KernelInfo | None, block_dim: int,
                  tiling_key: int, workspace_size: int, tiling_buffer: Any, empty: bool, contiguous: bool,
@@ -104,6 +106,7 @@ class Plan:
         # package rebuilt in place selects again (plan_fresh)
         self.stamp_path = package_config(selection) if selection is not None else ""
         self.stamp = file_stamp(self.stamp_path)
+        self.checked_ns = time.monotonic_ns()
 
     @property
     def tiling_data(self) -> bytes:
@@ -141,9 +144,23 @@ def package_config(selection: Selection) -> str:
     return str(files[-1]) if files else ""
 
 
+STAMP_INTERVAL_NS = 1_000_000
+"""A cached plan re-checks its package's stamp at most this often (opkey.h OPKEY_STAMP_INTERVAL_NS:
+file times have a resolution of a few ms, and a stat per hit would cost more than the hit)."""
+
+
 def plan_fresh(plan: Plan) -> bool:
-    """Whether the package a cached plan was selected from is unchanged (one stat)."""
-    return plan.stamp is None or file_stamp(plan.stamp_path) == plan.stamp
+    """Whether the package a cached plan was selected from is unchanged (a stat at most every
+    STAMP_INTERVAL_NS; plans are per thread, so `checked_ns` needs no lock)."""
+    if plan.stamp is None:
+        return True
+    now = time.monotonic_ns()
+    if now - plan.checked_ns < STAMP_INTERVAL_NS:
+        return True
+    if file_stamp(plan.stamp_path) != plan.stamp:
+        return False
+    plan.checked_ns = now
+    return True
 
 
 def _instances(params, contiguous: bool) -> list[list[tuple]]:

@@ -257,11 +257,29 @@ struct aclOpExecutor {
     void *args[];           /* a native hit's launch arguments */
 };
 
-static pthread_mutex_t g_exec_lock = PTHREAD_MUTEX_INITIALIZER;
-static aclOpExecutor *g_execs;
+/* The live executors, in shards by address so that threads calling concurrently rarely share a
+ * lock: every handle is checked against its shard before use (a stale handle is reported, never
+ * dereferenced). */
+#define EXEC_SHARDS 64
+typedef struct {
+    pthread_mutex_t lock;
+    aclOpExecutor *head;
+    char pad[64 - sizeof(pthread_mutex_t) % 64 - sizeof(aclOpExecutor *) % 64];
+} exec_shard;
+static exec_shard g_shards[EXEC_SHARDS];
+static pthread_once_t g_shards_once = PTHREAD_ONCE_INIT;
+
+static void init_shards(void) {
+    for (int i = 0; i < EXEC_SHARDS; i++) pthread_mutex_init(&g_shards[i].lock, NULL);
+}
+
+static exec_shard *shard_of(const aclOpExecutor *e) {
+    pthread_once(&g_shards_once, init_shards);
+    return &g_shards[((uintptr_t)e >> 6) % EXEC_SHARDS];
+}
 
 static int exec_live_locked(const aclOpExecutor *e) {
-    for (aclOpExecutor *it = g_execs; it != NULL; it = it->next)
+    for (aclOpExecutor *it = shard_of(e)->head; it != NULL; it = it->next)
         if (it == e) return 1;
     return 0;
 }
@@ -269,16 +287,17 @@ static int exec_live_locked(const aclOpExecutor *e) {
 static void exec_link(aclOpExecutor *e) {
     e->magic = ACL_MAGIC(OPBUILD_ACL_EXECUTOR);
     acl_live_add(OPBUILD_ACL_EXECUTOR, 1);
-    pthread_mutex_lock(&g_exec_lock);
-    e->next = g_execs;
-    if (g_execs) g_execs->prev = e;
-    g_execs = e;
-    pthread_mutex_unlock(&g_exec_lock);
+    exec_shard *sh = shard_of(e);
+    pthread_mutex_lock(&sh->lock);
+    e->next = sh->head;
+    if (sh->head) sh->head->prev = e;
+    sh->head = e;
+    pthread_mutex_unlock(&sh->lock);
 }
 
 static void exec_unlink_locked(aclOpExecutor *e) {
     if (e->prev) e->prev->next = e->next;
-    else g_execs = e->next;
+    else shard_of(e)->head = e->next;
     if (e->next) e->next->prev = e->prev;
     e->prev = e->next = NULL;
 }
@@ -307,10 +326,10 @@ static void exec_free(aclOpExecutor *e, int gil_held) {
 
 aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor) {
     if (executor == NULL) return opbuild_aclnn_null_param("aclSetAclOpExecutorRepeatable", "executor");
-    pthread_mutex_lock(&g_exec_lock);
+    pthread_mutex_lock(&shard_of(executor)->lock);
     int live = exec_live_locked(executor);
     if (live) executor->repeatable = 1;
-    pthread_mutex_unlock(&g_exec_lock);
+    pthread_mutex_unlock(&shard_of(executor)->lock);
     if (!live) return aclnn_fail(ACLNN_ERR_PARAM_INVALID, "aclSetAclOpExecutorRepeatable", NOT_LIVE_EXECUTOR,
                                  (void *)executor);
     return ACLNN_SUCCESS;
@@ -318,7 +337,7 @@ aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor) {
 
 aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
     if (executor == NULL) return ACLNN_SUCCESS;
-    pthread_mutex_lock(&g_exec_lock);
+    pthread_mutex_lock(&shard_of(executor)->lock);
     int live = exec_live_locked(executor);
     int now = 0;
     if (live) {
@@ -326,7 +345,7 @@ aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
         if (executor->busy) executor->destroy_pending = 1;
         else now = 1;
     }
-    pthread_mutex_unlock(&g_exec_lock);
+    pthread_mutex_unlock(&shard_of(executor)->lock);
     if (!live) return aclnn_fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyAclOpExecutor", NOT_LIVE_EXECUTOR,
                                  (void *)executor);
     if (now) exec_free(executor, 0);
@@ -334,10 +353,10 @@ aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
 }
 
 const char *opbuild_aclnn_executor_key(const aclOpExecutor *executor) {
-    pthread_mutex_lock(&g_exec_lock);
+    pthread_mutex_lock(&shard_of(executor)->lock);
     const char *key = NULL;
     if (exec_live_locked(executor)) key = executor->plan ? executor->plan->key_text : executor->key;
-    pthread_mutex_unlock(&g_exec_lock);
+    pthread_mutex_unlock(&shard_of(executor)->lock);
     return key;
 }
 
@@ -575,7 +594,7 @@ static aclnnStatus run_executor(const opcache_op *op, void *workspace, uint64_t 
                                 aclrtStream stream) {
     if (executor == NULL) return opbuild_aclnn_null_param("aclnn (phase 2)", "executor");
     char api[256] = "aclnn (phase 2)";
-    pthread_mutex_lock(&g_exec_lock);
+    pthread_mutex_lock(&shard_of(executor)->lock);
     int live = exec_live_locked(executor);
     int repeatable = 0, wrong_op = 0;
     const opcache_op *made_for = NULL;
@@ -588,7 +607,7 @@ static aclnnStatus run_executor(const opcache_op *op, void *workspace, uint64_t 
             else exec_unlink_locked(executor); /* claimed: this call releases it */
         }
     }
-    pthread_mutex_unlock(&g_exec_lock);
+    pthread_mutex_unlock(&shard_of(executor)->lock);
     if (op != NULL) opcache_op_api(op, api, sizeof api);
     else if (live && made_for != NULL) opcache_op_api(made_for, api, sizeof api);
     if (!live) return aclnn_fail(ACLNN_ERR_PARAM_INVALID, api, NOT_LIVE_EXECUTOR, (void *)executor);
@@ -627,10 +646,10 @@ static aclnnStatus run_executor(const opcache_op *op, void *workspace, uint64_t 
     if (!repeatable) {
         exec_free(executor, gil_held);
     } else {
-        pthread_mutex_lock(&g_exec_lock);
+        pthread_mutex_lock(&shard_of(executor)->lock);
         executor->busy--;
         int doomed = executor->destroy_pending && executor->busy == 0;
-        pthread_mutex_unlock(&g_exec_lock);
+        pthread_mutex_unlock(&shard_of(executor)->lock);
         if (doomed) exec_free(executor, gil_held);
     }
     if (gil_held) PyGILState_Release(g);

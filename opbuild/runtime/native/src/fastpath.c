@@ -99,6 +99,7 @@ typedef struct Entry {
     int sync, empty;
     char *stamp_path;     /* the package's binary_info_config.json (plans.package_config), or NULL */
     int64_t stamp[3];     /* its mtime ns, size, inode when the plan was made (plans.file_stamp) */
+    int64_t checked_ns;   /* when it was last checked */
 } Entry;
 
 typedef struct {
@@ -122,12 +123,17 @@ static void entry_free(Entry *e) {
 }
 
 /* Whether the package of an entry's plan is unchanged (plans.plan_fresh, in C). */
-static int entry_fresh(const Entry *e) {
+static int entry_fresh(Entry *e) {
     if (e->stamp_path == NULL) return 1;
+    int64_t now = opkey_now_ns();
+    if (now - e->checked_ns < OPKEY_STAMP_INTERVAL_NS) return 1; /* opkey.h: checked at most every 1 ms */
     struct stat st;
     if (stat(e->stamp_path, &st) != 0) return 0;
-    return (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == e->stamp[0] &&
-           (int64_t)st.st_size == e->stamp[1] && (int64_t)st.st_ino == e->stamp[2];
+    if (!((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == e->stamp[0] &&
+          (int64_t)st.st_size == e->stamp[1] && (int64_t)st.st_ino == e->stamp[2]))
+        return 0;
+    e->checked_ns = now;
+    return 1;
 }
 
 static void table_clear(Table *t) {
@@ -432,6 +438,7 @@ static int register_plan(Phase1 *self, PyObject *const *args, Key *k, PyObject *
     }
     Py_DECREF(stamp);
     Py_DECREF(stamp_path);
+    e->checked_ns = opkey_now_ns();
     e->ws_size = ws;
     e->tiling_addr = tiling;
     e->fn = (void *)(uintptr_t)fnv;

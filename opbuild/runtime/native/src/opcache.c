@@ -255,10 +255,14 @@ static int stamp_of(const char *path, int64_t out[3]) {
     return 0;
 }
 
-static int plan_fresh(const opcache_plan *p) {
+static int plan_fresh(opcache_plan *p) {
     if (p->stamp_path == NULL || p->stamp_path[0] == '\0') return 1;
+    int64_t t = opkey_now_ns();
+    if (t - p->checked_ns < OPKEY_STAMP_INTERVAL_NS) return 1;
     int64_t now[3];
-    return stamp_of(p->stamp_path, now) == 0 && memcmp(now, p->stamp, sizeof now) == 0;
+    if (stamp_of(p->stamp_path, now) != 0 || memcmp(now, p->stamp, sizeof now) != 0) return 0;
+    p->checked_ns = t;
+    return 1;
 }
 
 void opcache_note_miss(void) {
@@ -314,6 +318,7 @@ void opcache_insert(opcache_plan *plan) {
     if (t == NULL) return;
     if (plan->stamp_path != NULL && plan->stamp_path[0] != '\0' && stamp_of(plan->stamp_path, plan->stamp) != 0)
         return; /* no stamp, no caching */
+    plan->checked_ns = opkey_now_ns();
     if (t->count >= g_capacity) table_clear(t); /* bounded: start over (rare; OPBUILD_PARAM_CACHE_SIZE) */
     if (t->count >= t->mask + 1) table_grow(t);
     slot *s = malloc(sizeof *s);

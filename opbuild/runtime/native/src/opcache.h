@@ -35,6 +35,7 @@ typedef struct opcache_plan {
     char *kernel;       /* binary name, for messages */
     char *stamp_path;   /* binary_info_config.json; "" = not checked */
     int64_t stamp[3];   /* mtime ns, size, inode */
+    int64_t checked_ns; /* when the stamp was last checked (plans are per thread: no race) */
 } opcache_plan;
 
 ACL_INTERNAL opcache_op *opcache_op_get(const char *root, const char *op_type);

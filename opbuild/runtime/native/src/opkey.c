@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 const char *const OPKEY_ENV_VARS[OPKEY_ENV_COUNT] = {"OPBUILD_SOC", "ASCEND_CUSTOM_OPP_PATH", "ASCEND_OPP_PATH",
                                                      "ASCEND_HOME_PATH"};
@@ -148,4 +149,10 @@ uint64_t opkey_env_token(void) {
     const char *values[OPKEY_ENV_COUNT];
     for (int i = 0; i < OPKEY_ENV_COUNT; i++) values[i] = getenv(OPKEY_ENV_VARS[i]);
     return opkey_env_hash(values);
+}
+
+int64_t opkey_now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }

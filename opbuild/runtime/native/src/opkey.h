@@ -73,4 +73,12 @@ uint64_t opkey_env_hash(const char *const *values);
 /* opkey_env_hash of this process's environment (getenv). */
 uint64_t opkey_env_token(void);
 
+/* How often a cached plan re-checks its package's stamp (one stat): at most once per
+ * OPKEY_STAMP_INTERVAL_NS per plan and thread. File times have a resolution of a few ms
+ * (the kernel's coarse clock), so checking more often could not see more rebuilds; a stat per
+ * hit would cost more than the rest of the hit. */
+#define OPKEY_STAMP_INTERVAL_NS 1000000ll
+/* CLOCK_MONOTONIC in ns (vDSO, no syscall). */
+int64_t opkey_now_ns(void);
+
 #endif /* OPBUILD_OPKEY_H */
