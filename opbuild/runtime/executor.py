@@ -6,13 +6,11 @@ op cache; bounded, evicting the least recently used approximately): a call with 
 reuses the plan without running GenSimplifiedKey or tiling. Phase 2 launches the plan's kernel
 on a stream and never recomputes the key.
 
-The hot path (a cache hit with numpy arrays or ND Tensors on a "simple" op: required tensors and
-scalar attributes) is kept lean: the per-op wrappers made by `phase1_function` /
-`phase2_function` build the cache key straight from the arguments (`simple_key` is the same key
-in plain Python), read the arrays' data pointers without numpy's `.ctypes`, and phase 2 fills a
-per-thread argument array and calls the simulator's `sim_launch` directly. Every other call goes
-through `get_workspace_size` / `execute`, which validate everything and copy non-contiguous or
-misaligned tensors.
+The pure-Python hot path (a cache hit with numpy arrays or ND Tensors on a "simple" op: required
+tensors and scalar attributes) is the first branch of `get_workspace_size`: `simple_key` builds
+the cache key straight from the arguments, and phase 2 passes the packed launch arguments to the
+simulator's `sim_launch` directly. Every other call validates everything and copies
+non-contiguous or misaligned tensors.
 
 When the extension `opbuild.runtime._fastpath` is built, the per-op wrappers are C objects around
 those Python functions: a cache hit of plain numpy arrays (looked up in a per-thread C table of
@@ -107,8 +105,7 @@ PARAM_CACHE_CAPACITY = int(os.environ.get("OPBUILD_PARAM_CACHE_SIZE", "1024"))
 
 # Names of fast_wrappers, which imports this module: resolved on first access (PEP 562) so that
 # either module can be imported first.
-_FAST_WRAPPER_NAMES = frozenset({"phase1_function", "phase2_function", "_FAST_PHASE1", "_FAST_PHASE2", "_tuple_src",
-                                 "_wrap", "_FASTPATH_STATE", "_fastpath_ready"})
+_FAST_WRAPPER_NAMES = frozenset({"phase1_function", "phase2_function", "_wrap", "_FASTPATH_STATE", "_fastpath_ready"})
 
 
 def __getattr__(name: str) -> Any:

@@ -114,3 +114,36 @@ def test_executor_of_another_op_is_rejected_on_every_path(ops):
         if stream is not None:
             stream.synchronize()
         np.testing.assert_array_equal(z, 2 * x)
+
+
+def test_tracebacks_show_source_lines(ops):
+    """The phase functions are plain Python (no code compiled from string templates): every frame
+    of a failure has a file and a source line."""
+    import traceback
+
+    p1 = ops.aclnnAddCustomTemplateGetWorkspaceSize
+    p1 = getattr(p1, "__wrapped__", p1)
+    x = np.ones(5, np.float32)
+    with pytest.raises(AclnnError) as err:
+        p1(x, x, np.empty(4, np.float32))
+    frames = traceback.extract_tb(err.value.__traceback__)
+    assert frames and all(f.filename.endswith(".py") and f.line for f in frames)
+
+
+def test_launch_observers_see_every_path(ops):
+    from opbuild.runtime import launch
+
+    seen = []
+    unregister = launch.observe_launches(lambda plan: seen.append(plan.op.name))
+    try:
+        x = np.ones(5, np.float32)
+        z = np.empty_like(x)
+        size, ex = ops.aclnnAddCustomTemplateGetWorkspaceSize(x, x, z)
+        ops.aclnnAddCustomTemplate(None, size, ex)  # the C fast path defers to Python while observed
+        ops.add_custom_template(x, x)
+    finally:
+        unregister()
+    assert seen == ["AddCustomTemplate", "AddCustomTemplate"]
+    size, ex = ops.aclnnAddCustomTemplateGetWorkspaceSize(x, x, z)
+    ops.aclnnAddCustomTemplate(None, size, ex)
+    assert len(seen) == 2  # unregistered: nothing observed

@@ -58,7 +58,7 @@ static PyObject *g_table_key;        /* the thread-state-dict key of the plan ta
 
 static PyObject *s_args, *s_plan, *s_workspace_size, *s_tiling_addr, *s_fn, *s_value, *s_nargs, *s_block_dim,
     *s_sync, *s_empty, *s_contiguous, *s_selection, *s_full_key, *s_entry, *s_name, *s_deterministic,
-    *s_impl_mode, *s_launch, *s_stamp, *s_stamp_path;
+    *s_impl_mode, *s_stamp, *s_stamp_path;
 
 static unsigned long long st_p1_hits, st_p1_misses, st_p1_registered, st_p2_fast, st_p2_slow;
 
@@ -754,9 +754,10 @@ typedef struct {
     PyObject *op;
     PyObject *slow; /* the Python phase-2 function */
     PyObject *dict;
-    PyObject *globals; /* the Python function's globals, or NULL */
-    PyObject *launch;  /* the `_launch` they hold: replaced (instrumented), the Python path runs */
 } Phase2;
+
+/* launch.observe_launches: while > 0, launches go through the Python path (which calls them). */
+static long g_observed;
 
 static PyObject *phase2_slow(Phase2 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     st_p2_slow++;
@@ -767,10 +768,7 @@ static PyObject *phase2_call(Phase2 *self, PyObject *const *args, size_t nargsf,
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (kwnames != NULL || nargs < 3 || nargs > 4 || (nargs == 4 && args[3] != Py_None))
         return phase2_slow(self, args, nargsf, kwnames);
-    if (self->globals != NULL && PyDict_GetItemWithError(self->globals, s_launch) != self->launch) {
-        if (PyErr_Occurred()) return NULL;
-        return phase2_slow(self, args, nargsf, kwnames);
-    }
+    if (g_observed) return phase2_slow(self, args, nargsf, kwnames);
     PyObject *workspace = args[0], *size_obj = args[1];
     Executor *ex = (Executor *)args[2];
     if (Py_TYPE(ex) != &ExecutorType || ex->op != self->op || !PyLong_CheckExact(size_obj) ||
@@ -833,14 +831,9 @@ static PyObject *phase2_call(Phase2 *self, PyObject *const *args, size_t nargsf,
 }
 
 static PyObject *phase2_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
-    PyObject *op, *slow, *globals = NULL, *launch = NULL;
-    static char *kwlist[] = {"op", "slow", "globals", "launch", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|O!O:Phase2", kwlist, &op, &slow, &PyDict_Type, &globals, &launch))
-        return NULL;
-    if ((globals == NULL) != (launch == NULL)) {
-        PyErr_SetString(PyExc_TypeError, "Phase2: globals and launch go together");
-        return NULL;
-    }
+    PyObject *op, *slow;
+    static char *kwlist[] = {"op", "slow", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:Phase2", kwlist, &op, &slow)) return NULL;
     if (!configured()) return NULL;
     if (g_launch == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Phase2: no sim_launch configured");
@@ -851,8 +844,6 @@ static PyObject *phase2_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
     self->vectorcall = (vectorcallfunc)phase2_call;
     self->op = Py_NewRef(op);
     self->slow = Py_NewRef(slow);
-    self->globals = Py_XNewRef(globals);
-    self->launch = Py_XNewRef(launch);
     return (PyObject *)self;
 }
 
@@ -860,8 +851,6 @@ static int phase2_traverse(Phase2 *self, visitproc visit, void *arg) {
     Py_VISIT(self->op);
     Py_VISIT(self->slow);
     Py_VISIT(self->dict);
-    Py_VISIT(self->globals);
-    Py_VISIT(self->launch);
     return 0;
 }
 
@@ -869,8 +858,6 @@ static int phase2_clear(Phase2 *self) {
     Py_CLEAR(self->op);
     Py_CLEAR(self->slow);
     Py_CLEAR(self->dict);
-    Py_CLEAR(self->globals);
-    Py_CLEAR(self->launch);
     return 0;
 }
 
@@ -933,6 +920,14 @@ static PyObject *fp_configure(PyObject *mod, PyObject *args, PyObject *kwds) {
     Py_RETURN_NONE;
 }
 
+static PyObject *fp_set_observed(PyObject *mod, PyObject *arg) {
+    (void)mod;
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    g_observed = n;
+    Py_RETURN_NONE;
+}
+
 static PyObject *fp_reset(PyObject *mod, PyObject *unused) {
     (void)mod;
     (void)unused;
@@ -968,6 +963,9 @@ static PyObject *fp_reset_stats(PyObject *mod, PyObject *unused) {
 static PyMethodDef fp_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))fp_configure, METH_VARARGS | METH_KEYWORDS,
      "configure(aclnn_error, dp, executor_type, plan_type, launch_failed, sim_launch): bind to the runtime."},
+    {"set_observed", fp_set_observed, METH_O,
+     "set_observed(n): n launch observers are registered (launch.observe_launches); while n > 0 "
+     "Phase2 hands launches to the Python path."},
     {"reset", fp_reset, METH_NOARGS, "Forget the calling thread's plan table (ResetCacheThreadLocal)."},
     {"table_size", fp_table_size, METH_NOARGS, "Entries in the calling thread's plan table."},
     {"stats", fp_stats, METH_NOARGS, "Process-wide counters of the fast path (hits, misses, launches)."},
@@ -1011,7 +1009,6 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     INTERN(s_name, "name");
     INTERN(s_deterministic, "deterministic");
     INTERN(s_impl_mode, "impl_mode");
-    INTERN(s_launch, "_launch");
     INTERN(s_stamp, "stamp");
     INTERN(s_stamp_path, "stamp_path");
     PyObject *m = PyModule_Create(&fp_module);
