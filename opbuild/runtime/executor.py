@@ -118,8 +118,11 @@ def __getattr__(name: str) -> Any:
 
 # ---- phase 1 --------------------------------------------------------------------------------------
 
-class Executor:
+class PyExecutor:
     """The product of phase 1: a plan bound to this call's tensors. Runs once unless repeatable.
+
+    The pure-Python equivalent of `_fastpath.Executor`, the one Executor type when the extension
+    is built (see `Executor` below).
 
     `args` is the launch-argument array as bytes (native uint64 tensor addresses, workspace
     placeholder 0, tiling address) when every tensor can be passed as it is; None when phase 2 must prepare the
@@ -155,8 +158,15 @@ class Executor:
         self.repeatable = repeatable
         return self
 
+    fast = False  # made by the C fast path (never, without it)
+
     def __repr__(self) -> str:
         return f"Executor({self.simplified_key} -> {self.binary_name}, workspace={self.plan.workspace_size})"
+
+
+Executor: Any = _fastpath.Executor if _fastpath is not None else PyExecutor
+"""The executor type phase 1 returns: the extension's when it is built (so that its hits and
+Python's misses return the same type), else PyExecutor."""
 
 
 def _direct_args(plan: Plan, arrays: Sequence[np.ndarray]) -> bytes | None:

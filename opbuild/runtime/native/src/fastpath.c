@@ -233,8 +233,13 @@ typedef struct {
     PyObject_VAR_HEAD /* ob_size = ntensors + nargs */
     PyObject *plan;
     PyObject *op;
+    PyObject *refs;    /* made by Python: the call's arrays (tuple); NULL when they are in `data` */
+    PyObject *inputs;  /* made by Python for a prepared launch: the normalized tensors, or NULL */
+    PyObject *outputs;
     uint32_t nargs, block_dim, ntensors;
     int sync, empty, repeatable, used, release_gil;
+    int fast;          /* made by Phase1's hit: the launch fields below are set, Phase2 may launch */
+    int has_args;      /* `data` holds launch arguments (else: phase 2 prepares them from inputs) */
     unsigned long long ws_size;
     void *fn;
     uint64_t data[1]; /* ntensors array references, then the nargs launch arguments */
@@ -514,6 +519,8 @@ static PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf,
     if (ex == NULL) return NULL;
     ex->plan = Py_NewRef(e->plan);
     ex->op = Py_NewRef(self->op);
+    ex->refs = ex->inputs = ex->outputs = NULL;
+    ex->fast = ex->has_args = 1;
     ex->nargs = e->nargs;
     ex->block_dim = e->block_dim;
     ex->ntensors = (uint32_t)ntensors;
@@ -623,11 +630,61 @@ static void executor_dealloc(Executor *self) {
     for (uint32_t i = 0; i < self->ntensors; i++) Py_XDECREF((PyObject *)(uintptr_t)self->data[i]);
     Py_XDECREF(self->plan);
     Py_XDECREF(self->op);
+    Py_XDECREF(self->refs);
+    Py_XDECREF(self->inputs);
+    Py_XDECREF(self->outputs);
     PyObject_Free(self);
+}
+
+/* Executor(plan, op, refs, args, inputs=None, outputs=None): what the Python phase 1 makes (the
+ * one Executor type; executor.PyExecutor is its equivalent without this extension). `args` is
+ * the packed launch-argument array (bytes of native uint64) or None. */
+static PyObject *executor_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *plan, *op, *refs, *packed, *inputs = Py_None, *outputs = Py_None;
+    static char *kwlist[] = {"plan", "op", "refs", "args", "inputs", "outputs", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO|OO:Executor", kwlist, &plan, &op, &refs, &packed, &inputs,
+                                     &outputs))
+        return NULL;
+    Py_ssize_t nbytes = 0;
+    if (packed != Py_None) {
+        if (!PyBytes_Check(packed) || PyBytes_GET_SIZE(packed) % 8) {
+            PyErr_SetString(PyExc_TypeError, "Executor: args must be packed uint64 bytes or None");
+            return NULL;
+        }
+        nbytes = PyBytes_GET_SIZE(packed);
+    }
+    Executor *ex = PyObject_NewVar(Executor, type, nbytes / 8 + 1);
+    if (ex == NULL) return NULL;
+    ex->plan = Py_NewRef(plan);
+    ex->op = Py_NewRef(op);
+    ex->refs = Py_NewRef(refs);
+    ex->inputs = inputs == Py_None ? NULL : Py_NewRef(inputs);
+    ex->outputs = outputs == Py_None ? NULL : Py_NewRef(outputs);
+    ex->ntensors = 0;
+    ex->nargs = (uint32_t)(nbytes / 8);
+    ex->has_args = packed != Py_None;
+    if (nbytes) memcpy(ex->data, PyBytes_AS_STRING(packed), (size_t)nbytes);
+    ex->fast = 0;
+    ex->block_dim = 0;
+    ex->sync = ex->empty = ex->repeatable = ex->used = ex->release_gil = 0;
+    ex->ws_size = 0;
+    ex->fn = NULL;
+    return (PyObject *)ex;
+}
+
+static PyObject *executor_obj(Executor *self, void *which) {
+    PyObject *o = which == NULL ? self->inputs : self->outputs;
+    return Py_NewRef(o ? o : Py_None);
+}
+
+static PyObject *executor_fast(Executor *self, void *unused) {
+    (void)unused;
+    return PyBool_FromLong(self->fast);
 }
 
 static PyObject *executor_refs(Executor *self, void *unused) {
     (void)unused;
+    if (self->refs != NULL) return Py_NewRef(self->refs);
     PyObject *t = PyTuple_New(self->ntensors);
     if (t == NULL) return NULL;
     for (uint32_t i = 0; i < self->ntensors; i++)
@@ -637,13 +694,8 @@ static PyObject *executor_refs(Executor *self, void *unused) {
 
 static PyObject *executor_args(Executor *self, void *unused) {
     (void)unused;
+    if (!self->has_args) Py_RETURN_NONE;
     return PyBytes_FromStringAndSize((const char *)(self->data + self->ntensors), (Py_ssize_t)self->nargs * 8);
-}
-
-static PyObject *executor_none(Executor *self, void *unused) {
-    (void)self;
-    (void)unused;
-    Py_RETURN_NONE;
 }
 
 static PyObject *executor_get_flag(Executor *self, void *which) {
@@ -716,8 +768,9 @@ static PyMemberDef executor_members[] = {
 static PyGetSetDef executor_getset[] = {
     {"refs", (getter)executor_refs, NULL, "the call's arrays (kept alive while the executor lives)", NULL},
     {"args", (getter)executor_args, NULL, "the launch-argument array as packed native uint64", NULL},
-    {"inputs", (getter)executor_none, NULL, NULL, NULL},
-    {"outputs", (getter)executor_none, NULL, NULL, NULL},
+    {"inputs", (getter)executor_obj, NULL, "the normalized inputs of a prepared launch, or None", NULL},
+    {"outputs", (getter)executor_obj, NULL, "the normalized outputs of a prepared launch, or None", (void *)1},
+    {"fast", (getter)executor_fast, NULL, "made by the C fast path's cache hit", NULL},
     {"repeatable", (getter)executor_get_flag, (setter)executor_set_flag, NULL, NULL},
     {"used", (getter)executor_get_flag, (setter)executor_set_flag, NULL, (void *)1},
     {"simplified_key", (getter)executor_simplified_key, NULL, NULL, NULL},
@@ -740,7 +793,8 @@ static PyTypeObject ExecutorType = {
     .tp_dealloc = (destructor)executor_dealloc,
     .tp_repr = (reprfunc)executor_repr,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The product of a phase 1 served by the C fast path (as executor.Executor).",
+    .tp_doc = "The product of phase 1: a plan bound to a call's tensors. Runs once unless repeatable.",
+    .tp_new = executor_new,
     .tp_methods = executor_methods,
     .tp_members = executor_members,
     .tp_getset = executor_getset,
@@ -771,7 +825,7 @@ static PyObject *phase2_call(Phase2 *self, PyObject *const *args, size_t nargsf,
     if (g_observed) return phase2_slow(self, args, nargsf, kwnames);
     PyObject *workspace = args[0], *size_obj = args[1];
     Executor *ex = (Executor *)args[2];
-    if (Py_TYPE(ex) != &ExecutorType || ex->op != self->op || !PyLong_CheckExact(size_obj) ||
+    if (Py_TYPE(ex) != &ExecutorType || !ex->fast || ex->op != self->op || !PyLong_CheckExact(size_obj) ||
         (workspace != Py_None && ex->ws_size != 0))
         return phase2_slow(self, args, nargsf, kwnames);
     int overflow;
