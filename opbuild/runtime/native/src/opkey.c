@@ -145,9 +145,25 @@ uint64_t opkey_env_hash(const char *const *values) {
     return h;
 }
 
+extern char **environ;
+
+/* One pass over the environment (every call builds a key: 4 getenv calls would scan it 4 times).
+ * The first definition of a name wins, as with getenv. */
 uint64_t opkey_env_token(void) {
-    const char *values[OPKEY_ENV_COUNT];
-    for (int i = 0; i < OPKEY_ENV_COUNT; i++) values[i] = getenv(OPKEY_ENV_VARS[i]);
+    static size_t lens[OPKEY_ENV_COUNT];
+    if (lens[0] == 0)
+        for (int i = 0; i < OPKEY_ENV_COUNT; i++) lens[i] = strlen(OPKEY_ENV_VARS[i]);
+    const char *values[OPKEY_ENV_COUNT] = {NULL, NULL, NULL, NULL};
+    for (char **e = environ; e != NULL && *e != NULL; e++) {
+        const char *entry = *e;
+        if (entry[0] != 'O' && entry[0] != 'A') continue;
+        for (int i = 0; i < OPKEY_ENV_COUNT; i++) {
+            if (values[i] == NULL && strncmp(entry, OPKEY_ENV_VARS[i], lens[i]) == 0 && entry[lens[i]] == '=') {
+                values[i] = entry + lens[i] + 1;
+                break;
+            }
+        }
+    }
     return opkey_env_hash(values);
 }
 
