@@ -191,7 +191,10 @@ def _call(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], determinis
             if len(cache) >= max(_executor.PARAM_CACHE_CAPACITY, 1):
                 cache.clear()
             cache[key] = specs
-    outputs = _allocate(op, specs)
+    try:
+        outputs = [np.empty(shape, dtype) for shape, dtype in specs]
+    except (ValueError, MemoryError):
+        outputs = _allocate(op, specs)  # says which output is too large
     phase1, phase2 = op.phase1, op.phase2
     if phase1 is not None and phase2 is not None and len(attrs) == op.n_attrs:
         size, executor = phase1(*inputs, *attrs, *outputs, deterministic=deterministic, impl_mode=impl_mode)
