@@ -9,7 +9,7 @@ is linked against libpython (it embeds an interpreter in programs that have none
 simulator by path at first use (the same file device.py loads, so a process has one simulator).
 
 `opbuild.runtime._fastpath` is a CPython extension (numpy's C headers): the cache-hit path of the
-per-op two-phase wrappers (opbuild/runtime/executor.py works without it).
+per-op two-phase wrappers (opbuild/runtime/call/executor.py works without it).
 
 setuptools builds them as Extensions so that `pip install -e .` puts them next to the sources and
 `pip install .` into the wheel.

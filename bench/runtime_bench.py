@@ -38,8 +38,9 @@ from pathlib import Path
 import numpy as np
 
 import opbuild.runtime as rt
-from opbuild.runtime import device, executor
-from opbuild.runtime.package import binary_index
+from opbuild.runtime import device
+from opbuild.runtime.call import executor
+from opbuild.runtime.binaries.package import binary_index
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -294,7 +295,7 @@ def lookup(n: int, repeat: int) -> None:
 
         t_dict = per_call(dict_lookups, 1, repeat) / len(keys)
         t_checked = per_call(checked_lookups, 1, repeat) / 1000
-        from opbuild.runtime.selection import nearest_keys
+        from opbuild.runtime.binaries.selection import nearest_keys
 
         t0 = time.perf_counter()
         nearest_keys("Synth/d=0,p=1/k12345x", index.keys_by_op["Synth"])

@@ -42,7 +42,7 @@ def import_ops(package_dir):
 def ResetCacheThreadLocal() -> None:  # noqa: N802 - the CANN symbol name
     """Reset the calling thread's per-call state, as CANN's: the op-parameter cache keeps its
     entries (use `clear_op_cache()` to empty it)."""
-    from opbuild.runtime.plan_cache import reset_cache_thread_local
+    from opbuild.runtime.call.plan_cache import reset_cache_thread_local
 
     reset_cache_thread_local()
 
@@ -50,7 +50,7 @@ def ResetCacheThreadLocal() -> None:  # noqa: N802 - the CANN symbol name
 def clear_op_cache() -> None:
     """Empty the calling thread's op-parameter cache (Python and C ABI callers): every next call
     selects and tiles again. For tests and to give memory back; CANN has no equivalent."""
-    from opbuild.runtime.plan_cache import clear_cache
+    from opbuild.runtime.call.plan_cache import clear_cache
 
     clear_cache()
 

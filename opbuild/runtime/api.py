@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from opbuild.abi.ge_types import dtype_name, numpy_dtype
-from opbuild.runtime import executor as _executor
+from opbuild.runtime.call import executor as _executor
 from opbuild.runtime.errors import (
     ACLNN_ERR_INNER,
     ACLNN_ERR_PARAM_INVALID,
@@ -24,7 +24,7 @@ from opbuild.runtime.errors import (
     AclnnError,
     as_aclnn_error,
 )
-from opbuild.runtime.selection import OpRuntime
+from opbuild.runtime.binaries.selection import OpRuntime
 from opbuild.runtime.shapes import infer_output_dtype, infer_output_shape
 from opbuild.runtime.tensor import Tensor, as_array
 from opbuild.spec.serialize import spec_from_dict
@@ -82,7 +82,7 @@ def _c_infer_shape(op: OpRuntime, symbol: str, inputs: Sequence[Any], attr_value
     """An output shape from the op's C infer-shape function in its package's tiling library."""
     from opbuild.abi.c_callbacks import CallbackError, run_infer_shape
     from opbuild.abi.platform import platform
-    from opbuild.runtime.selection import current_soc
+    from opbuild.runtime.binaries.selection import current_soc
 
     soc = current_soc()
     package, _ = op.resolve_package(soc)

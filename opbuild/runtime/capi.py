@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from opbuild.abi.ge_types import GE_TO_DTYPE, GE_TO_FORMAT, numpy_dtype
-from opbuild.runtime import cache_key, plan_cache, settings
+from opbuild.runtime import settings
+from opbuild.runtime.call import cache_key, plan_cache
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
 from opbuild.runtime.tensor import Tensor
 
@@ -300,7 +301,7 @@ def _signature(spec: Any) -> tuple[bytes, bytes, int, tuple[bytes, ...]]:
     """What the native path needs to build an op's key from C arguments (opcache.c): input kinds,
     attribute key tags, output count, and each attribute's default value encoded as key words
     (b"" when required), encoded here once so that C never interprets a default."""
-    from opbuild.runtime.arguments import _ATTR_CONVERT
+    from opbuild.runtime.call.arguments import _ATTR_CONVERT
 
     defaults = []
     for a in spec.attrs:
@@ -414,7 +415,7 @@ def call_key(package_root: str, op_type: str, dp: int, inputs: int, attrs: int, 
     values = [read(ptr) for read, ptr in zip(call.readers_attr, _pointers(attrs, call.n_attr, "attrs"))]
     attr_list = []
     for a, v in zip(call.spec.attrs, values):
-        from opbuild.runtime.arguments import _ATTR_CONVERT
+        from opbuild.runtime.call.arguments import _ATTR_CONVERT
 
         attr_list.append((a.type, _ATTR_CONVERT[a.type](a.default if v is None else v)))
     return cache_key.key_words(op_id, cache_key.env_token(), dp, slots, attr_list)
@@ -435,7 +436,7 @@ def run(workspace: int, workspace_size: int, executor: Any, stream: int, repeata
 
 
 def reset_cache() -> None:
-    from opbuild.runtime.executor import reset_cache_thread_local
+    from opbuild.runtime.call.executor import reset_cache_thread_local
 
     reset_cache_thread_local()
 

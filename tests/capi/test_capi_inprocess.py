@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from opbuild.runtime import capi, device
-from opbuild.runtime import executor as rt_executor
+from opbuild.runtime.call import executor as rt_executor
 
 c_i64p = ctypes.POINTER(ctypes.c_int64)
 VP = ctypes.c_void_p

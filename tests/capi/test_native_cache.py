@@ -19,10 +19,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from opbuild.runtime import cache_key, capi
+from opbuild.runtime import capi
+
+from opbuild.runtime.call import cache_key
 from opbuild.runtime import settings as rt_settings
 from test_capi_inprocess import VP, _arr, acl, make_tensor, opapi, phase1, recent_error  # noqa: F401
-from opbuild.runtime.plans import STAMP_INTERVAL_NS
+from opbuild.runtime.call.plans import STAMP_INTERVAL_NS
 
 ACL_FLOAT, ACL_FLOAT16 = 0, 1
 

@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pkgbuild  # noqa: E402
 
 import opbuild.runtime as rt  # noqa: E402
-from opbuild.runtime import device, executor, settings  # noqa: E402
+from opbuild.runtime import device, settings  # noqa: E402
+from opbuild.runtime.call import executor  # noqa: E402
 
 PROBE_MODES = {
     -1.0: "tiling sets block_dim 0",

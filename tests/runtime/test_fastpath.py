@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import opbuild.runtime as rt
-from opbuild.runtime import executor, settings
+from opbuild.runtime import settings
+from opbuild.runtime.call import executor
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, ACLNN_ERR_RUNTIME_ERROR, AclnnError
 
 fastpath = pytest.importorskip("opbuild.runtime._fastpath")

@@ -17,9 +17,9 @@ from opbuild.runtime import (
     ACLNN_ERR_RUNTIME_ERROR,
     AclnnError,
     device,
-    executor,
     settings,
 )
+from opbuild.runtime.call import executor
 
 
 def _status(fn, *args, **kwargs) -> AclnnError:
@@ -52,7 +52,7 @@ def test_foreign_exceptions_of_phase1_become_aclnn_errors(ops, monkeypatch, exc,
     (ValueError("bad"), ACLNN_ERR_PARAM_INVALID),
 ])
 def test_foreign_exceptions_of_phase2_become_aclnn_errors(ops, monkeypatch, exc, status):
-    from opbuild.runtime import fast_wrappers
+    from opbuild.runtime.call import fast_wrappers
 
     def failing_execute(*args, **kwargs):
         raise exc
@@ -131,7 +131,7 @@ def test_tracebacks_show_source_lines(ops):
 
 
 def test_launch_observers_see_every_path(ops):
-    from opbuild.runtime import launch
+    from opbuild.runtime.call import launch
 
     seen = []
     unregister = launch.observe_launches(lambda plan: seen.append(plan.op.name))

@@ -15,8 +15,9 @@ import pytest
 
 import opbuild.runtime as rt
 from opbuild.abi import c_callbacks
-from opbuild.runtime import AclnnError, api, executor
-from opbuild.runtime.plans import STAMP_INTERVAL_NS
+from opbuild.runtime import AclnnError, api
+from opbuild.runtime.call import executor
+from opbuild.runtime.call.plans import STAMP_INTERVAL_NS
 
 
 class Counter:

@@ -18,7 +18,7 @@ import pytest
 from rtutil import run_two_phase
 
 import opbuild.runtime as rt
-from opbuild.runtime.package import binary_index
+from opbuild.runtime.binaries.package import binary_index
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F16, F32, I32 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.int32)

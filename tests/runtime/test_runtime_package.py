@@ -11,9 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from opbuild.runtime import AclnnError, executor
-from opbuild.runtime.package import binary_index, find_op_package, read_load_priority, search_roots
-from opbuild.runtime.selection import OpRuntime
+from opbuild.runtime import AclnnError
+
+from opbuild.runtime.call import executor
+from opbuild.runtime.binaries.package import binary_index, find_op_package, read_load_priority, search_roots
+from opbuild.runtime.binaries.selection import OpRuntime
 
 SOC = "ascend910b"
 CONFIG = Path("op_impl/ai_core/tbe/kernel/config/ascend910b/binary_info_config.json")
@@ -265,7 +267,7 @@ def test_index_of_100000_binaries_loads_and_looks_up_in_constant_time(tmp_path):
 
 def test_selection_in_a_big_index_names_nearest_keys(tmp_path, ops):
     """A miss in a big op reports the requested key and the nearest existing ones."""
-    from opbuild.runtime.selection import nearest_keys
+    from opbuild.runtime.binaries.selection import nearest_keys
 
     keys = tuple(f"Synth/d=0,p=1/k{i}" for i in range(5000))
     near = nearest_keys("Synth/d=0,p=1/k4999x", keys)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from rtutil import run_two_phase
 
-from opbuild.runtime import launch
+from opbuild.runtime.call import launch
 
 
 @pytest.fixture

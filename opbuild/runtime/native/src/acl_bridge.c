@@ -245,7 +245,7 @@ static aclnnStatus unpack_status(PyObject *result, Py_ssize_t want, char **msg) 
  * the Python Executor (`py`). `op` is the op whose phase 1 made it (checked by phase 2). */
 struct aclOpExecutor {
     uint64_t magic;
-    PyObject *py;           /* opbuild.runtime.executor.Executor, or NULL */
+    PyObject *py;           /* opbuild.runtime.call.executor.Executor, or NULL */
     opcache_plan *plan;     /* a native hit's plan (a reference), or NULL */
     const opcache_op *op;
     char *key;              /* full simplified key of a Python executor */

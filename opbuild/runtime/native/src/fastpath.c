@@ -1,6 +1,6 @@
 /* fastpath.c: opbuild.runtime._fastpath, the cache-hit path of the per-op two-phase wrappers in C.
  *
- * opbuild/runtime/executor.py stays the reference and handles everything else. For each "simple"
+ * opbuild/runtime/call/executor.py stays the reference and handles everything else. For each "simple"
  * op (required tensors, scalar attributes, bound to a package) it wraps its Python phase-1 and
  * phase-2 functions in a Phase1 / Phase2 object of this module:
  *
@@ -1030,7 +1030,7 @@ static PyMethodDef fp_methods[] = {
 static struct PyModuleDef fp_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "opbuild.runtime._fastpath",
-    .m_doc = "The cache-hit path of the per-op two-phase wrappers (see opbuild/runtime/executor.py).",
+    .m_doc = "The cache-hit path of the per-op two-phase wrappers (see opbuild/runtime/call/executor.py).",
     .m_size = -1,
     .m_methods = fp_methods,
 };

@@ -18,8 +18,8 @@
  *     OPKEY_STR byte length, bytes packed 8 per word (little endian, zero padded) |
  *     OPKEY_INTS/FLOATS/BOOLS count, items (int64 / double bits / 0/1)
  *
- * opbuild/runtime/cache_key.py is the pure-Python equivalent (used where this is not built);
- * tests/keys/test_cache_key_native.py checks the two equal over generated calls. Written with no
+ * opbuild/runtime/call/cache_key.py is the pure-Python equivalent (used where this is not built);
+ * tests/capi/test_native_cache.py checks the two equal over generated calls. Written with no
  * dependency (no Python, no acl types) so that the acl library and the _fastpath extension
  * compile the same file.
  */

@@ -24,10 +24,10 @@ from opbuild.abi.kernel_launch import tiling_argument, tiling_data_size
 from opbuild.abi.platform import platform
 from opbuild.keys import KeyContext
 from opbuild.runtime import device
-from opbuild.runtime.arguments import _dtype_name
+from opbuild.runtime.call.arguments import _dtype_name
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
-from opbuild.runtime.package import binary_index
-from opbuild.runtime.selection import OpRuntime, Selection, current_soc
+from opbuild.runtime.binaries.package import binary_index
+from opbuild.runtime.binaries.selection import OpRuntime, Selection, current_soc
 from opbuild.runtime.shapes import infer_output_shape
 
 

@@ -14,7 +14,7 @@ import os
 import threading
 from typing import Any
 
-from opbuild.runtime.plans import Plan
+from opbuild.runtime.call.plans import Plan
 
 # The cache-hit path in C (opbuild/runtime/native/src/fastpath.c); None when it is not built or
 # is disabled with OPBUILD_NO_FASTPATH=1. Configured by the first wrapper made

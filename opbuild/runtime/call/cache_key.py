@@ -2,7 +2,7 @@
 
 The key's definition (its words, in order) is written once, in opkey.h; this module builds the
 same words where the C code is not built, and is what the property test
-(tests/runtime/test_cache_key.py) checks against the C code over generated calls. A tensor is
+(tests/capi/test_native_cache.py::test_c_key_equals_python_key) checks against the C code over generated calls. A tensor is
 `(dtype GE code, format GE code, dims, strides in elements, storage offset in elements)`; a slot is
 None (absent optional input), a tensor, or a list of tensors (dynamic input); an attribute is
 `(type, value)` with the spec's attribute types (int, float, bool, str, list_int, list_float,

@@ -15,9 +15,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from opbuild.abi.ge_types import dtype_name
-from opbuild.runtime.cache_key import search_env
+from opbuild.runtime.call.cache_key import search_env
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
-from opbuild.runtime.selection import OpRuntime
+from opbuild.runtime.binaries.selection import OpRuntime
 from opbuild.runtime.tensor import Tensor, as_array
 
 _DTYPE_NAMES: dict[np.dtype, str] = {}

@@ -18,7 +18,7 @@ the same keys, filled from this module's misses and cleared with its cache) and 
 launch run in C; everything else calls the Python function (`wrapper.__wrapped__`).
 
 This module holds the two phases themselves (`get_workspace_size`, `Executor`, `execute`); the
-rest lives in modules with one job each and is re-exported here, so `opbuild.runtime.executor`
+rest lives in modules with one job each and is re-exported here, so `opbuild.runtime.call.executor`
 stays the one public module:
 
   arguments      argument normalization and cache keys (normalize_tensors/attrs, simple_key)
@@ -37,7 +37,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from opbuild.runtime import device, settings  # noqa: F401 - device: re-exported as before
-from opbuild.runtime.arguments import (  # noqa: F401 - re-exported: opbuild.runtime.executor is the public module
+from opbuild.runtime.call.arguments import (  # noqa: F401 - re-exported: opbuild.runtime.call.executor is the public module
     _ATTR_CHECK,
     _ATTR_CONVERT,
     _DTYPE_NAMES,
@@ -58,7 +58,7 @@ from opbuild.runtime.errors import (  # noqa: F401
     ACLNN_ERR_RUNTIME_ERROR,
     AclnnError,
 )
-from opbuild.runtime.launch import (  # noqa: F401
+from opbuild.runtime.call.launch import (  # noqa: F401
     _DATA_OFFSET,
     _FAST_POINTERS,
     _PACKERS,
@@ -75,7 +75,7 @@ from opbuild.runtime.launch import (  # noqa: F401
     data_pointer,
     packer,
 )
-from opbuild.runtime.plan_cache import (  # noqa: F401
+from opbuild.runtime.call.plan_cache import (  # noqa: F401
     _CACHE,
     _fastpath,
     _store,
@@ -85,7 +85,7 @@ from opbuild.runtime.plan_cache import (  # noqa: F401
     clear_cache,
     reset_cache_thread_local,
 )
-from opbuild.runtime.plans import (  # noqa: F401
+from opbuild.runtime.call.plans import (  # noqa: F401
     _KERNELS,
     _KERNELS_LOCK,
     KernelInfo,
@@ -96,7 +96,7 @@ from opbuild.runtime.plans import (  # noqa: F401
     load_kernel_info,
     plan_fresh,
 )
-from opbuild.runtime.selection import OpRuntime
+from opbuild.runtime.binaries.selection import OpRuntime
 from opbuild.runtime.tensor import Tensor
 
 # The plan cache's capacity per thread. Read here on every store (and by api's one-shot cache),
@@ -110,7 +110,7 @@ _FAST_WRAPPER_NAMES = frozenset({"phase1_function", "phase2_function", "_wrap", 
 
 def __getattr__(name: str) -> Any:
     if name in _FAST_WRAPPER_NAMES:
-        from opbuild.runtime import fast_wrappers
+        from opbuild.runtime.call import fast_wrappers
 
         return getattr(fast_wrappers, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,10 +20,10 @@ import numpy as np
 
 from opbuild.runtime import device
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_RUNTIME_ERROR, AclnnError
-from opbuild.runtime.plans import Plan
+from opbuild.runtime.call.plans import Plan
 
 if TYPE_CHECKING:
-    from opbuild.runtime.executor import Executor
+    from opbuild.runtime.call.executor import Executor
 
 
 # ---- the native launch used by the hot path --------------------------------------------------------
@@ -71,7 +71,7 @@ def observe_launches(fn) -> Any:
 
 
 def _observed_changed() -> None:
-    from opbuild.runtime.plan_cache import _fastpath
+    from opbuild.runtime.call.plan_cache import _fastpath
 
     if _fastpath is not None:
         _fastpath.set_observed(len(LAUNCH_OBSERVERS))
