@@ -385,6 +385,7 @@ static int native_phase1(opcache_op *op, const void *const *inputs, const void *
                                          e->args) < 0) {
         free(e);
         opcache_plan_unref(plan);
+        *have_key = 2; /* the plan is cached: the miss path must not insert it again */
         return 0;
     }
     e->plan = plan;
@@ -426,7 +427,7 @@ static void learn_from_miss(opcache_op *op, PyObject *native, const void *const 
         opcache_op_set_signature(op, (const uint8_t *)in_kinds, (uint32_t)n_in, (const uint8_t *)attr_kinds,
                                  (uint32_t)n_attr, (uint32_t)n_out, dw, dn);
     }
-    if (rec == Py_None) return;
+    if (rec == Py_None || *have_key == 2) return;
     if (!*have_key) {
         opkey_free(key);
         *have_key = opcache_call_key(op, (uint64_t)__atomic_load_n(&g_dp, __ATOMIC_ACQUIRE), inputs, attrs, outputs,

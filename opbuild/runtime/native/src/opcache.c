@@ -31,7 +31,10 @@ static __thread const char *t_last_root, *t_last_type;
 static __thread opcache_op *t_last_op;
 
 opcache_op *opcache_op_get(const char *root, const char *op_type) {
-    if (root == t_last_root && op_type == t_last_type && t_last_op != NULL) return t_last_op;
+    /* roots are interned (opbuild_aclnn_package_root never frees one); an op type literal's
+     * address could be another op's after a library is unloaded: its text is compared too */
+    if (root == t_last_root && op_type == t_last_type && t_last_op != NULL && strcmp(t_last_op->op_type, op_type) == 0)
+        return t_last_op;
     opcache_op *found = NULL;
     pthread_mutex_lock(&g_ops_lock);
     for (opcache_op *o = g_ops; o != NULL; o = o->next)
