@@ -144,7 +144,55 @@ def call(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], determinist
     Raises only AclnnError (foreign exceptions converted: errors.as_aclnn_error).
     """
     try:
-        return _call(op, inputs, attrs, deterministic, impl_mode, stream)
+        key = None
+        if op.simple and inputs is not None and attrs is not None and len(inputs) == op.n_inputs:
+            parts: list[Any] = [op]
+            for v in attrs:
+                parts.append(v)
+                parts.append(type(v))
+            for v in inputs:
+                if type(v) is np.ndarray:
+                    parts += (v.dtype, v.shape)
+                else:
+                    parts = None
+                    break
+            if parts is not None:
+                key = tuple(parts)
+                try:
+                    hash(key)
+                except TypeError:
+                    key = None
+        cache = _executor._CACHE.oneshot
+        specs = cache.get(key) if key is not None else None
+        if specs is None:
+            specs = _output_specs(op, inputs, attrs)
+            if key is not None:
+                if len(cache) >= max(_executor.PARAM_CACHE_CAPACITY, 1):
+                    cache.clear()
+                cache[key] = specs
+        try:
+            outputs = [np.empty(shape, dtype) for shape, dtype in specs]
+        except (ValueError, MemoryError):
+            outputs = _allocate(op, specs)  # says which output is too large
+        phase1, phase2 = op.phase1, op.phase2
+        if phase1 is not None and phase2 is not None and len(attrs) == op.n_attrs:
+            if deterministic is None and impl_mode is None:
+                size, executor = phase1(*inputs, *attrs, *outputs)
+            else:
+                size, executor = phase1(*inputs, *attrs, *outputs, deterministic=deterministic, impl_mode=impl_mode)
+            workspace = np.empty(size, np.uint8) if size else None
+            phase2(workspace, size, executor, stream)
+        else:
+            size, executor = _executor.get_workspace_size(op, inputs, attrs, outputs, deterministic, impl_mode)
+            workspace = np.empty(size, np.uint8) if size else None
+            _executor.execute(workspace, size, executor, stream)
+        if stream is not None and workspace is not None:
+            stream.enqueue_host(lambda: workspace)
+        if key is None and any(isinstance(_first(v), Tensor) for v in inputs):
+            results = [Tensor(o) for o in outputs]
+        else:
+            results = outputs
+        return results[0] if len(results) == 1 else tuple(results)
     except AclnnError:
         raise
     except Exception as exc:  # noqa: BLE001 - the aclnn API raises AclnnError only
@@ -161,56 +209,6 @@ def _allocate(op: OpRuntime, specs) -> list[np.ndarray]:
             raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{op.name}: output '{param.name}' of shape {list(shape)} "
                                                       f"({np.dtype(dtype).name}) is too large to allocate: {exc}") from None
     return outputs
-
-
-def _call(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], deterministic: bool | None,
-          impl_mode: str | int | None, stream: Any):
-    key = None
-    if op.simple and inputs is not None and attrs is not None and len(inputs) == op.n_inputs:
-        parts: list[Any] = [op]
-        for v in attrs:
-            parts.append(v)
-            parts.append(type(v))
-        for v in inputs:
-            if type(v) is np.ndarray:
-                parts += (v.dtype, v.shape)
-            else:
-                parts = None
-                break
-        if parts is not None:
-            key = tuple(parts)
-            try:
-                hash(key)
-            except TypeError:
-                key = None
-    cache = _executor._CACHE.oneshot
-    specs = cache.get(key) if key is not None else None
-    if specs is None:
-        specs = _output_specs(op, inputs, attrs)
-        if key is not None:
-            if len(cache) >= max(_executor.PARAM_CACHE_CAPACITY, 1):
-                cache.clear()
-            cache[key] = specs
-    try:
-        outputs = [np.empty(shape, dtype) for shape, dtype in specs]
-    except (ValueError, MemoryError):
-        outputs = _allocate(op, specs)  # says which output is too large
-    phase1, phase2 = op.phase1, op.phase2
-    if phase1 is not None and phase2 is not None and len(attrs) == op.n_attrs:
-        size, executor = phase1(*inputs, *attrs, *outputs, deterministic=deterministic, impl_mode=impl_mode)
-        workspace = np.empty(size, np.uint8) if size else None
-        phase2(workspace, size, executor, stream)
-    else:
-        size, executor = _executor.get_workspace_size(op, inputs, attrs, outputs, deterministic, impl_mode)
-        workspace = np.empty(size, np.uint8) if size else None
-        _executor.execute(workspace, size, executor, stream)
-    if stream is not None and workspace is not None:
-        stream.enqueue_host(lambda: workspace)
-    if key is None and any(isinstance(_first(v), Tensor) for v in inputs):
-        results = [Tensor(o) for o in outputs]
-    else:
-        results = outputs
-    return results[0] if len(results) == 1 else tuple(results)
 
 
 def _first(value: Any) -> Any:

@@ -26,7 +26,6 @@ from opbuild.keys import KeyContext
 from opbuild.runtime import device
 from opbuild.runtime.call.arguments import _dtype_name
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
-from opbuild.runtime.binaries.package import binary_index
 from opbuild.runtime.binaries.selection import OpRuntime, Selection, current_soc
 from opbuild.runtime.shapes import infer_output_shape
 
@@ -132,16 +131,10 @@ def file_stamp(path: str) -> tuple[int, int, int] | None:
 
 
 def package_config(selection: Selection) -> str:
-    """The binary_info_config.json the selected binary was found in ("" if it cannot be told, e.g.
-    a package provider that is not a directory: an .om's nodes)."""
-    if not isinstance(selection.package, Path):
-        return ""
-    files = binary_index(selection.package, current_soc()).config_files
-    sub = selection.entry.kernel_root.name
-    for f in files:
-        if f.parent.name == sub:
-            return str(f)
-    return str(files[-1]) if files else ""
+    """The binary_info_config.json the selected binary was listed in ("" if none: e.g. a package
+    provider that is not a directory, an .om's nodes)."""
+    config = getattr(selection.entry, "config", None)
+    return str(config) if config is not None else ""
 
 
 STAMP_INTERVAL_NS = 1_000_000
