@@ -252,6 +252,14 @@ def test_c_key_equals_python_key(acl, opapi, add, package, tensors, dp, slope, a
     st_ = phase1(opapi, "LeakyReluCustom", lt[0], ctypes.c_double(0.1), lt[1])
     if st_[0] == 0:
         acl.aclDestroyAclOpExecutor(st_[2])
+    rx, ry = np.zeros((2, 3, 4), np.float32), np.zeros(3, np.float32)
+    rt_ = [make_tensor(acl, rx), make_tensor(acl, ry)]
+    axes02 = acl.aclCreateIntArray(_arr([0, 2]), 2)
+    st_ = phase1(opapi, "ReduceSumCustom", rt_[0], axes02, False, rt_[1])
+    assert st_[0] == 0, recent_error(acl)
+    acl.aclDestroyAclOpExecutor(st_[2])
+    acl.aclDestroyIntArray(axes02)
+    lt += rt_
     buf = np.zeros(4096, np.float32)
     made = []
     for dims, offset, (dtype, acl_dtype), fmt, rev in tensors:
@@ -274,6 +282,18 @@ def test_c_key_equals_python_key(acl, opapi, add, package, tensors, dp, slope, a
         assert words == capi.call_key(builtin, "LeakyReluCustom", dp, ptrs[0], ptrs[1], ptrs[2])
         assert words[1] == acl.opbuild_aclnn_op_id(builtin.encode(), b"LeakyReluCustom")
         assert words[2] == cache_key.env_token() == ctypes.c_uint64(acl.opbuild_opkey_env_token()).value
+        # list_int and bool attributes, NULL = the default (encoded once by capi, appended by C)
+        acl.aclCreateIntArray.restype = VP
+        acl.aclCreateIntArray.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.c_uint64]
+        axes_c = acl.aclCreateIntArray(_arr(axes or [0]), len(axes)) if axes or keep else None
+        keep_c = None if keep is None else ctypes.c_bool(keep)
+        attr_ptrs = [axes_c or 0, 0 if keep_c is None else ctypes.addressof(keep_c)]
+        try:
+            words, ptrs = _c_key(acl, builtin, "ReduceSumCustom", dp, made[:1], attr_ptrs, made[2:])
+            assert words == capi.call_key(builtin, "ReduceSumCustom", dp, ptrs[0], ptrs[1], ptrs[2])
+        finally:
+            if axes_c:
+                acl.aclDestroyIntArray(axes_c)
     finally:
         for t in made + lt:
             acl.aclDestroyTensor(t)
