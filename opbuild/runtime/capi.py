@@ -293,8 +293,7 @@ def _read_attr(attr_type: str, what: str):
 
 
 _IN_KINDS = {"required": 0, "optional": 1, "dynamic": 2}
-_ATTR_TAGS = {"int": cache_key.INT, "float": cache_key.FLOAT, "bool": cache_key.BOOL, "str": cache_key.STR,
-              "list_int": cache_key.INTS, "list_float": cache_key.FLOATS, "list_bool": cache_key.BOOLS}
+_ATTR_TAGS = cache_key.ATTR_TAGS
 
 
 def _signature(spec: Any) -> tuple[bytes, bytes, int, tuple[bytes, ...]]:

@@ -329,5 +329,55 @@ def test_attributes_are_part_of_the_key(probe):
         p2(rt.malloc(size) if size else None, size, ex)
         np.testing.assert_array_equal(y, float(scale) * x)
         hits.append(delta(before)["phase1_hits"])
-    # 2 (an int) is another key than 2.0; numpy scalar attributes take the Python path
-    assert hits == [0, 0, 1, 1, 0, 1, 0, 0]
+    # 2 (an int) for a float attribute is 2.0: the same key (opkey.h encodes the spec's type);
+    # numpy scalar attributes take the Python path
+    assert hits == [0, 0, 1, 1, 1, 1, 0, 0]
+
+
+# ---- one key: the C fast path's key of a call equals cache_key.py's --------------------------------
+
+from hypothesis import HealthCheck, given  # noqa: E402
+from hypothesis import settings as hsettings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from opbuild.abi.ge_types import DTYPE_TO_GE, dtype_name  # noqa: E402
+from opbuild.runtime.call import cache_key  # noqa: E402
+from opbuild.runtime.call.fast_wrappers import key_id  # noqa: E402
+
+array_strategy = st.tuples(st.lists(st.integers(1, 5), min_size=0, max_size=3),
+                           st.sampled_from([np.float32, np.float16, np.int32]), st.integers(1, 2))
+
+
+def _slot(a: np.ndarray):
+    return (DTYPE_TO_GE[dtype_name(a.dtype)], 2, a.shape, tuple(s // a.itemsize for s in a.strides), 0)
+
+
+def _make(spec) -> np.ndarray:
+    dims, dtype, step = spec
+    base = np.zeros([d * step for d in dims] or [1], dtype)
+    return base[tuple(slice(None, None, step) for _ in dims)] if dims else np.zeros((), dtype)
+
+
+@hsettings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(arrays=st.lists(array_strategy, min_size=3, max_size=3),
+       slope=st.one_of(st.floats(allow_nan=False), st.integers(-2**40, 2**40)),
+       d=st.booleans(), env=st.sampled_from([None, "ascend910b", ""]))
+def test_c_fast_path_key_equals_python_key(ops, builtin_ops, monkeypatch, arrays, slope, d, env):
+    if env is None:
+        monkeypatch.delenv("OPBUILD_SOC", raising=False)
+    else:
+        monkeypatch.setenv("OPBUILD_SOC", env)
+    settings.set_deterministic(d)
+    try:
+        x, y, z = (_make(s) for s in arrays)
+        dp = settings.DP[0]
+        add = ops.aclnnAddCustomTemplateGetWorkspaceSize
+        expected = cache_key.key_words(key_id(ops._OPS["AddCustomTemplate"]), cache_key.env_token(), dp,
+                                       [_slot(x), _slot(y), _slot(z)], [])
+        assert fastpath.key_words(add, x, y, z) == expected
+        leaky = builtin_ops.aclnnLeakyReluCustomGetWorkspaceSize
+        expected = cache_key.key_words(key_id(builtin_ops._OPS["LeakyReluCustom"]), cache_key.env_token(), dp,
+                                       [_slot(x), _slot(z)], [("float", float(slope))])
+        assert fastpath.key_words(leaky, x, slope, z) == expected
+    finally:
+        settings.set_deterministic(False)

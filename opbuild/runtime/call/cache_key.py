@@ -18,6 +18,9 @@ from typing import Any, Sequence
 VERSION = 0x4F504B3100000001
 ABSENT, TENSOR, LIST = 1, 2, 3
 INT, FLOAT, BOOL, STR, INTS, FLOATS, BOOLS = 16, 17, 18, 19, 20, 21, 22
+ATTR_TAGS = {"int": INT, "float": FLOAT, "bool": BOOL, "str": STR, "list_int": INTS, "list_float": FLOATS,
+             "list_bool": BOOLS}
+"""The key's tag of each spec attribute type."""
 ENV_VARS = ("OPBUILD_SOC", "ASCEND_CUSTOM_OPP_PATH", "ASCEND_OPP_PATH", "ASCEND_HOME_PATH")
 """What package resolution and binary selection depend on besides the call: the env token."""
 

@@ -15,9 +15,13 @@ from __future__ import annotations
 import ctypes
 import functools
 import inspect
+import itertools
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from opbuild.runtime import device, settings
+from opbuild.runtime.call import cache_key
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError, as_aclnn_error
 from opbuild.runtime.call.executor import Executor, execute, get_workspace_size
 from opbuild.runtime.call.launch import _FAST_POINTERS, LAUNCH_OBSERVERS, _launch_failed, _Native
@@ -58,7 +62,8 @@ def phase1_function(op: OpRuntime, name: str, inputs: Sequence[str], attrs: Sequ
     fn: Any = phase1
     if op.simple and _FAST_POINTERS and op.package is not None and _fastpath_ready():
         # Cache hits of plain numpy arrays in C; everything else (and every miss) runs `phase1`.
-        fn = _wrap(_fastpath.Phase1(op, n_in, n_attr, len(outputs), phase1), phase1, name, doc)
+        fn = _wrap(_fastpath.Phase1(op, n_in, n_attr, len(outputs), phase1, key_id(op),
+                                    bytes(cache_key.ATTR_TAGS[a.type] for a in op.spec.attrs)), phase1, name, doc)
     op.phase1 = fn
     return fn
 
@@ -88,6 +93,30 @@ def _dress(fn: Callable[..., Any], name: str, doc: str | None) -> None:
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     fn.__module__ = __name__
+
+
+_KEY_IDS = itertools.count(1)
+
+
+def key_id(op: OpRuntime) -> int:
+    """The op's id in the cache key (opkey.h word 1), given once per OpRuntime."""
+    kid = getattr(op, "key_id", None)
+    if kid is None:
+        kid = op.key_id = next(_KEY_IDS)
+    return kid
+
+
+def _dtype_codes() -> dict:
+    """{numpy dtype: GE code} of every dtype the runtime takes (the key's dtype word)."""
+    from opbuild.abi.ge_types import DTYPE_TO_GE, numpy_dtype
+
+    codes = {}
+    for name, code in DTYPE_TO_GE.items():
+        try:
+            codes[np.dtype(numpy_dtype(name))] = code
+        except (TypeError, ValueError, KeyError):
+            continue
+    return codes
 
 
 def check_executor_op(executor: Any, op: OpRuntime, api: str) -> None:
@@ -139,7 +168,7 @@ def _fastpath_ready() -> bool:
                 if _Native.launch is None:
                     _Native.bind()
                 _fastpath.configure(AclnnError, settings.DP, Executor, Plan, _launch_failed,
-                                    ctypes.cast(_Native.launch, ctypes.c_void_p).value)
+                                    ctypes.cast(_Native.launch, ctypes.c_void_p).value, _dtype_codes())
                 _fastpath.set_observed(len(LAUNCH_OBSERVERS))
                 ready = True
             except (OSError, AttributeError, device.DeviceError, TypeError, ValueError, RuntimeError):

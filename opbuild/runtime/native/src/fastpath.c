@@ -87,7 +87,7 @@ typedef struct Entry {
     uint64_t hash;
     PyObject *op;
     Py_ssize_t nwords, nattrs, ndescr;
-    intptr_t *words;      /* dp, then per tensor: descr, ndim, shape..., strides... */
+    uint64_t *words;      /* the key (opkey.h) */
     PyObject **attrs;     /* owned */
     PyObject **descrs;    /* owned (their addresses are in words) */
     PyObject *plan;       /* owned */
@@ -227,6 +227,8 @@ typedef struct {
     PyObject *slow; /* the Python phase-1 function */
     PyObject *dict;
     Py_ssize_t n_in, n_attr, n_out;
+    uint64_t key_id;            /* the op's id in the key (opkey.h) */
+    uint8_t attr_kind[MAX_ATTRS]; /* per attribute, its opkey tag (OPKEY_INT ...) */
 } Phase1;
 
 typedef struct {
@@ -249,7 +251,7 @@ static PyTypeObject ExecutorType;
 
 /* The call's key in `words` (and its hash); 0 if the call is not one the C path handles. */
 typedef struct {
-    intptr_t words[MAX_KEY_WORDS];
+    uint64_t words[MAX_KEY_WORDS];
     Py_ssize_t nwords;
     uint64_t hash;
 } Key;
@@ -271,42 +273,100 @@ static int kw_defaults_only(PyObject *const *args, Py_ssize_t nargs, PyObject *k
 }
 
 /* -1 error, 0 not handled, 1 key built. */
+/* The dtype code (GE) of an array's descriptor, from configure()'s table; -1 if not supported. */
+static PyObject *g_dtype_codes; /* {numpy dtype: GE code} */
+static struct { PyObject *descr; int code; } g_code_cache[16];
+
+static int dtype_code(PyObject *descr) {
+    for (int i = 0; i < 16 && g_code_cache[i].descr != NULL; i++)
+        if (g_code_cache[i].descr == descr) return g_code_cache[i].code;
+    PyObject *v = g_dtype_codes ? PyDict_GetItemWithError(g_dtype_codes, descr) : NULL;
+    if (v == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    int code = (int)PyLong_AsLong(v);
+    for (int i = 0; i < 16; i++)
+        if (g_code_cache[i].descr == NULL) {
+            g_code_cache[i].descr = Py_NewRef(descr); /* kept: descriptors of builtin types live forever */
+            g_code_cache[i].code = code;
+            break;
+        }
+    return code;
+}
+
+/* The call's key (opkey.h: the same words as cache_key.key_words of the call) in `k`; 1 built,
+ * 0 not a call this path handles (the Python path validates it), -1 error. */
 static int build_key(Phase1 *self, PyObject *const *args, Key *k, long dp) {
     Py_ssize_t n_in = self->n_in, n_attr = self->n_attr;
     Py_ssize_t ntensors = n_in + self->n_out;
-    uint64_t h = mix((uint64_t)(uintptr_t)self->op, (uint64_t)dp);
-    Py_ssize_t w = 0;
-    k->words[w++] = (intptr_t)dp;
-    k->words[w++] = (intptr_t)opkey_env_token(); /* SoC and package search environment */
-    for (Py_ssize_t i = 0; i < n_attr; i++) {
-        PyObject *a = args[n_in + i];
-        /* Only builtin scalars, whose hash and == run no Python code (nothing can change the
-         * table during a lookup); anything else takes the Python path. */
-        if (!PyLong_CheckExact(a) && !PyFloat_CheckExact(a) && !PyBool_Check(a) && !PyUnicode_CheckExact(a))
-            return 0;
-        Py_hash_t ah = PyObject_Hash(a);
-        if (ah == -1) {
-            PyErr_Clear();
-            return 0;
-        }
-        h = mix(h, (uint64_t)ah);
-        h = mix(h, (uint64_t)(uintptr_t)Py_TYPE(a));
-    }
-    for (Py_ssize_t i = 0; i < ntensors; i++) {
+    opkey key;
+    opkey_begin(&key, self->key_id, opkey_env_token(), (uint64_t)dp, (uint32_t)ntensors, (uint32_t)n_attr);
+    int ok = 1;
+    for (Py_ssize_t i = 0; i < ntensors && ok; i++) {
         PyObject *o = args[i < n_in ? i : i + n_attr];
-        if (!PyArray_CheckExact(o)) return 0;
+        if (!PyArray_CheckExact(o)) {
+            ok = 0;
+            break;
+        }
         PyArrayObject *a = (PyArrayObject *)o;
         int nd = PyArray_NDIM(a);
-        if (w + 2 + 2 * nd > MAX_KEY_WORDS) return 0;
-        k->words[w++] = (intptr_t)PyArray_DESCR(a);
-        k->words[w++] = nd;
-        npy_intp *dims = PyArray_DIMS(a), *strides = PyArray_STRIDES(a);
-        for (int d = 0; d < nd; d++) k->words[w++] = dims[d];
-        for (int d = 0; d < nd; d++) k->words[w++] = strides[d];
+        npy_intp itemsize = PyArray_ITEMSIZE(a);
+        int code = PyArray_ISBYTESWAPPED(a) ? -1 : dtype_code((PyObject *)PyArray_DESCR(a));
+        if (code < 0 || nd > 64 || itemsize <= 0) {
+            ok = 0;
+            break;
+        }
+        int64_t dims[64], strides[64];
+        for (int d = 0; d < nd; d++) {
+            dims[d] = PyArray_DIMS(a)[d];
+            npy_intp st = PyArray_STRIDES(a)[d];
+            if (st % itemsize) ok = 0;
+            strides[d] = st / itemsize;
+        }
+        opkey_tensor(&key, code, 2 /* ND */, (uint64_t)nd, dims, strides, 0);
     }
-    for (Py_ssize_t i = 0; i < w; i++) h = mix(h, (uint64_t)k->words[i]);
-    k->nwords = w;
-    k->hash = h;
+    for (Py_ssize_t i = 0; i < n_attr && ok; i++) {
+        PyObject *v = args[n_in + i];
+        switch (self->attr_kind[i]) {
+        case OPKEY_INT: {
+            if (!PyLong_CheckExact(v)) { ok = 0; break; }
+            int overflow;
+            long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+            if (overflow || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); ok = 0; break; }
+            opkey_int(&key, x);
+            break;
+        }
+        case OPKEY_FLOAT:
+            if (PyFloat_CheckExact(v)) opkey_float(&key, PyFloat_AS_DOUBLE(v));
+            else if (PyLong_CheckExact(v)) {
+                double x = PyLong_AsDouble(v);
+                if (x == -1.0 && PyErr_Occurred()) { PyErr_Clear(); ok = 0; break; }
+                opkey_float(&key, x);
+            } else ok = 0;
+            break;
+        case OPKEY_BOOL:
+            if (!PyBool_Check(v)) ok = 0;
+            else opkey_bool(&key, v == Py_True);
+            break;
+        case OPKEY_STR: {
+            Py_ssize_t len;
+            const char *text = PyUnicode_CheckExact(v) ? PyUnicode_AsUTF8AndSize(v, &len) : NULL;
+            if (text == NULL) { PyErr_Clear(); ok = 0; break; }
+            opkey_str(&key, text, (size_t)len);
+            break;
+        }
+        default: ok = 0; /* lists: not a simple op */
+        }
+    }
+    if (!ok || key.failed || key.n > MAX_KEY_WORDS) {
+        opkey_free(&key);
+        return 0;
+    }
+    memcpy(k->words, key.w, key.n * sizeof(uint64_t));
+    k->nwords = (Py_ssize_t)key.n;
+    k->hash = opkey_hash(key.w, key.n);
+    opkey_free(&key);
     return 1;
 }
 
@@ -315,7 +375,7 @@ static Entry *lookup(Table *t, Phase1 *self, PyObject *const *args, Key *k) {
     Entry **link = &t->buckets[k->hash & t->mask];
     for (Entry *e = *link; e != NULL; link = &e->next, e = e->next) {
         if (e->hash != k->hash || e->op != self->op || e->nwords != k->nwords ||
-            memcmp(e->words, k->words, (size_t)k->nwords * sizeof(intptr_t)) != 0)
+            memcmp(e->words, k->words, (size_t)k->nwords * sizeof(uint64_t)) != 0)
             continue;
         int same = 1;
         for (Py_ssize_t i = 0; i < e->nattrs && same; i++) {
@@ -395,7 +455,7 @@ static int register_plan(Phase1 *self, PyObject *const *args, Key *k, PyObject *
         PyErr_NoMemory();
         return -1;
     }
-    e->words = PyMem_Malloc((size_t)k->nwords * sizeof(intptr_t));
+    e->words = PyMem_Malloc((size_t)k->nwords * sizeof(uint64_t));
     e->attrs = PyMem_Calloc((size_t)self->n_attr + 1, sizeof(PyObject *));
     e->descrs = PyMem_Calloc((size_t)ntensors + 1, sizeof(PyObject *));
     if (e->words == NULL || e->attrs == NULL || e->descrs == NULL) {
@@ -403,17 +463,12 @@ static int register_plan(Phase1 *self, PyObject *const *args, Key *k, PyObject *
         PyErr_NoMemory();
         return -1;
     }
-    memcpy(e->words, k->words, (size_t)k->nwords * sizeof(intptr_t));
+    memcpy(e->words, k->words, (size_t)k->nwords * sizeof(uint64_t));
     e->nwords = k->nwords;
     e->hash = k->hash;
     e->op = Py_NewRef(self->op);
-    e->nattrs = self->n_attr;
-    for (Py_ssize_t i = 0; i < self->n_attr; i++) e->attrs[i] = Py_NewRef(args[self->n_in + i]);
-    e->ndescr = ntensors;
-    for (Py_ssize_t i = 0; i < ntensors; i++) {
-        PyObject *o = args[i < self->n_in ? i : i + self->n_attr];
-        e->descrs[i] = Py_NewRef((PyObject *)PyArray_DESCR((PyArrayObject *)o));
-    }
+    e->nattrs = 0; /* attribute values and dtypes are in the key's words (opkey.h) */
+    e->ndescr = 0;
     e->plan = Py_NewRef(plan);
     e->ws_obj = PyLong_FromUnsignedLongLong(ws);
     if (e->ws_obj == NULL) {
@@ -559,10 +614,17 @@ static PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf,
 
 static PyObject *phase1_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     PyObject *op, *slow;
-    Py_ssize_t n_in, n_attr, n_out;
-    static char *kwlist[] = {"op", "n_inputs", "n_attrs", "n_outputs", "slow", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OnnnO:Phase1", kwlist, &op, &n_in, &n_attr, &n_out, &slow))
+    Py_ssize_t n_in, n_attr, n_out, n_kinds;
+    unsigned long long key_id;
+    const char *kinds;
+    static char *kwlist[] = {"op", "n_inputs", "n_attrs", "n_outputs", "slow", "key_id", "attr_kinds", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OnnnOKy#:Phase1", kwlist, &op, &n_in, &n_attr, &n_out, &slow,
+                                     &key_id, &kinds, &n_kinds))
         return NULL;
+    if (n_kinds != n_attr) {
+        PyErr_SetString(PyExc_ValueError, "Phase1: one attribute kind per attribute");
+        return NULL;
+    }
     if (!configured()) return NULL;
     if (n_in < 0 || n_attr < 0 || n_out < 0 || n_in + n_out > MAX_TENSORS || n_attr > MAX_ATTRS ||
         !PyCallable_Check(slow)) {
@@ -577,6 +639,8 @@ static PyObject *phase1_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
     self->n_in = n_in;
     self->n_attr = n_attr;
     self->n_out = n_out;
+    self->key_id = key_id;
+    memcpy(self->attr_kind, kinds, (size_t)n_kinds);
     return (PyObject *)self;
 }
 
@@ -949,12 +1013,15 @@ static PyTypeObject Phase2Type = {
 
 static PyObject *fp_configure(PyObject *mod, PyObject *args, PyObject *kwds) {
     (void)mod;
-    PyObject *err, *dp, *py_executor, *plan_type, *launch_failed;
+    PyObject *err, *dp, *py_executor, *plan_type, *launch_failed, *codes;
     unsigned long long launch = 0;
-    static char *kwlist[] = {"aclnn_error", "dp", "executor_type", "plan_type", "launch_failed", "sim_launch", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!OO!OK:configure", kwlist, &err, &PyList_Type, &dp,
-                                     &py_executor, &PyType_Type, &plan_type, &launch_failed, &launch))
+    static char *kwlist[] = {"aclnn_error", "dp", "executor_type", "plan_type", "launch_failed", "sim_launch",
+                             "dtype_codes", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!OO!OKO!:configure", kwlist, &err, &PyList_Type, &dp,
+                                     &py_executor, &PyType_Type, &plan_type, &launch_failed, &launch, &PyDict_Type,
+                                     &codes))
         return NULL;
+    Py_XSETREF(g_dtype_codes, Py_NewRef(codes));
     if (PyList_GET_SIZE(dp) != 1) {
         PyErr_SetString(PyExc_ValueError, "configure: dp must be a one-element list");
         return NULL;
@@ -972,6 +1039,27 @@ static PyObject *fp_configure(PyObject *mod, PyObject *args, PyObject *kwds) {
     g_hot_offset = hot;
     g_launch = (sim_launch_fn)(uintptr_t)launch;
     Py_RETURN_NONE;
+}
+
+/* key_words(phase1, *args): the key words the C path builds for this call (None if it does not
+ * handle it): what tests compare with cache_key.key_words. */
+static PyObject *fp_key_words(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    (void)mod;
+    if (nargs < 1 || Py_TYPE(args[0]) != &Phase1Type) {
+        PyErr_SetString(PyExc_TypeError, "key_words(phase1, *args)");
+        return NULL;
+    }
+    Phase1 *self = (Phase1 *)args[0];
+    if (nargs - 1 != self->n_in + self->n_attr + self->n_out) Py_RETURN_NONE;
+    long dp = PyLong_AsLong(PyList_GET_ITEM(g_dp, 0));
+    Key k;
+    int rc = build_key(self, args + 1, &k, dp);
+    if (rc < 0) return NULL;
+    if (rc == 0) Py_RETURN_NONE;
+    PyObject *list = PyList_New(k.nwords);
+    if (list == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < k.nwords; i++) PyList_SET_ITEM(list, i, PyLong_FromUnsignedLongLong(k.words[i]));
+    return list;
 }
 
 static PyObject *fp_set_observed(PyObject *mod, PyObject *arg) {
@@ -1017,6 +1105,8 @@ static PyObject *fp_reset_stats(PyObject *mod, PyObject *unused) {
 static PyMethodDef fp_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))fp_configure, METH_VARARGS | METH_KEYWORDS,
      "configure(aclnn_error, dp, executor_type, plan_type, launch_failed, sim_launch): bind to the runtime."},
+    {"key_words", (PyCFunction)(void (*)(void))fp_key_words, METH_FASTCALL,
+     "key_words(phase1, *args): the key (opkey.h words) the C path builds for this call, or None."},
     {"set_observed", fp_set_observed, METH_O,
      "set_observed(n): n launch observers are registered (launch.observe_launches); while n > 0 "
      "Phase2 hands launches to the Python path."},
