@@ -26,11 +26,13 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
-    "ACL_DATA_TYPES", "ACL_FORMATS", "CANN_DATA_TYPES", "CORE_TYPE", "CORE_TYPES", "CORE_TYPE_NAMES", "CannDataType",
-    "CoreType", "DEFAULT_BINARY_IMPL_MODES", "DEFAULT_CORE_TYPE", "DEFAULT_IMPL_MODE", "DEFAULT_SOC", "DTYPE",
-    "DTYPES", "DTYPE_BY_ACL", "DTYPE_BY_GE", "DTYPE_BY_NUMPY", "DTYPE_NAMES", "DType", "FORMAT", "FORMATS",
-    "FORMAT_BY_ACL", "FORMAT_BY_GE", "FORMAT_NAMES", "Format", "IMPL_MODE", "IMPL_MODES", "IMPL_MODE_BY_INDEX",
-    "IMPL_MODE_NAMES", "ImplMode", "MAX_SIMPLIFIED_KEY_LEN", "SOC", "SOCS", "SOC_NAMES", "Soc",
+    "ACL_DATA_TYPES", "ACL_FORMATS", "CANN_DATA_TYPES", "CORE_TYPE", "CORE_TYPES", "CORE_TYPE_NAMES",
+    "CannDataType", "CoreType", "DEFAULT_BINARY_IMPL_MODES", "DEFAULT_CORE_TYPE", "DEFAULT_FORMAT",
+    "DEFAULT_IMPL_MODE", "DEFAULT_SOC", "DTYPE", "DTYPES", "DTYPE_BY_ACL", "DTYPE_BY_GE", "DTYPE_BY_NUMPY",
+    "DTYPE_NAMES", "DType", "FORMAT", "FORMATS", "FORMAT_BY_ACL", "FORMAT_BY_GE", "FORMAT_NAMES", "Format",
+    "IMPL_MODE", "IMPL_MODES", "IMPL_MODE_BY_INDEX", "IMPL_MODE_INDEX", "IMPL_MODE_NAMES", "ImplMode",
+    "MAX_SIMPLIFIED_KEY_LEN", "SOC", "SOCS", "SOC_NAMES", "Soc", "TILING_FIELD_TYPE", "TILING_FIELD_TYPES",
+    "TILING_FIELD_TYPE_NAMES", "TilingFieldType", "impl_mode_string",
 ]
 
 
@@ -315,6 +317,28 @@ SOC: Final[dict[str, Soc]] = {s.name: s for s in SOCS}
 SOC_NAMES: Final[tuple[str, ...]] = tuple(SOC)
 DEFAULT_SOC: Final[str] = "ascend910b"
 """The SoC of a spec without `socs`, of the runtime without OPBUILD_SOC, and of an .om model."""
+
+
+# ---- tiling-data field types -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TilingFieldType:
+    """A `tiling_data` field type of a spec: its C type in `<op>_tiling.h` and its size (= its
+    natural alignment on x86_64 / aarch64 LP64). Not a dtype: `float` here is the C float."""
+
+    name: str
+    c_type: str
+    size: int
+
+
+TILING_FIELD_TYPES: Final[tuple[TilingFieldType, ...]] = (
+    *(TilingFieldType(f"{sign}int{bits}", f"{sign}int{bits}_t", bits // 8)
+      for bits in (8, 16, 32, 64) for sign in ("", "u")),
+    TilingFieldType("float", "float", 4),
+    TilingFieldType("double", "double", 8),
+)
+TILING_FIELD_TYPE: Final[dict[str, TilingFieldType]] = {t.name: t for t in TILING_FIELD_TYPES}
+TILING_FIELD_TYPE_NAMES: Final[tuple[str, ...]] = tuple(TILING_FIELD_TYPE)
 
 
 # ---- limits ------------------------------------------------------------------------------------------

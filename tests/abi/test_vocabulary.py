@@ -258,3 +258,40 @@ def test_every_dtype_round_trips_through_ge_types(dtype):
 
     assert ge_types.dtype_name(ge_types.numpy_dtype(dtype)) == dtype
     assert ge_types.GE_TO_DTYPE[ge_types.DTYPE_TO_GE[dtype]] == dtype
+
+
+# ---- docs/package-format.md states the vocabulary ------------------------------------------------------
+
+def _doc() -> str:
+    return re.sub(r"\s+", " ", (REPO / "docs" / "package-format.md").read_text())
+
+
+def test_package_format_doc_lists_the_ge_numbers():
+    m = re.search(r"as GE enum integers \(([^;]*); ([^;]*);", _doc())
+    assert m, "the default-mode key paragraph of docs/package-format.md changed"
+    assert m.group(1) == ", ".join(f"{d.name} {d.ge}" for d in v.DTYPES)
+    assert m.group(2) == ", ".join(f"{f.name} {f.ge}" for f in v.FORMATS)
+
+
+def test_package_format_doc_states_spellings_and_core_types():
+    doc = _doc()
+    for d in v.DTYPES:
+        if d.ops_info != d.name:
+            assert f"`{d.ops_info}` ({d.name})" in doc, d.name
+    assert "(" + ", ".join(f"{c.name} {c.binary_info_config}" for c in sorted(v.CORE_TYPES, key=lambda c: c.binary_info_config)) + ")" in doc
+    assert "; ".join(f"`{c.name}`/`{c.kernel_json}`/`{c.magic}`/`{c.task_ration}`"
+                     for c in sorted(v.CORE_TYPES, key=lambda c: c.name != "VectorCore")) in doc
+    assert ", ".join(f"{m.index} {m.name}" for m in v.IMPL_MODES) in doc
+
+
+def test_tiling_field_types_equal_schema_and_model():
+    from opbuild.spec import model
+
+    s = _schema("op_spec.schema.json")
+    found = [d["properties"]["type"]["enum"] for d in s["$defs"].values()
+             if isinstance(d, dict) and "uint64" in json.dumps(d.get("properties", {}).get("type", {}))]
+    assert found == [list(v.TILING_FIELD_TYPE_NAMES)]
+    hints = typing.get_type_hints(model.TilingField)
+    assert typing.get_args(hints["type"]) == v.TILING_FIELD_TYPE_NAMES
+    assert all(np.dtype(t.c_type.removesuffix("_t")).itemsize == t.size for t in v.TILING_FIELD_TYPES
+               if t.c_type.endswith("_t"))
