@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Iterable, NamedTuple
 
 from opbuild.abi.ge_types import DTYPE_TO_GE, FORMAT_TO_GE, GE_TO_DTYPE, GE_TO_FORMAT
-from opbuild.abi.vocabulary import MAX_SIMPLIFIED_KEY_LEN
+from opbuild.abi.vocabulary import DEFAULT_FORMAT, MAX_SIMPLIFIED_KEY_LEN
 
 MAX_FRAGMENT_LEN = MAX_SIMPLIFIED_KEY_LEN
 """Bytes (UTF-8) a GenSimplifiedKey fragment may have (MAX_LEN_SIMPLIFIED_KEY in CANN)."""
@@ -52,7 +52,7 @@ def tensor_group(dtype: str | None, fmt: str | None) -> str:
     if dtype is None:
         return ABSENT_GROUP
     try:
-        return f"{DTYPE_TO_GE[dtype]},{FORMAT_TO_GE[fmt or 'ND']}"
+        return f"{DTYPE_TO_GE[dtype]},{FORMAT_TO_GE[fmt or DEFAULT_FORMAT]}"
     except KeyError as e:
         raise KeyGrammarError(f"no GE enum for {e.args[0]!r} (dtype {dtype!r}, format {fmt!r})") from None
 

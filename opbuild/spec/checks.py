@@ -18,7 +18,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from opbuild.abi.vocabulary import DEFAULT_CORE_TYPE, DEFAULT_SOC, DTYPE_NAMES, FORMAT_NAMES, MAX_SIMPLIFIED_KEY_LEN
+from opbuild.abi.vocabulary import (DEFAULT_CORE_TYPE, DEFAULT_FORMAT, DEFAULT_SOC, DTYPE_NAMES, FORMAT_NAMES,
+                                    MAX_SIMPLIFIED_KEY_LEN)
 
 from .errors import JsonPath, Problem
 from .model import (
@@ -173,7 +174,7 @@ class SpecChecker:
                     name=item["name"],
                     index=i,
                     dtypes=tuple(item["dtypes"]),
-                    formats=tuple(item.get("formats", ("ND",))),
+                    formats=tuple(item.get("formats", (DEFAULT_FORMAT,))),
                     param_type=item.get("param_type", "required"),
                     is_output=kind == "outputs",
                     mark=self.mark((kind, i)),

@@ -176,6 +176,7 @@ def test_op_spec_schema_equals_the_vocabulary():
     defs, props = s["$defs"], s["properties"]
     assert _enum(defs["dtype"]["enum"]) == sorted(v.DTYPE_NAMES)
     assert _enum(defs["format"]["enum"]) == sorted(v.FORMAT_NAMES)
+    assert defs["formats"]["default"] == [v.DEFAULT_FORMAT]
     assert _enum(props["core_type"]["enum"]) == sorted(v.CORE_TYPE_NAMES)
     assert props["core_type"]["default"] == v.DEFAULT_CORE_TYPE
     assert props["socs"]["default"] == [v.DEFAULT_SOC]
@@ -295,3 +296,11 @@ def test_tiling_field_types_equal_schema_and_model():
     assert typing.get_args(hints["type"]) == v.TILING_FIELD_TYPE_NAMES
     assert all(np.dtype(t.c_type.removesuffix("_t")).itemsize == t.size for t in v.TILING_FIELD_TYPES
                if t.c_type.endswith("_t"))
+
+
+def test_fallback_doc_table_equals_the_conversion():
+    from opbuild.runtime.fallback import dtypes as fb
+
+    text = (REPO / "docs" / "fallback.md").read_text()
+    rows = dict(re.findall(r"\| (DT_\w+) \| (ACL_\w+ \(\d+\)) \|", text))
+    assert rows == {dt: f"{acl} ({v.ACL_DATA_TYPES[acl]})" for dt, acl in fb.DT_TO_ACL.items()}
