@@ -1,7 +1,7 @@
 """GE data-type and format enums and their host/kernel spellings, as lookup tables.
 
-What: name -> number / C spelling maps and the numpy conversions the key grammar, TilingContext,
-codegen and the runtime use. Why a module of its own: these are the shapes those callers look
+What: name -> number / C spelling maps (in GE enum order) and the numpy conversions the key
+grammar, TilingContext, codegen and the runtime use. Why a module of its own: these are the shapes those callers look
 things up in; every value is derived from `opbuild.abi.vocabulary`, where each fact is written once.
 """
 
@@ -11,7 +11,8 @@ from typing import Final
 
 import numpy as np
 
-from opbuild.abi.vocabulary import DTYPE, DTYPES, DTYPE_BY_NUMPY, DTYPE_NAMES, FORMATS
+from opbuild.abi.vocabulary import DTYPE, DTYPE_BY_NUMPY, FORMATS
+from opbuild.abi.vocabulary import DTYPES_BY_GE_ORDER as DTYPES
 
 DTYPE_TO_GE: Final[dict[str, int]] = {d.name: d.ge for d in DTYPES}
 GE_TO_DTYPE: Final[dict[int, str]] = {d.ge: d.name for d in DTYPES}
@@ -45,5 +46,5 @@ def dtype_name(dtype: np.dtype) -> str:
     dtype = np.dtype(dtype)
     d = DTYPE_BY_NUMPY.get(dtype.name)
     if d is None:
-        raise ValueError(f"unsupported dtype {dtype}; supported: {', '.join(DTYPE_NAMES)}")
+        raise ValueError(f"unsupported dtype {dtype}; supported: {', '.join(DTYPE_TO_GE)}")
     return d.name

@@ -29,7 +29,7 @@ __all__ = [
     "ACL_DATA_TYPES", "ACL_FORMATS", "CANN_DATA_TYPES", "CORE_TYPE", "CORE_TYPES", "CORE_TYPE_NAMES",
     "CannDataType", "CoreType", "DEFAULT_BINARY_IMPL_MODES", "DEFAULT_CORE_TYPE", "DEFAULT_FORMAT",
     "DEFAULT_IMPL_MODE", "DEFAULT_SOC", "DTYPE", "DTYPES", "DTYPE_BY_ACL", "DTYPE_BY_GE", "DTYPE_BY_NUMPY",
-    "DTYPE_NAMES", "DType", "FORMAT", "FORMATS", "FORMAT_BY_ACL", "FORMAT_BY_GE", "FORMAT_NAMES", "Format",
+    "DTYPE_NAMES", "DTYPES_BY_GE_ORDER", "DType", "FORMAT", "FORMATS", "FORMAT_BY_ACL", "FORMAT_BY_GE", "FORMAT_NAMES", "Format",
     "IMPL_MODE", "IMPL_MODES", "IMPL_MODE_BY_INDEX", "IMPL_MODE_INDEX", "IMPL_MODE_NAMES", "ImplMode",
     "MAX_SIMPLIFIED_KEY_LEN", "SOC", "SOCS", "SOC_NAMES", "Soc", "TILING_FIELD_TYPE", "TILING_FIELD_TYPES",
     "TILING_FIELD_TYPE_NAMES", "TilingFieldType", "impl_mode_string",
@@ -158,26 +158,29 @@ class DType:
 
 
 DTYPES: Final[tuple[DType, ...]] = (
-    DType("float32", 0, "DT_FLOAT", "float", "OPBUILD_DT_FLOAT", 4, "float", "float"),
+    #     name       ge  ge_name       c_type        c_enum                size kernel_json ops_info
     DType("float16", 1, "DT_FLOAT16", "half", "OPBUILD_DT_FLOAT16", 2, "float16", "float16"),
+    DType("float32", 0, "DT_FLOAT", "float", "OPBUILD_DT_FLOAT", 4, "float", "float"),
+    DType("bfloat16", 27, "DT_BF16", "bfloat16_t", "OPBUILD_DT_BF16", 2, "bfloat16", "bfloat16"),
+    DType("float64", 11, "DT_DOUBLE", "double", "OPBUILD_DT_DOUBLE", 8, "double", "double"),
     DType("int8", 2, "DT_INT8", "int8_t", "OPBUILD_DT_INT8", 1, "int8", "int8"),
-    DType("int32", 3, "DT_INT32", "int32_t", "OPBUILD_DT_INT32", 4, "int32", "int32"),
-    DType("uint8", 4, "DT_UINT8", "uint8_t", "OPBUILD_DT_UINT8", 1, "uint8", "uint8"),
     DType("int16", 6, "DT_INT16", "int16_t", "OPBUILD_DT_INT16", 2, "int16", "int16"),
+    DType("int32", 3, "DT_INT32", "int32_t", "OPBUILD_DT_INT32", 4, "int32", "int32"),
+    DType("int64", 9, "DT_INT64", "int64_t", "OPBUILD_DT_INT64", 8, "int64", "int64"),
+    DType("uint8", 4, "DT_UINT8", "uint8_t", "OPBUILD_DT_UINT8", 1, "uint8", "uint8"),
     DType("uint16", 7, "DT_UINT16", "uint16_t", "OPBUILD_DT_UINT16", 2, "uint16", "uint16"),
     DType("uint32", 8, "DT_UINT32", "uint32_t", "OPBUILD_DT_UINT32", 4, "uint32", "uint32"),
-    DType("int64", 9, "DT_INT64", "int64_t", "OPBUILD_DT_INT64", 8, "int64", "int64"),
     DType("uint64", 10, "DT_UINT64", "uint64_t", "OPBUILD_DT_UINT64", 8, "uint64", "uint64"),
-    DType("float64", 11, "DT_DOUBLE", "double", "OPBUILD_DT_DOUBLE", 8, "double", "double"),
     DType("bool", 12, "DT_BOOL", "uint8_t", "OPBUILD_DT_BOOL", 1, "bool", "bool"),
-    DType("bfloat16", 27, "DT_BF16", "bfloat16_t", "OPBUILD_DT_BF16", 2, "bfloat16", "bfloat16"),
 )
-"""The dtypes ops take, in GE enum order."""
+"""The dtypes ops take, in the order the spec docs and schema list them (floats, signed,
+unsigned, bool); DTYPES_BY_GE_ORDER holds the same records in enum order."""
 
+DTYPES_BY_GE_ORDER: Final[tuple[DType, ...]] = tuple(sorted(DTYPES, key=lambda d: d.ge))
 DTYPE: Final[dict[str, DType]] = {d.name: d for d in DTYPES}
 DTYPE_NAMES: Final[tuple[str, ...]] = tuple(DTYPE)
-DTYPE_BY_GE: Final[dict[int, DType]] = {d.ge: d for d in DTYPES}
-DTYPE_BY_ACL: Final[dict[int, DType]] = {d.acl: d for d in DTYPES}
+DTYPE_BY_GE: Final[dict[int, DType]] = {d.ge: d for d in DTYPES_BY_GE_ORDER}
+DTYPE_BY_ACL: Final[dict[int, DType]] = {d.acl: d for d in DTYPES_BY_GE_ORDER}
 DTYPE_BY_NUMPY: Final[dict[str, DType]] = {d.name: d for d in DTYPES}
 """numpy dtype name (`np.dtype(x).name`; ml_dtypes' bfloat16 is `bfloat16`) -> DType."""
 

@@ -174,7 +174,7 @@ def _enum(values: list) -> list:
 def test_op_spec_schema_equals_the_vocabulary():
     s = _schema("op_spec.schema.json")
     defs, props = s["$defs"], s["properties"]
-    assert _enum(defs["dtype"]["enum"]) == sorted(v.DTYPE_NAMES)
+    assert defs["dtype"]["enum"] == list(v.DTYPE_NAMES)  # the vocabulary's order is the spec's
     assert _enum(defs["format"]["enum"]) == sorted(v.FORMAT_NAMES)
     assert defs["formats"]["default"] == [v.DEFAULT_FORMAT]
     assert _enum(props["core_type"]["enum"]) == sorted(v.CORE_TYPE_NAMES)
@@ -189,7 +189,7 @@ def test_op_spec_schema_equals_the_vocabulary():
 
 def test_model_schema_equals_the_vocabulary():
     s = _schema("model.schema.json")
-    assert s["$defs"]["dtype"]["enum"] == list(v.DTYPE_NAMES)  # was `double` for float64 (issue 10)
+    assert _enum(s["$defs"]["dtype"]["enum"]) == sorted(v.DTYPE_NAMES)  # was `double` for float64 (issue 10)
     assert _enum(s["properties"]["impl_mode"]["enum"]) == sorted(v.IMPL_MODE_NAMES)
     assert s["properties"]["impl_mode"]["default"] == v.DEFAULT_IMPL_MODE
     assert s["properties"]["soc"]["default"] == v.DEFAULT_SOC
@@ -251,6 +251,7 @@ def test_om_model_def_schema_uses_the_vocabulary():
     props = loader._MODEL_DEF_SCHEMA["properties"]
     assert props["impl_mode"]["enum"] == [m.index for m in v.IMPL_MODES]
     assert props["inputs"]["items"]["properties"]["dtype"]["enum"] == list(v.DTYPE_NAMES)
+    assert [d.ge for d in v.DTYPES_BY_GE_ORDER] == sorted(v.DTYPE_BY_GE)
 
 
 @pytest.mark.parametrize("dtype", v.DTYPE_NAMES)
@@ -270,7 +271,7 @@ def _doc() -> str:
 def test_package_format_doc_lists_the_ge_numbers():
     m = re.search(r"as GE enum integers \(([^;]*); ([^;]*);", _doc())
     assert m, "the default-mode key paragraph of docs/package-format.md changed"
-    assert m.group(1) == ", ".join(f"{d.name} {d.ge}" for d in v.DTYPES)
+    assert m.group(1) == ", ".join(f"{d.name} {d.ge}" for d in v.DTYPES_BY_GE_ORDER)
     assert m.group(2) == ", ".join(f"{f.name} {f.ge}" for f in v.FORMATS)
 
 
