@@ -136,3 +136,11 @@ def test_float64_input_of_another_dtype_is_refused(f64_opp, tmp_path):
     om = build_om(load_model(_model(tmp_path, "static", [2, 2], np.ones((2, 2)))), f64_opp)
     with pytest.raises(OmError, match="dtype float32, the model wants float64"):
         OmRunner(load_om(om)).run({"x": np.ones((2, 2), np.float32)})
+
+
+def test_float64_single_op(f64_opp):
+    from opbuild.om.single_op import build_single_op
+
+    om = build_single_op("ScaleF64Custom", ["x=float64[4,5]"], ["scale=0.5"], f64_opp)
+    x = np.arange(20, dtype=np.float64).reshape(4, 5) / 7
+    np.testing.assert_array_equal(OmRunner(load_om(om)).run({"x": x})["y"], 0.5 * x)
