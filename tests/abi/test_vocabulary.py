@@ -305,3 +305,20 @@ def test_fallback_doc_table_equals_the_conversion():
     text = (REPO / "docs" / "fallback.md").read_text()
     rows = dict(re.findall(r"\| (DT_\w+) \| (ACL_\w+ \(\d+\)) \|", text))
     assert rows == {dt: f"{acl} ({v.ACL_DATA_TYPES[acl]})" for dt, acl in fb.DT_TO_ACL.items()}
+
+
+def test_docs_state_the_socs_and_their_defaults():
+    docs = REPO / "docs"
+    cli = re.sub(r"\s+", " ", (docs / "cli.md").read_text())
+    assert "`--soc_version`: " + ", ".join(f"{s.name} → {s.soc_version}" for s in v.SOCS) + "." in cli
+    assert f"--impl_mode={v.impl_mode_string(v.DEFAULT_BINARY_IMPL_MODES)}" in cli
+    assert f"`OPBUILD_SOC` selects the SoC (default `{v.DEFAULT_SOC}`)" in (docs / "runtime.md").read_text()
+    assert re.search(r"^soc: " + re.escape(v.DEFAULT_SOC) + r" +# default$", (docs / "om-format.md").read_text(), re.M)
+
+
+def test_impl_mode_indexes_fit_the_dp_code():
+    """settings.dp_code packs (d, p) as d * 4 + p: every p must be below 4."""
+    from opbuild.runtime.settings import dp_code
+
+    codes = {dp_code(d, m.index) for d in (0, 1) for m in v.IMPL_MODES}
+    assert len(codes) == 2 * len(v.IMPL_MODES) and max(v.IMPL_MODE_BY_INDEX) < 4
