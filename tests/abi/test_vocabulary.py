@@ -171,12 +171,30 @@ def _enum(values: list) -> list:
     return sorted(values)
 
 
+def _dicts(obj):
+    """Every JSON object in a parsed JSON document."""
+    if isinstance(obj, dict):
+        yield obj
+        for value in obj.values():
+            yield from _dicts(value)
+    elif isinstance(obj, list):
+        for value in obj:
+            yield from _dicts(value)
+
+
+def _resolve(schema: dict, node: dict) -> dict:
+    while "$ref" in node:
+        node = schema["$defs"][node["$ref"].removeprefix("#/$defs/")]
+    return node
+
+
 def test_op_spec_schema_equals_the_vocabulary():
     s = _schema("op_spec.schema.json")
     defs, props = s["$defs"], s["properties"]
     assert defs["dtype"]["enum"] == list(v.DTYPE_NAMES)  # the vocabulary's order is the spec's
     assert _enum(defs["format"]["enum"]) == sorted(v.FORMAT_NAMES)
-    assert defs["formats"]["default"] == [v.DEFAULT_FORMAT]
+    formats = [_resolve(s, d["properties"]["formats"]) for d in _dicts(s) if "formats" in d.get("properties", {})]
+    assert formats and all(f["default"] == [v.DEFAULT_FORMAT] for f in formats)
     assert _enum(props["core_type"]["enum"]) == sorted(v.CORE_TYPE_NAMES)
     assert props["core_type"]["default"] == v.DEFAULT_CORE_TYPE
     assert props["socs"]["default"] == [v.DEFAULT_SOC]
