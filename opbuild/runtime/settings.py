@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from opbuild.abi.vocabulary import DEFAULT_IMPL_MODE, IMPL_MODE_INDEX
+from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 
 _state = {"deterministic": 0, "impl_mode": IMPL_MODE_INDEX[DEFAULT_IMPL_MODE]}
 
