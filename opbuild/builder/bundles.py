@@ -183,7 +183,7 @@ def pack(op: str, key: str, files: list[str], out: Path) -> bytes:
             data = f.read()
         entries.append({"path": os.path.relpath(path, out), "mode": os.stat(path).st_mode & 0o777, "size": len(data)})
         blobs.append(data)
-    header = json.dumps({"op": op, "key": key, "files": entries}, separators=(",", ":")).encode()
+    header = json.dumps({"op": op, "key": key, "files": entries}, separators=(",", ":"), allow_nan=False).encode()
     return b"".join([MAGIC, header, b"\n", *blobs])
 
 
@@ -322,7 +322,7 @@ class InstalledOps:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         data = {"format": FORMAT, "ops": {op: {"key": e.key, "origin": e.origin, "files": [list(s) for s in e.files]}
                                           for op, e in sorted(self.ops.items())}}
-        atomic_write(self.path, json.dumps(data, separators=(",", ":")).encode(), prefix=".ops.")
+        atomic_write(self.path, json.dumps(data, separators=(",", ":"), allow_nan=False).encode(), prefix=".ops.")
 
 
 # ---- deciding, per op, what the build does with it -------------------------------------------------------

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from opbuild.nonfinite import dumps
 from opbuild.om import build as ombuild
 from opbuild.om import format as omf
 from opbuild.om import so_store, tables
@@ -219,7 +220,7 @@ class OmModel:
             self.autofuse[b.name] = memfile(f"om:{b.name}", b.data)
         for name, item in self.kernels.items():
             self.kernel_files[name] = (memfile(f"om:{name}", item.data),
-                                       memfile(f"om:{name}.json", json.dumps(item.meta).encode()))
+                                       memfile(f"om:{name}.json", dumps(item.meta).encode()))
         self.loaded = True
         return self
 
