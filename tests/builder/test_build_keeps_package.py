@@ -109,3 +109,17 @@ def test_failed_kernel_compile_keeps_the_old_binary(project):
     again = p.scons("ops", "OPS=MulCustom")
     assert again.rc != 0, str(again)
     _assert_kept_and_runs(p, before, again)
+
+
+def test_failed_build_of_an_op_restored_from_its_bundle_keeps_its_files(project, tmp_path):
+    """Outputs SCons did not write (restored from a bundle) are rebuilt by every step of the op,
+    not deleted first: a failure keeps them."""
+    cache = {"OPBUILD_CACHE_DIR": str(tmp_path / "cache")}
+    project().build("OPS=MulCustom", env=cache)
+    p = project()
+    assert "MulCustom" in p.build("OPS=MulCustom", env=cache).bundles()
+    before = _package_files(p)
+    edit(p.op_dir("MulCustom") / "kernel.c", "int broken( {\n")
+    result = p.scons("ops", "OPS=MulCustom", env=cache)
+    assert result.rc != 0, str(result)
+    _assert_kept_and_runs(p, before, result)
