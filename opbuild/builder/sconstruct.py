@@ -262,9 +262,10 @@ STALE_LISTED = 40
 def stale_files(targets, failed_nodes, opp: Path) -> tuple[list[tuple[str, str]], int]:
     """After a failed build: the package files (under `opp`) that exist but were not rebuilt,
     as (path, why): the targets of the failed steps (`failed_nodes`, "its step failed"), then
-    every target that depends on one of them ("depends on a failed step"); and how many other package targets
-    were left unchecked because the build stopped. Every one of them still holds what an earlier
-    build wrote (targets are precious), so the package stays usable, but may not match its sources."""
+    every target that depends on one of them ("depends on a failed step"); and how many other
+    package targets were left unchecked because the build stopped. Every one of them still holds
+    what an earlier build wrote (targets are precious), so the package stays usable, but may not
+    match its sources."""
     from SCons.Node import executed, up_to_date  # type: ignore[import-not-found]
 
     prefix = str(opp) + os.sep
@@ -273,7 +274,8 @@ def stale_files(targets, failed_nodes, opp: Path) -> tuple[list[tuple[str, str]]
         for child in t.children():
             users.setdefault(id(child), []).append(t)
     why: dict[int, tuple[object, str]] = {}
-    stack = [n for node in failed_nodes for n in (node.get_executor().get_all_targets() if node.has_builder() else [node])]
+    stack = [n for node in failed_nodes  # every target of a failed step
+             for n in (node.get_executor().get_all_targets() if node.has_builder() else [node])]
     for t in stack:
         why[id(t)] = (t, "its step failed")
     while stack:

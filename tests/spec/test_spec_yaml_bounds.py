@@ -91,3 +91,12 @@ def test_validate_refuses_the_bomb_within_bounded_memory(tmp_path: Path):
     assert proc.returncode == 1, proc
     assert f"{spec}:6:" in proc.stderr and "alias *a3 expands the document" in proc.stderr, proc.stderr
     assert "MemoryError" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_om_single_op_attr_is_bounded_too():
+    from opbuild.om.errors import OmError
+    from opbuild.om.single_op import parse_attr
+
+    assert parse_attr("slope=.inf") == ("slope", float("inf"))
+    with pytest.raises(OmError, match=r"^--attr bomb:6:\d+: alias \*a3"):
+        parse_attr("bomb=" + alias_bomb())
