@@ -3,15 +3,18 @@
 The generated Python aclnn module of a package embeds `spec_to_dict(spec)` for each op; the
 runtime rebuilds the OpSpec with `spec_from_dict` and never needs the source tree. Marks and
 absolute paths are left out (builds stay reproducible); `spec_path` is re-rooted by the caller.
-The data is strict JSON: a non-finite attribute value is a string (opbuild.nonfinite).
+Written as JSON with `opbuild.nonfinite.dumps` (a non-finite float becomes "inf" / "-inf" /
+"nan"); `spec_from_dict` turns those back into floats for float attributes (`_floats`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
-from opbuild.nonfinite import from_json, to_json
+from opbuild.nonfinite import from_json
+
 from opbuild.spec.model import (
     Attr,
     Binary,
@@ -55,7 +58,7 @@ def spec_to_dict(spec: OpSpec) -> dict[str, Any]:
         "description": spec.description,
         "inputs": [_param_to_dict(p) for p in spec.inputs],
         "outputs": [_param_to_dict(p) for p in spec.outputs],
-        "attrs": [{"name": a.name, "index": a.index, "type": a.type, "default": to_json(a.default)} for a in spec.attrs],
+        "attrs": [{"name": a.name, "index": a.index, "type": a.type, "default": a.default} for a in spec.attrs],
         "tiling_data": [{"name": f.name, "type": f.type, "count": f.count} for f in spec.tiling_data],
         "kernel": {"source": spec.kernel.source, "symbol": spec.kernel.symbol},
         "tiling": {"source": spec.tiling.source, "symbol": spec.tiling.symbol},
@@ -66,7 +69,7 @@ def spec_to_dict(spec: OpSpec) -> dict[str, Any]:
             {
                 "name": b.name,
                 "when": [[t, c.dtype, c.format] for t, c in b.when],
-                "attr_when": [[a, to_json(v)] for a, v in b.attr_when],
+                "attr_when": [[a, v] for a, v in b.attr_when],
                 "key": b.key,
                 "deterministic": b.deterministic,
                 "impl_modes": list(b.impl_modes),
@@ -98,15 +101,13 @@ def spec_from_dict(d: dict[str, Any], spec_path: Path) -> OpSpec:
     def _value(v: Any) -> Any:
         return tuple(v) if isinstance(v, list) else v
 
-    attr_types = {a["name"]: a["type"] for a in d["attrs"]}  # non-finite floats: opbuild.nonfinite
-
-    return OpSpec(
+    return _floats(OpSpec(
         op=d["op"],
         snake=d["snake"],
         description=d["description"],
         inputs=tuple(_param_from_dict(p) for p in d["inputs"]),
         outputs=tuple(_param_from_dict(p) for p in d["outputs"]),
-        attrs=tuple(Attr(a["name"], a["index"], a["type"], _value(from_json(a["type"], a["default"]))) for a in d["attrs"]),
+        attrs=tuple(Attr(a["name"], a["index"], a["type"], _value(a["default"])) for a in d["attrs"]),
         tiling_data=tuple(TilingField(f["name"], f["type"], f["count"]) for f in d["tiling_data"]),
         kernel=SourceRef(d["kernel"]["source"], d["kernel"]["symbol"]),
         tiling=SourceRef(d["tiling"]["source"], d["tiling"]["symbol"]),
@@ -115,7 +116,7 @@ def spec_from_dict(d: dict[str, Any], spec_path: Path) -> OpSpec:
             Binary(
                 name=b["name"],
                 when=tuple((t, TensorChoice(dt, fmt)) for t, dt, fmt in b["when"]),
-                attr_when=tuple((a, _value(from_json(attr_types.get(a, ""), v))) for a, v in b["attr_when"]),
+                attr_when=tuple((a, _value(v)) for a, v in b["attr_when"]),
                 key=b["key"],
                 deterministic=b["deterministic"],
                 impl_modes=tuple(b["impl_modes"]),
@@ -130,4 +131,19 @@ def spec_from_dict(d: dict[str, Any], spec_path: Path) -> OpSpec:
         core_type=d["core_type"],
         infer_shape=d["infer_shape"],
         **{k: _value(v) for k, v in d.get("extra", {}).items()},
-    )
+    ))
+
+
+def _floats(spec: OpSpec) -> OpSpec:
+    """`spec` with the non-finite floats of its float attributes as floats again (their defaults
+    and the values binaries pin them to): JSON spells them "inf", "-inf", "nan" (opbuild.nonfinite)."""
+    types = {a.name: a.type for a in spec.attrs}
+
+    def value(attr_type: str, v: Any) -> Any:
+        back = from_json(attr_type, list(v) if isinstance(v, tuple) else v)
+        return tuple(back) if isinstance(back, list) else back
+
+    attrs = tuple(dataclasses.replace(a, default=value(a.type, a.default)) for a in spec.attrs)
+    binaries = tuple(dataclasses.replace(b, attr_when=tuple((n, value(types.get(n, ""), v)) for n, v in b.attr_when))
+                     for b in spec.binaries)
+    return dataclasses.replace(spec, attrs=attrs, binaries=binaries)
