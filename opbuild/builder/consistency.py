@@ -1,4 +1,4 @@
-"""The build-time check that GenSimplifiedKey and the declared binaries agree (DESIGN.md §5).
+"""The build-time check that GenSimplifiedKey and the declared binaries agree (docs/package-format.md §2.4).
 
 Every declared dtype/format combination is run through the op's key rule; a call that would
 find no binary, or a binary no call can reach, fails the build. Table, Python and default rules

@@ -1,5 +1,6 @@
 """Failing builds: they say what failed and where, and leave nothing a later build could take
-for done (a failed build keeps the previous package: test_build_keeps_package.py) (DESIGN.md §2, §4, §5, §7)."""
+for done (docs/cli.md, docs/package-format.md §8); a failed build keeps the previous package:
+test_build_keeps_package.py."""
 
 from __future__ import annotations
 
