@@ -33,6 +33,7 @@ from .model import (
     TilingField,
 )
 from .naming import snake_case
+from opbuild.suggest import did_you_mean
 from .yaml_marks import Marks
 
 MAX_KEY_FRAGMENT_BYTES = 256
@@ -293,7 +294,7 @@ class SpecChecker:
             def need_input(name: str, path: JsonPath) -> None:
                 if name not in inputs:
                     self.err(path, f"output {out.name!r} shape: {name!r} is not an input of the op "
-                                   f"(inputs: {_names(sorted(inputs))})")
+                                   f"(inputs: {_names(sorted(inputs))}){did_you_mean(name, sorted(inputs))}")
 
             if "same_as" in rule:
                 need_input(rule["same_as"], base + ("same_as",))
@@ -308,7 +309,8 @@ class SpecChecker:
                     name = rule[field]
                     if name not in attr_types:
                         self.err(base + (field,), f"output {out.name!r} shape: reduce {field} {name!r} is not "
-                                                  f"an attr of the op (attrs: {_names(sorted(attr_types))})")
+                                                  f"an attr of the op (attrs: {_names(sorted(attr_types))})"
+                                                  f"{did_you_mean(name, sorted(attr_types))}")
                     elif attr_types[name] != want:
                         self.err(base + (field,), f"output {out.name!r} shape: reduce {field} attr {name!r} "
                                                   f"must be of type {want}, not {attr_types[name]}")
@@ -432,7 +434,8 @@ class SpecChecker:
                     at = path + ("dtype",) if isinstance(value, dict) else path
                     known = "unknown dtype" if choice.dtype not in DTYPES else "dtype"
                     self.err(at, f"binary {name!r}: {known} {choice.dtype!r} is not declared for {what} "
-                                 f"(declared: {_names(dict.fromkeys(p.dtypes))})")
+                                 f"(declared: {_names(dict.fromkeys(p.dtypes))})"
+                                 f"{did_you_mean(choice.dtype, p.dtypes if known == 'dtype' else DTYPES)}")
                 if choice.format is not None and choice.format not in p.formats:
                     good = False
                     self.err(path + ("format",), f"binary {name!r}: format {choice.format!r} is not declared "
@@ -447,7 +450,7 @@ class SpecChecker:
                 attr_values[key] = coerced
             else:
                 self.err(path, f"binary {name!r}: when names {key!r}, which is not an input, output or "
-                               f"attr of the op", at_key=True)
+                               f"attr of the op{did_you_mean(str(key), [*tensors, *attrs])}", at_key=True)
         missing = [p.name for p in tensors.values() if p.name not in choices and p.name not in item["when"]]
         if missing:
             good = False
