@@ -79,9 +79,11 @@ def _configure_validate(parser: argparse.ArgumentParser) -> None:
     )
 
 
-@command("validate", "check op specs and report every problem as path:line:col", _configure_validate)
+@command("validate", "check op specs as `scons ops` would (no kernel compiles) and report every problem as "
+                     "path:line:col", _configure_validate)
 def _validate(args: argparse.Namespace) -> int:
-    from opbuild.spec import SpecError, find_specs, load_specs
+    from opbuild.spec import SpecError, find_specs
+    from opbuild.validate import validate_ops
 
     failed = False
     files: list[Path] = []
@@ -97,7 +99,7 @@ def _validate(args: argparse.Namespace) -> int:
             failed = True
         files.extend(found)
     try:
-        specs = load_specs(files)
+        specs = validate_ops(files)
     except SpecError as exc:
         for problem in exc.problems:
             print(problem, file=sys.stderr)

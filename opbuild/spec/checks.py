@@ -351,6 +351,12 @@ class SpecChecker:
 
     def check_python_callback(self, path: JsonPath, module: str, function: str) -> None:
         module_file = self.op_dir / f"{module}.py"
+        resolved = module_file.resolve()
+        if module_file.exists() and not resolved.is_relative_to(self.op_dir.resolve()):
+            # it would be imported at build time and shipped in the package, like a C source outside
+            self.err(path, f"Python callback module {module}.py leaves the op directory {self.shown_dir} "
+                           f"(it resolves to {resolved}); key rules must live in the op directory")
+            return
         if not module_file.is_file():
             self.err(path, f"Python callback module {module}.py not found in the op directory {self.shown_dir}")
             return
