@@ -365,8 +365,10 @@ class SpecChecker:
         except SyntaxError as exc:
             self.err(path, f"Python callback module {module_file}:{exc.lineno}:{exc.offset}: syntax error: {exc.msg}")
             return
-        if not any(isinstance(node, ast.FunctionDef) and node.name == function for node in tree.body):
-            self.err(path, f"Python callback module {module}.py defines no top-level function {function!r}")
+        defined = [node.name for node in tree.body if isinstance(node, ast.FunctionDef)]
+        if function not in defined:
+            self.err(path, f"Python callback module {module}.py defines no top-level function {function!r}"
+                           f"{did_you_mean(function, defined)}")
 
     # ---- binaries --------------------------------------------------------------------------
 
@@ -455,6 +457,7 @@ class SpecChecker:
                                    f"(attr {key!r} has type {a.type})")
                 attr_values[key] = coerced
             else:
+                good = False  # (its other binaries' overlaps would only repeat this problem)
                 self.err(path, f"binary {name!r}: when names {key!r}, which is not an input, output or "
                                f"attr of the op{did_you_mean(str(key), [*tensors, *attrs])}", at_key=True)
         missing = [p.name for p in tensors.values() if p.name not in choices and p.name not in item["when"]]

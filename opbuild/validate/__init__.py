@@ -196,8 +196,14 @@ class _OpChecks:
             except Exception as exc:  # noqa: BLE001 - e.g. not exported: reported above
                 self.err(("simplified_key", "callback"), f"cannot call the C key callback: {exc}")
                 return
-        try:
-            fragment_fn = make_fragment_fn(spec, c_callback=c_callback)
+        try:  # a callback itself (not make_fragment_fn's checked wrapper): its own exceptions and
+            # fragments reach key_findings, which checks the fragments (and locates them)
+            if rule_file is not None:
+                from opbuild.keys import load_python_callback
+
+                fragment_fn = load_python_callback(spec)
+            else:
+                fragment_fn = c_callback or make_fragment_fn(spec)
         except Exception as exc:  # noqa: BLE001 - a key rule module that fails to import
             position = None
             if rule_file is not None:

@@ -20,7 +20,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-from opbuild.keys import KeyFinding, describe_call, load_python_callback
+from opbuild.keys import KeyFinding, check_fragment, describe_call, load_python_callback
 from opbuild.keys.context import KeyContext
 from opbuild.spec.errors import JsonPath, Problem
 from opbuild.spec.model import OpSpec, TensorChoice
@@ -151,7 +151,7 @@ class KeyProblems:
         if rule.callback == "c" and rule.mode == "customized" and self.c_definition is not None:
             position = (*self.c_definition, "")
             what = f"GenSimplifiedKey {rule.c_symbol}"
-            message = f"{what} failed: {_describe(f.error)}" if f.kind == "raised" else self.bad_fragment(what, f)
+            message = _describe(f.error) if f.kind == "raised" else self.bad_fragment(what, f)
             self.add(position, message, call)
             return
         # the table or the default rule: the declared combination has no binary
@@ -160,7 +160,7 @@ class KeyProblems:
         if f.kind == "raised" and rule.callback == "table":
             reason = "no binary's `when` matches it (the key table has no entry for it)"
         elif f.kind == "no_binary":
-            reason = f"its key {f.key!r} belongs to no binary"
+            reason = f"no binary has its key {f.fragment!r}"
         else:
             reason = _describe(f.error) if f.error is not None else f.message
         self.add(position, f"dtype combination ({combo}) has no binary: {reason}; add a binary for it or remove "
@@ -168,9 +168,14 @@ class KeyProblems:
 
     def bad_fragment(self, what: str, f: KeyFinding) -> str:
         if f.kind == "invalid":
-            return f"{what} returned an invalid key fragment {f.fragment!r}: {f.message.rsplit(': ', 1)[-1]}"
+            return f"{what} returned an invalid key fragment: {check_fragment(f.fragment)}"
         keys = [b.key for b in self.spec.binaries if b.key]
-        return (f"{what} returns {f.fragment!r}, but no binary has the key {f.key!r} "
+        if f.fragment in keys:  # a binary has the fragment, but not for this call's d or p
+            ctx = f.ctx
+            return (f"{what} returns {f.fragment!r} for d={ctx.deterministic if ctx else '?'}, "
+                    f"p={ctx.impl_mode if ctx else '?'}, but the binary with that key does not serve them "
+                    f"(its deterministic / impl_mode)")
+        return (f"{what} returns {f.fragment!r}, which no binary has as its key "
                 f"(binary keys: {', '.join(dict.fromkeys(keys)) or 'none'}){did_you_mean(f.fragment or '', keys)}")
 
     def problems(self, findings: list[KeyFinding]) -> list[Problem]:
@@ -178,6 +183,8 @@ class KeyProblems:
         for f in findings:
             self.finding(f)
         out = []
+        if any(f.kind in ("raised", "invalid") for f in findings):
+            self.unreached = []  # a consequence of the rule failing: not a problem of its own
         for (position, message), calls in self.groups.items():
             more = f", and {len(calls) - 1} more call(s)" if len(calls) > 1 else ""
             example = f" (for a call with {calls[0]}{more})" if calls[0] else ""
@@ -197,9 +204,12 @@ def _describe(error: BaseException | None) -> str:
     if error is None:
         return "an error"
     inner = error.__cause__ or error
-    text = inner.args[0] if isinstance(inner, KeyError) and inner.args else str(inner)
-    if inner is error and type(error).__name__ in ("KeyRuleError", "CallbackError"):
-        return str(text)
+    text = str(inner)
+    if isinstance(inner, KeyError) and len(inner.args) == 1 and isinstance(inner.args[0], str) \
+            and " " in inner.args[0]:
+        text = inner.args[0]  # a sentence (KeyContext.attr's), not a missing key: no quotes
+    if type(inner).__name__ in ("KeyRuleError", "CallbackError"):
+        return text  # opbuild's own: the message says it all
     return f"{type(inner).__name__}: {text}"
 
 
