@@ -64,6 +64,8 @@ class _OpChecks:
 
     def run(self) -> list[Problem]:
         self.check_names()
+        if not self.problems:
+            self.check_generated()
         sources_ok = self.check_symbols()
         if sources_ok:
             self.check_keys()
@@ -106,6 +108,27 @@ class _OpChecks:
             self.err(self.name_path(param.role, param.spec_name), message)
         for role, name, message in python_name_problems(self.spec):
             self.err(self.name_path(role, name), message)
+
+    def check_generated(self) -> None:
+        """Render (not write) what the build generates from the spec alone, and compile the
+        Python wrappers: a generator that fails is a problem here, not a step failing mid-build.
+        (The checks above should catch every such spec; this is the net under them.)"""
+        from opbuild import codegen
+        from opbuild.codegen.aclnn_c import render_aclnn_header, render_aclnn_source
+        from opbuild.codegen.python_api import render_python_api
+
+        spec = self.spec
+        renders = [("the tiling header", lambda: codegen.render_tiling_header(spec)),
+                   ("the kernel launch shim", lambda: codegen.render_launch_shim(spec)),
+                   ("the aclnn C API", lambda: render_aclnn_header(spec) + render_aclnn_source(spec)),
+                   ("the Python aclnn API", lambda: compile(render_python_api([spec]), "aclnn_ops.py", "exec")),
+                   *((f"the ops-info JSON ({soc})", lambda soc=soc: codegen.render_ops_info([spec], soc))
+                     for soc in spec.socs)]
+        for what, render in renders:
+            try:
+                render()
+            except Exception as exc:  # noqa: BLE001 - whatever the generator says
+                self.err(("op",), f"generating {what} of op {spec.op} fails: {type(exc).__name__}: {exc}")
 
     # ---- sources and symbols -----------------------------------------------------------------
 
