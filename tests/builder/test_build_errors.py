@@ -169,12 +169,29 @@ def _mul_without_tiling_function(project):
     }
     assert all(c.is_file() for c in configs.values())
     tiling = p.op_dir("MulCustom") / "tiling.c"
-    tiling.write_text(tiling.read_text().replace("uint32_t mul_custom_tiling(", "uint32_t mul_custom_tiling_v2(", 1))
+    # renamed by the preprocessor: the source still reads as defining mul_custom_tiling, so only
+    # the linked library shows it missing (a plain rename is caught before building: see
+    # test_renamed_tiling_function_fails_before_building)
+    tiling.write_text("#define mul_custom_tiling mul_custom_tiling_v2\n" + tiling.read_text())
     edit(tiling, "")
     result = p.scons("ops", "OPS=MulCustom")
     assert result.rc != 0, str(result)
     assert "MulCustom" in result.stderr and "'mul_custom_tiling'" in result.stderr, result.stderr
     return p, result, configs
+
+
+def test_renamed_tiling_function_fails_before_building(project):
+    p = project()
+    p.build("OPS=MulCustom")
+    before = tree(p.out)
+    tiling = p.op_dir("MulCustom") / "tiling.c"
+    tiling.write_text(tiling.read_text().replace("uint32_t mul_custom_tiling(", "uint32_t mul_custom_tiling_v2(", 1))
+    result = p.scons("ops", "OPS=MulCustom")
+    assert result.rc != 0 and result.steps == [], str(result)
+    assert re.search(r"^ops/mul_custom/op\.yaml:\d+:\d+: tiling\.function 'mul_custom_tiling' is not defined in the "
+                     r"tiling source ops/mul_custom/tiling\.c .*did you mean 'mul_custom_tiling_v2'\?", result.stderr,
+                     re.M), result.stderr
+    assert tree(p.out) == before  # the previous package is untouched
 
 
 def test_missing_tiling_function_fails_and_removes_the_stale_config(project):
