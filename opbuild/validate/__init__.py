@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Iterable
 
-from opbuild.spec.errors import JsonPath, Problem, format_json_path
+from opbuild.spec.errors import JsonPath, Problem
 from opbuild.spec.loader import load_specs, read_spec
 from opbuild.spec.model import OpSpec
 from opbuild.spec.yaml_marks import Marks
@@ -75,9 +75,14 @@ class _OpChecks:
 
     def compiled(self):
         if self._compiled is None:
-            from opbuild.validate.tiling_lib import compile_tiling_source
+            from opbuild.builder.toolchain import ToolchainError
+            from opbuild.validate.tiling_lib import Compiled, compile_tiling_source
 
-            self._compiled = compile_tiling_source(self.spec, self.shown(self.spec.tiling.source))
+            try:
+                self._compiled = compile_tiling_source(self.spec, self.shown(self.spec.tiling.source))
+            except ToolchainError as exc:  # no C compiler: the build could not check this either
+                self._compiled = Compiled(None, (self.marks.problem(
+                    ("tiling", "source"), f"cannot compile the tiling source to check it: {exc}"),))
             self.problems.extend(self._compiled.problems)
         return self._compiled
 
@@ -247,4 +252,4 @@ def _cause(exc: BaseException) -> str:
     return f"{type(inner).__name__}: {inner}" if inner is not exc else str(exc)
 
 
-__all__ = ["validate_op", "validate_ops", "format_json_path"]
+__all__ = ["validate_op", "validate_ops"]

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from opbuild.keys import KeyFinding, check_fragment, describe_call, load_python_callback
 from opbuild.keys.context import KeyContext
-from opbuild.spec.errors import JsonPath, Problem
+from opbuild.spec.errors import JsonPath, Problem, format_json_path
 from opbuild.spec.model import OpSpec, TensorChoice
 from opbuild.spec.yaml_marks import Marks
 from opbuild.suggest import did_you_mean
@@ -41,14 +41,13 @@ class KeyProblems:
         self.rule_file = rule_file  # (absolute path, path as shown)
         self.c_definition = c_definition  # (shown tiling source, line, col) of the C key callback
         self.groups: dict[tuple[Position, str], list[str]] = {}
-        self.returned: dict[str, None] = {}
+        self.returned: dict[str, None] = {}  # fragments the rule gave, in order
+        self.unreached: list[tuple[Position, Any]] = []
 
     # ---- positions ---------------------------------------------------------------------------
 
     def at(self, path: JsonPath) -> Position:
         line, col = self.marks.at(path)
-        from opbuild.spec.errors import format_json_path
-
         return (self.marks.file, line, col, format_json_path(path))
 
     def column_position(self, column: Any) -> Position:
@@ -179,7 +178,6 @@ class KeyProblems:
                 f"(binary keys: {', '.join(dict.fromkeys(keys)) or 'none'}){did_you_mean(f.fragment or '', keys)}")
 
     def problems(self, findings: list[KeyFinding]) -> list[Problem]:
-        self.unreached: list[tuple[Position, Any]] = []
         for f in findings:
             self.finding(f)
         out = []

@@ -98,7 +98,11 @@ def compile_tiling_source(spec: OpSpec, shown_source: str) -> Compiled:
     library = where / f"{spec.snake}-{key[:32]}.so"
     if library.is_file():
         return Compiled(library)
-    where.mkdir(parents=True, exist_ok=True)
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+    except OSError:  # no writable cache (a read-only home): compile for this process only
+        where = Path(tempfile.mkdtemp(prefix="opbuild-validate-"))
+        library = where / library.name
     work = Path(tempfile.mkdtemp(prefix=".compile.", dir=where))
     try:
         (work / tiling_header_name(spec)).write_bytes(header)
@@ -108,8 +112,8 @@ def compile_tiling_source(spec: OpSpec, shown_source: str) -> Compiled:
             return Compiled(None, tuple(_compile_problems(result.output, source, shown_source)))
         result = tc.run(tc.tiling_link_command([str(obj)], str(lib)))
         if result.returncode != 0:
-            return Compiled(None, (Problem(shown_source, 1, 1, f"tiling source does not link: "
-                                                               f"{result.output.strip().splitlines()[-1:]}", ""),))
+            last = (result.output.strip().splitlines() or ["the linker failed"])[-1]
+            return Compiled(None, (Problem(shown_source, 1, 1, f"tiling source does not link: {last}", ""),))
         os.replace(lib, library)
         return Compiled(library)
     finally:
