@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from corpus import BROKEN, GOOD, cases, copy_case, expected_lines, good_cases, run_validate
 
+from opbuild.cli import main
+
 CASES = cases()
 
 
@@ -17,23 +19,38 @@ def test_the_corpus_is_large_enough():
     assert len(CASES) >= 25
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_validate_reports_exactly(case, tmp_path, validate_cache):
-    case_dir = copy_case(BROKEN / case, tmp_path / case)
-    result = run_validate(case_dir, validate_cache)
+def _want(case: str, case_dir: Path) -> list[str]:
     want = expected_lines(case, case_dir)
     assert want, f"{case}: expected.txt is empty"
     files = len({line.split(":", 1)[0] for line in want})
-    assert result.stdout == ""
-    assert result.stderr.splitlines() == [*want, f"opbuild validate: {len(want)} problem(s) in {files} file(s)"]
-    assert result.returncode == 1
+    return [*want, f"opbuild validate: {len(want)} problem(s) in {files} file(s)"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_validate_reports_exactly(case, tmp_path, validate_cache, monkeypatch, capsys):
+    # in-process (`opbuild validate ops` is cli.main): fast; the subprocess runs are below
+    case_dir = copy_case(BROKEN / case, tmp_path / case)
+    monkeypatch.chdir(case_dir)
+    monkeypatch.setenv("OPBUILD_VALIDATE_CACHE", str(validate_cache))
+    assert main(["validate", "ops"]) == 1
+    out, err = capsys.readouterr()
+    assert (out, err.splitlines()) == ("", _want(case, case_dir))
+
+
+@pytest.mark.parametrize("case", ["python_rule_attr_typo", "c_rule_reaches_no_binary", "python_rule_symlinked_outside",
+                                  "kernel_entry_undefined"])
+def test_validate_command_reports_exactly(case, tmp_path, validate_cache):
+    case_dir = copy_case(BROKEN / case, tmp_path / case)
+    result = run_validate(case_dir, validate_cache)
+    assert (result.returncode, result.stdout, result.stderr.splitlines()) == (1, "", _want(case, case_dir))
 
 
 @pytest.mark.parametrize("case", good_cases())
-def test_the_unbroken_op_validates(case, tmp_path, validate_cache):
-    case_dir = copy_case(GOOD / case, tmp_path / case)
-    result = run_validate(case_dir, validate_cache)
-    assert (result.returncode, result.stdout, result.stderr) == (0, "ok: 1 op specs\n", "")
+def test_the_unbroken_op_validates(case, tmp_path, validate_cache, monkeypatch, capsys):
+    monkeypatch.chdir(copy_case(GOOD / case, tmp_path / case))
+    monkeypatch.setenv("OPBUILD_VALIDATE_CACHE", str(validate_cache))
+    assert main(["validate", "ops"]) == 0
+    assert capsys.readouterr() == ("ok: 1 op specs\n", "")
 
 
 def _project(case_dir: Path, code: Path) -> "Project":  # noqa: F821
