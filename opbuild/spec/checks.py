@@ -272,7 +272,8 @@ class SpecChecker:
                 continue
             full = (root / source).resolve()
             if not full.is_relative_to(root):
-                self.err(path, f"{section} source {source!r} leaves the op directory {self.shown_dir}")
+                link = f" (it resolves to {full})" if (root / source).is_symlink() else ""
+                self.err(path, f"{section} source {source!r} leaves the op directory {self.shown_dir}{link}")
             elif not full.is_file():
                 self.err(path, f"{section} source {source!r} not found (looked for {self.shown_dir / source})")
             elif section == "tiling":
