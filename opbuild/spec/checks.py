@@ -33,7 +33,7 @@ from .model import (
     TilingField,
 )
 from .naming import snake_case
-from opbuild.suggest import did_you_mean
+from opbuild.suggest import closest, did_you_mean
 from .yaml_marks import Marks
 
 MAX_KEY_FRAGMENT_BYTES = 256
@@ -423,6 +423,7 @@ class SpecChecker:
         name = item["name"]
         choices: dict[str, TensorChoice] = {}
         attr_values: dict[str, Any] = {}
+        suggested: set[str] = set()  # names a misspelt `when` key probably meant
         good = True
         for key, value in item["when"].items():
             path = base + (key,)
@@ -459,9 +460,15 @@ class SpecChecker:
                 attr_values[key] = coerced
             else:
                 good = False  # (its other binaries' overlaps would only repeat this problem)
+                meant = closest(str(key), [*tensors, *attrs])
+                if meant is not None:
+                    suggested.add(meant)
                 self.err(path, f"binary {name!r}: when names {key!r}, which is not an input, output or "
                                f"attr of the op{did_you_mean(str(key), [*tensors, *attrs])}", at_key=True)
         missing = [p.name for p in tensors.values() if p.name not in choices and p.name not in item["when"]]
+        if missing:
+            good = False
+        missing = [m for m in missing if m not in suggested]  # (already said: "did you mean")
         if missing:
             good = False
             self.err(base, f"binary {name!r}: when must give the dtype of every input and output; missing: "
