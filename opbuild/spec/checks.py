@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import keyword
-import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -32,6 +31,7 @@ from .model import (
     TensorChoice,
     TilingField,
 )
+from . import csource
 from .naming import snake_case
 from opbuild.suggest import closest, did_you_mean
 from .yaml_marks import Marks
@@ -53,15 +53,13 @@ C_KEYWORDS = frozenset("""
     thread_local nullptr typeof
 """.split())
 
-_COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
-
-
 def defines_c_function(source_text: str, symbol: str) -> bool:
     """Whether C source text holds a definition (not just a call or prototype) of `symbol`."""
-    code = _COMMENTS.sub(" ", source_text)
-    prefix = r'(?:\w+|"C"|__attribute__\s*\(\([^\n]*?\)\))'
-    pattern = rf"^[ \t]*(?:{prefix}[ \t\*]+)*{re.escape(symbol)}\s*\([^;{{}}]*\)\s*\{{"
-    return re.search(pattern, code, re.M) is not None
+    return csource.definition(csource.c_functions(source_text), symbol) is not None
+
+
+def _defined(source_text: str) -> list[str]:
+    return csource.defined_names(csource.c_functions(source_text))
 
 
 def coerce_attr_value(attr_type: str, value: Any) -> tuple[bool, Any]:
@@ -320,7 +318,8 @@ class SpecChecker:
                 symbol = rule["function"]
                 if self.tiling_text is not None and not defines_c_function(self.tiling_text, symbol):
                     self.err(base + ("function",), f"output {out.name!r} shape function {symbol!r} is not defined "
-                                                   f"in tiling source {self.d['tiling']['source']!r}")
+                                                   f"in tiling source {self.d['tiling']['source']!r}"
+                                                   f"{did_you_mean(symbol, _defined(self.tiling_text))}")
                 shape = ShapeRule("function", (symbol,))
             outputs[j] = replace(out, shape=shape)
 
@@ -344,7 +343,8 @@ class SpecChecker:
             if self.tiling_text is not None and not defines_c_function(self.tiling_text, symbol):
                 self.err(path, f"C callback {symbol!r} is not defined in tiling source "
                                f"{self.d['tiling']['source']!r} (expected a function definition "
-                               f"`uint32_t {symbol}(TilingContext *ctx, char *key) {{ ... }}`)")
+                               f"`uint32_t {symbol}(TilingContext *ctx, char *key) {{ ... }}`)"
+                               f"{did_you_mean(symbol, _defined(self.tiling_text))}")
         else:
             _, module, function = callback.split(":")
             self.key_rule = KeyRule("customized", "python", py_module=module, py_function=function)

@@ -28,7 +28,7 @@ from opbuild.spec.loader import load_specs, read_spec
 from opbuild.spec.model import OpSpec
 from opbuild.spec.yaml_marks import Marks
 from opbuild.suggest import did_you_mean
-from opbuild.validate import csource
+from opbuild.spec import csource
 
 
 def validate_op(path: str | os.PathLike[str]) -> tuple[OpSpec | None, list[Problem]]:

@@ -12,7 +12,7 @@ import pytest
 from corpus import GOOD, copy_case
 
 from opbuild.validate import validate_op
-from opbuild.validate.csource import c_functions, declared_exported, definition
+from opbuild.spec.csource import c_functions, declared_exported, definition
 
 SPEC = Path("ops") / "scale_custom" / "op.yaml"
 

@@ -1,6 +1,7 @@
 """The functions a C source declares and defines, with their line, column and visibility.
 
-Enough C to answer what `opbuild validate` asks of an op's sources without compiling them: is
+Enough C to answer what the spec checks and `opbuild validate` ask of an op's sources without
+compiling them: is
 `kernel.entry` defined in the kernel source, is `tiling.function` (the infer-shape function, the
 C key callback) defined in the tiling source, and is it declared `OPBUILD_API` (exported from a
 tiling library linked with -fvisibility=hidden). Comments are blanked, keeping every position.
