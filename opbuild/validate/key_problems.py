@@ -168,7 +168,7 @@ class KeyProblems:
     def bad_fragment(self, what: str, f: KeyFinding) -> str:
         if f.kind == "invalid":
             if f.fragment is None:
-                return f"{what} returned None: no `return` on this path, after this line"
+                return f"{what} returned None, not a key fragment (a path that ends without `return`?)"
             return f"{what} returned an invalid key fragment: {check_fragment(f.fragment)}"
         keys = [b.key for b in self.spec.binaries if b.key]
         if f.fragment in keys:  # a binary has the fragment, but not for this call's d or p
