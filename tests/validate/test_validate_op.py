@@ -112,3 +112,13 @@ def test_a_staged_source_stands_for_its_op(tmp_path, monkeypatch, cache):
     assert result.returncode == 1
     assert result.stderr.startswith("ops/scale_custom/op.yaml:16:38: tiling.function 'scale_custom_tiling' is not "
                                     "defined in the tiling source ops/scale_custom/tiling.c")
+
+
+def test_did_you_mean():
+    from opbuild.suggest import closest, did_you_mean
+
+    assert did_you_mean("mx", ["max", "min"]) == "; did you mean 'max'?"
+    assert did_you_mean("flaot32", ["float16", "float32"]) == "; did you mean 'float32'?"
+    assert closest("X", ["x", "y"]) == "x"  # case only
+    assert did_you_mean("alpha", ["beta_gamma", "x"]) == ""  # nothing close: no guess
+    assert did_you_mean("x", ["x"]) == ""  # not misspelt
