@@ -1,4 +1,4 @@
-"""Where each file of an installed op package lives (the real OPP tree, DESIGN.md §3).
+"""Where each file of an installed op package lives (the real OPP tree, docs/package-format.md §1).
 
 Shared by the build, which lays the tree out, and the runtime, which reads it. All paths are
 relative to a package root: `out/opp/vendors/<vendor>` for a custom package, or

@@ -1,4 +1,4 @@
-"""The build-time check that GenSimplifiedKey and the declared binaries agree (DESIGN.md §5).
+"""The build-time check that GenSimplifiedKey and the declared binaries agree (docs/package-format.md §2.4).
 
 Before anything is built, `opbuild.validate.validate_op` (what `opbuild validate` runs) checks
 every key rule, C callbacks included (from the tiling source compiled alone), and the tiling

@@ -1,6 +1,6 @@
 """The aclnn C API of an op: `op_api/include/aclnn_<op_snake>.h` and its C wrapper source.
 
-Naming follows CANN's op_build (reference/cann-formats.md §4): file `aclnn_<op_snake>.h`, guard
+Naming follows CANN's op_build (docs/capi.md): file `aclnn_<op_snake>.h`, guard
 `ACLNN_<OP_SNAKE_UPPER>_H_`, functions `aclnn<Op>GetWorkspaceSize(<inputs>, <attrs>, <outputs>,
 uint64_t *workspaceSize, aclOpExecutor **executor)` and `aclnn<Op>(void *workspace, uint64_t
 workspaceSize, aclOpExecutor *executor, aclrtStream stream)`, each declared with default

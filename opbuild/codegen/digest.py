@@ -18,6 +18,7 @@ def _generator_files() -> tuple[Path, ...]:
     files |= {_PKG / "abi" / "ge_types.py", _PKG / "abi" / "package_layout.py", _PKG / "abi" / "kernel_launch.py",
               _PKG / "spec" / "model.py"}
     files |= set(TEMPLATES_DIR.glob("*.j2"))  # not templates/scaffold/: that is not rendered here
+    files |= {_PKG / "spec" / "serialize.py", _PKG / "spec" / "fields.py"}  # spec_to_dict, in the Python module
     return tuple(sorted(f for f in files if f.is_file()))
 
 

@@ -1,5 +1,5 @@
 """Kernel descriptor JSON (`kernel/<soc>/<op_snake>/<Binary>.json`) and the per-op kernel config
-(`kernel/config/<soc>/<op_snake>.json`), in the real formats (reference/cann-formats.md §1.4, §3)."""
+(`kernel/config/<soc>/<op_snake>.json`), in the real formats (docs/package-format.md §3)."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def render_kernel_json(
     sha256: str,
     core_type_name: str | None = None,
 ) -> str:
-    """The descriptor JSON next to one kernel binary (keys of cann-formats.md §3)."""
+    """The descriptor JSON next to one kernel binary (keys: docs/package-format.md §3.1)."""
     core = core_type_name or spec.core_type
     if core not in CORE_TYPES:
         raise ValueError(f"{spec.op}: unknown core type {core!r} (expected one of {', '.join(CORE_TYPES)})")
@@ -136,7 +136,7 @@ def render_kernel_json(
 
 
 def render_op_kernel_config(spec: OpSpec, soc: str, bin_suffix: str) -> str:
-    """`kernel/config/<soc>/<op_snake>.json`: {"binList": [...]} per cann-formats.md §1.4.
+    """`kernel/config/<soc>/<op_snake>.json`: {"binList": [...]} (docs/package-format.md §3.2).
 
     `bin_suffix` does not appear in the file (binInfo names only the descriptor JSON); it is
     accepted so all package renderers take the same arguments.

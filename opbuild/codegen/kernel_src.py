@@ -43,7 +43,7 @@ def render_launch_shim(spec: OpSpec) -> str:
 def binary_macros(spec: OpSpec, binary: Binary) -> dict[str, str]:
     """The -D macros of one binary, sorted by name.
 
-    Per input/output NAME: DTYPE_NAME (C element type), ORIG_DTYPE_NAME (OPBUILD_DT_* enum),
+    Per input/output NAME: DTYPE_NAME (C element type), ORIG_DTYPE_NAME (an OPBUILD_DT_* macro: `#if` works),
     FORMAT_NAME (OPBUILD_FORMAT_*; the pinned format, else the tensor's first declared one). An
     optional input the binary's `when` leaves out gets OPBUILD_ABSENT_NAME=1 instead. Then
     OPBUILD_BINARY_NAME and OPBUILD_OP_TYPE (string literals), OPBUILD_DETERMINISTIC (1 only for

@@ -1,4 +1,4 @@
-"""Per-SoC package files: `kernel/config/<soc>/binary_info_config.json` (cann-formats.md §1.2)
+"""Per-SoC package files: `kernel/config/<soc>/binary_info_config.json` (docs/package-format.md §4)
 and `config/<soc>/aic-<soc>-ops-info.json` (§3), plus the two one-line text files."""
 
 from __future__ import annotations

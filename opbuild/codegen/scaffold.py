@@ -16,12 +16,13 @@ from pathlib import Path
 
 from opbuild.codegen.env import render
 from opbuild.spec.checks import C_KEYWORDS
+from opbuild.spec.fields import OP_SPEC
 from opbuild.spec.naming import snake_case
 
 __all__ = ["ScaffoldError", "scaffold_op", "SCAFFOLD_FILES"]
 
-OP_NAME = re.compile(r"^[A-Z][A-Za-z0-9]*$")
-"""The spec schema's rule for `op` (schemas/op_spec.schema.json)."""
+OP_NAME = re.compile(OP_SPEC.field("op").type.pattern)
+"""The spec's rule for `op` (declared in opbuild/spec/fields.py)."""
 
 SCAFFOLD_FILES: dict[str, str] = {
     "op.yaml": "scaffold/op.yaml.j2",

@@ -1,4 +1,4 @@
-"""Do GenSimplifiedKey and the declared binaries agree? (DESIGN.md §5; the seeds' main failure mode.)
+"""Do GenSimplifiedKey and the declared binaries agree? (docs/package-format.md §2.4; the seeds' main failure mode.)
 
 `check_key_consistency(spec, fragment_fn)` calls the key rule on every declared call and reports:
 

@@ -1,4 +1,4 @@
-"""The simplified-key grammar (reference/cann-formats.md §1.3).
+"""The simplified-key grammar (docs/package-format.md §2.1).
 
 A full key is `<OpType>/d=<D>,p=<P>/<tail>`:
 

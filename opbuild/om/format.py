@@ -1,6 +1,6 @@
 """The GE offline-model container: ModelFileHeader, partition table, partitions.
 
-Byte layouts (little-endian) follow reference/cann-formats.md §6 and docs/om-format.md:
+Byte layouts (little-endian) are GE's, as docs/om-format.md describes them:
 
 * ModelFileHeader, 256 bytes (offsets in `HEADER_FIELDS`).
 * One ModelPartitionTable: `u32 num` + 4 bytes padding, then `num` 24-byte entries

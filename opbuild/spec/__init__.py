@@ -6,7 +6,9 @@
     specs = load_specs([Path("ops")])                      # every ops/*/op.yaml, all problems at once
 
 Invalid specs raise `SpecError`, whose `.problems` are `Problem`s printing as
-`path:line:col: message [$.json.path]`. The format is documented in docs/spec-format.md.
+`path:line:col: message [$.json.path]`. The format is documented in docs/spec-format.md; each
+field is declared once in opbuild/spec/fields.py, from which schemas/op_spec.schema.json and the
+docs' field tables are generated (`python -m opbuild.spec.generate`).
 """
 
 from .errors import Problem, SpecError

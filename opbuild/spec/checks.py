@@ -35,6 +35,7 @@ from . import csource
 from .naming import snake_case
 from opbuild.suggest import closest, did_you_mean
 from .yaml_marks import Marks
+from .schema import schema  # its sections are declared in opbuild/spec/fields.py
 
 MAX_KEY_FRAGMENT_BYTES = 256
 """GenSimplifiedKey gets a 256-byte buffer (OPBUILD_MAX_SIMPLIFIED_KEY_LEN)."""
@@ -569,8 +570,7 @@ def broken_sections(paths: Iterable[JsonPath]) -> set[str]:
     for path in paths:
         broken.add(str(path[0]) if path else "*")
     if "*" in broken:
-        broken |= {"op", "description", "package", "domain", "inputs", "outputs", "attrs", "tiling_data",
-                   "kernel", "tiling", "simplified_key", "binaries", "socs", "core_type"}
+        broken |= set(schema()["properties"])  # every top-level section
     return broken
 
 

@@ -8,6 +8,9 @@ Dtype/format semantics follow CANN's OpDef: each tensor's `dtypes` list is eithe
 (that dtype in every combination, like `DataTypeList`) or exactly N entries long, where N is the
 op's number of declared combinations; column i of all tensors is combination i. `formats` works
 the same way. `OpSpec.combinations()` yields the declared columns.
+
+Which spec field each attribute comes from, and its type, are declared in opbuild/spec/fields.py;
+tests/spec/test_spec_fields.py fails when a class here and the declarations disagree.
 """
 
 from __future__ import annotations

@@ -3,127 +3,103 @@
 The generated Python aclnn module of a package embeds `spec_to_dict(spec)` for each op; the
 runtime rebuilds the OpSpec with `spec_from_dict` and never needs the source tree. Marks and
 absolute paths are left out (builds stay reproducible); `spec_path` is re-rooted by the caller.
+
+Which attributes of each model class are written is not listed here: it is
+`fields.model_attributes(cls)`, the declaration in opbuild/spec/fields.py (a test keeps it equal
+to the dataclasses). Values are converted by the model's type hints: records become dicts,
+tuples become lists and back. A binary's `when` is written as `[tensor, dtype, format]` triples.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import types
+import typing
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from opbuild.spec.model import (
-    Attr,
-    Binary,
-    KeyRule,
-    OpSpec,
-    Param,
-    ShapeRule,
-    SourceRef,
-    TensorChoice,
-    TilingField,
-)
+from opbuild.spec.fields import model_attributes
+from opbuild.spec.model import Binary, OpSpec, TensorChoice
 
 FORMAT_VERSION = 1
 
-
-def _param_to_dict(p: Param) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "name": p.name, "index": p.index, "dtypes": list(p.dtypes), "formats": list(p.formats),
-        "param_type": p.param_type, "is_output": p.is_output,
-    }
-    if p.shape is not None:
-        d["shape"] = {"kind": p.shape.kind, "operands": list(p.shape.operands),
-                      "axes_attr": p.shape.axes_attr, "keep_dims_attr": p.shape.keep_dims_attr}
-    return d
+_NOT_WRITTEN = frozenset({"spec_path"})
+"""Absolute, machine-specific: the reader passes its own."""
 
 
-def _param_from_dict(d: dict[str, Any]) -> Param:
-    shape = None
-    if "shape" in d:
-        s = d["shape"]
-        shape = ShapeRule(s["kind"], tuple(s["operands"]), s.get("axes_attr"), s.get("keep_dims_attr"))
-    return Param(d["name"], d["index"], tuple(d["dtypes"]), tuple(d["formats"]), d["param_type"], d["is_output"], shape)
+def _when_to_json(when: tuple[tuple[str, TensorChoice], ...]) -> list[list[Any]]:
+    return [[t, c.dtype, c.format] for t, c in when]
+
+
+def _when_from_json(data: list[list[Any]]) -> tuple[tuple[str, TensorChoice], ...]:
+    return tuple((t, TensorChoice(dtype, fmt)) for t, dtype, fmt in data)
+
+
+_CODECS: dict[tuple[type, str], tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
+    (Binary, "when"): (_when_to_json, _when_from_json),
+}
+"""(model, attribute) -> (to JSON, from JSON), where the generic conversion is not wanted."""
+
+
+def _to_json(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        cls = type(value)
+        out = {}
+        for name in model_attributes(cls):
+            if name in _NOT_WRITTEN:
+                continue
+            codec = _CODECS.get((cls, name))
+            item = getattr(value, name)
+            out[name] = codec[0](item) if codec else _to_json(item)
+        return out
+    if isinstance(value, (tuple, list)):
+        return [_to_json(v) for v in value]
+    return value
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _from_json(data: Any, hint: Any) -> Any:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if data is None:
+            return None
+        (hint,) = [a for a in args if a is not type(None)]
+        return _from_json(data, hint)
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_from_json(v, args[0]) for v in data)
+        return tuple(_from_json(v, a) for v, a in zip(data, args, strict=True))
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return _record(hint, data)
+    if isinstance(data, list):  # `Any` (an attribute value): lists are stored as tuples
+        return tuple(_from_json(v, Any) for v in data)
+    return data
+
+
+def _record(cls: type, data: dict[str, Any], **given: Any) -> Any:
+    """An instance of model `cls` from its dict; a missing attribute takes its dataclass default."""
+    kwargs = dict(given)
+    for name in model_attributes(cls):
+        if name in data and name not in kwargs:
+            codec = _CODECS.get((cls, name))
+            kwargs[name] = codec[1](data[name]) if codec else _from_json(data[name], _hints(cls)[name])
+    return cls(**kwargs)
 
 
 def spec_to_dict(spec: OpSpec) -> dict[str, Any]:
     """Everything the runtime needs of an op, as JSON-compatible data."""
-    return {
-        "format_version": FORMAT_VERSION,
-        "op": spec.op,
-        "snake": spec.snake,
-        "description": spec.description,
-        "inputs": [_param_to_dict(p) for p in spec.inputs],
-        "outputs": [_param_to_dict(p) for p in spec.outputs],
-        "attrs": [{"name": a.name, "index": a.index, "type": a.type, "default": a.default} for a in spec.attrs],
-        "tiling_data": [{"name": f.name, "type": f.type, "count": f.count} for f in spec.tiling_data],
-        "kernel": {"source": spec.kernel.source, "symbol": spec.kernel.symbol},
-        "tiling": {"source": spec.tiling.source, "symbol": spec.tiling.symbol},
-        "key_rule": {"mode": spec.key_rule.mode, "callback": spec.key_rule.callback,
-                     "c_symbol": spec.key_rule.c_symbol, "py_module": spec.key_rule.py_module,
-                     "py_function": spec.key_rule.py_function},
-        "binaries": [
-            {
-                "name": b.name,
-                "when": [[t, c.dtype, c.format] for t, c in b.when],
-                "attr_when": [[a, v] for a, v in b.attr_when],
-                "key": b.key,
-                "deterministic": b.deterministic,
-                "impl_modes": list(b.impl_modes),
-                "block_dim": b.block_dim,
-            }
-            for b in spec.binaries
-        ],
-        "socs": list(spec.socs),
-        "packages": list(spec.packages),
-        "domain": spec.domain,
-        "core_type": spec.core_type,
-        "infer_shape": spec.infer_shape,
-        "extra": {k: getattr(spec, k) for k in _extra_fields()},
-    }
-
-
-def _extra_fields() -> list[str]:
-    """Fields added to OpSpec after the core set (kept generic so both ends stay in step)."""
-    core = {"op", "snake", "description", "inputs", "outputs", "attrs", "tiling_data", "kernel", "tiling",
-            "key_rule", "binaries", "socs", "spec_path", "packages", "domain", "core_type", "infer_shape"}
-    return sorted(f for f in OpSpec.__dataclass_fields__ if f not in core)
+    return {"format_version": FORMAT_VERSION, **_to_json(spec)}
 
 
 def spec_from_dict(d: dict[str, Any], spec_path: Path) -> OpSpec:
     """The OpSpec of `spec_to_dict` output; `spec_path` locates python key-rule modules."""
     if d.get("format_version") != FORMAT_VERSION:
         raise ValueError(f"op definition format {d.get('format_version')!r} is not {FORMAT_VERSION}")
-
-    def _value(v: Any) -> Any:
-        return tuple(v) if isinstance(v, list) else v
-
-    return OpSpec(
-        op=d["op"],
-        snake=d["snake"],
-        description=d["description"],
-        inputs=tuple(_param_from_dict(p) for p in d["inputs"]),
-        outputs=tuple(_param_from_dict(p) for p in d["outputs"]),
-        attrs=tuple(Attr(a["name"], a["index"], a["type"], _value(a["default"])) for a in d["attrs"]),
-        tiling_data=tuple(TilingField(f["name"], f["type"], f["count"]) for f in d["tiling_data"]),
-        kernel=SourceRef(d["kernel"]["source"], d["kernel"]["symbol"]),
-        tiling=SourceRef(d["tiling"]["source"], d["tiling"]["symbol"]),
-        key_rule=KeyRule(**d["key_rule"]),
-        binaries=tuple(
-            Binary(
-                name=b["name"],
-                when=tuple((t, TensorChoice(dt, fmt)) for t, dt, fmt in b["when"]),
-                attr_when=tuple((a, _value(v)) for a, v in b["attr_when"]),
-                key=b["key"],
-                deterministic=b["deterministic"],
-                impl_modes=tuple(b["impl_modes"]),
-                block_dim=b["block_dim"],
-            )
-            for b in d["binaries"]
-        ),
-        socs=tuple(d["socs"]),
-        spec_path=spec_path,
-        packages=tuple(d["packages"]),
-        domain=d["domain"],
-        core_type=d["core_type"],
-        infer_shape=d["infer_shape"],
-        **{k: _value(v) for k, v in d.get("extra", {}).items()},
-    )
+    data = dict(d)
+    data.update(data.pop("extra", {}))  # written by earlier versions: attributes added after the first ones
+    return _record(OpSpec, data, spec_path=spec_path)

@@ -264,7 +264,7 @@ def subpackage(op: str, kind: str) -> str:
 
 
 def expected_package_files(ops: dict[str, list[str]] = SAMPLE_BINARIES, kind: str = CUSTOM) -> set[str]:
-    """Every file (DESIGN.md §3) that `scons ops` must produce for those of `ops` in the package
+    """Every file (docs/package-format.md §1) that `scons ops` must produce for those of `ops` in the package
     `kind` (relative to the package directory), except the arch-dependent tiling library (checked
     separately). The built-in package keeps each op's kernels and configs in the ops_<domain>
     sub-package of its domain and its aclnn functions in libopapi_<domain>.so (libopapi.so always)."""

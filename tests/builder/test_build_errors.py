@@ -1,5 +1,5 @@
 """Failing builds: they say what failed and where, and leave nothing a later build could take
-for done (DESIGN.md §2, §4, §5, §7)."""
+for done (docs/cli.md, docs/package-format.md §8)."""
 
 from __future__ import annotations
 

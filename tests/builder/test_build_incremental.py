@@ -1,4 +1,4 @@
-"""Incremental builds: an edit rebuilds exactly what depends on it (DESIGN.md §4).
+"""Incremental builds: an edit rebuilds exactly what depends on it (docs/package-format.md §8).
 
 Edits append text AND move the file's mtime forward (the decider is content-timestamp). An
 appended comment leaves the compiled bytes unchanged, so steps downstream of a compile (kernel

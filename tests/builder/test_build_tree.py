@@ -1,4 +1,4 @@
-"""`scons ops` end to end: the package trees it builds (DESIGN.md §3; issue 4: the custom vendor
+"""`scons ops` end to end: the package trees it builds (docs/package-format.md §1; issue 4: the custom vendor
 package and the built-in one with ops_<domain> sub-packages), no-op and clean runs,
 reproducibility, and the command line (OPS, SOC, unknown options, -h)."""
 

@@ -1,4 +1,4 @@
-"""Structure of the JSON artefacts against the real formats (reference/cann-formats.md §1–3)."""
+"""Structure of the JSON artefacts against the real formats (docs/package-format.md §3–5)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,8 @@
  *
  * Inputs come first (a dynamic input is one GM_ADDR to an OpbuildTensorList), then outputs, then
  * the workspace, then the tiling data. The build compiles the source once per binary with that
- * binary's macros (DTYPE_<NAME> the C element type, ORIG_DTYPE_<NAME> the GE enum, FORMAT_<NAME>,
+ * binary's macros (DTYPE_<NAME> the C element type, ORIG_DTYPE_<NAME> the GE dtype number, an
+ * OPBUILD_DT_* macro usable in `#if`, FORMAT_<NAME>,
  * OPBUILD_BINARY_NAME, ...) and links it with a generated launch shim that exports
  * `opbuild_kernel_launch` (type opbuild_kernel_launch_fn below) for the device simulator.
  */
