@@ -9,7 +9,7 @@ is linked against libpython (it embeds an interpreter in programs that have none
 simulator by path at first use (the same file device.py loads, so a process has one simulator).
 
 `opbuild.runtime._fastpath` is a CPython extension (numpy's C headers): the cache-hit path of the
-per-op two-phase wrappers (opbuild/runtime/executor.py works without it).
+per-op two-phase wrappers (opbuild/runtime/call/executor.py works without it).
 
 setuptools builds them as Extensions so that `pip install -e .` puts them next to the sources and
 `pip install .` into the wheel.
@@ -88,13 +88,15 @@ sim = Extension(
 )
 
 _py_libdirs, _py_libs = _libpython()
-ACL_SOURCES = ["acl_log.c", "acl_meta.c", "acl_rt.c", "acl_bridge.c"]
+ACL_SOURCES = ["acl_log.c", "acl_meta.c", "acl_rt.c", "acl_bridge.c", "opcache.c", "opkey.c"]
 acl = Extension(
     ACL_NAME,
     sources=[f"{NATIVE}/src/{name}" for name in ACL_SOURCES],
     include_dirs=[f"{NATIVE}/include", f"{NATIVE}/src"],
     depends=[
         f"{NATIVE}/src/acl_internal.h",
+        f"{NATIVE}/src/opcache.h",
+        f"{NATIVE}/src/opkey.h",
         f"{NATIVE}/src/sim.h",
         f"{NATIVE}/include/acl/acl.h",
         f"{NATIVE}/include/acl/acl_base.h",
@@ -126,8 +128,9 @@ def _numpy_include() -> list[str]:
 FASTPATH_NAME = "opbuild.runtime._fastpath"
 fastpath = Extension(
     FASTPATH_NAME,
-    sources=[f"{NATIVE}/src/fastpath.c"],
-    include_dirs=_numpy_include(),
+    sources=[f"{NATIVE}/src/fastpath.c", f"{NATIVE}/src/opkey.c"],
+    include_dirs=[*_numpy_include(), f"{NATIVE}/src"],
+    depends=[f"{NATIVE}/src/opkey.h"],
     extra_compile_args=["-std=gnu11", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-missing-field-initializers",
                         "-Wno-unused-parameter", "-Wno-cast-function-type"],
     language="c",

@@ -28,7 +28,7 @@ from opbuild.om import format as omf
 from opbuild.om import so_store, tables
 from opbuild.om.errors import OmError
 from opbuild.om.model import Model, Node
-from opbuild.runtime.package import binary_index, read_load_priority
+from opbuild.runtime.binaries.package import binary_index, read_load_priority
 from opbuild.spec.serialize import spec_to_dict
 
 FORMAT = "opbuild-om"
@@ -127,7 +127,7 @@ def _key_rule_source(spec) -> str | None:
 
 def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] | None = None) -> bytes:
     """The .om bytes of `model`, built against the OPP tree `opp` (e.g. out/opp)."""
-    from opbuild.runtime import executor as ex
+    from opbuild.runtime.call import executor as ex
     from opbuild.runtime.errors import AclnnError
     from opbuild.runtime.shapes import infer_output_dtype, infer_output_shape
 

@@ -1,7 +1,7 @@
 """Executing a loaded .om through the ordinary runtime (OpRuntime, two phases, simulator).
 
 Each node gets an `OpRuntime` built from the op definition embedded in MODEL_DEF, bound to a
-`NodeProvider`: the package-provider hook of opbuild.runtime.selection (binary_index,
+`NodeProvider`: the package-provider hook of opbuild.runtime.binaries.selection (binary_index,
 tiling_library, fragment_fn) and of executor.build_plan (precomputed_tiling). Kernels are the
 memfd-backed TBE_KERNELS items; tiling comes from TILING_DATA (static nodes), the SpaceRegistry
 .so (dynamic models) or the OpMasterDevice .so (preprocess nodes).
@@ -21,8 +21,8 @@ from opbuild.keys import KeyRuleError, check_fragment
 from opbuild.om.errors import OmError
 from opbuild.om.loader import OmModel
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
-from opbuild.runtime.package import BinaryEntry, BinaryIndex
-from opbuild.runtime.selection import OpRuntime
+from opbuild.runtime.binaries.package import BinaryEntry, BinaryIndex
+from opbuild.runtime.binaries.selection import OpRuntime
 from opbuild.spec.serialize import spec_from_dict
 
 _FD_ROOT = Path("/proc/self/fd")
@@ -38,7 +38,7 @@ class OmEntry(BinaryEntry):
 
 
 class NodeProvider:
-    """The op package of one node of an .om (see opbuild.runtime.selection.OpRuntime.resolve_package)."""
+    """The op package of one node of an .om (see opbuild.runtime.binaries.selection.OpRuntime.resolve_package)."""
 
     def __init__(self, model: OmModel, node: dict[str, Any]) -> None:
         self.model = model

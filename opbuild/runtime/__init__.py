@@ -26,7 +26,8 @@ from opbuild.runtime.tensor import Tensor
 
 __all__ = [
     "ACLNN_ERR_INNER", "ACLNN_ERR_PARAM_INVALID", "ACLNN_ERR_PARAM_NULLPTR", "ACLNN_ERR_RUNTIME_ERROR",
-    "ACLNN_SUCCESS", "AclnnError", "DeviceError", "ResetCacheThreadLocal", "Stream", "Tensor", "default_stream",
+    "ACLNN_SUCCESS", "AclnnError", "DeviceError", "ResetCacheThreadLocal", "Stream", "Tensor", "clear_op_cache",
+    "default_stream",
     "get_deterministic", "get_impl_mode", "import_ops", "malloc", "set_deterministic", "set_impl_mode",
 ]
 
@@ -39,10 +40,19 @@ def import_ops(package_dir):
 
 
 def ResetCacheThreadLocal() -> None:  # noqa: N802 - the CANN symbol name
-    """Clear the calling thread's op-parameter cache."""
-    from opbuild.runtime.executor import reset_cache_thread_local
+    """Reset the calling thread's per-call state, as CANN's: the op-parameter cache keeps its
+    entries (use `clear_op_cache()` to empty it)."""
+    from opbuild.runtime.call.plan_cache import reset_cache_thread_local
 
     reset_cache_thread_local()
+
+
+def clear_op_cache() -> None:
+    """Empty the calling thread's op-parameter cache (Python and C ABI callers): every next call
+    selects and tiles again. For tests and to give memory back; CANN has no equivalent."""
+    from opbuild.runtime.call.plan_cache import clear_cache
+
+    clear_cache()
 
 
 def __getattr__(name: str) -> Any:

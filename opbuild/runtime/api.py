@@ -16,9 +16,15 @@ from typing import Any, Sequence
 import numpy as np
 
 from opbuild.abi.ge_types import dtype_name, numpy_dtype
-from opbuild.runtime import executor as _executor
-from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
-from opbuild.runtime.selection import OpRuntime
+from opbuild.runtime.call import executor as _executor
+from opbuild.runtime.errors import (
+    ACLNN_ERR_INNER,
+    ACLNN_ERR_PARAM_INVALID,
+    ACLNN_ERR_PARAM_NULLPTR,
+    AclnnError,
+    as_aclnn_error,
+)
+from opbuild.runtime.binaries.selection import OpRuntime
 from opbuild.runtime.shapes import infer_output_dtype, infer_output_shape
 from opbuild.runtime.tensor import Tensor, as_array
 from opbuild.spec.serialize import spec_from_dict
@@ -76,7 +82,7 @@ def _c_infer_shape(op: OpRuntime, symbol: str, inputs: Sequence[Any], attr_value
     """An output shape from the op's C infer-shape function in its package's tiling library."""
     from opbuild.abi.c_callbacks import CallbackError, run_infer_shape
     from opbuild.abi.platform import platform
-    from opbuild.runtime.selection import current_soc
+    from opbuild.runtime.binaries.selection import current_soc
 
     soc = current_soc()
     package, _ = op.resolve_package(soc)
@@ -135,50 +141,74 @@ def call(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], determinist
 
     Returns numpy arrays when the inputs are numpy arrays, Tensors when any input is a Tensor.
     Output shapes and dtypes are cached per thread by the inputs' dtypes and shapes (simple ops).
+    Raises only AclnnError (foreign exceptions converted: errors.as_aclnn_error).
     """
-    key = None
-    if op.simple and inputs is not None and attrs is not None and len(inputs) == op.n_inputs:
-        parts: list[Any] = [op]
-        for v in attrs:
-            parts.append(v)
-            parts.append(type(v))
-        for v in inputs:
-            if type(v) is np.ndarray:
-                parts += (v.dtype, v.shape)
+    try:
+        key = None
+        if op.simple and inputs is not None and attrs is not None and len(inputs) == op.n_inputs:
+            parts: list[Any] = [op]
+            for v in attrs:
+                parts.append(v)
+                parts.append(type(v))
+            for v in inputs:
+                if type(v) is np.ndarray:
+                    parts += (v.dtype, v.shape)
+                else:
+                    parts = None
+                    break
+            if parts is not None:
+                key = tuple(parts)
+                try:
+                    hash(key)
+                except TypeError:
+                    key = None
+        cache = _executor._CACHE.oneshot
+        specs = cache.get(key) if key is not None else None
+        if specs is None:
+            specs = _output_specs(op, inputs, attrs)
+            if key is not None:
+                if len(cache) >= max(_executor.PARAM_CACHE_CAPACITY, 1):
+                    cache.clear()
+                cache[key] = specs
+        try:
+            outputs = [np.empty(shape, dtype) for shape, dtype in specs]
+        except (ValueError, MemoryError):
+            outputs = _allocate(op, specs)  # says which output is too large
+        phase1, phase2 = op.phase1, op.phase2
+        if phase1 is not None and phase2 is not None and len(attrs) == op.n_attrs:
+            if deterministic is None and impl_mode is None:
+                size, executor = phase1(*inputs, *attrs, *outputs)
             else:
-                parts = None
-                break
-        if parts is not None:
-            key = tuple(parts)
-            try:
-                hash(key)
-            except TypeError:
-                key = None
-    cache = _executor._CACHE.oneshot
-    specs = cache.get(key) if key is not None else None
-    if specs is None:
-        specs = _output_specs(op, inputs, attrs)
-        if key is not None:
-            if len(cache) >= max(_executor.PARAM_CACHE_CAPACITY, 1):
-                cache.clear()
-            cache[key] = specs
-    outputs = [np.empty(shape, dtype) for shape, dtype in specs]
-    phase1, phase2 = op.phase1, op.phase2
-    if phase1 is not None and phase2 is not None and len(attrs) == op.n_attrs:
-        size, executor = phase1(*inputs, *attrs, *outputs, deterministic=deterministic, impl_mode=impl_mode)
-        workspace = np.empty(size, np.uint8) if size else None
-        phase2(workspace, size, executor, stream)
-    else:
-        size, executor = _executor.get_workspace_size(op, inputs, attrs, outputs, deterministic, impl_mode)
-        workspace = np.empty(size, np.uint8) if size else None
-        _executor.execute(workspace, size, executor, stream)
-    if stream is not None and workspace is not None:
-        stream.enqueue_host(lambda: workspace)
-    if key is None and any(isinstance(_first(v), Tensor) for v in inputs):
-        results = [Tensor(o) for o in outputs]
-    else:
-        results = outputs
-    return results[0] if len(results) == 1 else tuple(results)
+                size, executor = phase1(*inputs, *attrs, *outputs, deterministic=deterministic, impl_mode=impl_mode)
+            workspace = np.empty(size, np.uint8) if size else None
+            phase2(workspace, size, executor, stream)
+        else:
+            size, executor = _executor.get_workspace_size(op, inputs, attrs, outputs, deterministic, impl_mode)
+            workspace = np.empty(size, np.uint8) if size else None
+            _executor.execute(workspace, size, executor, stream)
+        if stream is not None and workspace is not None:
+            stream.enqueue_host(lambda: workspace)
+        if key is None and any(isinstance(_first(v), Tensor) for v in inputs):
+            results = [Tensor(o) for o in outputs]
+        else:
+            results = outputs
+        return results[0] if len(results) == 1 else tuple(results)
+    except AclnnError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the aclnn API raises AclnnError only
+        raise as_aclnn_error(exc, op.name) from exc
+
+
+def _allocate(op: OpRuntime, specs) -> list[np.ndarray]:
+    """The one-shot outputs; a shape too large to allocate is the caller's (161002), said so."""
+    outputs = []
+    for param, (shape, dtype) in zip(op.spec.outputs, specs):
+        try:
+            outputs.append(np.empty(shape, dtype))
+        except (ValueError, MemoryError) as exc:
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{op.name}: output '{param.name}' of shape {list(shape)} "
+                                                      f"({np.dtype(dtype).name}) is too large to allocate: {exc}") from None
+    return outputs
 
 
 def _first(value: Any) -> Any:

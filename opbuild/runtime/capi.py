@@ -24,6 +24,7 @@ import numpy as np
 
 from opbuild.abi.ge_types import GE_TO_DTYPE, GE_TO_FORMAT, numpy_dtype
 from opbuild.runtime import settings
+from opbuild.runtime.call import cache_key, plan_cache
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
 from opbuild.runtime.tensor import Tensor
 
@@ -109,6 +110,18 @@ def acl_library() -> ctypes.CDLL:
             lib.opbuild_acl_sim_library.restype = ctypes.c_char_p
             lib.aclGetRecentErrMsg.restype = ctypes.c_char_p
             check_layout(lib)
+            lib.opbuild_aclnn_op_id.restype = ctypes.c_uint64
+            lib.opbuild_aclnn_op_id.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+            lib.opbuild_aclnn_call_key.restype = ctypes.c_int64
+            lib.opbuild_aclnn_call_key.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint64] + [
+                ctypes.c_void_p] * 4 + [ctypes.c_size_t]
+            lib.opbuild_opkey_env_token.restype = ctypes.c_uint64
+            lib.opbuild_aclnn_set_dp.argtypes = [ctypes.c_int]
+            # The native side mirrors the process-wide d/p, and clear_op_cache() empties its cache
+            # of this thread too: registered once, here, where the library is loaded.
+            settings.DP_LISTENERS.append(lib.opbuild_aclnn_set_dp)
+            lib.opbuild_aclnn_set_dp(settings.DP[0])
+            plan_cache.CLEAR_HOOKS.append(lib.opbuild_aclnn_clear_cache)
             _lib = lib
     return _lib
 
@@ -279,10 +292,49 @@ def _read_attr(attr_type: str, what: str):
     return lambda ptr: attr_value(attr_type, ptr, what)
 
 
+_IN_KINDS = {"required": 0, "optional": 1, "dynamic": 2}
+_ATTR_TAGS = cache_key.ATTR_TAGS
+
+
+def _signature(spec: Any) -> tuple[bytes, bytes, int, tuple[bytes, ...]]:
+    """What the native path needs to build an op's key from C arguments (opcache.c): input kinds,
+    attribute key tags, output count, and each attribute's default value encoded as key words
+    (b"" when required), encoded here once so that C never interprets a default."""
+    from opbuild.runtime.call.arguments import _ATTR_CONVERT
+
+    defaults = []
+    for a in spec.attrs:
+        if a.required:
+            defaults.append(b"")
+            continue
+        words = cache_key.key_words(0, 0, 0, [], [(a.type, _ATTR_CONVERT[a.type](a.default))])[6:]
+        defaults.append(struct.pack(f"={len(words)}Q", *words))
+    return (bytes(_IN_KINDS[p.param_type] for p in spec.inputs), bytes(_ATTR_TAGS[a.type] for a in spec.attrs),
+            len(spec.outputs), tuple(defaults))
+
+
+def native_plan(executor: Any) -> tuple | None:
+    """The plan of a phase 1 in the form the native cache keeps (acl_bridge.c learn_from_miss), or
+    None when its calls cannot be launched from the key alone (tensors copied, tensor lists, an
+    empty output, a kernel-less plan)."""
+    plan = executor.plan
+    if executor.args is None or plan.empty or plan.kernel is None or plan.selection is None:
+        return None
+    refs = executor.refs
+    if any(a.size == 0 for a in refs):
+        return None
+    path = plan.stamp_path
+    if not path or plan.stamp is None:
+        return None
+    return (plan.fn.value or 0, plan.block_dim, plan.nargs, plan.sync, plan.workspace_size,
+            bytes(plan.tiling_buffer), bytes(a.itemsize for a in refs), plan.selection.full_key, plan.kernel.name, path)
+
+
 class OpCall:
     """How to turn one op's C arguments into a call of its phase-1 function (built once per op)."""
 
-    __slots__ = ("spec", "phase1", "n_in", "n_attr", "n_out", "readers_in", "readers_attr", "readers_out")
+    __slots__ = ("spec", "phase1", "n_in", "n_attr", "n_out", "readers_in", "readers_attr", "readers_out",
+                 "signature")
 
     def __init__(self, spec: Any, phase1: Any) -> None:
         self.spec = spec
@@ -291,6 +343,7 @@ class OpCall:
         self.readers_in = [_read_input(p.param_type, f"input '{p.name}'") for p in spec.inputs]
         self.readers_attr = [_read_attr(a.type, f"attribute '{a.name}'") for a in spec.attrs]
         self.readers_out = [_read_input("required", f"output '{p.name}'") for p in spec.outputs]
+        self.signature = _signature(spec)
 
     def arguments(self, inputs: int, attrs: int, outputs: int) -> list[Any]:
         args = [read(ptr) for read, ptr in zip(self.readers_in, _pointers(inputs, self.n_in, "inputs"))]
@@ -327,15 +380,44 @@ def _failure(exc: BaseException) -> tuple[int, str]:
 
 
 def get_workspace_size(package_root: str, op_type: str, inputs: int, attrs: int, outputs: int):
-    """Phase 1 from C: (0, "", workspace_size, executor, simplified_key) or (status, message, 0, None, "")."""
+    """Phase 1 from C (the native path's miss): (0, "", workspace_size, executor, simplified_key,
+    native) or (status, message, 0, None, "", None); `native` is (op signature, native_plan) for
+    the native cache."""
     try:
         call = _OPS.get((package_root, op_type)) or _op(package_root, op_type)
         size, executor = call.phase1(*call.arguments(inputs, attrs, outputs))
         key = executor.simplified_key if executor.plan.selection is not None else ""
-        return 0, "", size, executor, key
+        try:
+            native = (call.signature, native_plan(executor))
+        except Exception:  # noqa: BLE001 - the native cache is an optimization: without it, every call is a miss
+            native = None
+        return 0, "", size, executor, key, native
     except Exception as exc:  # noqa: BLE001 - every failure becomes a status for C
         status, message = _failure(exc)
-        return status, message, 0, None, ""
+        return status, message, 0, None, "", None
+
+
+def call_key(package_root: str, op_type: str, dp: int, inputs: int, attrs: int, outputs: int) -> list[int]:
+    """The key words (cache_key.py) of a C call, read from the acl structs: what opcache.c's
+    key of the same call must equal (tests/capi/test_native_cache.py). The op id is the acl
+    library's."""
+    call = _OPS.get((package_root, op_type)) or _op(package_root, op_type)
+    lib = acl_library()
+    op_id = lib.opbuild_aclnn_op_id(package_root.encode(), op_type.encode())
+    slots = []
+    for ptr in (*_pointers(inputs, call.n_in, "inputs"), *_pointers(outputs, call.n_out, "outputs")):
+        raw = ctypes.string_at(ptr, _TENSOR_HEADER.size)
+        _, dt, fmt_code, offset, n, m, _, p_view, p_strides, _ = _TENSOR_HEADER.unpack(raw)
+        dims = struct.unpack(f"<{n}q", ctypes.string_at(p_view, 8 * n)) if n else ()
+        strides = struct.unpack(f"<{n}q", ctypes.string_at(p_strides, 8 * n)) if n else ()
+        slots.append((dt, fmt_code, dims, strides, offset))
+    values = [read(ptr) for read, ptr in zip(call.readers_attr, _pointers(attrs, call.n_attr, "attrs"))]
+    attr_list = []
+    for a, v in zip(call.spec.attrs, values):
+        from opbuild.runtime.call.arguments import _ATTR_CONVERT
+
+        attr_list.append((a.type, _ATTR_CONVERT[a.type](a.default if v is None else v)))
+    return cache_key.key_words(op_id, cache_key.env_token(), dp, slots, attr_list)
 
 
 def run(workspace: int, workspace_size: int, executor: Any, stream: int, repeatable: int):
@@ -353,7 +435,7 @@ def run(workspace: int, workspace_size: int, executor: Any, stream: int, repeata
 
 
 def reset_cache() -> None:
-    from opbuild.runtime.executor import reset_cache_thread_local
+    from opbuild.runtime.call.executor import reset_cache_thread_local
 
     reset_cache_thread_local()
 

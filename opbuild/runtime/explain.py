@@ -16,7 +16,7 @@ from opbuild.abi.ge_types import DTYPE_TO_GE, FORMAT_TO_GE
 from opbuild.keys import KeyContext, describe_call, full_key
 from opbuild.runtime import settings
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
-from opbuild.runtime.selection import OpRuntime, current_soc, nearest_keys
+from opbuild.runtime.binaries.selection import OpRuntime, current_soc, nearest_keys
 from opbuild.runtime.shapes import infer_output_dtype, infer_output_shape
 
 _TENSOR_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<dtype>[a-z0-9]+)\[(?P<dims>[-0-9, ]*)\](?:@(?P<fmt>[A-Z]+))?$")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from opbuild.abi import package_layout as layout
-from opbuild.runtime.package import binary_index
+from opbuild.runtime.binaries.package import binary_index
 
 
 def package_socs(package: Path) -> list[str]:

@@ -6,6 +6,8 @@ They are the `d=` and `p=` of every simplified key. The default impl mode is hig
 
 from __future__ import annotations
 
+import numpy as np
+
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from opbuild.spec.model import IMPL_MODE_INDEX
 
@@ -20,15 +22,31 @@ def dp_code(d: int, p: int) -> int:
     return d * 4 + p
 
 
+DP_LISTENERS: list = []
+"""Called with the new dp code whenever it changes: the aclnn C ABI's native path keeps a copy
+(registered by capi when it loads the acl library)."""
+
+
 def _update() -> None:
     DP[0] = dp_code(_state["deterministic"], _state["impl_mode"])
+    for listener in DP_LISTENERS:
+        listener(DP[0])
 
 
+
+
+def deterministic_flag(enabled: object) -> int:
+    """The `d=` value of a deterministic setting: a bool or the ints 0/1 (as
+    aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC) takes); anything else, e.g. "yes" or "0", is a
+    161002 AclnnError rather than Python truthiness."""
+    if isinstance(enabled, (bool, np.bool_)) or (isinstance(enabled, (int, np.integer)) and enabled in (0, 1)):
+        return 1 if enabled else 0
+    raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"deterministic must be True/False (or 1/0), not {enabled!r}")
 
 
 def set_deterministic(enabled: bool) -> None:
     """Select deterministic (d=1) binaries for later calls."""
-    _state["deterministic"] = 1 if enabled else 0
+    _state["deterministic"] = deterministic_flag(enabled)
     _update()
 
 
@@ -59,7 +77,7 @@ def get_impl_mode() -> int:
 
 def resolve(deterministic: bool | None, impl_mode: str | int | None) -> tuple[int, int]:
     """(d, p) of one call: per-call values win over the process-wide ones."""
-    d = _state["deterministic"] if deterministic is None else (1 if deterministic else 0)
+    d = _state["deterministic"] if deterministic is None else deterministic_flag(deterministic)
     p = _state["impl_mode"] if impl_mode is None else impl_mode_index(impl_mode)
     return d, p
 

@@ -24,6 +24,32 @@ def normalize_axes(axes: Sequence[int], rank: int, op: str) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
+_MAX_ELEMENTS = np.iinfo(np.intp).max
+"""The largest element count a tensor can have (numpy's limit on the simulated device)."""
+
+
+def broadcast_shape(shapes: list[tuple[int, ...]]) -> tuple[int, ...] | None:
+    """numpy's broadcast of `shapes` (right-aligned, 1 stretches), computed without numpy's
+    size limit so that compatible-but-huge shapes are told apart from incompatible ones; None
+    when they do not broadcast."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for shape in shapes:
+        for i, d in enumerate(shape, ndim - len(shape)):
+            if d != 1:
+                if out[i] not in (1, d):
+                    return None
+                out[i] = d
+    return tuple(out)
+
+
+def _fits(shape: tuple[int, ...]) -> bool:
+    total = 1
+    for d in shape:
+        total *= d
+    return total <= _MAX_ELEMENTS
+
+
 def infer_output_shape(spec: OpSpec, output: Param, input_shapes: dict[str, tuple[int, ...]],
                        attrs: dict[str, Any]) -> tuple[int, ...] | None:
     """The shape `output` must have for these inputs; None when the spec gives no rule."""
@@ -34,11 +60,14 @@ def infer_output_shape(spec: OpSpec, output: Param, input_shapes: dict[str, tupl
         return input_shapes[rule.operands[0]]
     if rule.kind == "broadcast":
         shapes = [input_shapes[n] for n in rule.operands]
-        try:
-            return tuple(np.broadcast_shapes(*shapes))
-        except ValueError:
-            listed = ", ".join(f"{n}{list(s)}" for n, s in zip(rule.operands, shapes))
-            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op}: shapes do not broadcast: {listed}") from None
+        listed = ", ".join(f"{n}{list(s)}" for n, s in zip(rule.operands, shapes))
+        result = broadcast_shape(shapes)
+        if result is None:
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op}: shapes do not broadcast: {listed}")
+        if not _fits(result):
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op}: shapes {listed} broadcast to {list(result)}, "
+                                                      f"which is too large (more than {_MAX_ELEMENTS} elements)")
+        return result
     if rule.kind == "reduce":
         shape = input_shapes[rule.operands[0]]
         axes = normalize_axes(attrs[rule.axes_attr] if rule.axes_attr else (), len(shape), spec.op)

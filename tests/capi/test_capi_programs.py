@@ -198,3 +198,31 @@ def test_app_flags_for_libraries(package, tmp_path):
     other = tmp_path / "vendors" / "other" / "op_api" / "lib" / "libcust_opapi.so"
     with pytest.raises(ValueError, match="libcust_opapi.so"):
         app_flags_for_libraries([package.lib, other])
+
+
+def test_eight_c_threads_on_the_native_hit_path(package):
+    """8 pthreads call concurrently: every result right, each thread's cache its own (two misses
+    for the odd threads, which empty theirs once; one for the others), hits for the rest."""
+    exe = _build("sample_threads.c", app_flags(package.root), package.work)
+    out = _run(exe).stdout
+    assert "threads: ok" in out and "live executors: 0" in out
+    for line in out.splitlines():
+        if line.startswith("thread "):
+            t, rest = line[len("thread "):].split(":", 1)
+            words = rest.split()
+            assert words[0] == "ok", line
+            hits, misses = int(words[2]), int(words[4])
+            assert misses == (2 if int(t) % 2 else 1), line
+            assert hits + misses == 300, line
+
+
+def test_cache_hits_never_take_the_gil(package):
+    """While another thread holds the GIL, 1000 cache-hit calls from C complete (a hit that
+    needed the interpreter would hang; the program's alarm reports it)."""
+    exe = _build("sample_nogil.c", [*app_flags(package.root), "-ldl"], package.work)
+    out = _run(exe).stdout
+    assert "nogil: ok 1000" in out, out
+    # the control: misses need the interpreter, so with the GIL held elsewhere they block
+    proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60, cwd=exe.parent,
+                          env=_clean_env(NOGIL_FORCE_MISS="1"))
+    assert proc.returncode == 3 and "nogil: blocked" in proc.stdout, proc.stdout + proc.stderr

@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pkgbuild  # noqa: E402
 
 import opbuild.runtime as rt  # noqa: E402
-from opbuild.runtime import device, executor, settings  # noqa: E402
+from opbuild.runtime import device, settings  # noqa: E402
+from opbuild.runtime.call import executor  # noqa: E402
 
 PROBE_MODES = {
     -1.0: "tiling sets block_dim 0",
@@ -136,11 +137,11 @@ def _fresh_runtime_state():
     """Every test starts with default settings and an empty parameter cache on its thread."""
     settings.set_deterministic(False)
     settings.set_impl_mode("high_performance")
-    rt.ResetCacheThreadLocal()
+    rt.clear_op_cache()
     yield
     settings.set_deterministic(False)
     settings.set_impl_mode("high_performance")
-    rt.ResetCacheThreadLocal()
+    rt.clear_op_cache()
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import opbuild.runtime as rt
-from opbuild.runtime import executor
+from opbuild.runtime.call import executor
 
 
 def run_two_phase(ops, op: str, *args, stream=None, **kwargs):

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import opbuild.runtime as rt
-from opbuild.runtime import executor, settings
+from opbuild.runtime import settings
+from opbuild.runtime.call import executor
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, ACLNN_ERR_RUNTIME_ERROR, AclnnError
 
 fastpath = pytest.importorskip("opbuild.runtime._fastpath")
@@ -61,7 +62,7 @@ def test_hits_take_the_c_path_and_match_the_python_path(ops):
     z = np.empty_like(x)
     before = stats()
     size, ex = p1(x, y, z)  # miss: the Python path builds and registers the plan
-    assert type(ex) is executor.Executor
+    assert not ex.fast
     p2(None, size, ex)
     assert delta(before)["phase1_misses"] == 1 and delta(before)["registered"] == 1
     assert fastpath.table_size() == 1
@@ -70,7 +71,7 @@ def test_hits_take_the_c_path_and_match_the_python_path(ops):
         z[:] = 0
         before = stats()
         size, ex = p1(x2, y2, z)
-        assert type(ex) is fastpath.Executor
+        assert ex.fast
         assert p2(None, size, ex) == 0
         d = delta(before)
         assert d["phase1_hits"] == 1 and d["phase1_misses"] == 0 and d["phase2_fast"] == 1 and d["phase2_slow"] == 0
@@ -104,7 +105,7 @@ def test_executors_of_c_path_work_everywhere(ops):
     size, ex = p1(x, x, z)
     p2(None, size, ex)
     size, ex = p1(x, x, z)
-    assert type(ex) is fastpath.Executor
+    assert ex.fast
     stream = rt.Stream()
     z[:] = 0
     p2(None, size, ex, stream)
@@ -127,7 +128,7 @@ def test_run_once_and_repeatable(ops):
     p2(None, *p1(x, x, z))
     size, ex = p1(x, x, z)
     size_ref, ex_ref = p1.__wrapped__(x, x, z)
-    assert type(ex) is fastpath.Executor and type(ex_ref) is executor.Executor
+    assert ex.fast and not ex_ref.fast
     p2(None, size, ex)
     p2.__wrapped__(None, size_ref, ex_ref)
     assert ex.used and ex_ref.used
@@ -157,7 +158,7 @@ def test_workspace_errors_match_the_python_path(probe):
     ]
     for workspace, size_arg, status, text in cases:
         size, ex = p1(x, -3.0, y)
-        assert size == 4096 and type(ex) is fastpath.Executor
+        assert size == 4096 and ex.fast
         size_ref, ex_ref = p1.__wrapped__(x, -3.0, y)
         before = stats()
         got = error_of(p2, workspace, size_arg, ex)
@@ -176,7 +177,7 @@ def test_kernel_failure_matches_the_python_path(probe):
     with pytest.raises(AclnnError):
         p2(rt.malloc(4096), *p1(x, -4.0, y))
     size, ex = p1(x, -4.0, y)
-    assert type(ex) is fastpath.Executor
+    assert ex.fast
     if size:
         pytest.skip("the failing probe mode needs a workspace: launched by the Python path")
     got = error_of(p2, None, size, ex)
@@ -216,7 +217,7 @@ def test_other_calls_take_the_python_path(ops, case):
         assert delta(before)["phase1_hits"] == 0
         return
     size, ex = p1(a, b, out, **kwargs)
-    assert type(ex) is executor.Executor and delta(before)["phase1_hits"] == 0
+    assert not ex.fast and delta(before)["phase1_hits"] == 0
     out[:] = 0
     p2(None, size, ex)
     np.testing.assert_array_equal(out, np.asarray(a.array if isinstance(a, rt.Tensor) else a) + b)
@@ -235,22 +236,22 @@ def test_settings_changes_are_honoured(ops):
         size, ex = p1(x, x, z)  # first call with these settings (a miss, except the last)
         assert key in ex.simplified_key
         size, ex = p1(x, x, z)
-        assert type(ex) is fastpath.Executor and key in ex.simplified_key
+        assert ex.fast and key in ex.simplified_key
         z[:] = 0
         p2(None, size, ex)
         np.testing.assert_array_equal(z, 2 * x)
 
 
-def test_reset_cache_thread_local_clears_it(ops, monkeypatch):
+def test_clear_op_cache_clears_it(ops, monkeypatch):
     p1, p2 = add_phases(ops)
     x = np.ones(4, np.float32)
     z = np.empty_like(x)
     p1(x, x, z)
-    assert type(p1(x, x, z)[1]) is fastpath.Executor and fastpath.table_size() == 1
-    rt.ResetCacheThreadLocal()
+    assert p1(x, x, z)[1].fast and fastpath.table_size() == 1
+    rt.clear_op_cache()
     assert fastpath.table_size() == 0 and executor.cache_size() == 0
     before = stats()
-    assert type(p1(x, x, z)[1]) is executor.Executor and delta(before)["phase1_misses"] == 1
+    assert not p1(x, x, z)[1].fast and delta(before)["phase1_misses"] == 1
     assert executor.cache_size() == 1
 
 
@@ -275,7 +276,7 @@ def test_big_launch_releases_the_gil(ops):
     p2(None, *p1(x, y, z))
     z[:] = 0
     size, ex = p1(x, y, z)
-    assert type(ex) is fastpath.Executor
+    assert ex.fast
     p2(None, size, ex)
     np.testing.assert_array_equal(z, x + y)
 
@@ -298,7 +299,7 @@ def test_eight_threads(ops):
                 p2(None, size, ex)
                 np.testing.assert_array_equal(z, x + y)
                 if i == 200 and k % 2:
-                    rt.ResetCacheThreadLocal()  # only this thread's tables
+                    rt.clear_op_cache()  # only this thread's tables
             tables[k] = fastpath.table_size()
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
@@ -328,5 +329,55 @@ def test_attributes_are_part_of_the_key(probe):
         p2(rt.malloc(size) if size else None, size, ex)
         np.testing.assert_array_equal(y, float(scale) * x)
         hits.append(delta(before)["phase1_hits"])
-    # 2 (an int) is another key than 2.0; numpy scalar attributes take the Python path
-    assert hits == [0, 0, 1, 1, 0, 1, 0, 0]
+    # 2 (an int) for a float attribute is 2.0: the same key (opkey.h encodes the spec's type);
+    # numpy scalar attributes take the Python path
+    assert hits == [0, 0, 1, 1, 1, 1, 0, 0]
+
+
+# ---- one key: the C fast path's key of a call equals cache_key.py's --------------------------------
+
+from hypothesis import HealthCheck, given  # noqa: E402
+from hypothesis import settings as hsettings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from opbuild.abi.ge_types import DTYPE_TO_GE, dtype_name  # noqa: E402
+from opbuild.runtime.call import cache_key  # noqa: E402
+from opbuild.runtime.call.fast_wrappers import key_id  # noqa: E402
+
+array_strategy = st.tuples(st.lists(st.integers(1, 5), min_size=0, max_size=3),
+                           st.sampled_from([np.float32, np.float16, np.int32]), st.integers(1, 2))
+
+
+def _slot(a: np.ndarray):
+    return (DTYPE_TO_GE[dtype_name(a.dtype)], 2, a.shape, tuple(s // a.itemsize for s in a.strides), 0)
+
+
+def _make(spec) -> np.ndarray:
+    dims, dtype, step = spec
+    base = np.zeros([d * step for d in dims] or [1], dtype)
+    return base[tuple(slice(None, None, step) for _ in dims)] if dims else np.zeros((), dtype)
+
+
+@hsettings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(arrays=st.lists(array_strategy, min_size=3, max_size=3),
+       slope=st.one_of(st.floats(allow_nan=False), st.integers(-2**40, 2**40)),
+       d=st.booleans(), env=st.sampled_from([None, "ascend910b", ""]))
+def test_c_fast_path_key_equals_python_key(ops, builtin_ops, monkeypatch, arrays, slope, d, env):
+    if env is None:
+        monkeypatch.delenv("OPBUILD_SOC", raising=False)
+    else:
+        monkeypatch.setenv("OPBUILD_SOC", env)
+    settings.set_deterministic(d)
+    try:
+        x, y, z = (_make(s) for s in arrays)
+        dp = settings.DP[0]
+        add = ops.aclnnAddCustomTemplateGetWorkspaceSize
+        expected = cache_key.key_words(key_id(ops._OPS["AddCustomTemplate"]), cache_key.env_token(), dp,
+                                       [_slot(x), _slot(y), _slot(z)], [])
+        assert fastpath.key_words(add, x, y, z) == expected
+        leaky = builtin_ops.aclnnLeakyReluCustomGetWorkspaceSize
+        expected = cache_key.key_words(key_id(builtin_ops._OPS["LeakyReluCustom"]), cache_key.env_token(), dp,
+                                       [_slot(x), _slot(z)], [("float", float(slope))])
+        assert fastpath.key_words(leaky, x, slope, z) == expected
+    finally:
+        settings.set_deterministic(False)

@@ -1,11 +1,13 @@
 """The op-parameter cache: a hit runs neither GenSimplifiedKey nor tiling; per-thread caches;
-ResetCacheThreadLocal; eviction; many threads calling at once."""
+ResetCacheThreadLocal (keeps the cache) and clear_op_cache; eviction; many threads calling at once."""
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +15,9 @@ import pytest
 
 import opbuild.runtime as rt
 from opbuild.abi import c_callbacks
-from opbuild.runtime import api, executor
+from opbuild.runtime import AclnnError, api
+from opbuild.runtime.call import executor
+from opbuild.runtime.call.plans import STAMP_INTERVAL_NS
 
 
 class Counter:
@@ -114,7 +118,7 @@ def test_hit_with_default_keys_and_strides(ops, monkeypatch, tiling_calls):
     assert (keys.calls, tiling_calls.calls) == (2, 2)
 
 
-def test_reset_cache_thread_local_clears_only_the_calling_thread(ops, tiling_calls):
+def test_clear_op_cache_clears_only_the_calling_thread(ops, tiling_calls):
     x = np.ones(16, np.float32)
     ops.add_custom_template(x, x)
     assert executor.cache_size() == 1
@@ -128,7 +132,7 @@ def test_reset_cache_thread_local_clears_only_the_calling_thread(ops, tiling_cal
             ops.add_custom_template(x, x)
             worker_sizes.append(executor.cache_size())
             go_reset.wait(10)
-            rt.ResetCacheThreadLocal()
+            rt.clear_op_cache()
             worker_sizes.append(executor.cache_size())
             ops.add_custom_template(x, x)  # a miss again on this thread
             worker_sizes.append(executor.cache_size())
@@ -144,14 +148,29 @@ def test_reset_cache_thread_local_clears_only_the_calling_thread(ops, tiling_cal
     t.join(10)
     assert not errors
     assert worker_sizes == [1, 0, 1]
-    assert tiling_calls.calls == 3  # main miss, worker miss, worker miss after its reset
-    assert executor.cache_size() == 1  # the main thread's plan survived the worker's reset
+    assert tiling_calls.calls == 3  # main miss, worker miss, worker miss after its clear
+    assert executor.cache_size() == 1  # the main thread's plan survived the worker's clear
     ops.add_custom_template(x, x)
     assert tiling_calls.calls == 3
-    rt.ResetCacheThreadLocal()
+    rt.clear_op_cache()
     assert executor.cache_size() == 0
     ops.add_custom_template(x, x)
     assert tiling_calls.calls == 4
+
+
+def test_reset_cache_thread_local_keeps_the_cache(ops, tiling_calls):
+    """CANN's ResetCacheThreadLocal resets per-call state only: the next call still hits."""
+    x = np.ones(16, np.float32)
+    z = np.empty_like(x)
+    size, ex = ops.aclnnAddCustomTemplateGetWorkspaceSize(x, x, z)
+    ops.aclnnAddCustomTemplate(None, size, ex)
+    assert (tiling_calls.calls, executor.cache_size()) == (1, 1)
+    for _ in range(3):
+        rt.ResetCacheThreadLocal()
+        size, ex = ops.aclnnAddCustomTemplateGetWorkspaceSize(x, x, z)
+        ops.aclnnAddCustomTemplate(None, size, ex)
+    assert (tiling_calls.calls, executor.cache_size()) == (1, 1)  # three hits after the resets
+    np.testing.assert_array_equal(z, 2 * x)
 
 
 def test_cache_is_bounded_and_keeps_recently_used_plans(ops, monkeypatch, tiling_calls):
@@ -248,3 +267,65 @@ def test_eviction_never_drops_the_plan_just_stored(ops, monkeypatch, tiling_call
     assert executor.cache_size() == 2 and tiling_calls.calls == 3
     ops.add_custom_template(c, c)
     assert tiling_calls.calls == 3
+
+
+# ---- what else is in the key: SoC, search environment, the package's stamp --------------------------
+
+def _paths(ops):
+    """The three Python entry points of a two-phase call: C fast path, the Python path it wraps, and
+    the generic one (an ND Tensor takes the Python path's own branch)."""
+    p1, p2 = ops.aclnnAddCustomTemplateGetWorkspaceSize, ops.aclnnAddCustomTemplate
+    py1, py2 = getattr(p1, "__wrapped__", p1), getattr(p2, "__wrapped__", p2)
+
+    def run(first, second, x, z):
+        size, ex = first(x, x, z)
+        second(None, size, ex)
+        np.testing.assert_array_equal(z, 2 * np.asarray(x))
+
+    return {"fast": lambda x, z: run(p1, p2, x, z), "python": lambda x, z: run(py1, py2, x, z),
+            "one-shot": lambda x, z: np.testing.assert_array_equal(ops.add_custom_template(x, x), 2 * x)}
+
+
+@pytest.mark.parametrize("path", ["fast", "python", "one-shot"])
+def test_soc_change_selects_again(ops, monkeypatch, tiling_calls, path):
+    call = _paths(ops)[path]
+    x = np.ones(16, np.float32)
+    z = np.empty_like(x)
+    call(x, z)
+    call(x, z)
+    assert tiling_calls.calls == 1
+    monkeypatch.setenv("OPBUILD_SOC", "ascend310p")  # the sample package has no binaries for it
+    with pytest.raises(AclnnError) as err:
+        call(x, z)
+    assert "ascend310p" in err.value.message  # selected again (and found nothing), not the cached plan
+    monkeypatch.delenv("OPBUILD_SOC")
+    call(x, z)
+    assert tiling_calls.calls == 1  # the first SoC's plan is still cached
+
+
+@pytest.mark.parametrize("var", ["ASCEND_CUSTOM_OPP_PATH", "ASCEND_OPP_PATH"])
+@pytest.mark.parametrize("path", ["fast", "python"])
+def test_search_environment_change_selects_again(ops, monkeypatch, tmp_path, tiling_calls, var, path):
+    call = _paths(ops)[path]
+    x = np.ones(16, np.float32)
+    z = np.empty_like(x)
+    call(x, z)
+    monkeypatch.setenv(var, str(tmp_path))
+    call(x, z)
+    call(x, z)
+    assert tiling_calls.calls == 2  # once per environment
+
+
+@pytest.mark.parametrize("path", ["fast", "python", "one-shot"])
+def test_package_rebuild_selects_again(ops, package, tiling_calls, path):
+    call = _paths(ops)[path]
+    x = np.ones(16, np.float32)
+    z = np.empty_like(x)
+    call(x, z)
+    config = package / "op_impl/ai_core/tbe/kernel/config/ascend910b/binary_info_config.json"
+    st = config.stat()
+    os.utime(config, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))  # rebuilt in place
+    time.sleep(2 * STAMP_INTERVAL_NS / 1e9)  # hits re-check the stamp at most this often (plans.py, opkey.h)
+    call(x, z)
+    call(x, z)
+    assert tiling_calls.calls == 2

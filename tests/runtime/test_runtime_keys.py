@@ -7,7 +7,8 @@ import pytest
 from rtutil import run_two_phase
 
 import opbuild.runtime as rt
-from opbuild.runtime import AclnnError, executor, settings
+from opbuild.runtime import AclnnError, settings
+from opbuild.runtime.call import executor
 
 
 @pytest.mark.parametrize("dtype, key, binary", [

@@ -18,7 +18,7 @@ import pytest
 from rtutil import run_two_phase
 
 import opbuild.runtime as rt
-from opbuild.runtime.package import binary_index
+from opbuild.runtime.binaries.package import binary_index
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F16, F32, I32 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.int32)
@@ -225,7 +225,7 @@ def test_reduce_sum_deterministic_is_bit_identical_across_runs_and_threads(built
     for n in (1, 2, 3, 8):
         sim_threads(n)
         for _ in range(3):
-            rt.ResetCacheThreadLocal()
+            rt.clear_op_cache()
             results.add(_det_bytes(ops))
     assert len(results) == 1
     x = _det_input()

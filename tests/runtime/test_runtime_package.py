@@ -11,9 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from opbuild.runtime import AclnnError, executor
-from opbuild.runtime.package import binary_index, find_op_package, read_load_priority, search_roots
-from opbuild.runtime.selection import OpRuntime
+from opbuild.runtime import AclnnError
+
+from opbuild.runtime.call import executor
+from opbuild.runtime.binaries.package import binary_index, find_op_package, read_load_priority, search_roots
+from opbuild.runtime.binaries.selection import OpRuntime
 
 SOC = "ascend910b"
 CONFIG = Path("op_impl/ai_core/tbe/kernel/config/ascend910b/binary_info_config.json")
@@ -100,7 +102,7 @@ def test_package_is_resolved_per_lookup(ops, opp, monkeypatch):
     shutil.rmtree(opp / "vendors/v2")
     (opp / "vendors/config.ini").write_text("load_priority=v2\n")
     monkeypatch.setenv("ASCEND_OPP_PATH", str(opp))  # same value: the index is checked again anyway
-    executor.reset_cache_thread_local()
+    executor.clear_cache()
     assert selected() == opp / "built-in"
 
 
@@ -145,7 +147,7 @@ def test_custom_mul_wins_over_the_built_in_one(sample_copy, ops, builtin_ops, mo
     assert bin_path == custom / "op_impl/ai_core/tbe/kernel/ascend910b/mul_custom/MulCustom_FP32.so"
     # without the custom vendor (load_priority names none), the built-in MulCustom (ops_math) runs
     (sample_copy / "vendors/config.ini").write_text("load_priority=\n")
-    executor.reset_cache_thread_local()
+    executor.clear_cache()
     z[:] = 0
     selection = _discovered(builtin_ops._OPS["MulCustom"].spec, x, y, outputs=(z,))
     np.testing.assert_array_equal(z, x * y)
@@ -265,7 +267,7 @@ def test_index_of_100000_binaries_loads_and_looks_up_in_constant_time(tmp_path):
 
 def test_selection_in_a_big_index_names_nearest_keys(tmp_path, ops):
     """A miss in a big op reports the requested key and the nearest existing ones."""
-    from opbuild.runtime.selection import nearest_keys
+    from opbuild.runtime.binaries.selection import nearest_keys
 
     keys = tuple(f"Synth/d=0,p=1/k{i}" for i in range(5000))
     near = nearest_keys("Synth/d=0,p=1/k4999x", keys)

@@ -7,45 +7,21 @@ import numpy as np
 import pytest
 from rtutil import run_two_phase
 
-from opbuild.runtime import device, executor
+from opbuild.runtime.call import launch
 
 
 @pytest.fixture
-def launches(ops, builtin_ops, monkeypatch):
-    """Counts kernel launches on every path (the per-op fast phase 2 of both packages' modules
-    and device.launch)."""
+def launches():
+    """Counts kernel launches on every path (launch.observe_launches: the C fast path hands its
+    launches to the Python path while an observer is registered)."""
     count = {"n": 0}
-    real_device_launch = device.launch
 
-    def counting_device_launch(*args, **kwargs):
+    def counting(plan):
         count["n"] += 1
-        return real_device_launch(*args, **kwargs)
 
-    monkeypatch.setattr(device, "launch", counting_device_launch)
-    for module in (ops, builtin_ops):
-        for name in dir(module):
-            fn = getattr(module, name)
-            if (name.startswith("aclnn") and not name.endswith("GetWorkspaceSize")
-                    and "_launch" in getattr(fn, "__globals__", {})):
-                real = fn.__globals__["_launch"]
-                if getattr(real, "_counting", False):  # the module's globals, already wrapped
-                    continue
-
-                def counting(*args, _real=real):
-                    count["n"] += 1
-                    return _real(*args)
-
-                counting._counting = True
-                monkeypatch.setitem(fn.__globals__, "_launch", counting)
-    real_native = executor._Native.launch
-
-    if real_native is not None:
-        def counting_native(*args):
-            count["n"] += 1
-            return real_native(*args)
-
-        monkeypatch.setattr(executor._Native, "launch", counting_native)
-    return count
+    unregister = launch.observe_launches(counting)
+    yield count
+    unregister()
 
 
 @pytest.mark.parametrize("shape", [(), (1,), (1, 1, 1), (1009,), (7, 1009), (4099,), (2, 3, 5, 7, 11)])

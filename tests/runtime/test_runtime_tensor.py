@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import opbuild.runtime as rt
-from opbuild.runtime import AclnnError, executor
+from opbuild.runtime import AclnnError
+from opbuild.runtime.call import executor
 
 
 def test_tensor_is_a_zero_copy_view_of_numpy():

@@ -97,7 +97,7 @@ def _libraries(roots: Sequence[str | os.PathLike[str]]) -> tuple[str, ...]:
 
 
 def _env_roots() -> list[str]:
-    from opbuild.runtime.package import read_load_priority
+    from opbuild.runtime.binaries.package import read_load_priority
 
     roots = [p for p in os.environ.get("ASCEND_CUSTOM_OPP_PATH", "").split(":") if p]
     opp = os.environ.get("ASCEND_OPP_PATH")

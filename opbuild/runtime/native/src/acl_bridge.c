@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "acl_internal.h"
+#include "opcache.h"
 
 #ifndef OPBUILD_PYTHON_EXECUTABLE
 #error "OPBUILD_PYTHON_EXECUTABLE must name the Python interpreter to embed (defined by setup.py)"
@@ -240,34 +241,68 @@ static aclnnStatus unpack_status(PyObject *result, Py_ssize_t want, char **msg) 
 
 /* ---- executors ------------------------------------------------------------------------------ */
 
+/* An executor of a native hit holds `plan` and the launch arguments; one of a Python miss holds
+ * the Python Executor (`py`). `op` is the op whose phase 1 made it (checked by phase 2). */
 struct aclOpExecutor {
     uint64_t magic;
-    PyObject *py;           /* opbuild.runtime.executor.Executor */
-    char *api;              /* "aclnn<Op>" */
-    char *key;              /* full simplified key */
+    PyObject *py;           /* opbuild.runtime.call.executor.Executor, or NULL */
+    opcache_plan *plan;     /* a native hit's plan (a reference), or NULL */
+    const opcache_op *op;
+    char *key;              /* full simplified key of a Python executor */
     int repeatable;
     int busy;               /* phase-2 calls in flight */
     int destroy_pending;    /* destroyed while busy: the last call frees it */
     struct aclOpExecutor *prev, *next;
+    uint32_t nargs;
+    void *args[];           /* a native hit's launch arguments */
 };
 
-static pthread_mutex_t g_exec_lock = PTHREAD_MUTEX_INITIALIZER;
-static aclOpExecutor *g_execs;
+/* The live executors, in shards by address so that threads calling concurrently rarely share a
+ * lock: every handle is checked against its shard before use (a stale handle is reported, never
+ * dereferenced). */
+#define EXEC_SHARDS 64
+typedef struct {
+    pthread_mutex_t lock;
+    aclOpExecutor *head;
+    char pad[64 - sizeof(pthread_mutex_t) % 64 - sizeof(aclOpExecutor *) % 64];
+} exec_shard;
+static exec_shard g_shards[EXEC_SHARDS];
+static pthread_once_t g_shards_once = PTHREAD_ONCE_INIT;
+
+static void init_shards(void) {
+    for (int i = 0; i < EXEC_SHARDS; i++) pthread_mutex_init(&g_shards[i].lock, NULL);
+}
+
+static exec_shard *shard_of(const aclOpExecutor *e) {
+    pthread_once(&g_shards_once, init_shards);
+    return &g_shards[((uintptr_t)e >> 6) % EXEC_SHARDS];
+}
 
 static int exec_live_locked(const aclOpExecutor *e) {
-    for (aclOpExecutor *it = g_execs; it != NULL; it = it->next)
+    for (aclOpExecutor *it = shard_of(e)->head; it != NULL; it = it->next)
         if (it == e) return 1;
     return 0;
 }
 
+static void exec_link(aclOpExecutor *e) {
+    e->magic = ACL_MAGIC(OPBUILD_ACL_EXECUTOR);
+    acl_live_add(OPBUILD_ACL_EXECUTOR, 1);
+    exec_shard *sh = shard_of(e);
+    pthread_mutex_lock(&sh->lock);
+    e->next = sh->head;
+    if (sh->head) sh->head->prev = e;
+    sh->head = e;
+    pthread_mutex_unlock(&sh->lock);
+}
+
 static void exec_unlink_locked(aclOpExecutor *e) {
     if (e->prev) e->prev->next = e->next;
-    else g_execs = e->next;
+    else shard_of(e)->head = e->next;
     if (e->next) e->next->prev = e->prev;
     e->prev = e->next = NULL;
 }
 
-/* Free an unlinked executor; takes the GIL unless `gil_held`. */
+/* Free an unlinked executor; a Python one takes the GIL unless `gil_held`. */
 static void exec_free(aclOpExecutor *e, int gil_held) {
     e->magic = 0;
     if (e->py != NULL) {
@@ -279,7 +314,7 @@ static void exec_free(aclOpExecutor *e, int gil_held) {
             PyGILState_Release(g);
         }
     }
-    free(e->api);
+    opcache_plan_unref(e->plan);
     free(e->key);
     free(e);
     acl_live_add(OPBUILD_ACL_EXECUTOR, -1);
@@ -291,10 +326,10 @@ static void exec_free(aclOpExecutor *e, int gil_held) {
 
 aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor) {
     if (executor == NULL) return opbuild_aclnn_null_param("aclSetAclOpExecutorRepeatable", "executor");
-    pthread_mutex_lock(&g_exec_lock);
+    pthread_mutex_lock(&shard_of(executor)->lock);
     int live = exec_live_locked(executor);
     if (live) executor->repeatable = 1;
-    pthread_mutex_unlock(&g_exec_lock);
+    pthread_mutex_unlock(&shard_of(executor)->lock);
     if (!live) return aclnn_fail(ACLNN_ERR_PARAM_INVALID, "aclSetAclOpExecutorRepeatable", NOT_LIVE_EXECUTOR,
                                  (void *)executor);
     return ACLNN_SUCCESS;
@@ -302,7 +337,7 @@ aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor) {
 
 aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
     if (executor == NULL) return ACLNN_SUCCESS;
-    pthread_mutex_lock(&g_exec_lock);
+    pthread_mutex_lock(&shard_of(executor)->lock);
     int live = exec_live_locked(executor);
     int now = 0;
     if (live) {
@@ -310,7 +345,7 @@ aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
         if (executor->busy) executor->destroy_pending = 1;
         else now = 1;
     }
-    pthread_mutex_unlock(&g_exec_lock);
+    pthread_mutex_unlock(&shard_of(executor)->lock);
     if (!live) return aclnn_fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyAclOpExecutor", NOT_LIVE_EXECUTOR,
                                  (void *)executor);
     if (now) exec_free(executor, 0);
@@ -318,13 +353,118 @@ aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
 }
 
 const char *opbuild_aclnn_executor_key(const aclOpExecutor *executor) {
-    pthread_mutex_lock(&g_exec_lock);
-    const char *key = exec_live_locked(executor) ? executor->key : NULL;
-    pthread_mutex_unlock(&g_exec_lock);
+    pthread_mutex_lock(&shard_of(executor)->lock);
+    const char *key = NULL;
+    if (exec_live_locked(executor)) key = executor->plan ? executor->plan->key_text : executor->key;
+    pthread_mutex_unlock(&shard_of(executor)->lock);
     return key;
 }
 
+/* ---- the process-wide deterministic / impl mode (mirrored from opbuild.runtime.settings) ----- */
+
+static int g_dp = 1; /* settings.dp_code(0, high_performance) until Python says otherwise */
+
+void opbuild_aclnn_set_dp(int dp) { __atomic_store_n(&g_dp, dp, __ATOMIC_RELEASE); }
+
 /* ---- phase 1 -------------------------------------------------------------------------------- */
+
+/* The native hit: key -> cached plan -> executor; 1 done, 0 not a hit (take the Python path). */
+static int native_phase1(opcache_op *op, const void *const *inputs, const void *const *attrs,
+                         const aclTensor *const *outputs, opkey *key, int *have_key, uint64_t *workspaceSize,
+                         aclOpExecutor **executor) {
+    *have_key = opcache_call_key(op, (uint64_t)__atomic_load_n(&g_dp, __ATOMIC_ACQUIRE), inputs, attrs, outputs,
+                                 key) == 0;
+    if (!*have_key) {
+        opcache_note_miss();
+        return 0;
+    }
+    opcache_plan *plan = opcache_lookup(key);
+    if (plan == NULL) return 0;
+    aclOpExecutor *e = calloc(1, sizeof *e + plan->nargs * sizeof(void *));
+    if (e == NULL || opcache_launch_args(plan, inputs, opcache_n_inputs(op), outputs, opcache_n_outputs(op),
+                                         e->args) < 0) {
+        free(e);
+        opcache_plan_unref(plan);
+        *have_key = 2; /* the plan is cached: the miss path must not insert it again */
+        return 0;
+    }
+    e->plan = plan;
+    e->op = op;
+    e->nargs = plan->nargs;
+    exec_link(e);
+    *workspaceSize = plan->ws_size;
+    *executor = e;
+    return 1;
+}
+
+/* Learn the op's signature and cache the plan of a Python miss: capi's `native` value is None or
+ * (signature, plan) with signature (in_kinds: bytes, attr_kinds: bytes, defaults: tuple of
+ * bytes) and plan None or (fn, block_dim, nargs, sync, ws_size, tiling: bytes, itemsizes: bytes,
+ * key_text, kernel, stamp_path). GIL held. */
+static void learn_from_miss(opcache_op *op, PyObject *native, const void *const *inputs, const void *const *attrs,
+                            const aclTensor *const *outputs, opkey *key, int *have_key) {
+    if (native == Py_None || !PyTuple_Check(native) || PyTuple_GET_SIZE(native) != 2) return;
+    PyObject *sig = PyTuple_GET_ITEM(native, 0), *rec = PyTuple_GET_ITEM(native, 1);
+    if (!opcache_op_has_signature(op)) {
+        char *in_kinds, *attr_kinds;
+        Py_ssize_t n_in, n_attr;
+        long n_out;
+        PyObject *defaults;
+        if (!PyArg_ParseTuple(sig, "y#y#lO!", &in_kinds, &n_in, &attr_kinds, &n_attr, &n_out, &PyTuple_Type,
+                              &defaults) ||
+            PyTuple_GET_SIZE(defaults) != n_attr || n_attr > 64) {
+            PyErr_Clear();
+            return;
+        }
+        const uint64_t *dw[64];
+        size_t dn[64];
+        for (Py_ssize_t i = 0; i < n_attr; i++) {
+            PyObject *b = PyTuple_GET_ITEM(defaults, i);
+            if (!PyBytes_Check(b)) return;
+            dw[i] = (const uint64_t *)PyBytes_AS_STRING(b);
+            dn[i] = (size_t)PyBytes_GET_SIZE(b) / sizeof(uint64_t);
+        }
+        opcache_op_set_signature(op, (const uint8_t *)in_kinds, (uint32_t)n_in, (const uint8_t *)attr_kinds,
+                                 (uint32_t)n_attr, (uint32_t)n_out, dw, dn);
+    }
+    if (rec == Py_None || *have_key == 2) return;
+    if (!*have_key) {
+        opkey_free(key);
+        *have_key = opcache_call_key(op, (uint64_t)__atomic_load_n(&g_dp, __ATOMIC_ACQUIRE), inputs, attrs, outputs,
+                                     key) == 0;
+        if (!*have_key) return;
+    }
+    unsigned long long fn, ws;
+    unsigned int block_dim, nargs;
+    int sync;
+    char *tiling, *itemsize, *key_text, *kernel, *stamp;
+    Py_ssize_t tiling_len, n_items;
+    if (!PyArg_ParseTuple(rec, "KIIiKy#y#sss", &fn, &block_dim, &nargs, &sync, &ws, &tiling, &tiling_len, &itemsize,
+                          &n_items, &key_text, &kernel, &stamp)) {
+        PyErr_Clear();
+        return;
+    }
+    if ((Py_ssize_t)nargs != n_items + 2) return;
+    opcache_plan *plan = opcache_plan_new(key);
+    if (plan == NULL) return;
+    plan->fn = (void *)(uintptr_t)fn;
+    plan->block_dim = block_dim;
+    plan->nargs = nargs;
+    plan->ntensors = (uint32_t)n_items;
+    plan->sync = sync;
+    plan->ws_size = ws;
+    plan->tiling = malloc(tiling_len ? (size_t)tiling_len : 1);
+    plan->itemsize = malloc((size_t)n_items + 1);
+    plan->key_text = strdup(key_text);
+    plan->kernel = strdup(kernel);
+    plan->stamp_path = strdup(stamp);
+    if (plan->tiling && plan->itemsize && plan->key_text && plan->kernel && plan->stamp_path) {
+        memcpy(plan->tiling, tiling, (size_t)tiling_len);
+        memcpy(plan->itemsize, itemsize, (size_t)n_items);
+        opcache_insert(plan);
+    }
+    opcache_plan_unref(plan);
+}
 
 aclnnStatus opbuild_aclnn_get_workspace_size(const char *package_root, const char *op_type, const void *const *inputs,
                                              const void *const *attrs, const aclTensor *const *outputs,
@@ -337,17 +477,25 @@ aclnnStatus opbuild_aclnn_get_workspace_size(const char *package_root, const cha
     if (executor == NULL) return opbuild_aclnn_null_param(api, "executor");
     *executor = NULL;
     *workspaceSize = 0;
-    if (ensure_python(api)) return ACLNN_ERR_INNER;
-
-    aclOpExecutor *e = calloc(1, sizeof *e);
-    if (e != NULL) {
-        e->api = malloc(strlen(op_type) + 6);
-        if (e->api != NULL) sprintf(e->api, "aclnn%s", op_type);
+    opcache_op *op = opcache_op_get(package_root, op_type);
+    if (op == NULL) return aclnn_fail(ACLNN_ERR_INNER, api, "out of memory");
+    opkey key;
+    int have_key = 0;
+    if (native_phase1(op, inputs, attrs, outputs, &key, &have_key, workspaceSize, executor)) {
+        opkey_free(&key);
+        return ACLNN_SUCCESS;
     }
-    if (e == NULL || e->api == NULL) {
-        if (e != NULL) free(e);
+    /* the miss path: the Python runtime selects, tiles and fills the cache */
+    if (ensure_python(api)) {
+        opkey_free(&key);
+        return ACLNN_ERR_INNER;
+    }
+    aclOpExecutor *e = calloc(1, sizeof *e);
+    if (e == NULL) {
+        opkey_free(&key);
         return aclnn_fail(ACLNN_ERR_INNER, api, "out of memory");
     }
+    e->op = op;
 
     aclnnStatus status;
     char *msg = NULL;
@@ -360,37 +508,33 @@ aclnnStatus opbuild_aclnn_get_workspace_size(const char *package_root, const cha
         PyObject *r = PyObject_CallFunction(g_fn_get_workspace_size, "ssKKK", package_root, op_type,
                                             (unsigned long long)(uintptr_t)inputs, (unsigned long long)(uintptr_t)attrs,
                                             (unsigned long long)(uintptr_t)outputs);
-        status = unpack_status(r, 5, &msg);
+        status = unpack_status(r, 6, &msg);
         if (status == ACLNN_SUCCESS) {
             size = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(r, 2));
-            const char *key = PyUnicode_AsUTF8(PyTuple_GET_ITEM(r, 4));
-            if (PyErr_Occurred() || key == NULL) {
+            const char *k = PyUnicode_AsUTF8(PyTuple_GET_ITEM(r, 4));
+            if (PyErr_Occurred() || k == NULL) {
                 msg = python_error_text();
                 status = ACLNN_ERR_INNER;
             } else {
-                e->key = strdup(key);
+                e->key = strdup(k);
                 e->py = PyTuple_GET_ITEM(r, 3);
                 Py_INCREF(e->py);
+                learn_from_miss(op, PyTuple_GET_ITEM(r, 5), inputs, attrs, outputs, &key, &have_key);
             }
         }
         Py_XDECREF(r);
     }
     PyGILState_Release(g);
+    opkey_free(&key);
 
     if (status != ACLNN_SUCCESS) {
         aclnn_fail(status, api, "%s", msg ? msg : "(no message)");
         free(msg);
-        free(e->api);
+        free(e->key);
         free(e);
         return status;
     }
-    e->magic = ACL_MAGIC(OPBUILD_ACL_EXECUTOR);
-    acl_live_add(OPBUILD_ACL_EXECUTOR, 1);
-    pthread_mutex_lock(&g_exec_lock);
-    e->next = g_execs;
-    if (g_execs) g_execs->prev = e;
-    g_execs = e;
-    pthread_mutex_unlock(&g_exec_lock);
+    exec_link(e);
     *workspaceSize = size;
     *executor = e;
     return ACLNN_SUCCESS;
@@ -398,20 +542,82 @@ aclnnStatus opbuild_aclnn_get_workspace_size(const char *package_root, const cha
 
 /* ---- phase 2 -------------------------------------------------------------------------------- */
 
-aclnnStatus opbuild_aclnn_run(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
-    if (executor == NULL) return opbuild_aclnn_null_param("aclnn (phase 2)", "executor");
-    char api[256];
-    pthread_mutex_lock(&g_exec_lock);
-    int live = exec_live_locked(executor);
-    int repeatable = 0;
-    if (live) {
-        snprintf(api, sizeof api, "%s", executor->api);
-        repeatable = executor->repeatable;
-        if (repeatable) executor->busy++;
-        else exec_unlink_locked(executor); /* claimed: this call releases it */
+static void unref_plan_host_fn(void *plan) { opcache_plan_unref(plan); }
+
+/* Phase 2 of a native hit's executor, in C: the checks of executor.execute, then the launch. */
+static aclnnStatus native_run(aclOpExecutor *e, void *workspace, uint64_t workspaceSize, aclrtStream stream,
+                              char **msg) {
+    const opcache_plan *plan = e->plan;
+    char text[ACL_MSG_LEN];
+    if (workspaceSize < plan->ws_size) {
+        snprintf(text, sizeof text, "workspace of %llu bytes is smaller than the %llu required",
+                 (unsigned long long)workspaceSize, (unsigned long long)plan->ws_size);
+        *msg = strdup(text);
+        return ACLNN_ERR_PARAM_INVALID;
     }
-    pthread_mutex_unlock(&g_exec_lock);
-    if (!live) return aclnn_fail(ACLNN_ERR_PARAM_INVALID, "aclnn (phase 2)", NOT_LIVE_EXECUTOR, (void *)executor);
+    if (plan->ws_size && workspace == NULL) {
+        snprintf(text, sizeof text, "workspace is a null pointer (%llu bytes required)", (unsigned long long)plan->ws_size);
+        *msg = strdup(text);
+        return ACLNN_ERR_PARAM_NULLPTR;
+    }
+    const sim_api *sim = acl_sim();
+    if (sim == NULL) {
+        *msg = strdup("the device simulator cannot be loaded (see the previous error)");
+        return ACLNN_ERR_RUNTIME_ERROR;
+    }
+    void *args_buf[64];
+    void **args = e->nargs <= 64 ? args_buf : malloc(e->nargs * sizeof(void *));
+    if (args == NULL) {
+        *msg = strdup("out of memory");
+        return ACLNN_ERR_INNER;
+    }
+    memcpy(args, e->args, e->nargs * sizeof(void *));
+    args[plan->ntensors] = workspace;
+    char err[SIM_ERROR_LEN] = "";
+    int rc = sim->launch((sim_stream *)stream, (opbuild_kernel_launch_fn)plan->fn, args, e->nargs, plan->block_dim,
+                         plan->sync, err, sizeof err);
+    if (args != args_buf) free(args);
+    if (rc == 0 && stream != NULL) {
+        /* the kernel runs later: its tiling argument (in the plan) must outlive it */
+        opcache_plan_ref(e->plan);
+        if (sim->stream_enqueue_host((sim_stream *)stream, unref_plan_host_fn, e->plan) != 0)
+            opcache_plan_unref(e->plan); /* cannot happen on a live stream */
+    }
+    if (rc != 0) {
+        snprintf(text, sizeof text, "%s: kernel %s failed: %s", plan->key_text, plan->kernel, err);
+        *msg = strdup(text);
+        return ACLNN_ERR_RUNTIME_ERROR;
+    }
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus run_executor(const opcache_op *op, void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+                                aclrtStream stream) {
+    if (executor == NULL) return opbuild_aclnn_null_param("aclnn (phase 2)", "executor");
+    char api[256] = "aclnn (phase 2)";
+    pthread_mutex_lock(&shard_of(executor)->lock);
+    int live = exec_live_locked(executor);
+    int repeatable = 0, wrong_op = 0;
+    const opcache_op *made_for = NULL;
+    if (live) {
+        made_for = executor->op;
+        wrong_op = op != NULL && made_for != op;
+        repeatable = executor->repeatable;
+        if (!wrong_op) {
+            if (repeatable) executor->busy++;
+            else exec_unlink_locked(executor); /* claimed: this call releases it */
+        }
+    }
+    pthread_mutex_unlock(&shard_of(executor)->lock);
+    if (op != NULL) opcache_op_api(op, api, sizeof api);
+    else if (live && made_for != NULL) opcache_op_api(made_for, api, sizeof api);
+    if (!live) return aclnn_fail(ACLNN_ERR_PARAM_INVALID, api, NOT_LIVE_EXECUTOR, (void *)executor);
+    if (wrong_op) {
+        char other[256];
+        opcache_op_api(made_for, other, sizeof other);
+        return aclnn_fail(ACLNN_ERR_PARAM_INVALID, api, "the executor was made by %sGetWorkspaceSize, not %sGetWorkspaceSize",
+                          other, api);
+    }
 
     aclnnStatus status;
     char *msg = NULL;
@@ -421,6 +627,8 @@ aclnnStatus opbuild_aclnn_run(void *workspace, uint64_t workspaceSize, aclOpExec
         status = ACLNN_ERR_PARAM_INVALID;
         msg = malloc(160);
         if (msg) snprintf(msg, 160, "stream %p is not a live stream of aclrtCreateStream", stream);
+    } else if (executor->plan != NULL) {
+        status = native_run(executor, workspace, workspaceSize, stream, &msg); /* no Python */
     } else {
         g = gil_enter();
         gil_held = 1;
@@ -439,10 +647,10 @@ aclnnStatus opbuild_aclnn_run(void *workspace, uint64_t workspaceSize, aclOpExec
     if (!repeatable) {
         exec_free(executor, gil_held);
     } else {
-        pthread_mutex_lock(&g_exec_lock);
+        pthread_mutex_lock(&shard_of(executor)->lock);
         executor->busy--;
         int doomed = executor->destroy_pending && executor->busy == 0;
-        pthread_mutex_unlock(&g_exec_lock);
+        pthread_mutex_unlock(&shard_of(executor)->lock);
         if (doomed) exec_free(executor, gil_held);
     }
     if (gil_held) PyGILState_Release(g);
@@ -453,22 +661,25 @@ aclnnStatus opbuild_aclnn_run(void *workspace, uint64_t workspaceSize, aclOpExec
     return status;
 }
 
+aclnnStatus opbuild_aclnn_run(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return run_executor(NULL, workspace, workspaceSize, executor, stream);
+}
+
+aclnnStatus opbuild_aclnn_run_op(const char *package_root, const char *op_type, void *workspace,
+                                 uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    if (package_root == NULL || op_type == NULL) return opbuild_aclnn_run(workspace, workspaceSize, executor, stream);
+    const opcache_op *op = opcache_op_get(package_root, op_type);
+    if (op == NULL) return aclnn_fail(ACLNN_ERR_INNER, "aclnn (phase 2)", "out of memory");
+    return run_executor(op, workspace, workspaceSize, executor, stream);
+}
+
 /* ---- thread cache and settings -------------------------------------------------------------- */
 
 void ResetCacheThreadLocal(void) {
-    if (!Py_IsInitialized()) return; /* no runtime, no cache */
-    PyGILState_STATE g = gil_enter();
-    char *msg = load_capi();
-    if (msg == NULL) {
-        PyObject *r = PyObject_CallNoArgs(g_fn_reset_cache);
-        if (r == NULL) msg = python_error_text();
-        Py_XDECREF(r);
-    }
-    PyGILState_Release(g);
-    if (msg != NULL) {
-        aclnn_fail(ACLNN_ERR_INNER, "ResetCacheThreadLocal", "%s", msg);
-        free(msg);
-    }
+    /* As CANN's (opbase op_cache.cpp): resets this thread's per-call hashing state, which this
+     * runtime does not keep between calls (the key is built on the stack of each call). The
+     * cached plans stay; opbuild_aclnn_clear_cache() empties the calling thread's cache. No
+     * Python: op_fallback calls this before every phase 1. */
 }
 
 aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value) {

@@ -4,7 +4,8 @@
  *   acl_log.c     error messages (stderr in the CANN log style, aclGetRecentErrMsg), live counters
  *   acl_meta.c    aclTensor & co: plain C structs, their constructors and destructors, the layout
  *   acl_rt.c      aclInit/aclrt*: the device simulator, dlopened (see sim_api below)
- *   acl_bridge.c  aclnn phases, executors and settings, run by the Python runtime
+ *   acl_bridge.c  aclnn phases, executors and settings: the native hit path, the Python miss path
+ *   opcache.c     the native op-parameter cache (per thread) and the key of a C call (opkey.c)
  *
  * The struct layouts below are read by opbuild/runtime/capi.py through ctypes; it checks them
  * against opbuild_acl_layout() before first use.
@@ -114,6 +115,8 @@ typedef struct sim_api {
     int (*stream_synchronize)(sim_stream *stream, char *err, uint32_t errlen);
     int (*stream_destroy)(sim_stream *stream, char *err, uint32_t errlen);
     int (*stream_enqueue_host)(sim_stream *stream, sim_host_fn fn, void *arg);
+    int (*launch)(sim_stream *stream, opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs, uint32_t block_dim,
+                  int intercore_sync, char *err, uint32_t errlen);
 } sim_api;
 
 /* The loaded simulator, or NULL (the reason reported with acl_error). */

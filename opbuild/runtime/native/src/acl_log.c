@@ -20,20 +20,36 @@ static __thread char tls_recent[ACL_MSG_LEN];
 static __thread char tls_returned[ACL_MSG_LEN];
 static __thread int tls_has_recent;
 
-static int64_t g_live[OPBUILD_ACL_KIND_COUNT];
+/* Live-object counters, in per-thread-group shards (one cache line each) so that threads creating
+ * and releasing executors concurrently do not write one shared line; a query sums the shards. */
+#define LIVE_SHARDS 16
+static struct {
+    int64_t v[OPBUILD_ACL_KIND_COUNT];
+    char pad[64 - (OPBUILD_ACL_KIND_COUNT * sizeof(int64_t)) % 64];
+} g_live[LIVE_SHARDS] __attribute__((aligned(64)));
+static unsigned g_next_shard;
+static __thread int tls_shard = -1;
 
 void acl_live_add(int kind, int64_t delta) {
-    if (kind >= 0 && kind < OPBUILD_ACL_KIND_COUNT) __atomic_add_fetch(&g_live[kind], delta, __ATOMIC_RELAXED);
+    if (kind < 0 || kind >= OPBUILD_ACL_KIND_COUNT) return;
+    if (tls_shard < 0) tls_shard = (int)(__atomic_fetch_add(&g_next_shard, 1, __ATOMIC_RELAXED) % LIVE_SHARDS);
+    __atomic_add_fetch(&g_live[tls_shard].v[kind], delta, __ATOMIC_RELAXED);
+}
+
+static int64_t live_of(int kind) {
+    int64_t total = 0;
+    for (int i = 0; i < LIVE_SHARDS; i++) total += __atomic_load_n(&g_live[i].v[kind], __ATOMIC_RELAXED);
+    return total;
 }
 
 int64_t opbuild_acl_live_objects(int kind) {
     if (kind == -1) {
         int64_t total = 0;
-        for (int k = 0; k < OPBUILD_ACL_KIND_COUNT; k++) total += __atomic_load_n(&g_live[k], __ATOMIC_RELAXED);
+        for (int k = 0; k < OPBUILD_ACL_KIND_COUNT; k++) total += live_of(k);
         return total;
     }
     if (kind < 0 || kind >= OPBUILD_ACL_KIND_COUNT) return -1;
-    return __atomic_load_n(&g_live[kind], __ATOMIC_RELAXED);
+    return live_of(kind);
 }
 
 uint32_t opbuild_acl_abi_version(void) { return OPBUILD_ACL_ABI_VERSION; }

@@ -72,6 +72,7 @@ static void load_sim(void) {
         {"sim_stream_synchronize", (void **)&g_sim.stream_synchronize},
         {"sim_stream_destroy", (void **)&g_sim.stream_destroy},
         {"sim_stream_enqueue_host", (void **)&g_sim.stream_enqueue_host},
+        {"sim_launch", (void **)&g_sim.launch},
     };
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
         *syms[i].slot = dlsym(h, syms[i].name);

@@ -1,6 +1,6 @@
 /* fastpath.c: opbuild.runtime._fastpath, the cache-hit path of the per-op two-phase wrappers in C.
  *
- * opbuild/runtime/executor.py stays the reference and handles everything else. For each "simple"
+ * opbuild/runtime/call/executor.py stays the reference and handles everything else. For each "simple"
  * op (required tensors, scalar attributes, bound to a package) it wraps its Python phase-1 and
  * phase-2 functions in a Phase1 / Phase2 object of this module:
  *
@@ -26,6 +26,10 @@
 #include <structmember.h>
 #include <stdint.h>
 #include <string.h>
+
+#include <sys/stat.h>
+
+#include "opkey.h"
 
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
@@ -54,7 +58,7 @@ static PyObject *g_table_key;        /* the thread-state-dict key of the plan ta
 
 static PyObject *s_args, *s_plan, *s_workspace_size, *s_tiling_addr, *s_fn, *s_value, *s_nargs, *s_block_dim,
     *s_sync, *s_empty, *s_contiguous, *s_selection, *s_full_key, *s_entry, *s_name, *s_deterministic,
-    *s_impl_mode, *s_launch;
+    *s_impl_mode, *s_stamp, *s_stamp_path;
 
 static unsigned long long st_p1_hits, st_p1_misses, st_p1_registered, st_p2_fast, st_p2_slow;
 
@@ -83,7 +87,7 @@ typedef struct Entry {
     uint64_t hash;
     PyObject *op;
     Py_ssize_t nwords, nattrs, ndescr;
-    intptr_t *words;      /* dp, then per tensor: descr, ndim, shape..., strides... */
+    uint64_t *words;      /* the key (opkey.h) */
     PyObject **attrs;     /* owned */
     PyObject **descrs;    /* owned (their addresses are in words) */
     PyObject *plan;       /* owned */
@@ -93,6 +97,9 @@ typedef struct Entry {
     void *fn;
     uint32_t nargs, block_dim;
     int sync, empty;
+    char *stamp_path;     /* the package's binary_info_config.json (plans.package_config), or NULL */
+    int64_t stamp[3];     /* its mtime ns, size, inode when the plan was made (plans.file_stamp) */
+    int64_t checked_ns;   /* when it was last checked */
 } Entry;
 
 typedef struct {
@@ -111,7 +118,22 @@ static void entry_free(Entry *e) {
     PyMem_Free(e->words);
     PyMem_Free(e->attrs);
     PyMem_Free(e->descrs);
+    PyMem_Free(e->stamp_path);
     PyMem_Free(e);
+}
+
+/* Whether the package of an entry's plan is unchanged (plans.plan_fresh, in C). */
+static int entry_fresh(Entry *e) {
+    if (e->stamp_path == NULL) return 1;
+    int64_t now = opkey_now_ns();
+    if (now - e->checked_ns < OPKEY_STAMP_INTERVAL_NS) return 1; /* opkey.h: checked at most every 1 ms */
+    struct stat st;
+    if (stat(e->stamp_path, &st) != 0) return 0;
+    if (!((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == e->stamp[0] &&
+          (int64_t)st.st_size == e->stamp[1] && (int64_t)st.st_ino == e->stamp[2]))
+        return 0;
+    e->checked_ns = now;
+    return 1;
 }
 
 static void table_clear(Table *t) {
@@ -205,14 +227,21 @@ typedef struct {
     PyObject *slow; /* the Python phase-1 function */
     PyObject *dict;
     Py_ssize_t n_in, n_attr, n_out;
+    uint64_t key_id;            /* the op's id in the key (opkey.h) */
+    uint8_t attr_kind[MAX_ATTRS]; /* per attribute, its opkey tag (OPKEY_INT ...) */
 } Phase1;
 
 typedef struct {
     PyObject_VAR_HEAD /* ob_size = ntensors + nargs */
     PyObject *plan;
     PyObject *op;
+    PyObject *refs;    /* made by Python: the call's arrays (tuple); NULL when they are in `data` */
+    PyObject *inputs;  /* made by Python for a prepared launch: the normalized tensors, or NULL */
+    PyObject *outputs;
     uint32_t nargs, block_dim, ntensors;
     int sync, empty, repeatable, used, release_gil;
+    int fast;          /* made by Phase1's hit: the launch fields below are set, Phase2 may launch */
+    int has_args;      /* `data` holds launch arguments (else: phase 2 prepares them from inputs) */
     unsigned long long ws_size;
     void *fn;
     uint64_t data[1]; /* ntensors array references, then the nargs launch arguments */
@@ -222,7 +251,7 @@ static PyTypeObject ExecutorType;
 
 /* The call's key in `words` (and its hash); 0 if the call is not one the C path handles. */
 typedef struct {
-    intptr_t words[MAX_KEY_WORDS];
+    uint64_t words[MAX_KEY_WORDS];
     Py_ssize_t nwords;
     uint64_t hash;
 } Key;
@@ -244,49 +273,109 @@ static int kw_defaults_only(PyObject *const *args, Py_ssize_t nargs, PyObject *k
 }
 
 /* -1 error, 0 not handled, 1 key built. */
+/* The dtype code (GE) of an array's descriptor, from configure()'s table; -1 if not supported. */
+static PyObject *g_dtype_codes; /* {numpy dtype: GE code} */
+static struct { PyObject *descr; int code; } g_code_cache[16];
+
+static int dtype_code(PyObject *descr) {
+    for (int i = 0; i < 16 && g_code_cache[i].descr != NULL; i++)
+        if (g_code_cache[i].descr == descr) return g_code_cache[i].code;
+    PyObject *v = g_dtype_codes ? PyDict_GetItemWithError(g_dtype_codes, descr) : NULL;
+    if (v == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    int code = (int)PyLong_AsLong(v);
+    for (int i = 0; i < 16; i++)
+        if (g_code_cache[i].descr == NULL) {
+            g_code_cache[i].descr = Py_NewRef(descr); /* kept: descriptors of builtin types live forever */
+            g_code_cache[i].code = code;
+            break;
+        }
+    return code;
+}
+
+/* The call's key (opkey.h: the same words as cache_key.key_words of the call) in `k`; 1 built,
+ * 0 not a call this path handles (the Python path validates it), -1 error. */
 static int build_key(Phase1 *self, PyObject *const *args, Key *k, long dp) {
     Py_ssize_t n_in = self->n_in, n_attr = self->n_attr;
     Py_ssize_t ntensors = n_in + self->n_out;
-    uint64_t h = mix((uint64_t)(uintptr_t)self->op, (uint64_t)dp);
-    Py_ssize_t w = 0;
-    k->words[w++] = (intptr_t)dp;
-    for (Py_ssize_t i = 0; i < n_attr; i++) {
-        PyObject *a = args[n_in + i];
-        /* Only builtin scalars, whose hash and == run no Python code (nothing can change the
-         * table during a lookup); anything else takes the Python path. */
-        if (!PyLong_CheckExact(a) && !PyFloat_CheckExact(a) && !PyBool_Check(a) && !PyUnicode_CheckExact(a))
-            return 0;
-        Py_hash_t ah = PyObject_Hash(a);
-        if (ah == -1) {
-            PyErr_Clear();
-            return 0;
-        }
-        h = mix(h, (uint64_t)ah);
-        h = mix(h, (uint64_t)(uintptr_t)Py_TYPE(a));
-    }
-    for (Py_ssize_t i = 0; i < ntensors; i++) {
+    opkey key;
+    opkey_begin(&key, self->key_id, opkey_env_token(), (uint64_t)dp, (uint32_t)ntensors, (uint32_t)n_attr);
+    int ok = 1;
+    for (Py_ssize_t i = 0; i < ntensors && ok; i++) {
         PyObject *o = args[i < n_in ? i : i + n_attr];
-        if (!PyArray_CheckExact(o)) return 0;
+        if (!PyArray_CheckExact(o)) {
+            ok = 0;
+            break;
+        }
         PyArrayObject *a = (PyArrayObject *)o;
         int nd = PyArray_NDIM(a);
-        if (w + 2 + 2 * nd > MAX_KEY_WORDS) return 0;
-        k->words[w++] = (intptr_t)PyArray_DESCR(a);
-        k->words[w++] = nd;
-        npy_intp *dims = PyArray_DIMS(a), *strides = PyArray_STRIDES(a);
-        for (int d = 0; d < nd; d++) k->words[w++] = dims[d];
-        for (int d = 0; d < nd; d++) k->words[w++] = strides[d];
+        npy_intp itemsize = PyArray_ITEMSIZE(a);
+        int code = PyArray_ISBYTESWAPPED(a) ? -1 : dtype_code((PyObject *)PyArray_DESCR(a));
+        if (code < 0 || nd > 64 || itemsize <= 0) {
+            ok = 0;
+            break;
+        }
+        int64_t dims[64], strides[64];
+        for (int d = 0; d < nd; d++) {
+            dims[d] = PyArray_DIMS(a)[d];
+            npy_intp st = PyArray_STRIDES(a)[d];
+            if (st % itemsize) ok = 0;
+            strides[d] = st / itemsize;
+        }
+        opkey_tensor(&key, code, 2 /* ND */, (uint64_t)nd, dims, strides, 0);
     }
-    for (Py_ssize_t i = 0; i < w; i++) h = mix(h, (uint64_t)k->words[i]);
-    k->nwords = w;
-    k->hash = h;
+    for (Py_ssize_t i = 0; i < n_attr && ok; i++) {
+        PyObject *v = args[n_in + i];
+        switch (self->attr_kind[i]) {
+        case OPKEY_INT: {
+            if (!PyLong_CheckExact(v)) { ok = 0; break; }
+            int overflow;
+            long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+            if (overflow || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); ok = 0; break; }
+            opkey_int(&key, x);
+            break;
+        }
+        case OPKEY_FLOAT:
+            if (PyFloat_CheckExact(v)) opkey_float(&key, PyFloat_AS_DOUBLE(v));
+            else if (PyLong_CheckExact(v)) {
+                double x = PyLong_AsDouble(v);
+                if (x == -1.0 && PyErr_Occurred()) { PyErr_Clear(); ok = 0; break; }
+                opkey_float(&key, x);
+            } else ok = 0;
+            break;
+        case OPKEY_BOOL:
+            if (!PyBool_Check(v)) ok = 0;
+            else opkey_bool(&key, v == Py_True);
+            break;
+        case OPKEY_STR: {
+            Py_ssize_t len;
+            const char *text = PyUnicode_CheckExact(v) ? PyUnicode_AsUTF8AndSize(v, &len) : NULL;
+            if (text == NULL) { PyErr_Clear(); ok = 0; break; }
+            opkey_str(&key, text, (size_t)len);
+            break;
+        }
+        default: ok = 0; /* lists: not a simple op */
+        }
+    }
+    if (!ok || key.failed || key.n > MAX_KEY_WORDS) {
+        opkey_free(&key);
+        return 0;
+    }
+    memcpy(k->words, key.w, key.n * sizeof(uint64_t));
+    k->nwords = (Py_ssize_t)key.n;
+    k->hash = opkey_hash(key.w, key.n);
+    opkey_free(&key);
     return 1;
 }
 
 static Entry *lookup(Table *t, Phase1 *self, PyObject *const *args, Key *k) {
     if (t->buckets == NULL) return NULL;
-    for (Entry *e = t->buckets[k->hash & t->mask]; e != NULL; e = e->next) {
+    Entry **link = &t->buckets[k->hash & t->mask];
+    for (Entry *e = *link; e != NULL; link = &e->next, e = e->next) {
         if (e->hash != k->hash || e->op != self->op || e->nwords != k->nwords ||
-            memcmp(e->words, k->words, (size_t)k->nwords * sizeof(intptr_t)) != 0)
+            memcmp(e->words, k->words, (size_t)k->nwords * sizeof(uint64_t)) != 0)
             continue;
         int same = 1;
         for (Py_ssize_t i = 0; i < e->nattrs && same; i++) {
@@ -303,7 +392,14 @@ static Entry *lookup(Table *t, Phase1 *self, PyObject *const *args, Key *k) {
             }
             same = eq;
         }
-        if (same) return e;
+        if (!same) continue;
+        if (!entry_fresh(e)) { /* the package was rebuilt: drop the plan, the Python path selects again */
+            *link = e->next;
+            t->count--;
+            entry_free(e);
+            return NULL;
+        }
+        return e;
     }
     return NULL;
 }
@@ -359,7 +455,7 @@ static int register_plan(Phase1 *self, PyObject *const *args, Key *k, PyObject *
         PyErr_NoMemory();
         return -1;
     }
-    e->words = PyMem_Malloc((size_t)k->nwords * sizeof(intptr_t));
+    e->words = PyMem_Malloc((size_t)k->nwords * sizeof(uint64_t));
     e->attrs = PyMem_Calloc((size_t)self->n_attr + 1, sizeof(PyObject *));
     e->descrs = PyMem_Calloc((size_t)ntensors + 1, sizeof(PyObject *));
     if (e->words == NULL || e->attrs == NULL || e->descrs == NULL) {
@@ -367,23 +463,42 @@ static int register_plan(Phase1 *self, PyObject *const *args, Key *k, PyObject *
         PyErr_NoMemory();
         return -1;
     }
-    memcpy(e->words, k->words, (size_t)k->nwords * sizeof(intptr_t));
+    memcpy(e->words, k->words, (size_t)k->nwords * sizeof(uint64_t));
     e->nwords = k->nwords;
     e->hash = k->hash;
     e->op = Py_NewRef(self->op);
-    e->nattrs = self->n_attr;
-    for (Py_ssize_t i = 0; i < self->n_attr; i++) e->attrs[i] = Py_NewRef(args[self->n_in + i]);
-    e->ndescr = ntensors;
-    for (Py_ssize_t i = 0; i < ntensors; i++) {
-        PyObject *o = args[i < self->n_in ? i : i + self->n_attr];
-        e->descrs[i] = Py_NewRef((PyObject *)PyArray_DESCR((PyArrayObject *)o));
-    }
+    e->nattrs = 0; /* attribute values and dtypes are in the key's words (opkey.h) */
+    e->ndescr = 0;
     e->plan = Py_NewRef(plan);
     e->ws_obj = PyLong_FromUnsignedLongLong(ws);
     if (e->ws_obj == NULL) {
         entry_free(e);
         return -1;
     }
+    PyObject *stamp = PyObject_GetAttr(plan, s_stamp), *stamp_path = stamp ? PyObject_GetAttr(plan, s_stamp_path) : NULL;
+    if (stamp == NULL || stamp_path == NULL) {
+        Py_XDECREF(stamp);
+        entry_free(e);
+        return -1;
+    }
+    if (stamp != Py_None) {
+        const char *path = PyUnicode_Check(stamp_path) ? PyUnicode_AsUTF8(stamp_path) : NULL;
+        int ok = path != NULL && PyArg_ParseTuple(stamp, "LLL", &e->stamp[0], &e->stamp[1], &e->stamp[2]);
+        if (ok) {
+            e->stamp_path = PyMem_Malloc(strlen(path) + 1);
+            if (e->stamp_path != NULL) strcpy(e->stamp_path, path);
+        }
+        if (!ok || e->stamp_path == NULL) { /* not checkable: not cached in C */
+            Py_DECREF(stamp);
+            Py_DECREF(stamp_path);
+            entry_free(e);
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    Py_DECREF(stamp);
+    Py_DECREF(stamp_path);
+    e->checked_ns = opkey_now_ns();
     e->ws_size = ws;
     e->tiling_addr = tiling;
     e->fn = (void *)(uintptr_t)fnv;
@@ -459,6 +574,8 @@ static PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf,
     if (ex == NULL) return NULL;
     ex->plan = Py_NewRef(e->plan);
     ex->op = Py_NewRef(self->op);
+    ex->refs = ex->inputs = ex->outputs = NULL;
+    ex->fast = ex->has_args = 1;
     ex->nargs = e->nargs;
     ex->block_dim = e->block_dim;
     ex->ntensors = (uint32_t)ntensors;
@@ -497,10 +614,17 @@ static PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf,
 
 static PyObject *phase1_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     PyObject *op, *slow;
-    Py_ssize_t n_in, n_attr, n_out;
-    static char *kwlist[] = {"op", "n_inputs", "n_attrs", "n_outputs", "slow", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OnnnO:Phase1", kwlist, &op, &n_in, &n_attr, &n_out, &slow))
+    Py_ssize_t n_in, n_attr, n_out, n_kinds;
+    unsigned long long key_id;
+    const char *kinds;
+    static char *kwlist[] = {"op", "n_inputs", "n_attrs", "n_outputs", "slow", "key_id", "attr_kinds", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OnnnOKy#:Phase1", kwlist, &op, &n_in, &n_attr, &n_out, &slow,
+                                     &key_id, &kinds, &n_kinds))
         return NULL;
+    if (n_kinds != n_attr) {
+        PyErr_SetString(PyExc_ValueError, "Phase1: one attribute kind per attribute");
+        return NULL;
+    }
     if (!configured()) return NULL;
     if (n_in < 0 || n_attr < 0 || n_out < 0 || n_in + n_out > MAX_TENSORS || n_attr > MAX_ATTRS ||
         !PyCallable_Check(slow)) {
@@ -515,6 +639,8 @@ static PyObject *phase1_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
     self->n_in = n_in;
     self->n_attr = n_attr;
     self->n_out = n_out;
+    self->key_id = key_id;
+    memcpy(self->attr_kind, kinds, (size_t)n_kinds);
     return (PyObject *)self;
 }
 
@@ -568,11 +694,61 @@ static void executor_dealloc(Executor *self) {
     for (uint32_t i = 0; i < self->ntensors; i++) Py_XDECREF((PyObject *)(uintptr_t)self->data[i]);
     Py_XDECREF(self->plan);
     Py_XDECREF(self->op);
+    Py_XDECREF(self->refs);
+    Py_XDECREF(self->inputs);
+    Py_XDECREF(self->outputs);
     PyObject_Free(self);
+}
+
+/* Executor(plan, op, refs, args, inputs=None, outputs=None): what the Python phase 1 makes (the
+ * one Executor type; executor.PyExecutor is its equivalent without this extension). `args` is
+ * the packed launch-argument array (bytes of native uint64) or None. */
+static PyObject *executor_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *plan, *op, *refs, *packed, *inputs = Py_None, *outputs = Py_None;
+    static char *kwlist[] = {"plan", "op", "refs", "args", "inputs", "outputs", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO|OO:Executor", kwlist, &plan, &op, &refs, &packed, &inputs,
+                                     &outputs))
+        return NULL;
+    Py_ssize_t nbytes = 0;
+    if (packed != Py_None) {
+        if (!PyBytes_Check(packed) || PyBytes_GET_SIZE(packed) % 8) {
+            PyErr_SetString(PyExc_TypeError, "Executor: args must be packed uint64 bytes or None");
+            return NULL;
+        }
+        nbytes = PyBytes_GET_SIZE(packed);
+    }
+    Executor *ex = PyObject_NewVar(Executor, type, nbytes / 8 + 1);
+    if (ex == NULL) return NULL;
+    ex->plan = Py_NewRef(plan);
+    ex->op = Py_NewRef(op);
+    ex->refs = Py_NewRef(refs);
+    ex->inputs = inputs == Py_None ? NULL : Py_NewRef(inputs);
+    ex->outputs = outputs == Py_None ? NULL : Py_NewRef(outputs);
+    ex->ntensors = 0;
+    ex->nargs = (uint32_t)(nbytes / 8);
+    ex->has_args = packed != Py_None;
+    if (nbytes) memcpy(ex->data, PyBytes_AS_STRING(packed), (size_t)nbytes);
+    ex->fast = 0;
+    ex->block_dim = 0;
+    ex->sync = ex->empty = ex->repeatable = ex->used = ex->release_gil = 0;
+    ex->ws_size = 0;
+    ex->fn = NULL;
+    return (PyObject *)ex;
+}
+
+static PyObject *executor_obj(Executor *self, void *which) {
+    PyObject *o = which == NULL ? self->inputs : self->outputs;
+    return Py_NewRef(o ? o : Py_None);
+}
+
+static PyObject *executor_fast(Executor *self, void *unused) {
+    (void)unused;
+    return PyBool_FromLong(self->fast);
 }
 
 static PyObject *executor_refs(Executor *self, void *unused) {
     (void)unused;
+    if (self->refs != NULL) return Py_NewRef(self->refs);
     PyObject *t = PyTuple_New(self->ntensors);
     if (t == NULL) return NULL;
     for (uint32_t i = 0; i < self->ntensors; i++)
@@ -582,13 +758,8 @@ static PyObject *executor_refs(Executor *self, void *unused) {
 
 static PyObject *executor_args(Executor *self, void *unused) {
     (void)unused;
+    if (!self->has_args) Py_RETURN_NONE;
     return PyBytes_FromStringAndSize((const char *)(self->data + self->ntensors), (Py_ssize_t)self->nargs * 8);
-}
-
-static PyObject *executor_none(Executor *self, void *unused) {
-    (void)self;
-    (void)unused;
-    Py_RETURN_NONE;
 }
 
 static PyObject *executor_get_flag(Executor *self, void *which) {
@@ -661,8 +832,9 @@ static PyMemberDef executor_members[] = {
 static PyGetSetDef executor_getset[] = {
     {"refs", (getter)executor_refs, NULL, "the call's arrays (kept alive while the executor lives)", NULL},
     {"args", (getter)executor_args, NULL, "the launch-argument array as packed native uint64", NULL},
-    {"inputs", (getter)executor_none, NULL, NULL, NULL},
-    {"outputs", (getter)executor_none, NULL, NULL, NULL},
+    {"inputs", (getter)executor_obj, NULL, "the normalized inputs of a prepared launch, or None", NULL},
+    {"outputs", (getter)executor_obj, NULL, "the normalized outputs of a prepared launch, or None", (void *)1},
+    {"fast", (getter)executor_fast, NULL, "made by the C fast path's cache hit", NULL},
     {"repeatable", (getter)executor_get_flag, (setter)executor_set_flag, NULL, NULL},
     {"used", (getter)executor_get_flag, (setter)executor_set_flag, NULL, (void *)1},
     {"simplified_key", (getter)executor_simplified_key, NULL, NULL, NULL},
@@ -685,7 +857,8 @@ static PyTypeObject ExecutorType = {
     .tp_dealloc = (destructor)executor_dealloc,
     .tp_repr = (reprfunc)executor_repr,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The product of a phase 1 served by the C fast path (as executor.Executor).",
+    .tp_doc = "The product of phase 1: a plan bound to a call's tensors. Runs once unless repeatable.",
+    .tp_new = executor_new,
     .tp_methods = executor_methods,
     .tp_members = executor_members,
     .tp_getset = executor_getset,
@@ -699,9 +872,10 @@ typedef struct {
     PyObject *op;
     PyObject *slow; /* the Python phase-2 function */
     PyObject *dict;
-    PyObject *globals; /* the Python function's globals, or NULL */
-    PyObject *launch;  /* the `_launch` they hold: replaced (instrumented), the Python path runs */
 } Phase2;
+
+/* launch.observe_launches: while > 0, launches go through the Python path (which calls them). */
+static long g_observed;
 
 static PyObject *phase2_slow(Phase2 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     st_p2_slow++;
@@ -712,13 +886,10 @@ static PyObject *phase2_call(Phase2 *self, PyObject *const *args, size_t nargsf,
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (kwnames != NULL || nargs < 3 || nargs > 4 || (nargs == 4 && args[3] != Py_None))
         return phase2_slow(self, args, nargsf, kwnames);
-    if (self->globals != NULL && PyDict_GetItemWithError(self->globals, s_launch) != self->launch) {
-        if (PyErr_Occurred()) return NULL;
-        return phase2_slow(self, args, nargsf, kwnames);
-    }
+    if (g_observed) return phase2_slow(self, args, nargsf, kwnames);
     PyObject *workspace = args[0], *size_obj = args[1];
     Executor *ex = (Executor *)args[2];
-    if (Py_TYPE(ex) != &ExecutorType || ex->op != self->op || !PyLong_CheckExact(size_obj) ||
+    if (Py_TYPE(ex) != &ExecutorType || !ex->fast || ex->op != self->op || !PyLong_CheckExact(size_obj) ||
         (workspace != Py_None && ex->ws_size != 0))
         return phase2_slow(self, args, nargsf, kwnames);
     int overflow;
@@ -778,14 +949,9 @@ static PyObject *phase2_call(Phase2 *self, PyObject *const *args, size_t nargsf,
 }
 
 static PyObject *phase2_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
-    PyObject *op, *slow, *globals = NULL, *launch = NULL;
-    static char *kwlist[] = {"op", "slow", "globals", "launch", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|O!O:Phase2", kwlist, &op, &slow, &PyDict_Type, &globals, &launch))
-        return NULL;
-    if ((globals == NULL) != (launch == NULL)) {
-        PyErr_SetString(PyExc_TypeError, "Phase2: globals and launch go together");
-        return NULL;
-    }
+    PyObject *op, *slow;
+    static char *kwlist[] = {"op", "slow", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:Phase2", kwlist, &op, &slow)) return NULL;
     if (!configured()) return NULL;
     if (g_launch == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Phase2: no sim_launch configured");
@@ -796,8 +962,6 @@ static PyObject *phase2_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
     self->vectorcall = (vectorcallfunc)phase2_call;
     self->op = Py_NewRef(op);
     self->slow = Py_NewRef(slow);
-    self->globals = Py_XNewRef(globals);
-    self->launch = Py_XNewRef(launch);
     return (PyObject *)self;
 }
 
@@ -805,8 +969,6 @@ static int phase2_traverse(Phase2 *self, visitproc visit, void *arg) {
     Py_VISIT(self->op);
     Py_VISIT(self->slow);
     Py_VISIT(self->dict);
-    Py_VISIT(self->globals);
-    Py_VISIT(self->launch);
     return 0;
 }
 
@@ -814,8 +976,6 @@ static int phase2_clear(Phase2 *self) {
     Py_CLEAR(self->op);
     Py_CLEAR(self->slow);
     Py_CLEAR(self->dict);
-    Py_CLEAR(self->globals);
-    Py_CLEAR(self->launch);
     return 0;
 }
 
@@ -853,12 +1013,15 @@ static PyTypeObject Phase2Type = {
 
 static PyObject *fp_configure(PyObject *mod, PyObject *args, PyObject *kwds) {
     (void)mod;
-    PyObject *err, *dp, *py_executor, *plan_type, *launch_failed;
+    PyObject *err, *dp, *py_executor, *plan_type, *launch_failed, *codes;
     unsigned long long launch = 0;
-    static char *kwlist[] = {"aclnn_error", "dp", "executor_type", "plan_type", "launch_failed", "sim_launch", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!OO!OK:configure", kwlist, &err, &PyList_Type, &dp,
-                                     &py_executor, &PyType_Type, &plan_type, &launch_failed, &launch))
+    static char *kwlist[] = {"aclnn_error", "dp", "executor_type", "plan_type", "launch_failed", "sim_launch",
+                             "dtype_codes", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!OO!OKO!:configure", kwlist, &err, &PyList_Type, &dp,
+                                     &py_executor, &PyType_Type, &plan_type, &launch_failed, &launch, &PyDict_Type,
+                                     &codes))
         return NULL;
+    Py_XSETREF(g_dtype_codes, Py_NewRef(codes));
     if (PyList_GET_SIZE(dp) != 1) {
         PyErr_SetString(PyExc_ValueError, "configure: dp must be a one-element list");
         return NULL;
@@ -875,6 +1038,35 @@ static PyObject *fp_configure(PyObject *mod, PyObject *args, PyObject *kwds) {
     Py_XSETREF(g_launch_failed, Py_NewRef(launch_failed));
     g_hot_offset = hot;
     g_launch = (sim_launch_fn)(uintptr_t)launch;
+    Py_RETURN_NONE;
+}
+
+/* key_words(phase1, *args): the key words the C path builds for this call (None if it does not
+ * handle it): what tests compare with cache_key.key_words. */
+static PyObject *fp_key_words(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    (void)mod;
+    if (nargs < 1 || Py_TYPE(args[0]) != &Phase1Type) {
+        PyErr_SetString(PyExc_TypeError, "key_words(phase1, *args)");
+        return NULL;
+    }
+    Phase1 *self = (Phase1 *)args[0];
+    if (nargs - 1 != self->n_in + self->n_attr + self->n_out) Py_RETURN_NONE;
+    long dp = PyLong_AsLong(PyList_GET_ITEM(g_dp, 0));
+    Key k;
+    int rc = build_key(self, args + 1, &k, dp);
+    if (rc < 0) return NULL;
+    if (rc == 0) Py_RETURN_NONE;
+    PyObject *list = PyList_New(k.nwords);
+    if (list == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < k.nwords; i++) PyList_SET_ITEM(list, i, PyLong_FromUnsignedLongLong(k.words[i]));
+    return list;
+}
+
+static PyObject *fp_set_observed(PyObject *mod, PyObject *arg) {
+    (void)mod;
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    g_observed = n;
     Py_RETURN_NONE;
 }
 
@@ -913,6 +1105,11 @@ static PyObject *fp_reset_stats(PyObject *mod, PyObject *unused) {
 static PyMethodDef fp_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))fp_configure, METH_VARARGS | METH_KEYWORDS,
      "configure(aclnn_error, dp, executor_type, plan_type, launch_failed, sim_launch): bind to the runtime."},
+    {"key_words", (PyCFunction)(void (*)(void))fp_key_words, METH_FASTCALL,
+     "key_words(phase1, *args): the key (opkey.h words) the C path builds for this call, or None."},
+    {"set_observed", fp_set_observed, METH_O,
+     "set_observed(n): n launch observers are registered (launch.observe_launches); while n > 0 "
+     "Phase2 hands launches to the Python path."},
     {"reset", fp_reset, METH_NOARGS, "Forget the calling thread's plan table (ResetCacheThreadLocal)."},
     {"table_size", fp_table_size, METH_NOARGS, "Entries in the calling thread's plan table."},
     {"stats", fp_stats, METH_NOARGS, "Process-wide counters of the fast path (hits, misses, launches)."},
@@ -923,7 +1120,7 @@ static PyMethodDef fp_methods[] = {
 static struct PyModuleDef fp_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "opbuild.runtime._fastpath",
-    .m_doc = "The cache-hit path of the per-op two-phase wrappers (see opbuild/runtime/executor.py).",
+    .m_doc = "The cache-hit path of the per-op two-phase wrappers (see opbuild/runtime/call/executor.py).",
     .m_size = -1,
     .m_methods = fp_methods,
 };
@@ -956,7 +1153,8 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     INTERN(s_name, "name");
     INTERN(s_deterministic, "deterministic");
     INTERN(s_impl_mode, "impl_mode");
-    INTERN(s_launch, "_launch");
+    INTERN(s_stamp, "stamp");
+    INTERN(s_stamp_path, "stamp_path");
     PyObject *m = PyModule_Create(&fp_module);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "Phase1", (PyObject *)&Phase1Type) < 0 ||

@@ -76,6 +76,27 @@ ACL_FUNC_VISIBILITY aclnnStatus opbuild_aclnn_get_workspace_size(const char *pac
 ACL_FUNC_VISIBILITY aclnnStatus opbuild_aclnn_run(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
                                                   aclrtStream stream);
 
+/* Phase 2 of op `op_type` of the package at `package_root` (what generated wrappers call): as
+ * opbuild_aclnn_run, and 161002 when the executor was made by another op's phase 1. */
+ACL_FUNC_VISIBILITY aclnnStatus opbuild_aclnn_run_op(const char *package_root, const char *op_type, void *workspace,
+                                                     uint64_t workspaceSize, aclOpExecutor *executor,
+                                                     aclrtStream stream);
+
+/* Empty the calling thread's op-parameter cache of C callers (ResetCacheThreadLocal keeps it, as
+ * CANN's): every next call selects again. For tests and to give memory back. */
+ACL_FUNC_VISIBILITY void opbuild_aclnn_clear_cache(void);
+
+/* Counters of the calling thread's native op-parameter cache (phase-1 calls since the thread
+ * started: served natively, not, plans cached, plans dropped because their package changed) and
+ * its current size. */
+typedef struct opbuild_aclnn_cache_counters {
+    uint64_t hits, misses, inserts, stale, size;
+} opbuild_aclnn_cache_counters;
+ACL_FUNC_VISIBILITY void opbuild_aclnn_cache_stats(opbuild_aclnn_cache_counters *out);
+
+/* The deterministic / impl mode code (d * 4 + p) of later calls; set by opbuild.runtime.settings. */
+ACL_FUNC_VISIBILITY void opbuild_aclnn_set_dp(int dp);
+
 /* The package root of the shared object containing `anchor` (an address in it): the directory
  * of that object joined with `relative` (e.g. "../.." for <root>/op_api/lib/libcust_opapi.so),
  * canonicalized. Cached per object; NULL on failure (reported like an aclnn error). */

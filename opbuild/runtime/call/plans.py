@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,9 +24,9 @@ from opbuild.abi.kernel_launch import tiling_argument, tiling_data_size
 from opbuild.abi.platform import platform
 from opbuild.keys import KeyContext
 from opbuild.runtime import device
-from opbuild.runtime.arguments import _dtype_name
+from opbuild.runtime.call.arguments import _dtype_name
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
-from opbuild.runtime.selection import OpRuntime, Selection, current_soc
+from opbuild.runtime.binaries.selection import OpRuntime, Selection, current_soc
 from opbuild.runtime.shapes import infer_output_shape
 
 
@@ -78,7 +80,8 @@ class Plan:
     changes after the build)."""
 
     __slots__ = ("op", "selection", "kernel", "block_dim", "tiling_key", "workspace_size", "tiling_buffer", "empty",
-                 "contiguous", "nargs", "ws_index", "tiling_addr", "fn", "sync", "hot")
+                 "contiguous", "nargs", "ws_index", "tiling_addr", "fn", "sync", "hot", "stamp_path", "stamp",
+                 "checked_ns")
 
     def __init__(self, op: OpRuntime, selection: Selection | None, kernel: KernelInfo | None, block_dim: int,
                  tiling_key: int, workspace_size: int, tiling_buffer: Any, empty: bool, contiguous: bool,
@@ -98,6 +101,11 @@ class Plan:
         self.fn = ctypes.c_void_p(kernel.binary.fn) if kernel is not None else None
         self.sync = 1 if kernel is not None and kernel.intercore_sync else 0
         self.hot = False  # cache metadata: used since the eviction clock last passed it
+        # the package's binary_info_config.json and its stamp when selected: a hit checks it, so a
+        # package rebuilt in place selects again (plan_fresh)
+        self.stamp_path = package_config(selection) if selection is not None else ""
+        self.stamp = file_stamp(self.stamp_path)
+        self.checked_ns = time.monotonic_ns()
 
     @property
     def tiling_data(self) -> bytes:
@@ -109,6 +117,43 @@ class Plan:
     def __repr__(self) -> str:
         name = self.selection.entry.name if self.selection else None
         return f"Plan({name}, block_dim={self.block_dim}, workspace={self.workspace_size}, empty={self.empty})"
+
+
+def file_stamp(path: str) -> tuple[int, int, int] | None:
+    """(mtime ns, size, inode) of a file; None when it cannot be read (opcache.c compares the same)."""
+    if not path:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def package_config(selection: Selection) -> str:
+    """The binary_info_config.json the selected binary was listed in ("" if none: e.g. a package
+    provider that is not a directory, an .om's nodes)."""
+    config = getattr(selection.entry, "config", None)
+    return str(config) if config is not None else ""
+
+
+STAMP_INTERVAL_NS = 1_000_000
+"""A cached plan re-checks its package's stamp at most this often (opkey.h OPKEY_STAMP_INTERVAL_NS:
+file times have a resolution of a few ms, and a stat per hit would cost more than the hit)."""
+
+
+def plan_fresh(plan: Plan) -> bool:
+    """Whether the package a cached plan was selected from is unchanged (a stat at most every
+    STAMP_INTERVAL_NS; plans are per thread, so `checked_ns` needs no lock)."""
+    if plan.stamp is None:
+        return True
+    now = time.monotonic_ns()
+    if now - plan.checked_ns < STAMP_INTERVAL_NS:
+        return True
+    if file_stamp(plan.stamp_path) != plan.stamp:
+        return False
+    plan.checked_ns = now
+    return True
 
 
 def _instances(params, contiguous: bool) -> list[list[tuple]]:

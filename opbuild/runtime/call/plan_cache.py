@@ -14,7 +14,7 @@ import os
 import threading
 from typing import Any
 
-from opbuild.runtime.plans import Plan
+from opbuild.runtime.call.plans import Plan
 
 # The cache-hit path in C (opbuild/runtime/native/src/fastpath.c); None when it is not built or
 # is disabled with OPBUILD_NO_FASTPATH=1. Configured by the first wrapper made
@@ -39,12 +39,28 @@ _CACHE = _ThreadState()
 
 
 def reset_cache_thread_local() -> None:
-    """ResetCacheThreadLocal(): forget the calling thread's cached plans (and the C fast path's
-    table of them)."""
+    """ResetCacheThreadLocal(), as CANN's (opbase op_cache.cpp): reset the calling thread's
+    per-call state only -- here its reusable launch-argument arrays, CANN's per-call hash key and
+    tensor label maps. The cached plans stay: op_fallback calls this before every phase 1 and
+    must still hit. `clear_cache()` empties the cache."""
+    _CACHE.args = [None] * 65
+
+
+def clear_cache() -> None:
+    """Empty the calling thread's op-parameter cache: its plans, the one-shot output specs, the C
+    fast path's table of them and the aclnn C ABI's native cache of this thread (for tests, and
+    to give the memory back). The next call of each signature is a miss."""
     _CACHE.plans.clear()
     _CACHE.oneshot.clear()
     if _fastpath is not None:
         _fastpath.reset()
+    for hook in CLEAR_HOOKS:
+        hook()
+
+
+CLEAR_HOOKS: list = []
+"""Other caches `clear_cache()` empties with this one, registered explicitly by their owners
+(the aclnn C ABI's native cache registers itself when capi loads the acl library)."""
 
 
 def cache_size() -> int:

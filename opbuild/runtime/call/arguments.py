@@ -10,14 +10,14 @@ the key a call maps to is defined in one place.
 
 from __future__ import annotations
 
-import os
 from typing import Any, Sequence
 
 import numpy as np
 
 from opbuild.abi.ge_types import dtype_name
+from opbuild.runtime.call.cache_key import search_env
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
-from opbuild.runtime.selection import OpRuntime
+from opbuild.runtime.binaries.selection import OpRuntime
 from opbuild.runtime.tensor import Tensor, as_array
 
 _DTYPE_NAMES: dict[np.dtype, str] = {}
@@ -124,19 +124,14 @@ def _plain_array(value: Any) -> np.ndarray | None:
     return None
 
 
-def _search_env() -> tuple[str | None, ...]:
-    """What package resolution depends on (package.search_roots): part of the cache key of ops
-    bound to no package, so a changed environment is honored by the next call."""
-    env = os.environ
-    return (env.get("ASCEND_CUSTOM_OPP_PATH"), env.get("ASCEND_OPP_PATH"), env.get("ASCEND_HOME_PATH"),
-            env.get("OPBUILD_SOC"))
+_search_env = search_env  # the search environment, part of every cache key (cache_key.ENV_VARS)
 
 
 def simple_key(op: OpRuntime, dp: int, inputs: Sequence[Any], attrs: Sequence[Any],
                outputs: Sequence[Any]) -> tuple[tuple, list[np.ndarray]] | None:
     """(cache key, arrays) of a call that the per-op fast wrappers can handle, else None.
 
-    The key is `(op, dp, a0, type(a0), ..., x.dtype, x.shape, x.strides, ..., out.dtype, ...)`,
+    The key is `(op, dp, a0, type(a0), ..., x.dtype, x.shape, x.strides, ..., out.dtype, ..., env)`,
     exactly what `phase1_function`'s code builds, so both share cached plans.
     """
     if not op.simple or len(inputs) != op.n_inputs or len(outputs) != op.n_outputs or len(attrs) != op.n_attrs:
@@ -152,8 +147,7 @@ def simple_key(op: OpRuntime, dp: int, inputs: Sequence[Any], attrs: Sequence[An
             return None
         arrays.append(a)
         key += (a.dtype, a.shape, a.strides)
-    if op.package is None:
-        key.append(_search_env())
+    key.append(_search_env())
     key_t = tuple(key)
     try:
         hash(key_t)

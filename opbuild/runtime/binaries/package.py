@@ -32,10 +32,11 @@ class BinaryEntry:
     the config was parsed, and `checked_bin_path()` also checks the resolved path (symlinks).
     """
 
-    __slots__ = ("op", "name", "core_type", "keys", "bin_rel", "json_rel", "kernel_root", "_bin", "_json", "_checked")
+    __slots__ = ("op", "name", "core_type", "keys", "bin_rel", "json_rel", "kernel_root", "config", "_bin", "_json",
+                 "_checked")
 
     def __init__(self, op: str, name: str, bin_rel: str, json_rel: str, core_type: int, keys: tuple[str, ...],
-                 kernel_root: Path) -> None:
+                 kernel_root: Path, config: Path | None = None) -> None:
         self.op = op
         self.name = name
         self.bin_rel = bin_rel
@@ -43,6 +44,7 @@ class BinaryEntry:
         self.core_type = core_type
         self.keys = keys
         self.kernel_root = kernel_root
+        self.config = config  # the binary_info_config.json listing it (cached plans check its stamp)
         self._bin: Path | None = None
         self._json: Path | None = None
         self._checked = False
@@ -169,7 +171,7 @@ def _parse_config(package: Path, soc: str, config: Path) -> tuple[dict[str, Bina
                 if subpackage:
                     bin_rel, json_rel = (layout.insert_subpackage(r, subpackage) for r in (bin_rel, json_rel))
                 name = posixpath.splitext(posixpath.basename(bin_rel))[0]
-                entry = BinaryEntry(op, name, bin_rel, json_rel, int(item["coreType"]), keys, kernel_root)
+                entry = BinaryEntry(op, name, bin_rel, json_rel, int(item["coreType"]), keys, kernel_root, config)
                 for key in keys:
                     if not isinstance(key, str):
                         raise TypeError(f"simplifiedKey {key!r} is not a string")

@@ -6,13 +6,11 @@ op cache; bounded, evicting the least recently used approximately): a call with 
 reuses the plan without running GenSimplifiedKey or tiling. Phase 2 launches the plan's kernel
 on a stream and never recomputes the key.
 
-The hot path (a cache hit with numpy arrays or ND Tensors on a "simple" op: required tensors and
-scalar attributes) is kept lean: the per-op wrappers made by `phase1_function` /
-`phase2_function` build the cache key straight from the arguments (`simple_key` is the same key
-in plain Python), read the arrays' data pointers without numpy's `.ctypes`, and phase 2 fills a
-per-thread argument array and calls the simulator's `sim_launch` directly. Every other call goes
-through `get_workspace_size` / `execute`, which validate everything and copy non-contiguous or
-misaligned tensors.
+The pure-Python hot path (a cache hit with numpy arrays or ND Tensors on a "simple" op: required
+tensors and scalar attributes) is the first branch of `get_workspace_size`: `simple_key` builds
+the cache key straight from the arguments, and phase 2 passes the packed launch arguments to the
+simulator's `sim_launch` directly. Every other call validates everything and copies
+non-contiguous or misaligned tensors.
 
 When the extension `opbuild.runtime._fastpath` is built, the per-op wrappers are C objects around
 those Python functions: a cache hit of plain numpy arrays (looked up in a per-thread C table of
@@ -20,7 +18,7 @@ the same keys, filled from this module's misses and cleared with its cache) and 
 launch run in C; everything else calls the Python function (`wrapper.__wrapped__`).
 
 This module holds the two phases themselves (`get_workspace_size`, `Executor`, `execute`); the
-rest lives in modules with one job each and is re-exported here, so `opbuild.runtime.executor`
+rest lives in modules with one job each and is re-exported here, so `opbuild.runtime.call.executor`
 stays the one public module:
 
   arguments      argument normalization and cache keys (normalize_tensors/attrs, simple_key)
@@ -39,7 +37,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from opbuild.runtime import device, settings  # noqa: F401 - device: re-exported as before
-from opbuild.runtime.arguments import (  # noqa: F401 - re-exported: opbuild.runtime.executor is the public module
+from opbuild.runtime.call.arguments import (  # noqa: F401 - re-exported: opbuild.runtime.call.executor is the public module
     _ATTR_CHECK,
     _ATTR_CONVERT,
     _DTYPE_NAMES,
@@ -60,7 +58,7 @@ from opbuild.runtime.errors import (  # noqa: F401
     ACLNN_ERR_RUNTIME_ERROR,
     AclnnError,
 )
-from opbuild.runtime.launch import (  # noqa: F401
+from opbuild.runtime.call.launch import (  # noqa: F401
     _DATA_OFFSET,
     _FAST_POINTERS,
     _PACKERS,
@@ -77,16 +75,17 @@ from opbuild.runtime.launch import (  # noqa: F401
     data_pointer,
     packer,
 )
-from opbuild.runtime.plan_cache import (  # noqa: F401
+from opbuild.runtime.call.plan_cache import (  # noqa: F401
     _CACHE,
     _fastpath,
     _store,
     _thread_args,
     _ThreadState,
     cache_size,
+    clear_cache,
     reset_cache_thread_local,
 )
-from opbuild.runtime.plans import (  # noqa: F401
+from opbuild.runtime.call.plans import (  # noqa: F401
     _KERNELS,
     _KERNELS_LOCK,
     KernelInfo,
@@ -95,8 +94,9 @@ from opbuild.runtime.plans import (  # noqa: F401
     _instances,
     build_plan,
     load_kernel_info,
+    plan_fresh,
 )
-from opbuild.runtime.selection import OpRuntime
+from opbuild.runtime.binaries.selection import OpRuntime
 from opbuild.runtime.tensor import Tensor
 
 # The plan cache's capacity per thread. Read here on every store (and by api's one-shot cache),
@@ -105,13 +105,12 @@ PARAM_CACHE_CAPACITY = int(os.environ.get("OPBUILD_PARAM_CACHE_SIZE", "1024"))
 
 # Names of fast_wrappers, which imports this module: resolved on first access (PEP 562) so that
 # either module can be imported first.
-_FAST_WRAPPER_NAMES = frozenset({"phase1_function", "phase2_function", "_FAST_PHASE1", "_FAST_PHASE2", "_tuple_src",
-                                 "_wrap", "_FASTPATH_STATE", "_fastpath_ready"})
+_FAST_WRAPPER_NAMES = frozenset({"phase1_function", "phase2_function", "_wrap", "_FASTPATH_STATE", "_fastpath_ready"})
 
 
 def __getattr__(name: str) -> Any:
     if name in _FAST_WRAPPER_NAMES:
-        from opbuild.runtime import fast_wrappers
+        from opbuild.runtime.call import fast_wrappers
 
         return getattr(fast_wrappers, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -119,8 +118,11 @@ def __getattr__(name: str) -> Any:
 
 # ---- phase 1 --------------------------------------------------------------------------------------
 
-class Executor:
+class PyExecutor:
     """The product of phase 1: a plan bound to this call's tensors. Runs once unless repeatable.
+
+    The pure-Python equivalent of `_fastpath.Executor`, the one Executor type when the extension
+    is built (see `Executor` below).
 
     `args` is the launch-argument array as bytes (native uint64 tensor addresses, workspace
     placeholder 0, tiling address) when every tensor can be passed as it is; None when phase 2 must prepare the
@@ -156,8 +158,15 @@ class Executor:
         self.repeatable = repeatable
         return self
 
+    fast = False  # made by the C fast path (never, without it)
+
     def __repr__(self) -> str:
         return f"Executor({self.simplified_key} -> {self.binary_name}, workspace={self.plan.workspace_size})"
+
+
+Executor: Any = _fastpath.Executor if _fastpath is not None else PyExecutor
+"""The executor type phase 1 returns: the extension's when it is built (so that its hits and
+Python's misses return the same type), else PyExecutor."""
 
 
 def _direct_args(plan: Plan, arrays: Sequence[np.ndarray]) -> bytes | None:
@@ -187,7 +196,7 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
     if simple is not None:
         key, arrays = simple
         plan = plans.get(key)
-        if plan is not None:
+        if plan is not None and plan_fresh(plan):
             n_in = op.n_inputs
             for what, a in zip(op.output_what, arrays[n_in:]):
                 if not a.flags.writeable:
@@ -200,10 +209,9 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
     out_params = normalize_tensors(op, outputs, outputs=True)
     attr_values = normalize_attrs(op, attrs)
     if simple is None:
-        key = (op, dp, "generic", attr_values, _signature(in_params), _signature(out_params),
-               _search_env() if op.package is None else None)
+        key = (op, dp, "generic", attr_values, _signature(in_params), _signature(out_params), _search_env())
     plan = plans.get(key)
-    if plan is None:
+    if plan is None or not plan_fresh(plan):
         plan = build_plan(op, in_params, out_params, attr_values, d, p)
         _store(key, plan, PARAM_CACHE_CAPACITY)
     else:

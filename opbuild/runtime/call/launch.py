@@ -4,6 +4,7 @@
 reads a numpy array's data address without `.ctypes`; `packer` packs launch-argument arrays.
 `_launch_now` launches on the default stream, `_launch_stream` on any stream (keeping what the
 kernel reads alive), `_execute_prepared` copies non-contiguous or misaligned tensors first.
+`observe_launches(fn)` registers a function called at every launch (tests count launches).
 Kept apart from executor.execute, which only checks the call and picks one of these.
 """
 
@@ -19,10 +20,10 @@ import numpy as np
 
 from opbuild.runtime import device
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_RUNTIME_ERROR, AclnnError
-from opbuild.runtime.plans import Plan
+from opbuild.runtime.call.plans import Plan
 
 if TYPE_CHECKING:
-    from opbuild.runtime.executor import Executor
+    from opbuild.runtime.call.executor import Executor
 
 
 # ---- the native launch used by the hot path --------------------------------------------------------
@@ -47,6 +48,38 @@ class _Native:
         last_error.argtypes = []
         cls.last_error = last_error
         cls.launch = launch
+
+
+# ---- launch observers (tests, tools): registered explicitly, never looked up per call ----------------
+
+LAUNCH_OBSERVERS: list = []
+"""Functions called with the plan of every kernel launch of a phase 2 (any path). While one is
+registered, the C fast path hands its launches to the Python path, which calls them."""
+
+
+def observe_launches(fn) -> Any:
+    """Register `fn(plan)` to be called at every launch; returns the function that unregisters it."""
+    LAUNCH_OBSERVERS.append(fn)
+    _observed_changed()
+
+    def unregister() -> None:
+        if fn in LAUNCH_OBSERVERS:
+            LAUNCH_OBSERVERS.remove(fn)
+            _observed_changed()
+
+    return unregister
+
+
+def _observed_changed() -> None:
+    from opbuild.runtime.call.plan_cache import _fastpath
+
+    if _fastpath is not None:
+        _fastpath.set_observed(len(LAUNCH_OBSERVERS))
+
+
+def _observe(plan: Plan) -> None:
+    for fn in LAUNCH_OBSERVERS:
+        fn(plan)
 
 
 def _native_error() -> str:
@@ -113,6 +146,8 @@ def _launch_now(plan: Plan, a: Any, executor: Executor) -> None:
         args = list(packer(plan.nargs).unpack(bytes(a)))
         _launch_stream(plan, executor, args, None, None)
         return
+    if LAUNCH_OBSERVERS:
+        _observe(plan)
     rc = launch(None, plan.fn, a, plan.nargs, plan.block_dim, plan.sync, None, 0)
     if rc:
         raise AclnnError(ACLNN_ERR_RUNTIME_ERROR, f"{plan.op.name}: kernel {plan.kernel.name} failed: "
@@ -120,6 +155,8 @@ def _launch_now(plan: Plan, a: Any, executor: Executor) -> None:
 
 
 def _launch_stream(plan: Plan, executor: Executor, args: list, stream: Any, refs: list | None) -> None:
+    if LAUNCH_OBSERVERS:
+        _observe(plan)
     try:
         device.launch(plan.kernel.binary, args, plan.block_dim, stream=stream, intercore_sync=plan.kernel.intercore_sync)
     except device.DeviceError as exc:
@@ -168,6 +205,8 @@ def _execute_prepared(plan: Plan, executor: Executor, ws_addr: int, workspace: A
     args.append(ws_addr)
     args.append(plan.tiling_addr)
     executor.used = True
+    if LAUNCH_OBSERVERS:
+        _observe(plan)
     try:
         device.launch(plan.kernel.binary, args, plan.block_dim, stream=stream, intercore_sync=plan.kernel.intercore_sync)
     except device.DeviceError as exc:

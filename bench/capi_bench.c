@@ -1,0 +1,154 @@
+/* capi_bench.c: the C rows of bench/runtime_bench.py (compiled and run by it).
+ *
+ *   capi_bench <iterations> <repeats> <threads>...
+ *
+ * A C program calling aclnnAddCustomTemplate (1 fp32 element, default stream) through the
+ * generated aclnn C ABI, as CANN's samples do. Prints, one per line ("name: value"):
+ *   hit_us          best-of-<repeats> microseconds per two-phase call, cache hit (native path)
+ *   native_miss_us  the same after opbuild_aclnn_clear_cache() each call: the native miss path
+ *                   (Python runtime's cache hit, the plan cached natively again)
+ *   calls_per_s_<n> two-phase calls per second of <n> threads calling concurrently, each on its
+ *                   own tensors (total over the threads)
+ * and exits non-zero when a call fails or gives a wrong result.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "acl/acl.h"
+#include "aclnn/opbuild_acl.h"
+#include "aclnn_add_custom_template.h"
+
+typedef struct {
+    float *x, *y, *z;
+    aclTensor *tx, *ty, *tz;
+} operands;
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static aclTensor *tensor(float *data) {
+    int64_t shape[1] = {1}, strides[1] = {1};
+    return aclCreateTensor(shape, 1, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, shape, 1, data);
+}
+
+static int make(operands *o) {
+    if (aclrtMalloc((void **)&o->x, 64, ACL_MEM_MALLOC_HUGE_FIRST) || aclrtMalloc((void **)&o->y, 64, ACL_MEM_MALLOC_HUGE_FIRST) ||
+        aclrtMalloc((void **)&o->z, 64, ACL_MEM_MALLOC_HUGE_FIRST))
+        return -1;
+    o->x[0] = 1.0f;
+    o->y[0] = 2.0f;
+    o->z[0] = 0.0f;
+    o->tx = tensor(o->x);
+    o->ty = tensor(o->y);
+    o->tz = tensor(o->z);
+    return o->tx && o->ty && o->tz ? 0 : -1;
+}
+
+static int call(const operands *o) {
+    uint64_t ws = 0;
+    aclOpExecutor *ex = NULL;
+    if (aclnnAddCustomTemplateGetWorkspaceSize(o->tx, o->ty, o->tz, &ws, &ex) != ACLNN_SUCCESS) return -1;
+    return aclnnAddCustomTemplate(NULL, ws, ex, NULL) == ACLNN_SUCCESS ? 0 : -1;
+}
+
+static double per_call(const operands *o, long n, int repeats, int clear) {
+    double best = 1e30;
+    for (int r = 0; r < repeats; r++) {
+        double t0 = now();
+        for (long i = 0; i < n; i++) {
+            if (clear) opbuild_aclnn_clear_cache();
+            if (call(o)) return -1;
+        }
+        double t = (now() - t0) / (double)n;
+        if (t < best) best = t;
+    }
+    return best;
+}
+
+typedef struct {
+    long n;
+    int failed;
+    pthread_barrier_t *start;
+} worker_arg;
+
+static void *worker(void *p) {
+    worker_arg *a = p;
+    operands o;
+    if (make(&o) || call(&o)) { /* the first call fills this thread's cache */
+        a->failed = 1;
+        pthread_barrier_wait(a->start);
+        return NULL;
+    }
+    pthread_barrier_wait(a->start);
+    for (long i = 0; i < a->n && !a->failed; i++)
+        if (call(&o)) a->failed = 1;
+    if (o.z[0] != 3.0f) a->failed = 1;
+    return NULL;
+}
+
+/* calls per second of `threads` threads, each making n calls after a warm-up call */
+static double throughput(int threads, long n) {
+    pthread_t tids[64];
+    worker_arg args[64];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
+    for (int i = 0; i < threads; i++) {
+        args[i] = (worker_arg){n, 0, &start};
+        if (pthread_create(&tids[i], NULL, worker, &args[i])) return -1;
+    }
+    pthread_barrier_wait(&start);
+    double t0 = now();
+    int failed = 0;
+    for (int i = 0; i < threads; i++) {
+        pthread_join(tids[i], NULL);
+        failed |= args[i].failed;
+    }
+    double t = now() - t0;
+    pthread_barrier_destroy(&start);
+    return failed ? -1 : (double)threads * (double)n / t;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s <iterations> <repeats> <threads>...\n", argv[0]);
+        return 2;
+    }
+    long n = atol(argv[1]);
+    int repeats = atoi(argv[2]);
+    if (aclInit(NULL) != ACL_SUCCESS || aclrtSetDevice(0) != ACL_SUCCESS) return 1;
+    operands o;
+    if (make(&o) || call(&o) || o.z[0] != 3.0f) {
+        fprintf(stderr, "first call failed: %s\n", aclGetRecentErrMsg());
+        return 1;
+    }
+    double hit = per_call(&o, n, repeats, 0);
+    double miss = per_call(&o, n / 20 + 1, repeats, 1);
+    if (hit < 0 || miss < 0) {
+        fprintf(stderr, "call failed: %s\n", aclGetRecentErrMsg());
+        return 1;
+    }
+    printf("hit_us: %.4f\n", hit * 1e6);
+    printf("native_miss_us: %.4f\n", miss * 1e6);
+    for (int i = 3; i < argc; i++) {
+        int threads = atoi(argv[i]);
+        if (threads < 1 || threads > 64) continue;
+        double best = 0;
+        for (int r = 0; r < repeats; r++) {
+            double cps = throughput(threads, n / threads + 1);
+            if (cps < 0) {
+                fprintf(stderr, "%d threads: a call failed: %s\n", threads, aclGetRecentErrMsg());
+                return 1;
+            }
+            if (cps > best) best = cps;
+        }
+        printf("calls_per_s_%d: %.0f\n", threads, best);
+    }
+    aclrtResetDevice(0);
+    aclFinalize();
+    return 0;
+}

@@ -1,0 +1,131 @@
+"""The op-parameter cache key in pure Python: the equivalent of native/src/opkey.c.
+
+The key's definition (its words, in order) is written once, in opkey.h; this module builds the
+same words where the C code is not built, and is what the property test
+(tests/capi/test_native_cache.py::test_c_key_equals_python_key) checks against the C code over generated calls. A tensor is
+`(dtype GE code, format GE code, dims, strides in elements, storage offset in elements)`; a slot is
+None (absent optional input), a tensor, or a list of tensors (dynamic input); an attribute is
+`(type, value)` with the spec's attribute types (int, float, bool, str, list_int, list_float,
+list_bool).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from typing import Any, Sequence
+
+VERSION = 0x4F504B3100000001
+ABSENT, TENSOR, LIST = 1, 2, 3
+INT, FLOAT, BOOL, STR, INTS, FLOATS, BOOLS = 16, 17, 18, 19, 20, 21, 22
+ATTR_TAGS = {"int": INT, "float": FLOAT, "bool": BOOL, "str": STR, "list_int": INTS, "list_float": FLOATS,
+             "list_bool": BOOLS}
+"""The key's tag of each spec attribute type."""
+ENV_VARS = ("OPBUILD_SOC", "ASCEND_CUSTOM_OPP_PATH", "ASCEND_OPP_PATH", "ASCEND_HOME_PATH")
+"""What package resolution and binary selection depend on besides the call: the env token."""
+
+_MASK = (1 << 64) - 1
+_FNV_OFFSET, _FNV_PRIME = 0xCBF29CE484222325, 0x100000001B3
+
+Tensor = tuple[int, int, Sequence[int], Sequence[int], int]
+
+
+def _u64(v: int) -> int:
+    return v & _MASK
+
+
+def _double_bits(v: float) -> int:
+    return struct.unpack("<Q", struct.pack("<d", float(v)))[0]
+
+
+def env_hash(values: Sequence[bytes | None]) -> int:
+    """opkey_env_hash: FNV-1a 64 of each value's bytes then 0x01, or 0x00 when unset."""
+    h = _FNV_OFFSET
+    for v in values:
+        if v is not None:
+            for byte in v:
+                h = ((h ^ byte) * _FNV_PRIME) & _MASK
+        h = ((h ^ (1 if v is not None else 0)) * _FNV_PRIME) & _MASK
+    return h
+
+
+def env_token() -> int:
+    """opkey_env_token: env_hash of this process's environment."""
+    env = os.environb
+    return env_hash([env.get(name.encode()) for name in ENV_VARS])
+
+
+def _env_reader():
+    """search_env: the ENV_VARS' values as a tuple, read straight from os.environ's dict (a call's
+    cache key includes it, so it is read on every call; os.environ.get costs ~10x more)."""
+    data = getattr(os.environ, "_data", None)
+    encode = getattr(os.environ, "encodekey", None)
+    if isinstance(data, dict) and encode is not None:
+        k0, k1, k2, k3 = (encode(n) for n in ENV_VARS)
+        get = data.get
+
+        def search_env() -> tuple:
+            return get(k0), get(k1), get(k2), get(k3)
+    else:  # pragma: no cover - another os.environ implementation
+        def search_env() -> tuple:
+            return tuple(os.environ.get(n) for n in ENV_VARS)
+    search_env.__doc__ = "The search environment (SoC, package paths) of a call's cache key, as a hashable tuple."
+    return search_env
+
+
+search_env = _env_reader()
+
+
+def _tensor(words: list[int], t: Tensor) -> None:
+    dtype, fmt, dims, strides, offset = t
+    words += (TENSOR, _u64(dtype), _u64(fmt), len(dims))
+    words += (_u64(d) for d in dims)
+    words += (_u64(s) for s in strides)
+    words.append(_u64(offset))
+
+
+def _attr(words: list[int], kind: str, value: Any) -> None:
+    if kind == "int":
+        words += (INT, _u64(int(value)))
+    elif kind == "float":
+        words += (FLOAT, _double_bits(value))
+    elif kind == "bool":
+        words += (BOOL, 1 if value else 0)
+    elif kind == "str":
+        data = value.encode() if isinstance(value, str) else bytes(value)
+        words += (STR, len(data))
+        for i in range(0, len(data), 8):
+            words.append(int.from_bytes(data[i:i + 8], "little"))
+    elif kind == "list_int":
+        words += (INTS, len(value), *(_u64(int(v)) for v in value))
+    elif kind == "list_float":
+        words += (FLOATS, len(value), *(_double_bits(v) for v in value))
+    elif kind == "list_bool":
+        words += (BOOLS, len(value), *(1 if v else 0 for v in value))
+    else:
+        raise ValueError(f"unknown attribute type {kind!r}")
+
+
+def key_words(op_id: int, env: int, dp: int, slots: Sequence[Tensor | list[Tensor] | None],
+              attrs: Sequence[tuple[str, Any]]) -> list[int]:
+    """The key's words (opkey.h) of one call."""
+    words = [VERSION, _u64(op_id), _u64(env), _u64(dp), len(slots), len(attrs)]
+    for slot in slots:
+        if slot is None:
+            words.append(ABSENT)
+        elif isinstance(slot, list):
+            words += (LIST, len(slot))
+            for t in slot:
+                _tensor(words, t)
+        else:
+            _tensor(words, slot)
+    for kind, value in attrs:
+        _attr(words, kind, value)
+    return words
+
+
+def key_bytes(op_id: int, env: int, dp: int, slots: Sequence[Tensor | list[Tensor] | None],
+              attrs: Sequence[tuple[str, Any]]) -> bytes:
+    """key_words as native uint64 bytes (what the C code compares)."""
+    words = key_words(op_id, env, dp, slots, attrs)
+    return struct.pack(f"={len(words)}Q", *words)

@@ -1,0 +1,177 @@
+"""The per-op phase-1 / phase-2 functions (aclnnXxxGetWorkspaceSize / aclnnXxx) and the C fast path hook.
+
+`phase1_function` / `phase2_function` make the functions the generated aclnn module binds: plain
+closures over executor.get_workspace_size / executor.execute (whose cache-hit branch is the
+pure-Python hit path), raising only AclnnError. When the extension `opbuild.runtime._fastpath`
+is built, `_fastpath_ready` configures it once and the functions of "simple" ops (required
+tensors, scalar attributes, bound to a package) are wrapped in its C objects: cache hits of plain
+numpy arrays and their default-stream launches in C, the rest in the Python function
+(`wrapper.__wrapped__`). Launches are observed through launch.observe_launches (an explicit
+registration: nothing is looked up per call).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import inspect
+import itertools
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from opbuild.runtime import device, settings
+from opbuild.runtime.call import cache_key
+from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError, as_aclnn_error
+from opbuild.runtime.call.executor import Executor, execute, get_workspace_size
+from opbuild.runtime.call.launch import _FAST_POINTERS, LAUNCH_OBSERVERS, _launch_failed, _Native
+from opbuild.runtime.call.plan_cache import _fastpath
+from opbuild.runtime.call.plans import Plan
+from opbuild.runtime.binaries.selection import OpRuntime
+
+
+def _signature(params: Sequence[str]) -> inspect.Signature:
+    """`(<params>, *, deterministic=None, impl_mode=None)`: what inspect shows for a phase 1."""
+    P = inspect.Parameter
+    return inspect.Signature([P(p, P.POSITIONAL_OR_KEYWORD) for p in params] + [
+        P("deterministic", P.KEYWORD_ONLY, default=None), P("impl_mode", P.KEYWORD_ONLY, default=None)])
+
+
+def phase1_function(op: OpRuntime, name: str, inputs: Sequence[str], attrs: Sequence[str],
+                    outputs: Sequence[str], doc: str | None = None) -> Callable[..., tuple[int, Executor]]:
+    """`aclnn<Op>GetWorkspaceSize(<inputs>, <attrs>, <outputs>, *, deterministic, impl_mode)`.
+
+    The Python function is `executor.get_workspace_size` for this op's parameters (its cache-hit
+    branch is the pure-Python hit path). When the extension `_fastpath` is built, it is wrapped in
+    a C `Phase1` that serves cache hits of plain numpy arrays and calls the function for the rest.
+    """
+    params = [*inputs, *attrs, *outputs]
+    for p in params:
+        if not p.isidentifier() or p in ("deterministic", "impl_mode") or p.startswith("_"):
+            raise ValueError(f"{op.name}: bad parameter name {p!r} for {name}")
+    n_in, n_attr, n_all = len(inputs), len(attrs), len(params)
+    slow = _guarded(get_workspace_size, name)
+
+    def phase1(*args: Any, deterministic: Any = None, impl_mode: Any = None) -> tuple[int, Executor]:
+        if len(args) != n_all:
+            raise TypeError(f"{name}() takes {n_all} arguments ({', '.join(params)}), got {len(args)}")
+        return slow(op, args[:n_in], args[n_in:n_in + n_attr], args[n_in + n_attr:], deterministic, impl_mode)
+
+    _dress(phase1, name, doc)
+    phase1.__signature__ = _signature(params)
+    fn: Any = phase1
+    if op.simple and _FAST_POINTERS and op.package is not None and _fastpath_ready():
+        # Cache hits of plain numpy arrays in C; everything else (and every miss) runs `phase1`.
+        fn = _wrap(_fastpath.Phase1(op, n_in, n_attr, len(outputs), phase1, key_id(op),
+                                    bytes(cache_key.ATTR_TAGS[a.type] for a in op.spec.attrs)), phase1, name, doc)
+    op.phase1 = fn
+    return fn
+
+
+def phase2_function(op: OpRuntime, name: str, doc: str | None = None) -> Callable[..., int]:
+    """`aclnn<Op>(workspace, workspaceSize, executor, stream=None)`: `execute`, checking that the
+    executor was made for this op. With `_fastpath` built, a C `Phase2` launches the executors of
+    its Phase1 on the default stream (unless launches are observed: launch.observe_launches)."""
+    if not name.isidentifier():
+        raise ValueError(f"{op.name}: bad function name {name!r}")
+
+    @_guard(name)
+    def phase2(workspace: Any, workspaceSize: Any, executor: Any, stream: Any = None) -> int:  # noqa: N803
+        check_executor_op(executor, op, name)
+        execute(workspace, workspaceSize, executor, stream)
+        return 0
+
+    _dress(phase2, name, doc)
+    fn: Any = phase2
+    if _fastpath_ready():
+        fn = _wrap(_fastpath.Phase2(op, phase2), phase2, name, doc)
+    op.phase2 = fn
+    return fn
+
+
+def _dress(fn: Callable[..., Any], name: str, doc: str | None) -> None:
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    fn.__module__ = __name__
+
+
+_KEY_IDS = itertools.count(1)
+
+
+def key_id(op: OpRuntime) -> int:
+    """The op's id in the cache key (opkey.h word 1), given once per OpRuntime."""
+    kid = getattr(op, "key_id", None)
+    if kid is None:
+        kid = op.key_id = next(_KEY_IDS)
+    return kid
+
+
+def _dtype_codes() -> dict:
+    """{numpy dtype: GE code} of every dtype the runtime takes (the key's dtype word)."""
+    from opbuild.abi.ge_types import DTYPE_TO_GE, numpy_dtype
+
+    codes = {}
+    for name, code in DTYPE_TO_GE.items():
+        try:
+            codes[np.dtype(numpy_dtype(name))] = code
+        except (TypeError, ValueError, KeyError):
+            continue
+    return codes
+
+
+def check_executor_op(executor: Any, op: OpRuntime, api: str) -> None:
+    """161002 unless `executor` was made by phase 1 of `op` (aclnnMul given an Add executor)."""
+    made_for = getattr(executor, "op", op)
+    if executor is not None and made_for is not op:
+        name = getattr(made_for, "name", type(made_for).__name__)
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{api}: the executor was made for {name}, not {op.name}")
+
+
+def _guard(api: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: the function raises AclnnError only (errors.as_aclnn_error at the API boundary)."""
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        return _guarded(fn, api)
+    return decorate
+
+
+def _guarded(fn: Callable[..., Any], api: str) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except AclnnError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the aclnn API raises AclnnError only
+            raise as_aclnn_error(exc, api) from exc
+    return guarded
+
+
+def _wrap(obj: Any, fn: Callable[..., Any], name: str, doc: str | None) -> Any:
+    """A C wrapper object dressed as the Python function it wraps (inspect follows __wrapped__)."""
+    obj.__name__ = obj.__qualname__ = name
+    obj.__doc__ = doc
+    obj.__module__ = __name__
+    obj.__wrapped__ = fn
+    return obj
+
+
+_FASTPATH_STATE: list[bool | None] = [None]
+
+
+def _fastpath_ready() -> bool:
+    """Configure the C fast path once (it needs the simulator's sim_launch); False if unusable."""
+    ready = _FASTPATH_STATE[0]
+    if ready is None:
+        ready = False
+        if _fastpath is not None:
+            try:
+                if _Native.launch is None:
+                    _Native.bind()
+                _fastpath.configure(AclnnError, settings.DP, Executor, Plan, _launch_failed,
+                                    ctypes.cast(_Native.launch, ctypes.c_void_p).value, _dtype_codes())
+                _fastpath.set_observed(len(LAUNCH_OBSERVERS))
+                ready = True
+            except (OSError, AttributeError, device.DeviceError, TypeError, ValueError, RuntimeError):
+                ready = False
+        _FASTPATH_STATE[0] = ready
+    return ready

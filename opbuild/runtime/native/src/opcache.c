@@ -1,0 +1,404 @@
+/* opcache.c: the native hit path's cache (see opcache.h). No Python here: a hit never takes the GIL. */
+#define _GNU_SOURCE
+#include "opcache.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- ops ------------------------------------------------------------------------------------ */
+
+struct opcache_op {
+    struct opcache_op *next;
+    char *root, *op_type;
+    uint64_t id;
+    int ready; /* atomic: the signature below is set */
+    uint32_t n_in, n_attr, n_out;
+    uint8_t in_kind[64];    /* 0 required, 1 optional, 2 dynamic */
+    uint8_t attr_kind[64];  /* OPKEY_INT ... OPKEY_BOOLS */
+    uint64_t *attr_default[64];
+    size_t attr_default_len[64];
+};
+
+static pthread_mutex_t g_ops_lock = PTHREAD_MUTEX_INITIALIZER;
+static opcache_op *g_ops;
+static uint64_t g_next_id = 1;
+
+/* last lookup of this thread: the generated wrappers pass the same two pointers every call */
+static __thread const char *t_last_root, *t_last_type;
+static __thread opcache_op *t_last_op;
+
+opcache_op *opcache_op_get(const char *root, const char *op_type) {
+    /* roots are interned (opbuild_aclnn_package_root never frees one); an op type literal's
+     * address could be another op's after a library is unloaded: its text is compared too */
+    if (root == t_last_root && op_type == t_last_type && t_last_op != NULL && strcmp(t_last_op->op_type, op_type) == 0)
+        return t_last_op;
+    opcache_op *found = NULL;
+    pthread_mutex_lock(&g_ops_lock);
+    for (opcache_op *o = g_ops; o != NULL; o = o->next)
+        if (strcmp(o->op_type, op_type) == 0 && strcmp(o->root, root) == 0) {
+            found = o;
+            break;
+        }
+    if (found == NULL) {
+        found = calloc(1, sizeof *found);
+        if (found != NULL) {
+            found->root = strdup(root);
+            found->op_type = strdup(op_type);
+            if (found->root == NULL || found->op_type == NULL) {
+                free(found->root);
+                free(found->op_type);
+                free(found);
+                found = NULL;
+            } else {
+                found->id = g_next_id++;
+                found->next = g_ops;
+                g_ops = found;
+            }
+        }
+    }
+    pthread_mutex_unlock(&g_ops_lock);
+    if (found != NULL) {
+        t_last_root = root;
+        t_last_type = op_type;
+        t_last_op = found;
+    }
+    return found;
+}
+
+uint64_t opcache_op_id(const opcache_op *op) { return op->id; }
+
+void opcache_op_api(const opcache_op *op, char *buf, size_t n) { snprintf(buf, n, "aclnn%s", op->op_type); }
+uint32_t opcache_n_inputs(const opcache_op *op) { return op->n_in; }
+uint32_t opcache_n_outputs(const opcache_op *op) { return op->n_out; }
+
+int opcache_op_has_signature(const opcache_op *op) { return __atomic_load_n(&op->ready, __ATOMIC_ACQUIRE); }
+
+void opcache_op_set_signature(opcache_op *op, const uint8_t *in_kinds, uint32_t n_in, const uint8_t *attr_kinds,
+                              uint32_t n_attr, uint32_t n_out, const uint64_t *const *defaults,
+                              const size_t *default_len) {
+    if (n_in > 64 || n_attr > 64 || n_out > 64) return;
+    pthread_mutex_lock(&g_ops_lock);
+    if (!op->ready) {
+        op->n_in = n_in;
+        op->n_attr = n_attr;
+        op->n_out = n_out;
+        memcpy(op->in_kind, in_kinds, n_in);
+        memcpy(op->attr_kind, attr_kinds, n_attr);
+        int ok = 1;
+        for (uint32_t i = 0; i < n_attr; i++) {
+            op->attr_default_len[i] = default_len[i];
+            if (default_len[i]) {
+                op->attr_default[i] = malloc(default_len[i] * sizeof(uint64_t));
+                if (op->attr_default[i] == NULL) ok = 0;
+                else memcpy(op->attr_default[i], defaults[i], default_len[i] * sizeof(uint64_t));
+            }
+        }
+        if (ok) __atomic_store_n(&op->ready, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&g_ops_lock);
+}
+
+/* ---- the key of a C call -------------------------------------------------------------------- */
+
+static int key_tensor(opkey *key, const aclTensor *t) {
+    if (t == NULL || t->magic != ACL_MAGIC(OPBUILD_ACL_TENSOR)) return -1;
+    opkey_tensor(key, t->dataType, t->format, t->viewDimsNum, t->viewDims, t->strides, t->offset);
+    return 0;
+}
+
+int opcache_call_key(const opcache_op *op, uint64_t dp, const void *const *inputs, const void *const *attrs,
+                     const aclTensor *const *outputs, opkey *key) {
+    int ready = opcache_op_has_signature(op);
+    opkey_begin(key, op->id, opkey_env_token(), dp, ready ? op->n_in + op->n_out : 0, ready ? op->n_attr : 0);
+    if (!ready) return -1;
+    for (uint32_t i = 0; i < op->n_in; i++) {
+        if (op->in_kind[i] != 0 || key_tensor(key, inputs[i]) < 0) return -1; /* lists, absent: Python */
+    }
+    for (uint32_t i = 0; i < op->n_out; i++)
+        if (key_tensor(key, outputs[i]) < 0) return -1;
+    for (uint32_t i = 0; i < op->n_attr; i++) {
+        const void *a = attrs[i];
+        if (a == NULL) {
+            if (!op->attr_default_len[i]) return -1; /* required: Python reports it */
+            opkey_raw(key, op->attr_default[i], op->attr_default_len[i]);
+            continue;
+        }
+        switch (op->attr_kind[i]) {
+        case OPKEY_INT: opkey_int(key, *(const int64_t *)a); break;
+        case OPKEY_FLOAT: opkey_float(key, *(const double *)a); break;
+        case OPKEY_BOOL: opkey_bool(key, *(const _Bool *)a); break;
+        case OPKEY_STR: opkey_str(key, (const char *)a, strlen((const char *)a)); break;
+        case OPKEY_INTS: {
+            const aclIntArray *v = a;
+            if (v->magic != ACL_MAGIC(OPBUILD_ACL_INT_ARRAY)) return -1;
+            opkey_ints(key, v->values, v->size);
+            break;
+        }
+        case OPKEY_FLOATS: {
+            const aclFloatArray *v = a;
+            if (v->magic != ACL_MAGIC(OPBUILD_ACL_FLOAT_ARRAY)) return -1;
+            opkey_floats_f32(key, v->values, v->size);
+            break;
+        }
+        case OPKEY_BOOLS: {
+            const aclBoolArray *v = a;
+            if (v->magic != ACL_MAGIC(OPBUILD_ACL_BOOL_ARRAY)) return -1;
+            opkey_bools(key, (const uint8_t *)v->values, v->size);
+            break;
+        }
+        default: return -1;
+        }
+    }
+    return key->failed ? -1 : 0;
+}
+
+/* ---- plans ---------------------------------------------------------------------------------- */
+
+opcache_plan *opcache_plan_new(const opkey *key) {
+    opcache_plan *p = calloc(1, sizeof *p);
+    if (p == NULL) return NULL;
+    p->words = malloc(key->n * sizeof(uint64_t));
+    if (p->words == NULL) {
+        free(p);
+        return NULL;
+    }
+    memcpy(p->words, key->w, key->n * sizeof(uint64_t));
+    p->nwords = key->n;
+    p->hash = opkey_hash(key->w, key->n);
+    p->refs = 1;
+    return p;
+}
+
+void opcache_plan_ref(opcache_plan *p) { __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED); }
+
+void opcache_plan_unref(opcache_plan *p) {
+    if (p == NULL || __atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    free(p->words);
+    free(p->tiling);
+    free(p->itemsize);
+    free(p->key_text);
+    free(p->kernel);
+    free(p->stamp_path);
+    free(p);
+}
+
+/* ---- the per-thread table ------------------------------------------------------------------- */
+
+typedef struct slot {
+    struct slot *next;
+    opcache_plan *plan;
+} slot;
+
+typedef struct table {
+    slot **buckets;
+    size_t mask, count;
+    opcache_stats stats;
+} table;
+
+static __thread table *t_table;
+static pthread_key_t g_table_key;
+static pthread_once_t g_table_once = PTHREAD_ONCE_INIT;
+static size_t g_capacity;
+
+static void table_clear(table *t) {
+    if (t->buckets == NULL) return;
+    for (size_t i = 0; i <= t->mask; i++) {
+        slot *s = t->buckets[i];
+        while (s != NULL) {
+            slot *next = s->next;
+            opcache_plan_unref(s->plan);
+            free(s);
+            s = next;
+        }
+        t->buckets[i] = NULL;
+    }
+    t->count = 0;
+}
+
+static void table_free(void *p) {
+    table *t = p;
+    table_clear(t);
+    free(t->buckets);
+    free(t);
+}
+
+static void make_table_key(void) {
+    pthread_key_create(&g_table_key, table_free);
+    const char *env = getenv("OPBUILD_PARAM_CACHE_SIZE");
+    long cap = env ? strtol(env, NULL, 10) : 1024;
+    g_capacity = cap > 0 ? (size_t)cap : 1;
+}
+
+static table *my_table(int create) {
+    table *t = t_table;
+    if (t != NULL || !create) return t;
+    pthread_once(&g_table_once, make_table_key);
+    t = calloc(1, sizeof *t);
+    if (t == NULL) return NULL;
+    t->buckets = calloc(64, sizeof *t->buckets);
+    if (t->buckets == NULL) {
+        free(t);
+        return NULL;
+    }
+    t->mask = 63;
+    pthread_setspecific(g_table_key, t);
+    t_table = t;
+    return t;
+}
+
+static int stamp_of(const char *path, int64_t out[3]) {
+    struct stat st;
+    if (stat(path, &st) != 0) return -1;
+    out[0] = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    out[1] = (int64_t)st.st_size;
+    out[2] = (int64_t)st.st_ino;
+    return 0;
+}
+
+static int plan_fresh(opcache_plan *p) {
+    if (p->stamp_path == NULL || p->stamp_path[0] == '\0') return 1;
+    int64_t t = opkey_now_ns();
+    if (t - p->checked_ns < OPKEY_STAMP_INTERVAL_NS) return 1;
+    int64_t now[3];
+    if (stamp_of(p->stamp_path, now) != 0 || memcmp(now, p->stamp, sizeof now) != 0) return 0;
+    p->checked_ns = t;
+    return 1;
+}
+
+void opcache_note_miss(void) {
+    table *t = my_table(1);
+    if (t != NULL) t->stats.misses++;
+}
+
+opcache_plan *opcache_lookup(const opkey *key) {
+    table *t = my_table(1);
+    if (t == NULL) return NULL;
+    uint64_t h = opkey_hash(key->w, key->n);
+    slot **link = &t->buckets[h & t->mask];
+    for (slot *s = *link; s != NULL; link = &s->next, s = s->next) {
+        opcache_plan *p = s->plan;
+        if (p->hash != h || p->nwords != key->n || memcmp(p->words, key->w, key->n * sizeof(uint64_t)) != 0) continue;
+        if (!plan_fresh(p)) { /* the package changed since: select again */
+            *link = s->next;
+            opcache_plan_unref(p);
+            free(s);
+            t->count--;
+            t->stats.stale++;
+            t->stats.misses++;
+            return NULL;
+        }
+        t->stats.hits++;
+        opcache_plan_ref(p);
+        return p;
+    }
+    t->stats.misses++;
+    return NULL;
+}
+
+static void table_grow(table *t) {
+    size_t n = (t->mask + 1) * 2;
+    slot **nb = calloc(n, sizeof *nb);
+    if (nb == NULL) return;
+    for (size_t i = 0; i <= t->mask; i++) {
+        slot *s = t->buckets[i];
+        while (s != NULL) {
+            slot *next = s->next;
+            s->next = nb[s->plan->hash & (n - 1)];
+            nb[s->plan->hash & (n - 1)] = s;
+            s = next;
+        }
+    }
+    free(t->buckets);
+    t->buckets = nb;
+    t->mask = n - 1;
+}
+
+void opcache_insert(opcache_plan *plan) {
+    table *t = my_table(1);
+    if (t == NULL) return;
+    if (plan->stamp_path != NULL && plan->stamp_path[0] != '\0' && stamp_of(plan->stamp_path, plan->stamp) != 0)
+        return; /* no stamp, no caching */
+    plan->checked_ns = opkey_now_ns();
+    if (t->count >= g_capacity) table_clear(t); /* bounded: start over (rare; OPBUILD_PARAM_CACHE_SIZE) */
+    if (t->count >= t->mask + 1) table_grow(t);
+    slot *s = malloc(sizeof *s);
+    if (s == NULL) return;
+    opcache_plan_ref(plan);
+    s->plan = plan;
+    s->next = t->buckets[plan->hash & t->mask];
+    t->buckets[plan->hash & t->mask] = s;
+    t->count++;
+    t->stats.inserts++;
+}
+
+/* ---- launch arguments ----------------------------------------------------------------------- */
+
+static void *view_address(const aclTensor *t, uint8_t itemsize) {
+    if (t->data == NULL) return NULL;
+    int64_t low = t->offset, high = t->offset, storage = 1;
+    for (uint64_t i = 0; i < t->viewDimsNum; i++) {
+        int64_t d = t->viewDims[i], s = t->strides[i];
+        if (d <= 0) return NULL; /* empty tensors: Python */
+        if (s > 0) high += (d - 1) * s;
+        else low += (d - 1) * s;
+    }
+    for (uint64_t i = 0; i < t->storageDimsNum; i++) storage *= t->storageDims[i];
+    if (low < 0 || high >= storage) return NULL; /* Python reports it */
+    uintptr_t addr = (uintptr_t)t->data + (uintptr_t)(t->offset * itemsize);
+    if (itemsize && addr % itemsize) return NULL; /* misaligned: Python copies */
+    return (void *)addr;
+}
+
+int opcache_launch_args(const opcache_plan *plan, const void *const *inputs, uint32_t n_in,
+                        const aclTensor *const *outputs, uint32_t n_out, void **args) {
+    if (n_in + n_out != plan->ntensors || plan->nargs != plan->ntensors + 2) return -1;
+    for (uint32_t i = 0; i < plan->ntensors; i++) {
+        const aclTensor *t = i < n_in ? (const aclTensor *)inputs[i] : outputs[i - n_in];
+        void *a = view_address(t, plan->itemsize[i]);
+        if (a == NULL) return -1;
+        args[i] = a;
+    }
+    args[plan->ntensors] = NULL;
+    args[plan->ntensors + 1] = plan->tiling;
+    return 0;
+}
+
+/* ---- exported for tools and tests ----------------------------------------------------------- */
+
+void opbuild_aclnn_clear_cache(void) {
+    table *t = my_table(0);
+    if (t != NULL) table_clear(t);
+}
+
+void opbuild_aclnn_cache_stats(opcache_stats *out) {
+    table *t = my_table(0);
+    if (t == NULL) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
+    *out = t->stats;
+    out->size = t->count;
+}
+
+ACL_FUNC_VISIBILITY uint64_t opbuild_aclnn_op_id(const char *root, const char *op_type) {
+    opcache_op *op = opcache_op_get(root, op_type);
+    return op ? op->id : 0;
+}
+
+ACL_FUNC_VISIBILITY int64_t opbuild_aclnn_call_key(const char *root, const char *op_type, uint64_t dp,
+                                                   const void *const *inputs, const void *const *attrs,
+                                                   const aclTensor *const *outputs, uint64_t *out, size_t cap) {
+    opcache_op *op = opcache_op_get(root, op_type);
+    if (op == NULL) return -1;
+    opkey key;
+    int rc = opcache_call_key(op, dp, inputs, attrs, outputs, &key);
+    int64_t n = rc < 0 ? -1 : (int64_t)key.n;
+    if (n > 0 && out != NULL) memcpy(out, key.w, (size_t)(n < (int64_t)cap ? n : (int64_t)cap) * sizeof(uint64_t));
+    opkey_free(&key);
+    return n;
+}
+
+ACL_FUNC_VISIBILITY int64_t opbuild_opkey_env_token(void) { return (int64_t)opkey_env_token(); }

@@ -1,0 +1,84 @@
+/* opkey.h: the op-parameter cache key, the one definition (issue 11).
+ *
+ * A key is a sequence of 64-bit words; two calls may share a cached plan (selected binary,
+ * tiling result) exactly when their keys are equal. The words, in order:
+ *
+ *   OPKEY_VERSION
+ *   op id            which op of which package (an id handed out per (package root, op type))
+ *   env token        SoC and package search environment (opkey_env_token)
+ *   dp               deterministic * 4 + impl mode (the d= and p= of the simplified key)
+ *   n slots, n attrs
+ *   per tensor slot (inputs in IR order, then outputs):
+ *     absent optional:  OPKEY_ABSENT
+ *     a tensor:         OPKEY_TENSOR, dtype (GE code), format (GE code), ndim, dims..., strides
+ *                       (elements)..., storage offset (elements)
+ *     a tensor list:    OPKEY_LIST, count, then each tensor as above
+ *   per attribute (spec order, defaults filled in):
+ *     OPKEY_INT value | OPKEY_FLOAT bits of the double | OPKEY_BOOL 0/1 |
+ *     OPKEY_STR byte length, bytes packed 8 per word (little endian, zero padded) |
+ *     OPKEY_INTS/FLOATS/BOOLS count, items (int64 / double bits / 0/1)
+ *
+ * opbuild/runtime/call/cache_key.py is the pure-Python equivalent (used where this is not built);
+ * tests/capi/test_native_cache.py checks the two equal over generated calls. Written with no
+ * dependency (no Python, no acl types) so that the acl library and the _fastpath extension
+ * compile the same file.
+ */
+#ifndef OPBUILD_OPKEY_H
+#define OPBUILD_OPKEY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define OPKEY_VERSION 0x4f504b3100000001ull /* "OPK1" v1 */
+#define OPKEY_INLINE 256
+
+enum {
+    OPKEY_ABSENT = 1, OPKEY_TENSOR = 2, OPKEY_LIST = 3,
+    OPKEY_INT = 16, OPKEY_FLOAT = 17, OPKEY_BOOL = 18, OPKEY_STR = 19, OPKEY_INTS = 20, OPKEY_FLOATS = 21,
+    OPKEY_BOOLS = 22,
+};
+
+typedef struct opkey {
+    uint64_t *w;     /* the words: `inline_` or a malloc'ed buffer */
+    size_t n, cap;
+    int failed;      /* out of memory: the key is unusable (callers take the miss path) */
+    uint64_t inline_[OPKEY_INLINE];
+} opkey;
+
+void opkey_begin(opkey *k, uint64_t op_id, uint64_t env_token, uint64_t dp, uint32_t n_slots, uint32_t n_attrs);
+void opkey_free(opkey *k);
+void opkey_absent(opkey *k);
+void opkey_list(opkey *k, uint64_t count);
+void opkey_tensor(opkey *k, int64_t dtype, int64_t format, uint64_t ndim, const int64_t *dims, const int64_t *strides,
+                  int64_t offset);
+void opkey_int(opkey *k, int64_t v);
+void opkey_float(opkey *k, double v);
+void opkey_bool(opkey *k, int v);
+void opkey_str(opkey *k, const char *s, size_t len);
+void opkey_ints(opkey *k, const int64_t *v, uint64_t n);
+void opkey_floats_f32(opkey *k, const float *v, uint64_t n); /* aclFloatArray items, as doubles */
+void opkey_floats(opkey *k, const double *v, uint64_t n);
+void opkey_bools(opkey *k, const uint8_t *v, uint64_t n);
+/* Append words encoded elsewhere (an attribute's default value, encoded once by cache_key.py). */
+void opkey_raw(opkey *k, const uint64_t *w, size_t n);
+
+/* 64-bit hash of the words (for hash tables; equality compares the words). */
+uint64_t opkey_hash(const uint64_t *w, size_t n);
+
+/* FNV-1a 64 of the search environment: for each of OPKEY_ENV_VARS, its value's bytes then a
+ * 0x01 separator, or just 0x00 when unset. `values[i]` NULL = unset. */
+#define OPKEY_ENV_COUNT 4
+extern const char *const OPKEY_ENV_VARS[OPKEY_ENV_COUNT]; /* OPBUILD_SOC, ASCEND_CUSTOM_OPP_PATH, ... */
+uint64_t opkey_env_hash(const char *const *values);
+/* opkey_env_hash of this process's environment (getenv). */
+uint64_t opkey_env_token(void);
+
+/* How often a cached plan re-checks its package's stamp (one stat): at most once per
+ * OPKEY_STAMP_INTERVAL_NS per plan and thread. File times have a resolution of a few ms
+ * (the kernel's coarse clock), so checking more often could not see more rebuilds; a stat per
+ * hit would cost more than the rest of the hit. */
+#define OPKEY_STAMP_INTERVAL_NS 1000000ll
+/* CLOCK_MONOTONIC in ns (vDSO, no syscall). */
+int64_t opkey_now_ns(void);
+
+#endif /* OPBUILD_OPKEY_H */
