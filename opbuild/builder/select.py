@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from opbuild import nonfinite
 from opbuild.atomic import atomic_write
 from opbuild.builder import cache as build_cache
 from opbuild.spec import SpecError, find_specs, load_specs
@@ -205,7 +206,7 @@ class SharedSpecs:
         if entry is None or os.path.exists(entry):
             return
         try:
-            build_cache.store(entry, json.dumps(spec_to_dict(spec), sort_keys=True).encode())
+            build_cache.store(entry, nonfinite.dumps(spec_to_dict(spec), sort_keys=True).encode())
         except OSError:
             pass  # a read-only or full cache: the spec is simply checked next time
 

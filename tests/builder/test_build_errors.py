@@ -1,5 +1,6 @@
 """Failing builds: they say what failed and where, and leave nothing a later build could take
-for done (docs/cli.md, docs/package-format.md §8)."""
+for done (docs/cli.md, docs/package-format.md §8); a failed build keeps the previous package:
+test_build_keeps_package.py."""
 
 from __future__ import annotations
 
@@ -106,13 +107,11 @@ def test_interrupted_build_then_rebuild_equals_a_clean_build(project, clean_buil
     p = project()
     proc = p.start("ops")
     lines = []
-    deadline = time.monotonic() + 120
     try:
         for line in proc.stdout:  # SIGKILL the build and its compilers in the middle of a compile
             lines.append(line)
             if "] CC kernel " in line:
                 break
-            assert time.monotonic() < deadline, "".join(lines)
         until = time.monotonic() + 3  # preferably while a compiler's temporary output exists
         while not _temporaries(p.out) and time.monotonic() < until and proc.poll() is None:
             time.sleep(0.002)
@@ -156,30 +155,6 @@ def test_spec_broken_after_a_good_build_is_still_caught(project):
     assert result.steps == []
 
 
-def _mul_without_tiling_function(project):
-    """MulCustom (custom and built-in) built, then its tiling function renamed and built again:
-    the project, the failed result and each package's config of MulCustom by its step label."""
-    p = project()
-    p.build("OPS=MulCustom")
-    configs = {
-        f"GEN binary_info_config.json ({SOC}, vendors/customize)":
-            p.pkg / f"op_impl/ai_core/tbe/kernel/config/{SOC}/binary_info_config.json",
-        f"GEN ops_math/binary_info_config.json ({SOC}, built-in)":
-            p.builtin / f"op_impl/ai_core/tbe/kernel/config/{SOC}/ops_math/binary_info_config.json",
-    }
-    assert all(c.is_file() for c in configs.values())
-    tiling = p.op_dir("MulCustom") / "tiling.c"
-    # renamed by the preprocessor: the source still reads as defining mul_custom_tiling, so only
-    # the linked library shows it missing (a plain rename is caught before building: see
-    # test_renamed_tiling_function_fails_before_building)
-    tiling.write_text("#define mul_custom_tiling mul_custom_tiling_v2\n" + tiling.read_text())
-    edit(tiling, "")
-    result = p.scons("ops", "OPS=MulCustom")
-    assert result.rc != 0, str(result)
-    assert "MulCustom" in result.stderr and "'mul_custom_tiling'" in result.stderr, result.stderr
-    return p, result, configs
-
-
 def test_renamed_tiling_function_fails_before_building(project):
     p = project()
     p.build("OPS=MulCustom")
@@ -194,15 +169,4 @@ def test_renamed_tiling_function_fails_before_building(project):
     assert tree(p.out) == before  # the previous package is untouched
 
 
-def test_missing_tiling_function_fails_and_removes_the_stale_config(project):
-    _, result, configs = _mul_without_tiling_function(project)
-    failed = [label for label in configs if f"\n  {label}: " in result.stderr]
-    assert failed, result.stderr
-    for label in failed:  # not left behind as if it matched the new library
-        assert not configs[label].exists(), label
-
-
-def test_missing_tiling_function_leaves_no_stale_config_in_either_package(project):
-    _, result, configs = _mul_without_tiling_function(project)
-    left = [label for label, config in configs.items() if config.exists()]
-    assert not left, f"stale configs left: {left}\n{result}"
+# A failed tiling link or check keeps the previous package: test_build_keeps_package.py
