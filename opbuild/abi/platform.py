@@ -2,6 +2,11 @@
 
 core_num is the core count a vector kernel tiles for (the AIV cores on 910B-class SoCs, which have
 two vector cores per cube core); cube_core_num is given for completeness.
+
+The limits a tiling result is checked against before any launch (runtime/call/tiling_bounds.py)
+are here too: `max_block_dim`, the most blocks one launch may have (CANN's launch limit, 65535 on
+every SoC: blocks beyond core_num run in waves), and `device_memory`, the device's HBM bytes (no
+workspace can be larger).
 """
 
 from __future__ import annotations
@@ -18,14 +23,19 @@ class PlatformInfo:
     ub_size: int
     cube_core_num: int
     vector_core_num: int
+    device_memory: int = 64 << 30
+    max_block_dim: int = 65535
 
 
 _TABLE: dict[str, PlatformInfo] = {
     info.soc: info
     for info in (
-        PlatformInfo("ascend910b", core_num=40, ub_size=196608, cube_core_num=20, vector_core_num=40),
-        PlatformInfo("ascend910_93", core_num=40, ub_size=196608, cube_core_num=20, vector_core_num=40),
-        PlatformInfo("ascend310p", core_num=8, ub_size=262144, cube_core_num=8, vector_core_num=8),
+        PlatformInfo("ascend910b", core_num=40, ub_size=196608, cube_core_num=20, vector_core_num=40,
+                     device_memory=64 << 30),
+        PlatformInfo("ascend910_93", core_num=40, ub_size=196608, cube_core_num=20, vector_core_num=40,
+                     device_memory=64 << 30),
+        PlatformInfo("ascend310p", core_num=8, ub_size=262144, cube_core_num=8, vector_core_num=8,
+                     device_memory=24 << 30),
     )
 }
 

@@ -116,6 +116,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "sim_stream_destroy": (i32, [vp, ctypes.c_char_p, u32]),
         "sim_stream_enqueue_host": (i32, [vp, vp, vp]),
         "sim_stream_pending": (u64, [vp]),
+        "sim_register_kernel": (i32, [vp, ctypes.c_char_p]),
     }
     for name, (restype, argtypes) in sigs.items():
         fn = getattr(lib, name)
@@ -501,9 +502,11 @@ class KernelBinary:
         return f"<KernelBinary {self.path}:{self.symbol}>"
 
 
-def load_kernel(path: str | os.PathLike, symbol: str = LAUNCH_SYMBOL) -> KernelBinary:
+def load_kernel(path: str | os.PathLike, symbol: str = LAUNCH_SYMBOL, label: str | None = None) -> KernelBinary:
     """dlopen a kernel binary (RTLD_NOW | RTLD_LOCAL) and find its launch function.
 
+    `label` ("op X, binary Y (path)"; default: the path) names the kernel in the one line the
+    simulator writes to stderr when one of its blocks crashes the process (sim_register_kernel).
     Note that dlopen returns the already loaded library for a path loaded before, even if the file
     changed since.
     """
@@ -518,7 +521,9 @@ def load_kernel(path: str | os.PathLike, symbol: str = LAUNCH_SYMBOL) -> KernelB
         fn = getattr(dll, symbol)
     except AttributeError:
         raise DeviceError(f"kernel binary {path} does not export {symbol}") from None
-    return KernelBinary(path, symbol, dll, ctypes.cast(fn, ctypes.c_void_p).value)
+    address = ctypes.cast(fn, ctypes.c_void_p).value
+    _L().sim_register_kernel(address, (label or f"binary {path}").encode("utf-8", "replace"))
+    return KernelBinary(path, symbol, dll, address)
 
 
 _ARRAY_TYPES = [ctypes.c_void_p * n for n in range(65)]

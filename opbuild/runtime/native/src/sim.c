@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -117,6 +118,148 @@ SIM_API uint64_t sim_mem_in_use(void) { return atomic_load(&mem_in_use); }
 SIM_API uint64_t sim_mem_peak(void) { return atomic_load(&mem_peak); }
 SIM_API uint64_t sim_mem_blocks(void) { return atomic_load(&mem_blocks); }
 
+/* ---- crash reports ------------------------------------------------------------------------ */
+
+/* The block this thread is running (fn NULL: none). initial-exec: the signal handler reads it
+ * without the lazy TLS allocation of a dlopened library. */
+typedef struct current_block {
+    opbuild_kernel_launch_fn fn;
+    uint32_t idx;
+    uint32_t block_dim;
+    int altstack;       /* this thread has a signal stack (stack overflows are reported too) */
+    void *altstack_mem; /* ours, when we made it */
+} current_block;
+
+static __thread current_block cur __attribute__((tls_model("initial-exec")));
+
+#define SIM_MAX_LABELS 4096u
+static struct {
+    opbuild_kernel_launch_fn fn;
+    char label[SIM_LABEL_LEN];
+} labels[SIM_MAX_LABELS];
+static atomic_uint nlabels;
+static pthread_mutex_t labels_mu = PTHREAD_MUTEX_INITIALIZER;
+
+SIM_API int sim_register_kernel(opbuild_kernel_launch_fn fn, const char *label) {
+    if (!fn || !label) return report(SIM_EINVAL, NULL, 0, "sim_register_kernel: NULL kernel or label");
+    pthread_mutex_lock(&labels_mu);
+    unsigned n = atomic_load(&nlabels);
+    int known = 0;
+    for (unsigned i = 0; i < n && !known; ++i) known = labels[i].fn == fn;
+    if (!known && n < SIM_MAX_LABELS) {
+        labels[n].fn = fn;
+        copy_msg(labels[n].label, SIM_LABEL_LEN, label);
+        atomic_store_explicit(&nlabels, n + 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&labels_mu);
+    return SIM_OK;
+}
+
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+#define N_FATAL (sizeof fatal_signals / sizeof fatal_signals[0])
+static struct sigaction previous_action[N_FATAL];
+
+/* Async-signal-safe formatting into buf[*n..SIM_ERROR_LEN). */
+static void put_str(char *buf, size_t *n, const char *s) {
+    while (*s && *n < SIM_ERROR_LEN - 2) buf[(*n)++] = *s++;
+}
+
+static void put_num(char *buf, size_t *n, uint64_t v, unsigned base) {
+    char tmp[24];
+    int k = 0;
+    do {
+        tmp[k++] = "0123456789abcdef"[v % base];
+        v /= base;
+    } while (v);
+    while (k && *n < SIM_ERROR_LEN - 2) buf[(*n)++] = tmp[--k];
+}
+
+static const char *signal_name(int sig) {
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV (invalid memory access)";
+    case SIGBUS: return "SIGBUS (bus error)";
+    case SIGFPE: return "SIGFPE (arithmetic error)";
+    case SIGILL: return "SIGILL (illegal instruction)";
+    case SIGABRT: return "SIGABRT (abort)";
+    default: return "a fatal signal";
+    }
+}
+
+static void on_fatal_signal(int sig, siginfo_t *info, void *uctx) {
+    (void)uctx;
+    int saved_errno = errno;
+    opbuild_kernel_launch_fn fn = cur.fn;
+    if (fn) {
+        char line[SIM_ERROR_LEN];
+        size_t n = 0;
+        const char *label = NULL;
+        unsigned count = atomic_load_explicit(&nlabels, memory_order_acquire);
+        for (unsigned i = 0; i < count && !label; ++i)
+            if (labels[i].fn == fn) label = labels[i].label;
+        put_str(line, &n, "opbuild: kernel crashed: ");
+        if (label) {
+            put_str(line, &n, label);
+        } else {
+            put_str(line, &n, "unregistered kernel at 0x");
+            put_num(line, &n, (uint64_t)(uintptr_t)fn, 16);
+        }
+        put_str(line, &n, ", block ");
+        put_num(line, &n, cur.idx, 10);
+        put_str(line, &n, " of ");
+        put_num(line, &n, cur.block_dim, 10);
+        put_str(line, &n, ": ");
+        put_str(line, &n, signal_name(sig));
+        if (sig != SIGABRT && info && info->si_code > 0) {
+            put_str(line, &n, " at address 0x");
+            put_num(line, &n, (uint64_t)(uintptr_t)info->si_addr, 16);
+        }
+        line[n++] = '\n';
+        ssize_t w = write(STDERR_FILENO, line, n);
+        (void)w;
+        cur.fn = NULL; /* one line per thread, even if the previous action returns here */
+    }
+    /* Hand the signal to what was there before (Python's faulthandler, or the default action:
+     * the process dies as it would have without opbuild). */
+    for (size_t i = 0; i < N_FATAL; ++i)
+        if (fatal_signals[i] == sig) sigaction(sig, &previous_action[i], NULL);
+    if (sig == SIGABRT || !info || info->si_code <= 0) raise(sig); /* sent, not a fault: send again */
+    errno = saved_errno;                                           /* a fault: it recurs on return */
+}
+
+static void install_fatal_handlers(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fatal_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < N_FATAL; ++i) sigaction(fatal_signals[i], &sa, &previous_action[i]);
+}
+
+/* A signal stack for this thread, so that a kernel's stack overflow is reported too. */
+static void ensure_altstack(void) {
+    if (cur.altstack) return;
+    cur.altstack = 1;
+    stack_t old;
+    if (sigaltstack(NULL, &old) == 0 && !(old.ss_flags & SS_DISABLE)) return; /* has one (faulthandler) */
+    size_t size = 64 * 1024;
+    stack_t st = {.ss_sp = malloc(size), .ss_size = size, .ss_flags = 0};
+    if (st.ss_sp && sigaltstack(&st, NULL) != 0) {
+        free(st.ss_sp);
+        st.ss_sp = NULL;
+    }
+    cur.altstack_mem = st.ss_sp;
+}
+
+/* Before a simulator thread exits: give its signal stack back. */
+static void release_altstack(void) {
+    if (!cur.altstack_mem) return;
+    stack_t off = {.ss_flags = SS_DISABLE};
+    sigaltstack(&off, NULL);
+    free(cur.altstack_mem);
+    cur.altstack_mem = NULL;
+    cur.altstack = 0;
+}
+
 /* ---- running one block -------------------------------------------------------------------- */
 
 /* Sync context given to kernels launched without intercore_sync: SyncAll there is a bug (the
@@ -136,7 +279,12 @@ static int run_block(opbuild_kernel_launch_fn fn, void *const *args, uint32_t na
         sync_ctx = &misuse;
     }
     kerr[0] = '\0';
+    if (!cur.altstack) ensure_altstack();
+    cur.idx = idx;
+    cur.block_dim = block_dim;
+    cur.fn = fn;
     int32_t rc = fn(args, nargs, idx, block_dim, sync, sync_ctx, kerr, OPBUILD_KERNEL_ERROR_LEN);
+    cur.fn = NULL;
     kerr[OPBUILD_KERNEL_ERROR_LEN - 1] = '\0';
     if (rc != 0) {
         if (kerr[0] == '\0') snprintf(kerr, OPBUILD_KERNEL_ERROR_LEN, "kernel failed with status %d", (int)rc);
@@ -263,6 +411,7 @@ static void *pool_worker(void *unused) {
         if (--j->refs == 0) pthread_cond_signal(&j->cv);
     }
     pthread_mutex_unlock(&pool.mu);
+    release_altstack();
     return NULL;
 }
 
@@ -474,6 +623,7 @@ static void *gang_worker(void *arg) {
     pthread_mutex_unlock(&gang.mu);
     pthread_cond_destroy(&self->cv);
     free(self);
+    release_altstack();
     return NULL;
 }
 
@@ -688,6 +838,7 @@ static void *stream_worker(void *arg) {
         if (--s->pending == 0) pthread_cond_broadcast(&s->cv_idle);
     }
     pthread_mutex_unlock(&s->mu);
+    release_altstack();
     return NULL;
 }
 
@@ -841,4 +992,7 @@ static void atfork_child(void) {
     gang.nidle = 0;
 }
 
-__attribute__((constructor)) static void sim_init(void) { pthread_atfork(NULL, NULL, atfork_child); }
+__attribute__((constructor)) static void sim_init(void) {
+    pthread_atfork(NULL, NULL, atfork_child);
+    install_fatal_handlers();
+}

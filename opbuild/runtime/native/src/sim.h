@@ -87,6 +87,15 @@ SIM_API uint32_t sim_threads(void);
 SIM_API int sim_launch(sim_stream *stream, opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs,
                        uint32_t block_dim, int intercore_sync, char *err, uint32_t errlen);
 
+/* ---- crash reports ------------------------------------------------------------------------ */
+
+/* Name a kernel launch function for crash reports ("op X, binary Y (path)"; copied, at most
+ * SIM_LABEL_LEN - 1 bytes). When a block of a registered kernel dies of SIGSEGV, SIGBUS, SIGFPE,
+ * SIGILL or SIGABRT, one line naming the kernel, the block and the signal is written to stderr
+ * (async-signal-safe) before the signal's previous action runs (the process dies as before). */
+#define SIM_LABEL_LEN 256u
+SIM_API int sim_register_kernel(opbuild_kernel_launch_fn fn, const char *label);
+
 SIM_API sim_stream *sim_stream_create(void);
 /* Wait for every task enqueued so far; returns (and clears) the first error recorded. */
 SIM_API int sim_stream_synchronize(sim_stream *stream, char *err, uint32_t errlen);

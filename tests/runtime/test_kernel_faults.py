@@ -1,0 +1,50 @@
+"""Buggy kernels in the default (in-process) mode (issue 13, item 2): a crash names op, binary
+and block on stderr before the process dies. Each case runs in a child process."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+_CHILD = """
+import sys
+import numpy as np
+import opbuild.runtime as rt
+probe = rt.import_ops(sys.argv[1])
+x = np.ones(int(sys.argv[3]), np.float32)
+probe.probe_custom(x, scale=float(sys.argv[2]))
+print("survived")
+"""
+
+
+def _run_child(probe_package: Path, scale: float, n: int = 16, threads: str = "2") -> subprocess.CompletedProcess:
+    env = {**__import__("os").environ, "OPBUILD_SIM_THREADS": threads, "PYTHONFAULTHANDLER": ""}
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(_CHILD), str(probe_package), str(scale), str(n)],
+                          capture_output=True, text=True, timeout=120, env=env)
+
+
+@pytest.mark.parametrize("scale,sig,what", [
+    (-10.0, signal.SIGSEGV, "SIGSEGV (invalid memory access) at address 0x0"),
+    (-12.0, signal.SIGABRT, "SIGABRT (abort)"),
+])
+def test_kernel_crash_names_op_binary_and_block(probe_package, scale, sig, what):
+    r = _run_child(probe_package, scale)
+    assert r.returncode == -sig, (r.returncode, r.stderr)
+    assert "survived" not in r.stdout
+    lines = [line for line in r.stderr.splitlines() if line.startswith("opbuild: kernel crashed:")]
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("opbuild: kernel crashed: op ProbeCustom, binary ProbeCustom_FP32 (")
+    assert lines[0].endswith(f"ProbeCustom_FP32.so), block 0 of 1: {what}"), lines[0]
+
+
+def test_kernel_crash_in_a_pool_worker(probe_package):
+    """Many blocks on the thread pool: the line names the block of the thread that crashed."""
+    r = _run_child(probe_package, -10.0, n=1 << 20, threads="4")
+    assert r.returncode == -signal.SIGSEGV, r.stderr
+    line = next(line for line in r.stderr.splitlines() if line.startswith("opbuild: kernel crashed:"))
+    assert "op ProbeCustom, binary ProbeCustom_FP32" in line and " of 40: SIGSEGV" in line, line
