@@ -48,3 +48,52 @@ def test_kernel_crash_in_a_pool_worker(probe_package):
     assert r.returncode == -signal.SIGSEGV, r.stderr
     line = next(line for line in r.stderr.splitlines() if line.startswith("opbuild: kernel crashed:"))
     assert "op ProbeCustom, binary ProbeCustom_FP32" in line and " of 40: SIGSEGV" in line, line
+
+
+_ENDLESS = """
+import sys
+import numpy as np
+import opbuild.runtime as rt
+probe = rt.import_ops(sys.argv[1])
+x = np.ones(int(sys.argv[2]), np.float32)
+mode = sys.argv[3]
+print("launching", flush=True)
+try:
+    if mode == "stream":
+        s = rt.Stream()
+        y = np.empty_like(x)
+        size, ex = probe.aclnnProbeCustomGetWorkspaceSize(x, -11.0, y)
+        probe.aclnnProbeCustom(None, size, ex, s)
+        s.synchronize()
+    else:
+        probe.probe_custom(x, scale=-11.0)
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", flush=True)
+    raise
+"""
+
+
+@pytest.mark.parametrize("n,mode", [(16, "sync"), (1 << 20, "sync"), (16, "stream")],
+                         ids=["one-block", "pool", "stream-synchronize"])
+def test_ctrl_c_interrupts_an_endless_kernel(probe_package, n, mode):
+    """SIGINT to a child stuck in an endless kernel: it exits with KeyboardInterrupt (no timing
+    assertion beyond the subprocess timeout)."""
+    import os
+
+    env = {**os.environ, "OPBUILD_SIM_THREADS": "2"}
+    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(_ENDLESS), str(probe_package), str(n), mode],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert child.stdout.readline() == "launching\n"
+        import time
+
+        time.sleep(0.5)  # let it enter the kernel (not asserted: an earlier SIGINT is a KeyboardInterrupt too)
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert "KeyboardInterrupt" in out, (out, err)
+    assert err.rstrip().endswith("KeyboardInterrupt"), err
+    assert child.returncode != 0

@@ -5,7 +5,9 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -68,6 +70,9 @@ typedef struct mem_header {
     void *base;
 } mem_header;
 
+/* Launches abandoned by an interrupt whose blocks still run on other threads. */
+static atomic_uint abandoned_launches;
+
 static atomic_uint_fast64_t mem_in_use;
 static atomic_uint_fast64_t mem_peak;
 static atomic_uint_fast64_t mem_blocks;
@@ -109,6 +114,8 @@ SIM_API int sim_free(void *ptr) {
     h->magic = SIM_MEM_FREED;
     atomic_fetch_sub(&mem_in_use, h->size);
     atomic_fetch_sub(&mem_blocks, 1);
+    if (atomic_load_explicit(&abandoned_launches, memory_order_relaxed))
+        return SIM_OK; /* an interrupted launch may still write it: never reused (leaked) */
     free(h->base);
     return SIM_OK;
 }
@@ -128,6 +135,8 @@ typedef struct current_block {
     uint32_t block_dim;
     int altstack;       /* this thread has a signal stack (stack overflows are reported too) */
     void *altstack_mem; /* ours, when we made it */
+    sigjmp_buf *jmp;    /* set while the main thread is in an interruptible launch */
+    struct pool_job *job; /* the pool job the main thread runs blocks of (abandoned on interrupt) */
 } current_block;
 
 static __thread current_block cur __attribute__((tls_model("initial-exec")));
@@ -283,7 +292,9 @@ static int run_block(opbuild_kernel_launch_fn fn, void *const *args, uint32_t na
     cur.idx = idx;
     cur.block_dim = block_dim;
     cur.fn = fn;
+    atomic_signal_fence(memory_order_seq_cst);
     int32_t rc = fn(args, nargs, idx, block_dim, sync, sync_ctx, kerr, OPBUILD_KERNEL_ERROR_LEN);
+    atomic_signal_fence(memory_order_seq_cst);
     cur.fn = NULL;
     kerr[OPBUILD_KERNEL_ERROR_LEN - 1] = '\0';
     if (rc != 0) {
@@ -331,6 +342,8 @@ typedef struct pool_job {
     struct pool_job *prev, *nextjob;
     pthread_cond_t cv; /* with pool.mu: refs reached 0 */
     failure fail;      /* pool.mu */
+    int abandoned;     /* pool.mu: the caller left (interrupt); the last worker frees the job */
+    void *argv[];      /* the launch arguments (copied: an abandoned job outlives the caller's) */
 } pool_job;
 
 static struct {
@@ -408,7 +421,15 @@ static void *pool_worker(void *unused) {
         pool_work(j);
         pthread_mutex_lock(&pool.mu);
         pool_unlink(j); /* every block is claimed */
-        if (--j->refs == 0) pthread_cond_signal(&j->cv);
+        if (--j->refs == 0) {
+            if (j->abandoned) {
+                pthread_cond_destroy(&j->cv);
+                free(j);
+                atomic_fetch_sub(&abandoned_launches, 1);
+            } else {
+                pthread_cond_signal(&j->cv);
+            }
+        }
     }
     pthread_mutex_unlock(&pool.mu);
     release_altstack();
@@ -497,6 +518,27 @@ static int run_inline(opbuild_kernel_launch_fn fn, void *const *args, uint32_t n
     return failure_report(&f, msg);
 }
 
+/* The caller leaves job j (an interrupt): no more blocks are claimed, workers still running
+ * blocks finish them and the last one frees j. Caller holds pool.mu. */
+static void pool_abandon_locked(pool_job *j) {
+    pool_unlink(j);
+    atomic_store(&j->next, j->block_dim);
+    if (j->refs == 0) {
+        pthread_cond_destroy(&j->cv);
+        free(j);
+    } else {
+        j->abandoned = 1;
+        atomic_fetch_add(&abandoned_launches, 1);
+    }
+}
+
+static int interrupted_msg(char *msg) {
+    snprintf(msg, SIM_ERROR_LEN, "launch interrupted (SIGINT); blocks still running were abandoned");
+    return SIM_EINTR;
+}
+
+static atomic_int interrupt_requested;
+
 static int run_pool(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs, uint32_t block_dim,
                     char *msg) {
     int rc = pool_ensure(msg);
@@ -504,33 +546,60 @@ static int run_pool(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nar
     uint32_t workers = __atomic_load_n(&pool.nworkers, __ATOMIC_RELAXED);
     if (workers == 0) return run_inline(fn, args, nargs, block_dim, msg);
 
-    pool_job j;
-    memset(&j, 0, sizeof j);
-    j.fn = fn;
-    j.args = args;
-    j.nargs = nargs;
-    j.block_dim = block_dim;
-    atomic_init(&j.next, 0);
-    j.fail.idx = SIM_NO_BLOCK;
-    pthread_cond_init(&j.cv, NULL);
+    pool_job *j = calloc(1, sizeof *j + (size_t)nargs * sizeof(void *));
+    if (!j) {
+        snprintf(msg, SIM_ERROR_LEN, "out of memory launching %u blocks", block_dim);
+        return SIM_ENOMEM;
+    }
+    if (nargs) memcpy(j->argv, args, (size_t)nargs * sizeof(void *));
+    j->fn = fn;
+    j->args = j->argv;
+    j->nargs = nargs;
+    j->block_dim = block_dim;
+    atomic_init(&j->next, 0);
+    j->fail.idx = SIM_NO_BLOCK;
+    pthread_cond_init(&j->cv, NULL);
 
     pthread_mutex_lock(&pool.mu);
-    j.prev = pool.tail;
-    if (pool.tail) pool.tail->nextjob = &j; else pool.head = &j;
-    pool.tail = &j;
-    j.queued = 1;
+    j->prev = pool.tail;
+    if (pool.tail) pool.tail->nextjob = j; else pool.head = j;
+    pool.tail = j;
+    j->queued = 1;
     uint32_t wake = block_dim - 1 < pool.nworkers ? block_dim - 1 : pool.nworkers;
     for (uint32_t i = 0; i < wake; ++i) pthread_cond_signal(&pool.cv);
     pthread_mutex_unlock(&pool.mu);
 
-    pool_work(&j);
+    int interruptible = cur.jmp != NULL;
+    if (interruptible) cur.job = j;
+    pool_work(j);
+    cur.job = NULL;
 
     pthread_mutex_lock(&pool.mu);
-    pool_unlink(&j);
-    while (j.refs > 0) pthread_cond_wait(&j.cv, &pool.mu);
+    pool_unlink(j);
+    while (j->refs > 0) {
+        if (!interruptible) {
+            pthread_cond_wait(&j->cv, &pool.mu);
+            continue;
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 50 * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec += 1;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&j->cv, &pool.mu, &until);
+        if (j->refs > 0 && atomic_load(&interrupt_requested)) {
+            pool_abandon_locked(j);
+            pthread_mutex_unlock(&pool.mu);
+            return interrupted_msg(msg);
+        }
+    }
     pthread_mutex_unlock(&pool.mu);
-    pthread_cond_destroy(&j.cv);
-    return failure_report(&j.fail, msg);
+    rc = failure_report(&j->fail, msg);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+    return rc;
 }
 
 /* ---- inter-core sync kernels: one thread per block ---------------------------------------- */
@@ -768,6 +837,92 @@ static int validate(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nar
 static int stream_enqueue_launch(sim_stream *s, opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs,
                                  uint32_t block_dim, int intercore_sync, char *msg);
 
+/* ---- interrupts ---------------------------------------------------------------------------- */
+
+static pthread_t interrupt_thread;
+static atomic_int interrupt_ready;
+static atomic_int main_in_launch;
+static struct sigaction previous_int;
+
+static void on_sigint(int sig, siginfo_t *info, void *uctx) {
+    int saved_errno = errno;
+    const struct sigaction *p = &previous_int;
+    if (p->sa_flags & SA_SIGINFO) {
+        if (p->sa_sigaction) p->sa_sigaction(sig, info, uctx);
+    } else if (p->sa_handler == SIG_IGN) {
+        errno = saved_errno;
+        return;
+    } else if (p->sa_handler == SIG_DFL) {
+        sigaction(SIGINT, p, NULL);
+        raise(SIGINT);
+        errno = saved_errno;
+        return;
+    } else {
+        p->sa_handler(sig);
+    }
+    if (pthread_equal(pthread_self(), interrupt_thread)) {
+        if (cur.jmp) {
+            atomic_store(&interrupt_requested, 1);
+            if (cur.fn) { /* inside a kernel block: leave it */
+                sigjmp_buf *jb = cur.jmp;
+                cur.fn = NULL;
+                siglongjmp(*jb, 1);
+            }
+        }
+    } else if (atomic_load(&main_in_launch)) {
+        atomic_store(&interrupt_requested, 1);
+        pthread_kill(interrupt_thread, SIGINT); /* the main thread may be inside a kernel */
+    }
+    errno = saved_errno;
+}
+
+SIM_API int sim_install_interrupt(unsigned long main_thread) {
+    pthread_mutex_lock(&config_mu);
+    if (!atomic_load(&interrupt_ready)) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_sigint;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        sigemptyset(&sa.sa_mask);
+        interrupt_thread = (pthread_t)main_thread;
+        if (sigaction(SIGINT, &sa, &previous_int) == 0) atomic_store(&interrupt_ready, 1);
+    }
+    pthread_mutex_unlock(&config_mu);
+    return atomic_load(&interrupt_ready) ? SIM_OK : report(SIM_ESTATE, NULL, 0, "cannot install the SIGINT handler");
+}
+
+/* A synchronous launch by the main thread: SIGINT leaves it (see sim_install_interrupt). */
+static int execute_interruptible(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs,
+                                 uint32_t block_dim, char *msg) {
+    sigjmp_buf jb;
+    if (sigsetjmp(jb, 0)) {
+        /* left a kernel block from the SIGINT handler: SIGINT is still blocked, unblock it */
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGINT);
+        pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+        cur.jmp = NULL;
+        cur.fn = NULL;
+        atomic_store(&main_in_launch, 0);
+        if (cur.job) {
+            pthread_mutex_lock(&pool.mu);
+            pool_abandon_locked(cur.job);
+            pthread_mutex_unlock(&pool.mu);
+            cur.job = NULL;
+        }
+        return interrupted_msg(msg);
+    }
+    atomic_store(&interrupt_requested, 0);
+    cur.jmp = &jb;
+    atomic_store(&main_in_launch, 1);
+    atomic_signal_fence(memory_order_seq_cst);
+    int rc = execute(fn, args, nargs, block_dim, 0, msg);
+    atomic_signal_fence(memory_order_seq_cst);
+    atomic_store(&main_in_launch, 0);
+    cur.jmp = NULL;
+    return rc;
+}
+
 SIM_API int sim_launch(sim_stream *stream, opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs,
                        uint32_t block_dim, int intercore_sync, char *err, uint32_t errlen) {
     char msg[SIM_ERROR_LEN];
@@ -775,6 +930,9 @@ SIM_API int sim_launch(sim_stream *stream, opbuild_kernel_launch_fn fn, void *co
     if (rc == SIM_OK) {
         if (stream)
             rc = stream_enqueue_launch(stream, fn, args, nargs, block_dim, intercore_sync, msg);
+        else if (!intercore_sync && atomic_load_explicit(&interrupt_ready, memory_order_relaxed) && !cur.jmp &&
+                 pthread_equal(pthread_self(), interrupt_thread))
+            rc = execute_interruptible(fn, args, nargs, block_dim, msg);
         else
             rc = execute(fn, args, nargs, block_dim, intercore_sync, msg);
     }
@@ -938,6 +1096,24 @@ static int stream_drain(sim_stream *s, char *msg, int stop) {
     }
     pthread_mutex_unlock(&s->mu);
     return rc;
+}
+
+SIM_API int sim_stream_wait(sim_stream *s, uint32_t timeout_ms) {
+    if (!s) return SIM_OK;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec += 1;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&s->mu);
+    int rc = 0;
+    while (s->pending > 0 && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&s->cv_idle, &s->mu, &until);
+    int busy = s->pending > 0;
+    pthread_mutex_unlock(&s->mu);
+    return busy ? SIM_EBUSY : SIM_OK;
 }
 
 SIM_API int sim_stream_synchronize(sim_stream *s, char *err, uint32_t errlen) {
