@@ -214,7 +214,7 @@ class OmModel:
         """
         found = []
         for t in SoBinType:
-            names = [b.name for b in self.routed.get(t, [])]
+            names = [f"{b.name} of {b.vendor}" for b in self.routed.get(t, [])]
             if names:
                 found.append(f"{len(names)} {t.name} .so file(s) in SO_BINS ({', '.join(sorted(names))})")
         if self.kernels:

@@ -39,6 +39,7 @@ PROBE_MODES = {
     -10.0: "the kernel writes through a NULL pointer (SIGSEGV)",
     -11.0: "the kernel loops forever",
     -12.0: "the kernel calls abort() (SIGABRT)",
+    -13.0: "the kernel recurses without end (stack overflow, SIGSEGV)",
 }
 """ProbeCustom's `scale` attribute values that make its tiling misbehave."""
 
@@ -57,6 +58,12 @@ _PROBE_TILING_MODES = """    tiling_set_workspace_size(ctx, 0);
     return OPBUILD_GRAPH_SUCCESS;
 """
 
+_PROBE_RECURSE = """static int probe_recurse(int depth) {
+    volatile char pad[4096];
+    pad[depth % 4096] = (char)depth;
+    return probe_recurse(depth + 1) + pad[depth % 4096];
+}
+"""
 _PROBE_KERNEL_ANCHOR = "    const float scale = td.scale;\n"
 _PROBE_KERNEL_MODES = """    const float scale = td.scale;
     if (scale == -10.0f) {
@@ -67,6 +74,7 @@ _PROBE_KERNEL_MODES = """    const float scale = td.scale;
         for (volatile int spin = 1; spin;) {
         }
     if (scale == -12.0f) abort();
+    if (scale == -13.0f) yp[begin] = (DTYPE_Y)probe_recurse(1);
 """
 
 
@@ -153,7 +161,7 @@ def probe_package(tmp_path_factory: pytest.TempPathFactory) -> Path:
     kernel = op_dir / "kernel.c"
     text = kernel.read_text()
     assert _PROBE_KERNEL_ANCHOR in text, "the scaffold's kernel.c changed; update _PROBE_KERNEL_ANCHOR"
-    kernel.write_text("#include <stdlib.h>\n" + text.replace(_PROBE_KERNEL_ANCHOR, _PROBE_KERNEL_MODES))
+    kernel.write_text("#include <stdlib.h>\n" + _PROBE_RECURSE + text.replace(_PROBE_KERNEL_ANCHOR, _PROBE_KERNEL_MODES))
     try:
         return pkgbuild.build_project(root)
     except RuntimeError as exc:
