@@ -1,17 +1,15 @@
 """SoC platform table: what a tiling function sees as core_num and ub_size for each SoC.
 
-core_num is the core count a vector kernel tiles for (the AIV cores on 910B-class SoCs, which have
-two vector cores per cube core); cube_core_num is given for completeness.
-
-The limits a tiling result is checked against before any launch (runtime/call/tiling_bounds.py)
-are here too: `max_block_dim`, the most blocks one launch may have (CANN's launch limit, 65535 on
-every SoC: blocks beyond core_num run in waves), and `device_memory`, the device's HBM bytes (no
-workspace can be larger).
+The numbers are the SoC records of `opbuild.abi.vocabulary` (see `Soc` there for what core_num
+and cube_core_num mean, and for the tiling-result bounds device_memory and max_block_dim); this
+module is the lookup by (case-insensitive) name.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from opbuild.abi.vocabulary import SOCS
 
 __all__ = ["PlatformInfo", "platform", "known_socs"]
 
@@ -28,15 +26,8 @@ class PlatformInfo:
 
 
 _TABLE: dict[str, PlatformInfo] = {
-    info.soc: info
-    for info in (
-        PlatformInfo("ascend910b", core_num=40, ub_size=196608, cube_core_num=20, vector_core_num=40,
-                     device_memory=64 << 30),
-        PlatformInfo("ascend910_93", core_num=40, ub_size=196608, cube_core_num=20, vector_core_num=40,
-                     device_memory=64 << 30),
-        PlatformInfo("ascend310p", core_num=8, ub_size=262144, cube_core_num=8, vector_core_num=8,
-                     device_memory=24 << 30),
-    )
+    s.name: PlatformInfo(s.name, s.core_num, s.ub_size, s.cube_core_num, s.vector_core_num, s.device_memory,
+                         s.max_block_dim) for s in SOCS
 }
 
 
