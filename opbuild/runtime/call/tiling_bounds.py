@@ -1,7 +1,7 @@
 """Bounds of a tiling result, checked once per plan before anything is launched.
 
 A tiling function is op-author C code: its block_dim, workspace size and tiling data size are
-untrusted numbers. Each must fit the SoC (opbuild/abi/platform.py holds the limits) and the
+untrusted numbers. Each must fit the SoC (vocabulary.Soc holds the limits) and the
 kernel, or the call fails with 561000 naming the value, instead of a launch of 2^31 blocks or
 an allocation of 2^64 bytes.
 """
