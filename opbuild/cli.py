@@ -239,6 +239,9 @@ def _configure_om(parser: argparse.ArgumentParser) -> None:
     r.add_argument("om", metavar="MODEL.om")
     r.add_argument("--input", "-i", action="append", default=[], metavar="NAME=FILE.npy")
     r.add_argument("--output-dir", required=True, metavar="DIR", help="writes <output name>.npy here")
+    r.add_argument("--trust", action="store_true",
+                   help="run the native code (kernels, .so files) and Python key rules the model carries; "
+                        "without it such a model is refused (docs/om-format.md, Trust)")
     i = sub.add_parser("inspect", help="print the header, partitions, flags and packed .so files of an .om")
     i.add_argument("om", metavar="MODEL.om")
     s = sub.add_parser("single-op", help="compile one op into an .om")

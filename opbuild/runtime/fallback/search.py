@@ -84,15 +84,22 @@ def _config_ini(opp: str) -> str:
     return path
 
 
+_PACKAGE_OF: dict[str, str] = {}
+"""Library path -> its package root (checked by _handle before the library is opened)."""
+
+
 def _libraries(roots: Sequence[str | os.PathLike[str]]) -> tuple[str, ...]:
     libs: list[str] = []
     for root in roots:
         root = os.path.abspath(os.fspath(root))
         lib_dir = os.path.join(root, OP_API_LIB_DIR)
         if os.path.basename(root) == "built-in":
-            libs += [os.path.join(lib_dir, name) for name in BUILTIN_LIBS]
+            found = [os.path.join(lib_dir, name) for name in BUILTIN_LIBS]
         else:
-            libs.append(os.path.join(lib_dir, CUSTOM_LIB))
+            found = [os.path.join(lib_dir, CUSTOM_LIB)]
+        for lib in found:
+            _PACKAGE_OF[lib] = root
+        libs += found
     return tuple(libs)
 
 
@@ -145,6 +152,11 @@ def _handle(path: str) -> tuple[ctypes.CDLL | None, str]:
     with _lock:
         lib = _HANDLES.get(path)
         if lib is None:
+            root = _PACKAGE_OF.get(path)
+            if root is not None:  # a symlinked library must not lead out of its package
+                from opbuild.runtime.binaries.package import inside_package
+
+                inside_package(root, path, "op API library", "op_fallback")
             try:
                 lib = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
             except OSError as exc:
