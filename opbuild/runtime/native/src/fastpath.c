@@ -31,6 +31,7 @@
 
 #include "opkey.h"
 
+#define PY_ARRAY_UNIQUE_SYMBOL opbuild_fastpath_ARRAY_API /* shared with fallback_exec.c */
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 
@@ -1102,6 +1103,8 @@ static PyObject *fp_reset_stats(PyObject *mod, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+PyObject *fp_syn_exec(PyObject *self, PyObject *const *args, Py_ssize_t nargs); /* fallback_exec.c */
+
 static PyMethodDef fp_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))fp_configure, METH_VARARGS | METH_KEYWORDS,
      "configure(aclnn_error, dp, executor_type, plan_type, launch_failed, sim_launch): bind to the runtime."},
@@ -1110,6 +1113,8 @@ static PyMethodDef fp_methods[] = {
     {"set_observed", fp_set_observed, METH_O,
      "set_observed(n): n launch observers are registered (launch.observe_launches); while n > 0 "
      "Phase2 hands launches to the Python path."},
+    {"syn_exec", (PyCFunction)(void (*)(void))fp_syn_exec, METH_FASTCALL,
+     "syn_exec(funcs, dtypes, stream, arrays): op_fallback's syn_exec_aclnn of plain arrays (fallback_exec.c)."},
     {"reset", fp_reset, METH_NOARGS, "Forget the calling thread's plan table (ResetCacheThreadLocal)."},
     {"table_size", fp_table_size, METH_NOARGS, "Entries in the calling thread's plan table."},
     {"stats", fp_stats, METH_NOARGS, "Process-wide counters of the fast path (hits, misses, launches)."},
