@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from opbuild.abi.vocabulary import DEFAULT_SOC, IMPL_MODE_NAMES
+
 Configure = Callable[[argparse.ArgumentParser], None]
 Run = Callable[[argparse.Namespace], int]
 
@@ -161,8 +163,8 @@ def _configure_explain(parser: argparse.ArgumentParser) -> None:
                         help="a tensor of the call, e.g. x=float16[2,3] (repeat for a tensor list; @NCHW sets the format)")
     parser.add_argument("--attr", "-a", action="append", default=[], metavar="NAME=VALUE", help="an attribute value")
     parser.add_argument("--deterministic", action="store_true", default=None, help="d=1")
-    parser.add_argument("--impl-mode", default=None, help="default | high_performance | high_precision")
-    parser.add_argument("--soc", default=None, help="SoC (default: $OPBUILD_SOC or ascend910b)")
+    parser.add_argument("--impl-mode", default=None, help=" | ".join(IMPL_MODE_NAMES))
+    parser.add_argument("--soc", default=None, help=f"SoC (default: $OPBUILD_SOC or {DEFAULT_SOC})")
 
 
 @command("explain", "show the context, fragment, full key and binary the runtime selects for a call", _configure_explain)
@@ -227,7 +229,7 @@ def _configure_om(parser: argparse.ArgumentParser) -> None:
     s.add_argument("--attr", "-a", action="append", default=[], metavar="NAME=VALUE")
     s.add_argument("--opp", default="out/opp")
     s.add_argument("--package", default=None, help="built-in or vendors/<name> (default: search order)")
-    s.add_argument("--soc", default="ascend910b")
+    s.add_argument("--soc", default=DEFAULT_SOC)
     s.add_argument("-o", "--output", required=True, metavar="OP.om")
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from opbuild.abi.platform import platform
+from opbuild.abi.vocabulary import DEFAULT_SOC
 from opbuild.abi.tiling_context import (
     GRAPH_SUCCESS,
     MAX_SIMPLIFIED_KEY_LEN,
@@ -128,7 +129,7 @@ class CKeyCallback:
         return [[(dtype(i, k), fmt(i, k), shape(i, k), None) for k in range(count(i))] for i in range(n)]
 
     def __call__(self, ctx: Any) -> str:
-        soc = ctx.soc or "ascend910b"
+        soc = ctx.soc or DEFAULT_SOC
         info = platform(soc)
         inputs = self._instances(ctx.input_count, ctx.input_dtype, ctx.input_format, ctx.input_shape, ctx.num_inputs)
         outputs = self._instances(ctx.output_count, ctx.output_dtype, ctx.output_format, ctx.output_shape, ctx.num_outputs)

@@ -1,7 +1,8 @@
-"""GE data-type and format enums and their host/kernel spellings.
+"""GE data-type and format enums and their host/kernel spellings, as lookup tables.
 
-The integers are ge::DataType / ge::Format values: default-mode simplified keys are made of them
-(`Op/d=0,p=1/1,2/1,2/1,2`), so they are part of the package format and never change.
+What: name -> number / C spelling maps (in GE enum order) and the numpy conversions the key
+grammar, TilingContext, codegen and the runtime use. Why a module of its own: these are the shapes those callers look
+things up in; every value is derived from `opbuild.abi.vocabulary`, where each fact is written once.
 """
 
 from __future__ import annotations
@@ -10,68 +11,40 @@ from typing import Final
 
 import numpy as np
 
-DTYPE_TO_GE: Final[dict[str, int]] = {
-    "float32": 0,
-    "float16": 1,
-    "int8": 2,
-    "int32": 3,
-    "uint8": 4,
-    "int16": 6,
-    "uint16": 7,
-    "uint32": 8,
-    "int64": 9,
-    "uint64": 10,
-    "float64": 11,
-    "bool": 12,
-    "bfloat16": 27,
-}
-GE_TO_DTYPE: Final[dict[int, str]] = {v: k for k, v in DTYPE_TO_GE.items()}
+from opbuild.abi.vocabulary import DTYPE, DTYPE_BY_NUMPY, FORMATS
+from opbuild.abi.vocabulary import DTYPES_BY_GE_ORDER as DTYPES
 
-FORMAT_TO_GE: Final[dict[str, int]] = {"NCHW": 0, "NHWC": 1, "ND": 2}
-GE_TO_FORMAT: Final[dict[int, str]] = {v: k for k, v in FORMAT_TO_GE.items()}
+DTYPE_TO_GE: Final[dict[str, int]] = {d.name: d.ge for d in DTYPES}
+GE_TO_DTYPE: Final[dict[int, str]] = {d.ge: d.name for d in DTYPES}
 
-DTYPE_ITEMSIZE: Final[dict[str, int]] = {
-    "float32": 4, "float16": 2, "int8": 1, "int32": 4, "uint8": 1, "int16": 2, "uint16": 2,
-    "uint32": 4, "int64": 8, "uint64": 8, "float64": 8, "bool": 1, "bfloat16": 2,
-}
+FORMAT_TO_GE: Final[dict[str, int]] = {f.name: f.ge for f in FORMATS}
+GE_TO_FORMAT: Final[dict[int, str]] = {f.ge: f.name for f in FORMATS}
 
-DTYPE_C_TYPE: Final[dict[str, str]] = {
-    "float32": "float", "float16": "half", "int8": "int8_t", "int32": "int32_t", "uint8": "uint8_t",
-    "int16": "int16_t", "uint16": "uint16_t", "uint32": "uint32_t", "int64": "int64_t",
-    "uint64": "uint64_t", "float64": "double", "bool": "uint8_t", "bfloat16": "bfloat16_t",
-}
+DTYPE_ITEMSIZE: Final[dict[str, int]] = {d.name: d.itemsize for d in DTYPES}
+
+DTYPE_C_TYPE: Final[dict[str, str]] = {d.name: d.c_type for d in DTYPES}
 """Element type of each dtype in kernel C (types.h defines `half` and `bfloat16_t`)."""
 
-DTYPE_C_ENUM: Final[dict[str, str]] = {
-    "float32": "OPBUILD_DT_FLOAT", "float16": "OPBUILD_DT_FLOAT16", "int8": "OPBUILD_DT_INT8",
-    "int32": "OPBUILD_DT_INT32", "uint8": "OPBUILD_DT_UINT8", "int16": "OPBUILD_DT_INT16",
-    "uint16": "OPBUILD_DT_UINT16", "uint32": "OPBUILD_DT_UINT32", "int64": "OPBUILD_DT_INT64",
-    "uint64": "OPBUILD_DT_UINT64", "float64": "OPBUILD_DT_DOUBLE", "bool": "OPBUILD_DT_BOOL",
-    "bfloat16": "OPBUILD_DT_BF16",
-}
-FORMAT_C_ENUM: Final[dict[str, str]] = {f: f"OPBUILD_FORMAT_{f}" for f in FORMAT_TO_GE}
+DTYPE_C_ENUM: Final[dict[str, str]] = {d.name: d.c_enum for d in DTYPES}
+FORMAT_C_ENUM: Final[dict[str, str]] = {f.name: f.c_enum for f in FORMATS}
 
-DTYPE_OPS_INFO_NAME: Final[dict[str, str]] = {
-    "float32": "float", "float16": "float16", "int8": "int8", "int32": "int32", "uint8": "uint8",
-    "int16": "int16", "uint16": "uint16", "uint32": "uint32", "int64": "int64", "uint64": "uint64",
-    "float64": "double", "bool": "bool", "bfloat16": "bfloat16",
-}
+DTYPE_OPS_INFO_NAME: Final[dict[str, str]] = {d.name: d.ops_info for d in DTYPES}
 """Dtype spelling used by aic-<soc>-ops-info.json (the op-info library's names)."""
+
+DTYPE_KERNEL_JSON_NAME: Final[dict[str, str]] = {d.name: d.kernel_json for d in DTYPES}
+"""Dtype spelling of a kernel JSON's supportInfo inputs/outputs."""
 
 
 def numpy_dtype(name: str) -> np.dtype:
     """The numpy dtype of a dtype name; bfloat16 comes from ml_dtypes."""
-    if name == "bfloat16":
-        import ml_dtypes
-
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(name)
+    d = DTYPE.get(name)
+    return d.numpy if d is not None else np.dtype(name)
 
 
 def dtype_name(dtype: np.dtype) -> str:
     """The dtype name of a numpy dtype; ValueError for one no op can take."""
     dtype = np.dtype(dtype)
-    name = "bfloat16" if dtype.name == "bfloat16" else dtype.name
-    if name not in DTYPE_TO_GE:
+    d = DTYPE_BY_NUMPY.get(dtype.name)
+    if d is None:
         raise ValueError(f"unsupported dtype {dtype}; supported: {', '.join(DTYPE_TO_GE)}")
-    return name
+    return d.name

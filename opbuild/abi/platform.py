@@ -1,12 +1,14 @@
 """SoC platform table: what a tiling function sees as core_num and ub_size for each SoC.
 
-core_num is the core count a vector kernel tiles for (the AIV cores on 910B-class SoCs, which have
-two vector cores per cube core); cube_core_num is given for completeness.
+The numbers are the SoC records of `opbuild.abi.vocabulary` (see `Soc` there for what core_num
+and cube_core_num mean); this module is the lookup by (case-insensitive) name.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from opbuild.abi.vocabulary import SOCS
 
 __all__ = ["PlatformInfo", "platform", "known_socs"]
 
@@ -21,12 +23,7 @@ class PlatformInfo:
 
 
 _TABLE: dict[str, PlatformInfo] = {
-    info.soc: info
-    for info in (
-        PlatformInfo("ascend910b", core_num=40, ub_size=196608, cube_core_num=20, vector_core_num=40),
-        PlatformInfo("ascend910_93", core_num=40, ub_size=196608, cube_core_num=20, vector_core_num=40),
-        PlatformInfo("ascend310p", core_num=8, ub_size=262144, cube_core_num=8, vector_core_num=8),
-    )
+    s.name: PlatformInfo(s.name, s.core_num, s.ub_size, s.cube_core_num, s.vector_core_num) for s in SOCS
 }
 
 

@@ -14,6 +14,7 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
+from opbuild.abi import vocabulary
 from opbuild.abi.ge_types import DTYPE_TO_GE, FORMAT_TO_GE
 
 __all__ = [
@@ -37,7 +38,7 @@ __all__ = [
 TILING_ABI_VERSION = 1
 MAX_DIMS = 8
 ERROR_LEN = 256
-MAX_SIMPLIFIED_KEY_LEN = 256
+MAX_SIMPLIFIED_KEY_LEN = vocabulary.MAX_SIMPLIFIED_KEY_LEN
 GRAPH_SUCCESS = 0
 GRAPH_FAILED = 0xFFFFFFFF
 
@@ -52,7 +53,7 @@ ATTR_TYPES: dict[str, int] = {
 }
 """Attribute type name → OPBUILD_ATTR_* value."""
 
-IMPL_MODES: dict[str, int] = {"default": 0, "high_performance": 1, "high_precision": 2}
+IMPL_MODES: dict[str, int] = vocabulary.IMPL_MODE_INDEX
 """impl_mode name → the `p=` value of simplified keys and TilingContext.impl_mode."""
 
 _u32, _i32, _u64, _i64 = ctypes.c_uint32, ctypes.c_int32, ctypes.c_uint64, ctypes.c_int64
@@ -376,8 +377,9 @@ def build_tiling_context(
             impl_mode = IMPL_MODES[impl_mode]
         except KeyError:
             raise TilingContextError(f"unknown impl_mode {impl_mode!r}; known: {', '.join(IMPL_MODES)}") from None
-    elif impl_mode not in (0, 1, 2):
-        raise TilingContextError(f"impl_mode {impl_mode!r} is not 0, 1 or 2")
+    elif impl_mode not in vocabulary.IMPL_MODE_BY_INDEX:
+        *others, last = vocabulary.IMPL_MODE_BY_INDEX
+        raise TilingContextError(f"impl_mode {impl_mode!r} is not {', '.join(map(str, others))} or {last}")
     if tiling_capacity < 0:
         raise TilingContextError(f"tiling_capacity {tiling_capacity} is negative")
 

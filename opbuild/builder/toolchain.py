@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from opbuild.spec.model import Binary, OpSpec
 
+from opbuild.abi.vocabulary import DEFAULT_BINARY_IMPL_MODES, SOCS, impl_mode_string
 from opbuild.runtime_paths import native_include_dir
 
 
@@ -185,7 +186,7 @@ class HostToolchain(Toolchain):
         return f"host-{Path(self.cc[0]).name}-{digest}"
 
 
-SOC_VERSIONS = {"ascend910b": "Ascend910B1", "ascend910_93": "Ascend910_9391", "ascend310p": "Ascend310P3"}
+SOC_VERSIONS = {s.name: s.soc_version for s in SOCS}
 """opbuild's SoC names -> asc_opc --soc_version (the first chip of each family)."""
 
 CCEC_SETUP_HINT = ("set ASCEND_HOME_PATH to the CANN toolkit (e.g. `source /usr/local/Ascend/ascend-toolkit/set_env.sh`, "
@@ -205,7 +206,7 @@ class CcecToolchain(HostToolchain):
 
     name = "ccec"
     binary_suffix = ".o"
-    impl_mode = "high_performance,optional"
+    impl_mode = impl_mode_string(DEFAULT_BINARY_IMPL_MODES)
 
     def __init__(self, cc: str | None = None, root: str | None = None) -> None:
         home = os.environ.get("ASCEND_HOME_PATH", "").strip()

@@ -15,8 +15,8 @@ _ROOT = _PKG.parent
 
 def _generator_files() -> tuple[Path, ...]:
     files = set(_PKG.joinpath("codegen").glob("*.py")) | set(_PKG.joinpath("keys").glob("*.py"))
-    files |= {_PKG / "abi" / "ge_types.py", _PKG / "abi" / "package_layout.py", _PKG / "abi" / "kernel_launch.py",
-              _PKG / "spec" / "model.py"}
+    files |= {_PKG / "abi" / name for name in ("vocabulary.py", "ge_types.py", "package_layout.py", "kernel_launch.py")}
+    files.add(_PKG / "spec" / "model.py")
     files |= set(TEMPLATES_DIR.glob("*.j2"))  # not templates/scaffold/: that is not rendered here
     files |= {_PKG / "spec" / "serialize.py", _PKG / "spec" / "fields.py"}  # spec_to_dict, in the Python module
     return tuple(sorted(f for f in files if f.is_file()))
@@ -24,7 +24,7 @@ def _generator_files() -> tuple[Path, ...]:
 
 GENERATOR_FILES: tuple[Path, ...] = _generator_files()
 """Every module and template whose content affects generated output (absolute paths, sorted):
-opbuild/codegen/*.py, opbuild/keys/*.py, templates/*.j2, and the GE tables, package layout, kernel launch ABI and
+opbuild/codegen/*.py, opbuild/keys/*.py, templates/*.j2, and the vocabulary and GE tables, package layout, kernel launch ABI and
 spec model they read."""
 
 

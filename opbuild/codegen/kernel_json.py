@@ -6,37 +6,24 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from opbuild.abi.ge_types import DTYPE_OPS_INFO_NAME
+from opbuild.abi.ge_types import DTYPE_KERNEL_JSON_NAME
+from opbuild.abi.vocabulary import CORE_TYPE, CORE_TYPE_NAMES, impl_mode_string
 from opbuild.abi.package_layout import KERNEL_ROOT, kernel_json
 from opbuild.codegen.naming import canonical, dumps
 from opbuild.codegen.tiling import tiling_struct_size
 from opbuild.keys.rules import binary_full_keys, binary_tensor_format
 from opbuild.spec.model import Binary, OpSpec, Param
 
-CORE_TYPES = ("AiCore", "VectorCore", "MIX")
-CORE_TYPE_SHORT = {"VectorCore": "AIV", "AiCore": "AIC", "MIX": "MIX"}
+CORE_TYPES = CORE_TYPE_NAMES
+CORE_TYPE_SHORT = {c.name: c.kernel_json for c in CORE_TYPE.values()}
 """Kernel JSON `core_type` of each `coreType`."""
-MAGIC = {"VectorCore": "RT_DEV_BINARY_MAGIC_ELF_AIVEC", "AiCore": "RT_DEV_BINARY_MAGIC_ELF", "MIX": "RT_DEV_BINARY_MAGIC_ELF"}
-TASK_RATION = {"VectorCore": "0:1", "AiCore": "1:0", "MIX": "1:2"}
+MAGIC = {c.name: c.magic for c in CORE_TYPE.values()}
+TASK_RATION = {c.name: c.task_ration for c in CORE_TYPE.values()}
 """Cube:vector task ratio of each core type (MIX: the 910B pairing of 1 AIC with 2 AIV)."""
 
 WORKSPACE = {"num": 1, "size": [-1], "type": [0]}
 DYNAMIC_PARAM_MODE = "folded_with_desc"
 OPTIONAL_INPUT_MODE = "gen_placeholder"
-
-
-def impl_mode_string(impl_modes: tuple[str, ...]) -> str:
-    """`supportInfo.implMode` of a binary, as asc_opc's `--impl_mode` value.
-
-    The non-default modes in declaration order, plus `optional` when the binary also serves
-    default-mode calls (p=0): [high_performance, default] -> "high_performance,optional" (the
-    real build's default, keys p=1 and p=0); [high_precision] -> "high_precision"; [default]
-    alone -> "" (no impl mode).
-    """
-    named = [m for m in impl_modes if m != "default"]
-    if "default" in impl_modes and named:
-        named.append("optional")
-    return ",".join(named)
 
 
 def kernel_json_path(soc: str, spec: OpSpec, bin_file_name: str) -> str:
@@ -51,7 +38,7 @@ def _tensor_info(p: Param, index: int, binary: Binary) -> Any:
     desc = {
         "name": p.name,
         "index": index,
-        "dtype": DTYPE_OPS_INFO_NAME[choice.dtype],
+        "dtype": DTYPE_KERNEL_JSON_NAME[choice.dtype],
         "format": binary_tensor_format(p, binary),
         "paramType": p.param_type,
         "shape": [-2],

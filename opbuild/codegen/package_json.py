@@ -7,12 +7,13 @@ from typing import Any, Iterable
 
 from opbuild.abi.ge_types import DTYPE_OPS_INFO_NAME
 from opbuild.abi.package_layout import KERNEL_ROOT, kernel_binary
+from opbuild.abi.vocabulary import CORE_TYPES
 from opbuild.codegen.kernel_json import OPTIONAL_INPUT_MODE, kernel_json_path
 from opbuild.codegen.naming import dumps
 from opbuild.keys.rules import binary_full_keys
 from opbuild.spec.model import Attr, OpSpec, Param
 
-CORE_TYPE_INT = {"MIX": 0, "AiCore": 1, "VectorCore": 2}
+CORE_TYPE_INT = {c.name: c.binary_info_config for c in CORE_TYPES}
 """binary_info_config.json `coreType` (nnopbase: kMix=0, kAicore, kVectorcore)."""
 
 OPS_INFO_ATTR_TYPE = {

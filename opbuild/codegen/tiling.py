@@ -4,21 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from opbuild.abi.vocabulary import TILING_FIELD_TYPES
 from opbuild.codegen.env import render
 from opbuild.codegen.naming import spec_display_path, upper
 from opbuild.spec.model import OpSpec, TilingField
 
-TILING_C_TYPE: dict[str, str] = {
-    "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "uint16": "uint16_t",
-    "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t", "uint64": "uint64_t",
-    "float": "float", "double": "double",
-}
+TILING_C_TYPE: dict[str, str] = {t.name: t.c_type for t in TILING_FIELD_TYPES}
 """C type of each tiling-field type."""
 
-TILING_SIZE: dict[str, int] = {
-    "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4,
-    "int64": 8, "uint64": 8, "float": 4, "double": 8,
-}
+TILING_SIZE: dict[str, int] = {t.name: t.size for t in TILING_FIELD_TYPES}
 """Size (= natural alignment on x86_64 / aarch64 LP64) of each tiling-field type."""
 
 EMPTY_STRUCT_FIELD = TilingField("opbuild_reserved_", "uint8")

@@ -17,8 +17,9 @@ from __future__ import annotations
 from typing import Iterable, NamedTuple
 
 from opbuild.abi.ge_types import DTYPE_TO_GE, FORMAT_TO_GE, GE_TO_DTYPE, GE_TO_FORMAT
+from opbuild.abi.vocabulary import DEFAULT_FORMAT, MAX_SIMPLIFIED_KEY_LEN
 
-MAX_FRAGMENT_LEN = 256
+MAX_FRAGMENT_LEN = MAX_SIMPLIFIED_KEY_LEN
 """Bytes (UTF-8) a GenSimplifiedKey fragment may have (MAX_LEN_SIMPLIFIED_KEY in CANN)."""
 
 ABSENT_GROUP = "_"
@@ -51,7 +52,7 @@ def tensor_group(dtype: str | None, fmt: str | None) -> str:
     if dtype is None:
         return ABSENT_GROUP
     try:
-        return f"{DTYPE_TO_GE[dtype]},{FORMAT_TO_GE[fmt or 'ND']}"
+        return f"{DTYPE_TO_GE[dtype]},{FORMAT_TO_GE[fmt or DEFAULT_FORMAT]}"
     except KeyError as e:
         raise KeyGrammarError(f"no GE enum for {e.args[0]!r} (dtype {dtype!r}, format {fmt!r})") from None
 
@@ -97,7 +98,7 @@ def parse_default_tail(tail: str) -> list[tuple[str, str] | None]:
 
 
 def check_fragment(fragment: object) -> str | None:
-    """Why a customized fragment is invalid (empty, over 256 bytes, whitespace), or None if it is fine."""
+    """Why a customized fragment is invalid (empty, over MAX_FRAGMENT_LEN bytes, whitespace), or None if fine."""
     if not isinstance(fragment, str):
         return f"fragment must be a string, got {type(fragment).__name__}"
     if not fragment:

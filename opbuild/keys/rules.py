@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
+from opbuild.abi.vocabulary import DEFAULT_FORMAT
 from opbuild.keys.context import Instance, KeyContext
 from opbuild.keys.grammar import (
     ABSENT_GROUP,
@@ -70,7 +71,7 @@ def binary_tensor_format(param: Param, binary: Binary) -> str:
     bc = _choice(binary, param.name)
     if bc is not None and bc.format is not None:
         return bc.format
-    return param.formats[0] if param.formats else "ND"
+    return param.formats[0] if param.formats else DEFAULT_FORMAT
 
 
 def _group_of(param: Param, binary: Binary, column: Mapping[str, TensorChoice] | None) -> str:
@@ -143,7 +144,7 @@ def context_for_choices(
         if c is None:
             return []
         n = list_len if p.param_type == "dynamic" else 1
-        return [(c.dtype, c.format or "ND", shape)] * n
+        return [(c.dtype, c.format or DEFAULT_FORMAT, shape)] * n
 
     merged = {a.name: a.default for a in spec.attrs}
     if attrs:

@@ -24,6 +24,7 @@ import numpy as np
 
 from opbuild.abi import package_layout as layout
 from opbuild.abi.ge_types import numpy_dtype
+from opbuild.abi.vocabulary import IMPL_MODE_INDEX
 from opbuild.om import format as omf
 from opbuild.om import so_store, tables
 from opbuild.om.errors import OmError
@@ -33,7 +34,7 @@ from opbuild.spec.serialize import spec_to_dict
 
 FORMAT = "opbuild-om"
 FORMAT_VERSION = 1
-IMPL_MODES = {"default": 0, "high_performance": 1, "high_precision": 2}
+IMPL_MODES = IMPL_MODE_INDEX
 
 
 def host_os() -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from opbuild.abi.vocabulary import DTYPE_NAMES, IMPL_MODE_BY_INDEX
 from opbuild.om import build as ombuild
 from opbuild.om import format as omf
 from opbuild.om import so_store, tables
@@ -33,12 +34,12 @@ _MODEL_DEF_SCHEMA = {
     "properties": {
         "format": {"const": ombuild.FORMAT}, "format_version": {"const": ombuild.FORMAT_VERSION},
         "name": {"type": "string"}, "soc": _NAME, "dynamic": {"type": "boolean"},
-        "deterministic": {"enum": [0, 1]}, "impl_mode": {"enum": [0, 1, 2]},
+        "deterministic": {"enum": [0, 1]}, "impl_mode": {"enum": sorted(IMPL_MODE_BY_INDEX)},
         "so_in_om_flag": {"type": "integer", "minimum": 0, "maximum": 0xFFFF},
         "so_in_om_info": {"type": "object", "required": ["cpu_info", "os_info", "opp_version", "compiler_version"],
                           "additionalProperties": {"type": "string"}},
         "inputs": {"type": "array", "items": {"type": "object", "required": ["name", "dtype", "shape"], "properties": {
-            "name": _NAME, "dtype": {"type": "string"},
+            "name": _NAME, "dtype": {"enum": list(DTYPE_NAMES)},
             "shape": {"type": "array", "maxItems": 8, "items": {"type": "integer", "minimum": -1}}}}},
         "weights": {"type": "array", "items": {"type": "object", "required": ["name"], "properties": {"name": _NAME}}},
         "outputs": {"type": "array", "items": _NAME},

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from opbuild.abi.vocabulary import DEFAULT_IMPL_MODE, DEFAULT_SOC
 from opbuild.om.errors import OmError
 from opbuild.runtime_paths import schemas_dir
 
@@ -106,8 +107,8 @@ def model_from_dict(data: Any, base_dir: Path, where: str = "<model>") -> Model:
             problems.append(f"output {o!r} is not a tensor of the model")
     if problems:
         raise OmError(f"invalid model {where}:\n  " + "\n  ".join(problems))
-    return Model(data["name"], data.get("soc", "ascend910b"), bool(data.get("deterministic", False)),
-                 data.get("impl_mode", "high_performance"), inputs, weights, nodes, list(data["outputs"]))
+    return Model(data["name"], data.get("soc", DEFAULT_SOC), bool(data.get("deterministic", False)),
+                 data.get("impl_mode", DEFAULT_IMPL_MODE), inputs, weights, nodes, list(data["outputs"]))
 
 
 def load_model(path: str | Path) -> Model:

@@ -8,6 +8,7 @@ from typing import Any, Sequence
 
 import yaml
 
+from opbuild.abi.vocabulary import DEFAULT_SOC
 from opbuild.om.build import _Packages, build_om
 from opbuild.om.errors import OmError
 from opbuild.om.model import model_from_dict
@@ -33,7 +34,7 @@ def parse_attr(text: str) -> tuple[str, Any]:
         return name, value
 
 
-def single_op_model(op: str, inputs: Sequence[str], attrs: Sequence[str], opp: Path, soc: str = "ascend910b",
+def single_op_model(op: str, inputs: Sequence[str], attrs: Sequence[str], opp: Path, soc: str = DEFAULT_SOC,
                     package: str | None = None, name: str | None = None):
     packages = _Packages(Path(opp), soc)
     vendor = packages.find(op, package)

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from opbuild.abi.ge_types import GE_TO_DTYPE, GE_TO_FORMAT, numpy_dtype
+from opbuild.abi.vocabulary import ACL_DATA_TYPES, DTYPE_BY_ACL, FORMAT_BY_ACL
 from opbuild.runtime import settings
 from opbuild.runtime.call import cache_key, plan_cache
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
@@ -79,13 +79,8 @@ class _Field(ctypes.Structure):
                 ("size", ctypes.c_uint32)]
 
 
-ACL_DTYPE_NAMES = {
-    -1: "ACL_DT_UNDEFINED", 0: "ACL_FLOAT", 1: "ACL_FLOAT16", 2: "ACL_INT8", 3: "ACL_INT32", 4: "ACL_UINT8",
-    6: "ACL_INT16", 7: "ACL_UINT16", 8: "ACL_UINT32", 9: "ACL_INT64", 10: "ACL_UINT64", 11: "ACL_DOUBLE",
-    12: "ACL_BOOL", 13: "ACL_STRING", 16: "ACL_COMPLEX64", 17: "ACL_COMPLEX128", 27: "ACL_BF16", 29: "ACL_INT4",
-    30: "ACL_UINT1", 33: "ACL_COMPLEX32",
-}
-"""aclDataType values are GE's: the ones opbuild runs map through ge_types.GE_TO_DTYPE."""
+ACL_DTYPE_NAMES = {v: k for k, v in ACL_DATA_TYPES.items()}
+"""aclDataType value -> enumerator (for messages); the ones opbuild runs are DTYPE_BY_ACL's."""
 
 # ---- the acl library -----------------------------------------------------------------------------
 
@@ -207,15 +202,16 @@ def tensor_array(address: int, what: str) -> Tensor:
 
 
 def _make_tensor(what: str, dt: int, fmt_code: int, offset: int, data: int, dims: tuple[int, ...], n: int) -> Tensor:
-    dtype_name = GE_TO_DTYPE.get(dt)
-    if dtype_name is None:
+    dtype_rec = DTYPE_BY_ACL.get(dt)
+    if dtype_rec is None:
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: data type {ACL_DTYPE_NAMES.get(dt, dt)} is not "
-                         f"supported; supported: {', '.join(ACL_DTYPE_NAMES[v] for v in sorted(GE_TO_DTYPE))}")
-    fmt = GE_TO_FORMAT.get(fmt_code)
-    if fmt is None:
+                         f"supported; supported: {', '.join(ACL_DTYPE_NAMES[v] for v in sorted(DTYPE_BY_ACL))}")
+    fmt_rec = FORMAT_BY_ACL.get(fmt_code)
+    if fmt_rec is None:
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: format {fmt_code} is not supported; supported: "
-                         + ", ".join(f"ACL_FORMAT_{name} ({v})" for v, name in sorted(GE_TO_FORMAT.items())))
-    dtype = numpy_dtype(dtype_name)
+                         + ", ".join(f"{f.acl_name} ({v})" for v, f in sorted(FORMAT_BY_ACL.items())))
+    fmt = fmt_rec.name
+    dtype = dtype_rec.numpy
     shape, strides, storage = dims[:n], dims[n:2 * n], dims[2 * n:]
     if 0 in shape:
         return Tensor(np.empty(shape, dtype), fmt)

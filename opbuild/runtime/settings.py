@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from opbuild.abi.vocabulary import DEFAULT_IMPL_MODE, IMPL_MODE_INDEX
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
-from opbuild.spec.model import IMPL_MODE_INDEX
 
-_state = {"deterministic": 0, "impl_mode": IMPL_MODE_INDEX["high_performance"]}
+_state = {"deterministic": 0, "impl_mode": IMPL_MODE_INDEX[DEFAULT_IMPL_MODE]}
 
 DP: list[int] = [0]
 """`[dp_code(d, p)]` of the process-wide settings: what the executor's hot path reads (one index)."""

@@ -18,6 +18,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from opbuild.abi.vocabulary import (DEFAULT_CORE_TYPE, DEFAULT_FORMAT, DEFAULT_SOC, DTYPE_NAMES, FORMAT_NAMES,
+                                    MAX_SIMPLIFIED_KEY_LEN)
+
 from .errors import JsonPath, Problem
 from .model import (
     DEFAULT_IMPL_MODES,
@@ -36,12 +39,11 @@ from .naming import snake_case
 from .yaml_marks import Marks
 from .schema import schema  # its sections are declared in opbuild/spec/fields.py
 
-MAX_KEY_FRAGMENT_BYTES = 256
+MAX_KEY_FRAGMENT_BYTES = MAX_SIMPLIFIED_KEY_LEN
 """GenSimplifiedKey gets a 256-byte buffer (OPBUILD_MAX_SIMPLIFIED_KEY_LEN)."""
 
-DTYPES = ("float16", "float32", "bfloat16", "float64", "int8", "int16", "int32", "int64",
-          "uint8", "uint16", "uint32", "uint64", "bool")
-FORMATS = ("NCHW", "NHWC", "ND")
+DTYPES = DTYPE_NAMES
+FORMATS = FORMAT_NAMES
 
 RESERVED_NAMES = frozenset({"workspace", "tiling", "workspace_size", "executor", "stream"})
 """Names the generated kernel and aclnn signatures use themselves."""
@@ -173,7 +175,7 @@ class SpecChecker:
                     name=item["name"],
                     index=i,
                     dtypes=tuple(item["dtypes"]),
-                    formats=tuple(item.get("formats", ("ND",))),
+                    formats=tuple(item.get("formats", (DEFAULT_FORMAT,))),
                     param_type=item.get("param_type", "required"),
                     is_output=kind == "outputs",
                     mark=self.mark((kind, i)),
@@ -534,11 +536,11 @@ class SpecChecker:
             tiling=self.sources["tiling"],
             key_rule=self.key_rule or KeyRule("default"),
             binaries=tuple(self.binaries),
-            socs=tuple(d.get("socs", ("ascend910b",))),
+            socs=tuple(d.get("socs", (DEFAULT_SOC,))),
             spec_path=self.spec_path,
             packages=_packages(d),
             domain=d.get("domain"),
-            core_type=d.get("core_type", "VectorCore"),
+            core_type=d.get("core_type", DEFAULT_CORE_TYPE),
             infer_shape=functions[0] if functions else None,
             intercore_sync=bool(d["kernel"].get("intercore_sync", False)),
         )

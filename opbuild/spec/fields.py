@@ -11,8 +11,8 @@ checks it beyond its structure. Everything else is derived from these declaratio
 * tests assert that the model dataclasses (opbuild/spec/model.py) have exactly the declared
   attributes with the declared types, and that the committed artefacts are up to date.
 
-Vocabularies that other modules own are imported, never re-listed here: dtypes and formats
-(`DTYPES`, `FORMATS`), impl modes (`IMPL_MODE_INDEX`, `DEFAULT_IMPL_MODES`), domains (`DOMAINS`).
+Vocabularies that other modules own are imported, never re-listed here: dtypes, formats, impl
+modes, core types, SoCs and tiling-field types (opbuild/abi/vocabulary.py), domains (`DOMAINS`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from opbuild.abi.package_layout import DOMAINS
+from opbuild.abi.vocabulary import CORE_TYPE_NAMES as CORE_TYPES
+from opbuild.abi.vocabulary import DEFAULT_CORE_TYPE, DEFAULT_FORMAT, DEFAULT_SOC
+from opbuild.abi.vocabulary import TILING_FIELD_TYPE_NAMES as TILING_FIELD_TYPES
 
 from .checks import DTYPES, FORMATS
 from .field_types import AnyValue, Bool, Enum, Field, Int, List, OneOf, Record, Ref, SpecType, Str, WhenMap
@@ -40,16 +43,12 @@ from .model import (
 
 PACKAGES = ("custom", "built-in")
 """Where an op is built: out/opp/vendors/<vendor> (custom) or out/opp/built-in."""
-CORE_TYPES = ("AiCore", "VectorCore", "MIX")
-"""`core_type` of an op (opbuild/codegen/kernel_json.py maps each to its kernel-JSON spelling)."""
-DEFAULT_SOCS = ("ascend910b",)
+DEFAULT_SOCS = (DEFAULT_SOC,)
 ATTR_TYPES = ("int", "float", "bool", "str", "list_int", "list_float", "list_bool")
-TILING_FIELD_TYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float", "double")
-"""The member types of a tiling-data struct (opbuild/codegen/tiling.py gives their C types and sizes)."""
 INPUT_PARAM_TYPES = ("required", "optional", "dynamic")
 OUTPUT_PARAM_TYPES = ("required", "dynamic")
 KEY_MODES = ("default", "customized")
-DEFAULT_FORMATS = ("ND",)
+DEFAULT_FORMATS = (DEFAULT_FORMAT,)
 
 _ID = r"[A-Za-z_][A-Za-z0-9_]*"
 LOWER_NAME = r"^[a-z][a-z0-9_]*$"
@@ -217,9 +216,9 @@ OP_SPEC = Record(
         Field("binaries", List(BINARY, min_items=1), "the precompiled kernel binaries", required=True,
               model="binaries", check="build_binaries"),
         Field("socs", List(Str(LOWER_NAME, "SoC name {instance} must be lowercase letters, digits and _ (e.g. "
-                                           "ascend910b)", doc="lowercase SoC name"), min_items=1, unique=True),
+                                           f"{DEFAULT_SOC})", doc="lowercase SoC name"), min_items=1, unique=True),
               "the SoCs the op is built for", default=list(DEFAULT_SOCS), model="socs"),
-        Field("core_type", Enum(CORE_TYPES), "the cores the kernel runs on", default="VectorCore", model="core_type"),
+        Field("core_type", Enum(CORE_TYPES), "the cores the kernel runs on", default=DEFAULT_CORE_TYPE, model="core_type"),
     ),
     model=OpSpec,
     derived=("snake", "spec_path", "infer_shape", "intercore_sync"),

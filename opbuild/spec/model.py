@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
+from opbuild.abi.vocabulary import DEFAULT_BINARY_IMPL_MODES, DEFAULT_CORE_TYPE, IMPL_MODE_INDEX
+
 ParamType = Literal["required", "optional", "dynamic"]
 AttrType = Literal["int", "float", "bool", "str", "list_int", "list_float", "list_bool"]
 Deterministic = Literal["ignore", "true", "false"]
@@ -26,10 +28,9 @@ ImplMode = Literal["default", "high_performance", "high_precision"]
 KeyMode = Literal["default", "customized"]
 CallbackKind = Literal["table", "c", "python"]
 
-IMPL_MODE_INDEX: dict[str, int] = {"default": 0, "high_performance": 1, "high_precision": 2}
-"""The `p=` value of a simplified key for each impl mode (nnopbase individual-op precision byte)."""
-
-DEFAULT_IMPL_MODES: tuple[str, ...] = ("high_performance", "default")
+# IMPL_MODE_INDEX (the `p=` of each impl mode) comes from opbuild.abi.vocabulary; the Literals
+# above are asserted equal to the vocabulary by tests/abi/test_vocabulary.py.
+DEFAULT_IMPL_MODES: tuple[str, ...] = DEFAULT_BINARY_IMPL_MODES
 """A binary without `impl_mode` gets p=1 and p=0 keys, as `--impl_mode=high_performance,optional`."""
 
 
@@ -191,7 +192,7 @@ class OpSpec:
     packages: tuple[str, ...] = ("custom",)
     """`custom`, `built-in`, or both: the op is built into each of these packages."""
     domain: str | None = None
-    core_type: Literal["AiCore", "VectorCore", "MIX"] = "VectorCore"
+    core_type: Literal["AiCore", "VectorCore", "MIX"] = DEFAULT_CORE_TYPE
     infer_shape: str | None = None
     intercore_sync: bool = False
     """`kernel.intercore_sync`: the kernel uses SyncAll, so all blocks must run concurrently."""

@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from opbuild.abi import package_layout as layout
+from opbuild.abi.vocabulary import DEFAULT_SOC
 from opbuild.keys import KeyContext, KeyRuleError, check_fragment, describe_call, full_key, make_fragment_fn
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
 from opbuild.runtime.binaries.package import BinaryEntry, BinaryIndex, binary_index, find_op_package, search_roots
 from opbuild.spec.model import OpSpec
-
-DEFAULT_SOC = "ascend910b"
 
 
 def current_soc() -> str:

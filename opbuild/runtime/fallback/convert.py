@@ -15,6 +15,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
+from opbuild.abi.vocabulary import CANN_DATA_TYPES, DTYPE_NAMES
 from opbuild.runtime.fallback.acllib import _VP, _Acl, _recent_error
 from opbuild.runtime.fallback.dtypes import _ACL_FORMAT, _ACL_OF_DTYPE, ACL_DTYPE, acl_dtype
 from opbuild.runtime.tensor import Tensor
@@ -92,12 +93,10 @@ def _scalar(acl: _Acl, value: Any, dt: int, ctype: Any, what: str) -> int:
 
 
 _TENSOR_TYPES = (np.ndarray, Tensor)
-_SCALAR_ACL = {name: ACL_DTYPE[acl] for name, acl in {
-    "float32": "ACL_FLOAT", "float16": "ACL_FLOAT16", "float64": "ACL_DOUBLE", "bfloat16": "ACL_BF16",
-    "int8": "ACL_INT8", "int16": "ACL_INT16", "int32": "ACL_INT32", "int64": "ACL_INT64", "uint8": "ACL_UINT8",
-    "uint16": "ACL_UINT16", "uint32": "ACL_UINT32", "uint64": "ACL_UINT64", "bool": "ACL_BOOL",
-    "complex64": "ACL_COMPLEX64", "complex128": "ACL_COMPLEX128",
-}.items()}
+_SCALAR_NUMPY = frozenset({*DTYPE_NAMES, "complex64", "complex128"})
+"""The numpy scalar types that become an aclScalar of their own type (opbuild's dtypes and complex)."""
+_SCALAR_ACL = {t.numpy: t.acl for t in CANN_DATA_TYPES
+               if t.numpy is not None and t.acl is not None and t.numpy in _SCALAR_NUMPY}
 """numpy scalar -> the aclDataType of an aclScalar (its own type; the tensor map's ACL_FLOAT16 default
 is for tensors only)."""
 

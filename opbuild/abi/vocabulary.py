@@ -1,0 +1,351 @@
+"""The vocabulary of opbuild: dtypes, formats, impl modes, core types, SoCs and the key limit.
+
+What: one record per dtype (spec name, ge::DataType and aclDataType enumerators, numpy/ml_dtypes
+dtype, kernel C type and OPBUILD_DT_* macro, byte size, and the spelling each output format
+uses), per format, per impl mode, per core type and per SoC, plus the other CANN data types the
+acl C ABI and op_fallback know, and the 256-byte simplified-key limit.
+
+Why: each of these facts used to be written in several tables (ge_types, op_fallback, the C ABI
+module, the spec checker and model, the .om builder, codegen); one of them drifted (the model
+schema said `double` for float64). Every Python table is now derived from the records here; the
+C headers, the C sources and the JSON schemas are hand-written and a test
+(tests/abi/test_vocabulary.py) asserts they equal these records.
+
+Enum numbers are part of the package format (default-mode simplified keys are made of GE
+numbers, `Op/d=0,p=1/1,2/1,2`) and never change. Spellings record today's outputs exactly
+(`float` for float32 and `double` for float64 in the kernel and ops-info JSONs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = [
+    "ACL_DATA_TYPES", "ACL_FORMATS", "CANN_DATA_TYPES", "CORE_TYPE", "CORE_TYPES", "CORE_TYPE_NAMES",
+    "CannDataType", "CoreType", "DEFAULT_BINARY_IMPL_MODES", "DEFAULT_CORE_TYPE", "DEFAULT_FORMAT",
+    "DEFAULT_IMPL_MODE", "DEFAULT_SOC", "DTYPE", "DTYPES", "DTYPES_BY_GE_ORDER", "DTYPE_BY_ACL", "DTYPE_BY_GE",
+    "DTYPE_BY_NUMPY", "DTYPE_NAMES", "DType", "FORMAT", "FORMATS", "FORMAT_BY_ACL", "FORMAT_BY_GE",
+    "FORMAT_NAMES", "Format", "IMPL_MODE", "IMPL_MODES", "IMPL_MODE_BY_INDEX", "IMPL_MODE_INDEX",
+    "IMPL_MODE_NAMES", "ImplMode", "MAX_SIMPLIFIED_KEY_LEN", "SOC", "SOCS", "SOC_NAMES", "Soc",
+    "TILING_FIELD_TYPE", "TILING_FIELD_TYPES", "TILING_FIELD_TYPE_NAMES", "TilingFieldType", "impl_mode_string",
+]
+
+
+# ---- the CANN data-type enumerators -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CannDataType:
+    """One CANN data type as the acl C ABI and op_fallback see it.
+
+    ge_name: the ge::DataType enumerator (`DT_FLOAT16`); acl: the aclDataType value, None when
+    aclDataType has none; numpy: the numpy / ml_dtypes dtype name, None when there is none.
+    The aclDataType enumerator is `ACL_` + the name after `DT_` (`acl_name`).
+    """
+
+    ge_name: str
+    acl: int | None
+    numpy: str | None
+
+    @property
+    def acl_name(self) -> str:
+        return "ACL_" + self.ge_name.removeprefix("DT_")
+
+
+CANN_DATA_TYPES: Final[tuple[CannDataType, ...]] = (
+    CannDataType("DT_FLOAT", 0, "float32"),
+    CannDataType("DT_FLOAT16", 1, "float16"),
+    CannDataType("DT_INT8", 2, "int8"),
+    CannDataType("DT_INT32", 3, "int32"),
+    CannDataType("DT_UINT8", 4, "uint8"),
+    CannDataType("DT_INT16", 6, "int16"),
+    CannDataType("DT_UINT16", 7, "uint16"),
+    CannDataType("DT_UINT32", 8, "uint32"),
+    CannDataType("DT_INT64", 9, "int64"),
+    CannDataType("DT_UINT64", 10, "uint64"),
+    CannDataType("DT_DOUBLE", 11, "float64"),
+    CannDataType("DT_BOOL", 12, "bool"),
+    CannDataType("DT_STRING", 13, None),
+    CannDataType("DT_COMPLEX64", 16, "complex64"),
+    CannDataType("DT_COMPLEX128", 17, "complex128"),
+    CannDataType("DT_BF16", 27, "bfloat16"),
+    CannDataType("DT_INT4", 29, "int4"),
+    CannDataType("DT_UINT1", 30, "uint1"),
+    CannDataType("DT_INT2", None, "int2"),
+    CannDataType("DT_UINT2", None, "uint2"),
+    CannDataType("DT_UINT4", None, "uint4"),
+    CannDataType("DT_COMPLEX32", 33, "complex32"),
+    CannDataType("DT_HIFLOAT8", 34, None),
+    CannDataType("DT_FLOAT8_E5M2", 35, "float8_e5m2"),
+    CannDataType("DT_FLOAT8_E4M3FN", 36, "float8_e4m3fn"),
+    CannDataType("DT_FLOAT8_E8M0", 37, "float8_e8m0fnu"),
+    CannDataType("DT_FLOAT6_E3M2", 38, "float6_e3m2fn"),
+    CannDataType("DT_FLOAT6_E2M3", 39, "float6_e2m3fn"),
+    CannDataType("DT_FLOAT4_E2M1", 40, "float4_e2m1fn"),
+    CannDataType("DT_FLOAT4_E1M2", 41, None),
+)
+"""Every data type the conversions know, in aclDataType order (numpy names: ml_dtypes' for the
+narrow floats and ints). opbuild's ops take only the DTYPES below."""
+
+ACL_DATA_TYPES: Final[dict[str, int]] = {
+    "ACL_DT_UNDEFINED": -1,
+    **{t.acl_name: t.acl for t in CANN_DATA_TYPES if t.acl is not None},
+}
+"""aclDataType: enumerator -> value (CANN acl_base.h)."""
+
+_CANN_BY_GE_NAME: Final[dict[str, CannDataType]] = {t.ge_name: t for t in CANN_DATA_TYPES}
+
+
+# ---- dtypes ops take --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DType:
+    """A dtype an op can take, and each way it is written.
+
+    name: the spec/runtime name (`float16`), also the numpy / ml_dtypes dtype name;
+    ge: the ge::DataType value (simplified keys, TilingContext, ORIG_DTYPE_* macros);
+    cann: its CANN enumerators (ge_name `DT_FLOAT16`, acl value and acl_name `ACL_FLOAT16`);
+    c_type: the element type in kernel C (opbuild/types.h defines `half` and `bfloat16_t`);
+    c_enum: its macro in opbuild/types.h; itemsize: bytes per element;
+    kernel_json: the `dtype` of a kernel JSON's supportInfo inputs/outputs;
+    ops_info: the spelling in aic-<soc>-ops-info.json. binary_info_config.json writes a dtype
+    only inside default-mode simplified keys, as `key_token` (the GE number).
+    """
+
+    name: str
+    ge: int
+    ge_name: str
+    c_type: str
+    c_enum: str
+    itemsize: int
+    kernel_json: str
+    ops_info: str
+
+    @property
+    def cann(self) -> CannDataType:
+        return _CANN_BY_GE_NAME[self.ge_name]
+
+    @property
+    def acl(self) -> int:
+        acl = self.cann.acl
+        assert acl is not None
+        return acl
+
+    @property
+    def acl_name(self) -> str:
+        return self.cann.acl_name
+
+    @property
+    def key_token(self) -> str:
+        """How binary_info_config.json (a default-mode simplified key) writes this dtype."""
+        return str(self.ge)
+
+    @cached_property
+    def numpy(self) -> np.dtype:
+        """The numpy dtype (bfloat16 from ml_dtypes; numpy is imported only when asked for, so the
+        CLI and the spec checker load this module cheaply)."""
+        import numpy as np
+
+        if self.name == "bfloat16":
+            import ml_dtypes
+
+            return np.dtype(ml_dtypes.bfloat16)
+        return np.dtype(self.name)
+
+
+DTYPES: Final[tuple[DType, ...]] = (
+    #     name       ge  ge_name       c_type        c_enum                size kernel_json ops_info
+    DType("float16", 1, "DT_FLOAT16", "half", "OPBUILD_DT_FLOAT16", 2, "float16", "float16"),
+    DType("float32", 0, "DT_FLOAT", "float", "OPBUILD_DT_FLOAT", 4, "float", "float"),
+    DType("bfloat16", 27, "DT_BF16", "bfloat16_t", "OPBUILD_DT_BF16", 2, "bfloat16", "bfloat16"),
+    DType("float64", 11, "DT_DOUBLE", "double", "OPBUILD_DT_DOUBLE", 8, "double", "double"),
+    DType("int8", 2, "DT_INT8", "int8_t", "OPBUILD_DT_INT8", 1, "int8", "int8"),
+    DType("int16", 6, "DT_INT16", "int16_t", "OPBUILD_DT_INT16", 2, "int16", "int16"),
+    DType("int32", 3, "DT_INT32", "int32_t", "OPBUILD_DT_INT32", 4, "int32", "int32"),
+    DType("int64", 9, "DT_INT64", "int64_t", "OPBUILD_DT_INT64", 8, "int64", "int64"),
+    DType("uint8", 4, "DT_UINT8", "uint8_t", "OPBUILD_DT_UINT8", 1, "uint8", "uint8"),
+    DType("uint16", 7, "DT_UINT16", "uint16_t", "OPBUILD_DT_UINT16", 2, "uint16", "uint16"),
+    DType("uint32", 8, "DT_UINT32", "uint32_t", "OPBUILD_DT_UINT32", 4, "uint32", "uint32"),
+    DType("uint64", 10, "DT_UINT64", "uint64_t", "OPBUILD_DT_UINT64", 8, "uint64", "uint64"),
+    DType("bool", 12, "DT_BOOL", "uint8_t", "OPBUILD_DT_BOOL", 1, "bool", "bool"),
+)
+"""The dtypes ops take, in the order the spec docs and schema list them (floats, signed,
+unsigned, bool); DTYPES_BY_GE_ORDER holds the same records in enum order."""
+
+DTYPES_BY_GE_ORDER: Final[tuple[DType, ...]] = tuple(sorted(DTYPES, key=lambda d: d.ge))
+DTYPE: Final[dict[str, DType]] = {d.name: d for d in DTYPES}
+DTYPE_NAMES: Final[tuple[str, ...]] = tuple(DTYPE)
+DTYPE_BY_GE: Final[dict[int, DType]] = {d.ge: d for d in DTYPES_BY_GE_ORDER}
+DTYPE_BY_ACL: Final[dict[int, DType]] = {d.acl: d for d in DTYPES_BY_GE_ORDER}
+DTYPE_BY_NUMPY: Final[dict[str, DType]] = {d.name: d for d in DTYPES}
+"""numpy dtype name (`np.dtype(x).name`; ml_dtypes' bfloat16 is `bfloat16`) -> DType."""
+
+
+# ---- formats -----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Format:
+    """A storage format an op can take: spec name (also the kernel/ops-info JSON spelling),
+    ge::Format value (simplified keys, TilingContext), aclFormat value and opbuild/types.h macro."""
+
+    name: str
+    ge: int
+    acl: int
+
+    @property
+    def c_enum(self) -> str:
+        return f"OPBUILD_FORMAT_{self.name}"
+
+    @property
+    def acl_name(self) -> str:
+        return f"ACL_FORMAT_{self.name}"
+
+    @property
+    def key_token(self) -> str:
+        return str(self.ge)
+
+
+FORMATS: Final[tuple[Format, ...]] = (Format("NCHW", 0, 0), Format("NHWC", 1, 1), Format("ND", 2, 2))
+FORMAT: Final[dict[str, Format]] = {f.name: f for f in FORMATS}
+FORMAT_NAMES: Final[tuple[str, ...]] = tuple(FORMAT)
+FORMAT_BY_GE: Final[dict[int, Format]] = {f.ge: f for f in FORMATS}
+FORMAT_BY_ACL: Final[dict[int, Format]] = {f.acl: f for f in FORMATS}
+DEFAULT_FORMAT: Final[str] = "ND"
+"""The format of a tensor that names none (a numpy array, a spec tensor without `formats`)."""
+
+ACL_FORMATS: Final[dict[str, int]] = {
+    "ACL_FORMAT_UNDEFINED": -1,
+    **{f.acl_name: f.acl for f in FORMATS},
+    "ACL_FORMAT_NC1HWC0": 3, "ACL_FORMAT_FRACTAL_Z": 4, "ACL_FORMAT_NC1HWC0_C04": 12, "ACL_FORMAT_HWCN": 16,
+    "ACL_FORMAT_NDHWC": 27, "ACL_FORMAT_FRACTAL_NZ": 29, "ACL_FORMAT_NCDHW": 30, "ACL_FORMAT_NDC1HWC0": 32,
+    "ACL_FRACTAL_Z_3D": 33, "ACL_FORMAT_NC": 35, "ACL_FORMAT_NCL": 47,
+}
+"""aclFormat: every enumerator the acl C ABI accepts (acl_base.h); ops run only FORMATS."""
+
+
+# ---- impl modes --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ImplMode:
+    """An impl (precision) mode: spec/runtime name, the `p=` of simplified keys (also
+    TilingContext.impl_mode and the .om model's impl_mode), and how asc_opc's `--impl_mode` and
+    the kernel JSON's `supportInfo.implMode` write it (default: `optional`, next to a named mode)."""
+
+    name: str
+    index: int
+    cann: str
+
+
+IMPL_MODES: Final[tuple[ImplMode, ...]] = (
+    ImplMode("default", 0, "optional"),
+    ImplMode("high_performance", 1, "high_performance"),
+    ImplMode("high_precision", 2, "high_precision"),
+)
+IMPL_MODE: Final[dict[str, ImplMode]] = {m.name: m for m in IMPL_MODES}
+IMPL_MODE_NAMES: Final[tuple[str, ...]] = tuple(IMPL_MODE)
+IMPL_MODE_INDEX: Final[dict[str, int]] = {m.name: m.index for m in IMPL_MODES}
+IMPL_MODE_BY_INDEX: Final[dict[int, ImplMode]] = {m.index: m for m in IMPL_MODES}
+DEFAULT_IMPL_MODE: Final[str] = "high_performance"
+"""The impl mode of a call (runtime, .om model) that names none."""
+DEFAULT_BINARY_IMPL_MODES: Final[tuple[str, ...]] = ("high_performance", "default")
+"""A binary without `impl_mode` gets p=1 and p=0 keys, as `--impl_mode=high_performance,optional`."""
+
+
+def impl_mode_string(impl_modes: tuple[str, ...]) -> str:
+    """asc_opc's `--impl_mode` value (and kernel JSON `supportInfo.implMode`) for a binary's modes.
+
+    The named modes in declaration order, plus `optional` when the binary also serves
+    default-mode calls: (high_performance, default) -> "high_performance,optional";
+    (high_precision,) -> "high_precision"; (default,) alone -> "".
+    """
+    named = [IMPL_MODE[m].cann for m in impl_modes if m != "default"]
+    if "default" in impl_modes and named:
+        named.append(IMPL_MODE["default"].cann)
+    return ",".join(named)
+
+
+# ---- core types --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CoreType:
+    """A spec `core_type` and how each output writes it: kernel JSON `core_type` (short),
+    binary_info_config.json `coreType` (nnopbase kMix=0, kAicore, kVectorcore), the kernel JSON
+    `magic`, and the cube:vector `taskRation` (MIX: the 910B pairing of 1 AIC with 2 AIV)."""
+
+    name: str
+    kernel_json: str
+    binary_info_config: int
+    magic: str
+    task_ration: str
+
+
+CORE_TYPES: Final[tuple[CoreType, ...]] = (
+    CoreType("AiCore", "AIC", 1, "RT_DEV_BINARY_MAGIC_ELF", "1:0"),
+    CoreType("VectorCore", "AIV", 2, "RT_DEV_BINARY_MAGIC_ELF_AIVEC", "0:1"),
+    CoreType("MIX", "MIX", 0, "RT_DEV_BINARY_MAGIC_ELF", "1:2"),
+)
+CORE_TYPE: Final[dict[str, CoreType]] = {c.name: c for c in CORE_TYPES}
+CORE_TYPE_NAMES: Final[tuple[str, ...]] = tuple(CORE_TYPE)
+DEFAULT_CORE_TYPE: Final[str] = "VectorCore"
+
+
+# ---- SoCs --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Soc:
+    """A SoC: the short lowercase name (directories, `socs:`, OPBUILD_SOC), asc_opc's
+    `--soc_version` (the first chip of the family) and what a tiling function sees of it.
+
+    core_num is the core count a vector kernel tiles for (the AIV cores on 910B-class SoCs, which
+    have two vector cores per cube core); cube_core_num is given for completeness."""
+
+    name: str
+    soc_version: str
+    core_num: int
+    ub_size: int
+    cube_core_num: int
+    vector_core_num: int
+
+
+SOCS: Final[tuple[Soc, ...]] = (
+    Soc("ascend910b", "Ascend910B1", core_num=40, ub_size=196608, cube_core_num=20, vector_core_num=40),
+    Soc("ascend910_93", "Ascend910_9391", core_num=40, ub_size=196608, cube_core_num=20, vector_core_num=40),
+    Soc("ascend310p", "Ascend310P3", core_num=8, ub_size=262144, cube_core_num=8, vector_core_num=8),
+)
+SOC: Final[dict[str, Soc]] = {s.name: s for s in SOCS}
+SOC_NAMES: Final[tuple[str, ...]] = tuple(SOC)
+DEFAULT_SOC: Final[str] = "ascend910b"
+"""The SoC of a spec without `socs`, of the runtime without OPBUILD_SOC, and of an .om model."""
+
+
+# ---- tiling-data field types -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TilingFieldType:
+    """A `tiling_data` field type of a spec: its C type in `<op>_tiling.h` and its size (= its
+    natural alignment on x86_64 / aarch64 LP64). Not a dtype: `float` here is the C float."""
+
+    name: str
+    c_type: str
+    size: int
+
+
+TILING_FIELD_TYPES: Final[tuple[TilingFieldType, ...]] = (
+    *(TilingFieldType(f"{sign}int{bits}", f"{sign}int{bits}_t", bits // 8)
+      for bits in (8, 16, 32, 64) for sign in ("", "u")),
+    TilingFieldType("float", "float", 4),
+    TilingFieldType("double", "double", 8),
+)
+TILING_FIELD_TYPE: Final[dict[str, TilingFieldType]] = {t.name: t for t in TILING_FIELD_TYPES}
+TILING_FIELD_TYPE_NAMES: Final[tuple[str, ...]] = tuple(TILING_FIELD_TYPE)
+
+
+# ---- limits ------------------------------------------------------------------------------------------
+
+MAX_SIMPLIFIED_KEY_LEN: Final[int] = 256
+"""Bytes (UTF-8) a GenSimplifiedKey fragment may have: the buffer the runtime gives the callback
+(OPBUILD_MAX_SIMPLIFIED_KEY_LEN in opbuild/tiling.h; MAX_LEN_SIMPLIFIED_KEY in CANN)."""
