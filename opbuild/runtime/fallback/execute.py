@@ -132,8 +132,8 @@ def syn_exec_aclnn(ctx: Any, api: str, *args: Any, roots: Sequence[str | os.Path
         status = _fastpath.syn_exec(funcs[3], _ACL_OF_DTYPE, stream.handle if stream is not None else None, args)
         if status == 0:
             return GRAPH_SUCCESS
-        if status > 0:
-            return _fail(ctx, api, f"{api} (phase 2) returned {status}: {_recent_error(_get_acl())}")
+        if type(status) is tuple:  # (2, status): phase 2 ran and failed
+            return _fail(ctx, api, f"{api} (phase 2) returned {status[1]}: {_recent_error(_get_acl())}")
         if status == -2:
             _NEEDS_WORKSPACE.add(funcs[1])
     prepared = _prepare(ctx, api, args, roots, funcs)

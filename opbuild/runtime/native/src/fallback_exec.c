@@ -57,7 +57,8 @@ enum { F_RESET, F_PHASE1, F_PHASE2, F_CREATE, F_DESTROY, F_DESTROY_EX, N_FUNCS }
 
 /* syn_exec(funcs, dtypes, stream, arrays): 0 when both phases ran and succeeded; -1 when the call
  * is not one this function makes (nothing visible was done: run the reference path); -2 when
- * phase 1 asked for a workspace (likewise); a positive status when phase 2 returned it.
+ * phase 1 asked for a workspace (likewise); (2, status) when phase 2 ran and returned status
+ * (whatever its sign: phase 2 must not run again).
  * funcs: a tuple of the 6 addresses (ResetCacheThreadLocal, aclnnXGetWorkspaceSize, aclnnX,
  * aclCreateTensor, aclDestroyTensor, aclDestroyAclOpExecutor); dtypes: {numpy dtype: aclDataType};
  * stream: an address or None; arrays: a tuple. */
@@ -101,6 +102,7 @@ PyObject *fp_syn_exec(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         data[i] = PyArray_DATA(a);
     }
     long result = 0;
+    int ran_phase2 = 0;
     Py_BEGIN_ALLOW_THREADS
     void *t[SYN_MAX_TENSORS] = {0};
     ((reset_fn)fn[F_RESET])();
@@ -121,9 +123,11 @@ PyObject *fp_syn_exec(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
             result = status != 0 ? -1 : -2;
         } else {
             result = ((phase2_fn)fn[F_PHASE2])(NULL, 0, ex, stream);
+            ran_phase2 = 1;
         }
     }
     for (Py_ssize_t i = made; i-- > 0;) ((destroy_fn)fn[F_DESTROY])(t[i]);
     Py_END_ALLOW_THREADS
+    if (ran_phase2 && result != 0) return Py_BuildValue("(il)", 2, result);
     return PyLong_FromLong(result);
 }
