@@ -269,7 +269,7 @@ def _cache(args: argparse.Namespace) -> int:
         if args.cache_command == "stats":
             s = cache.stats(root)
             if args.json:
-                print(json.dumps(s, sort_keys=True))
+                print(json.dumps(s, sort_keys=True, allow_nan=False))
                 return 0
             rate = f" ({100 * s['hit_rate']:.1f}% hits)" if s["hit_rate"] is not None else ""
             print(f"cache:   {s['dir']}\nentries: {s['entries']} ({s['bundles']} op bundles, {s['specs']} checked specs)\n"

@@ -97,6 +97,7 @@ def test_python_and_c_callbacks_and_default_keys(capsys, package, builtin):
     assert _field(out, "bin path").endswith("ops_math/reduce_sum_custom/ReduceSumCustom_FP16_Det.so")
 
 
+@pytest.mark.slow  # its package fixture is asked for by name (not seen by tests/conftest.py)
 @pytest.mark.parametrize("which, sub", [("package", ""), ("builtin", "ops_math/")])
 def test_mul_in_either_package(capsys, request, which, sub):
     """MulCustom is in both packages: each selects its own binary."""

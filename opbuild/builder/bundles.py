@@ -27,9 +27,11 @@ Why: at hundreds of ops SCons's per-node work dominates a build whose every comp
 (thousands of nodes to sign, fetch and record). A bundle turns an op's ~16 steps into one read,
 one hash and its files written; SCons only sees the steps that combine the ops of a package.
 
-Safety: a bundle is used only if its sha256 matches; its paths must stay under `out/`; an op's
-files that SCons did not write itself are removed before SCons builds that op, so SCons's own
-records (.sconsign) can never vouch for a file restored from elsewhere.
+Safety: a bundle is used only if its sha256 matches; its paths must stay under `out/`; the steps
+of an op whose files SCons did not write itself all run (AlwaysBuild) when SCons builds that op,
+so SCons's own records (.sconsign) can never vouch for a file restored from elsewhere. Nothing is
+deleted first: until a step succeeds, the package keeps the file it had (a failed build leaves a
+working package).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ import json
 import os
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from opbuild.atomic import atomic_write
@@ -183,7 +185,7 @@ def pack(op: str, key: str, files: list[str], out: Path) -> bytes:
             data = f.read()
         entries.append({"path": os.path.relpath(path, out), "mode": os.stat(path).st_mode & 0o777, "size": len(data)})
         blobs.append(data)
-    header = json.dumps({"op": op, "key": key, "files": entries}, separators=(",", ":")).encode()
+    header = json.dumps({"op": op, "key": key, "files": entries}, separators=(",", ":"), allow_nan=False).encode()
     return b"".join([MAGIC, header, b"\n", *blobs])
 
 
@@ -318,11 +320,18 @@ class InstalledOps:
     def forget(self, op: str) -> None:
         self.ops.pop(op, None)
 
+    def unfinished(self, op: str) -> None:
+        """The op is being built: not current any more (its key is cleared), but its origin is
+        kept, so that files SCons wrote stay vouched for by SCons after a failed build."""
+        entry = self.ops.get(op)
+        if entry is not None:
+            self.ops[op] = Installed("", entry.origin, entry.files)
+
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         data = {"format": FORMAT, "ops": {op: {"key": e.key, "origin": e.origin, "files": [list(s) for s in e.files]}
                                           for op, e in sorted(self.ops.items())}}
-        atomic_write(self.path, json.dumps(data, separators=(",", ":")).encode(), prefix=".ops.")
+        atomic_write(self.path, json.dumps(data, separators=(",", ":"), allow_nan=False).encode(), prefix=".ops.")
 
 
 # ---- deciding, per op, what the build does with it -------------------------------------------------------
@@ -345,6 +354,8 @@ class Decision:
     """Not selected (OPS=) but current: they stay in their packages as built."""
     dropped: list[str]
     """Not selected, built before, no longer current: left out of the packages."""
+    rebuild: list[OpPlan] = field(default_factory=list)
+    """Of `to_build`, those whose files SCons did not write: every step of theirs runs."""
 
     def undeclared(self) -> tuple[set[str], set[str], set[str]]:
         """Input files, output files and op directories of every op not in the SCons graph."""
@@ -361,10 +372,14 @@ class Decision:
         """After the build: `built` (every target of theirs built or up to date) are current, and
         their bundles go to `cache_dir`; the other ops SCons had are forgotten."""
         done = {plan.spec.op for plan in built}
+        rebuilt = {plan.spec.op for plan in self.rebuild}
         for plan in self.to_build:
             op = plan.spec.op
-            if op not in done:
-                self.installed.forget(op)
+            if op not in done:  # failed or interrupted: built again next time, from what it has
+                if op in rebuilt:
+                    self.installed.forget(op)  # (files SCons did not write may remain)
+                else:
+                    self.installed.unfinished(op)
             elif self.installed.set(op, self.keys[op], "build", plan.stored_files()) and cache_dir:
                 try:
                     store(cache_dir, plan, self.keys[op], self.out)
@@ -390,28 +405,27 @@ def decide(plans: list[OpPlan], others: list[OpPlan], root: Path, out: Path, bas
     current_ops = {p.spec.op for p in current}
     wanted = [p for p in plans if p.spec.op not in current_ops]
     found = restore_all(cache_dir, wanted, keys, out, jobs)
-    restored, to_build = [], []
+    restored, to_build, rebuild = [], [], []
     for plan in wanted:
         op, stored = plan.spec.op, plan.stored_files()
         if found.get(op):
             installed.set(op, keys[op], "bundle", stored)
             restored.append((plan, keys[op]))
             continue
-        if not installed.built_by_scons(op):
+        if installed.built_by_scons(op):
+            installed.unfinished(op)
+        else:
             # Files SCons did not write (restored, or left by an interrupted restore): its
-            # .sconsign may describe other content, so they are built again.
-            for path in stored:
-                try:
-                    os.unlink(path)
-                except FileNotFoundError:
-                    pass
-        installed.forget(op)
+            # .sconsign may describe other content, so every step of the op runs (not deleted
+            # first: a running app keeps them until their replacements are built).
+            installed.forget(op)
+            rebuild.append(plan)
         to_build.append(plan)
     kept = [p for p in others if installed.is_current(p.spec.op, keys[p.spec.op], p.stored_files())]
     kept_ops = {p.spec.op for p in kept}
     dropped = sorted(p.spec.op for p in others if p.spec.op not in kept_ops and p.spec.op in installed.ops)
     installed.save()
-    return Decision(installed, out, keys, inputs, to_build, restored, current, kept, dropped)
+    return Decision(installed, out, keys, inputs, to_build, restored, current, kept, dropped, rebuild)
 
 
 def restore_all(cache_dir: str | None, plans: list[OpPlan], keys: dict[str, str], out: Path, jobs: int) -> dict[str, bool]:

@@ -64,7 +64,7 @@ def hash_path(entry: str | Path) -> str:
 
 def log_event(cache_dir: str | Path, event: str, entry: str = "", target: str = "") -> None:
     """Append one event to the cache's JSON-lines log (one short write: atomic with O_APPEND)."""
-    line = json.dumps({"time": round(time.time(), 3), "event": event, "entry": entry, "target": target}) + "\n"
+    line = json.dumps({"time": round(time.time(), 3), "event": event, "entry": entry, "target": target}, allow_nan=False) + "\n"
     try:
         fd = os.open(os.path.join(cache_dir, EVENTS_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         try:

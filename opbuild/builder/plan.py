@@ -31,6 +31,7 @@ VARLISTS: dict[str, tuple[str, ...]] = {
     "gen_sources": ("OPBUILD_OP",),
     "compile": ("OPBUILD_CMD", "OPBUILD_KEY", "OPBUILD_PRODUCES"),
     "kernel_json": ("OPBUILD_OP", "OPBUILD_SOC", "OPBUILD_TOOLCHAIN", "OPBUILD_SUBPACKAGE"),
+    "tiling_lib": ("OPBUILD_OPS",),
     "binary_info": ("OPBUILD_OPS", "OPBUILD_SOC", "OPBUILD_TOOLCHAIN"),
     "ops_info": ("OPBUILD_OPS", "OPBUILD_SOC"),
     "python_api": ("OPBUILD_OPS", "OPBUILD_PKG_ROOT"),
@@ -229,14 +230,16 @@ class Planner:
         socs_used = sorted({soc for spec in package.specs for soc in self.socs_of(spec)})
         tiling_objects = [ops[spec.op].tiling_object for spec in package.specs]
         tiling_lib = pkg_root / layout.tiling_lib()
-        # The package's binary_info_config.json files vouch for this library (key callbacks, tiling
-        # symbols): relinking it removes them, and their steps (which depend on it) write them anew,
-        # so a failed check elsewhere can never leave a config that describes an older library.
-        configs = sorted({str(pkg_root / layout.binary_info_config(soc, self.subpackage(package, s)))
-                          for s in package.specs for soc in s.socs if soc in socs_used})
-        lib = step("compile", [tiling_lib], tiling_objects, f"LINK libcust_opmaster_rt2.0.so ({where})",
-                   OPBUILD_CMD=tuple(tc.tiling_link_command([rel(o) for o in tiling_objects], rel(tiling_lib))),
-                   OPBUILD_WHAT=f"linking the tiling library of {where}", OPBUILD_INVALIDATES=tuple(configs))
+        # The tiling library is linked outside the package, then checked (every tiling function and
+        # C key callback the specs name, run against the declared binaries) and only then copied
+        # in: a library that fails the checks never replaces the one a running app loads, and the
+        # package's configs (which depend on the installed library) keep describing that one.
+        staged = self.work / "lib" / package.kind / tiling_lib.name
+        linked = step("compile", [staged], tiling_objects, f"LINK libcust_opmaster_rt2.0.so ({where})",
+                      OPBUILD_CMD=tuple(tc.tiling_link_command([rel(o) for o in tiling_objects], rel(staged))),
+                      OPBUILD_WHAT=f"linking the tiling library of {where}")
+        lib = step("tiling_lib", [tiling_lib], [*linked, *(s.spec_path for s in package.specs), self.stamp],
+                   f"CHECK libcust_opmaster_rt2.0.so ({where})", OPBUILD_OPS=tuple(s.op for s in package.specs))
         link = pkg_root / layout.optiling_link()
         step("symlink", [link], lib, f"LINK liboptiling.so ({where})",
              OPBUILD_LINK_TO=os.path.relpath(tiling_lib, link.parent))

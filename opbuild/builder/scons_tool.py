@@ -208,15 +208,11 @@ def _flushes_itself(stream) -> bool:
     return type(stream).__name__ == "Unbuffered"
 
 
-def _fail(exc: Exception, remove=()) -> int:
-    """Report a failed step. Generated targets are precious (SCons leaves them in place while the
-    step runs), so a failing generating step removes them itself (`remove`): a stale file must
-    not stay in the package as if it matched the new inputs."""
-    for node in remove:
-        try:
-            os.unlink(str(node))
-        except FileNotFoundError:
-            pass
+def _fail(exc: Exception) -> int:
+    """Report a failed step. Its targets stay as the previous build left them (every target is
+    precious, and every step writes through a temporary file renamed into place): a running app
+    keeps a working package. SCons does not record a failed step, so the next build runs it
+    again; the build's summary lists the files left stale (`stale_files`)."""
     sys.stderr.write(f"{exc}\n")
     return 1
 
@@ -237,7 +233,7 @@ def _generator_stamp(target, source, env):
         try:
             lines.append(f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {name}\n")
         except OSError as exc:
-            return _fail(RuntimeError(f"error: reading the generator file {path}: {exc}"), target)
+            return _fail(RuntimeError(f"error: reading the generator file {path}: {exc}"))
     steps.write_file(Path(str(target[0])), "".join(lines))
     return 0
 
@@ -247,17 +243,12 @@ def _render_op_sources(target, source, env):
     try:
         steps.render_op_sources(spec, Path(str(target[0])), Path(str(target[1])))
     except Exception as exc:  # noqa: BLE001 - reported with the op's name
-        return _fail(RuntimeError(f"error: op {spec.op}: generating sources failed: {exc}"), target)
+        return _fail(RuntimeError(f"error: op {spec.op}: generating sources failed: {exc}"))
     return 0
 
 
 def _compile(target, source, env):
     options = _REGISTRY.options
-    for stale in env.get("OPBUILD_INVALIDATES") or ():
-        try:
-            os.unlink(stale)
-        except FileNotFoundError:
-            pass
     produces = env.get("OPBUILD_PRODUCES") or None
     try:
         if produces:  # the command writes a file of its own choosing (asc_opc --output=DIR)
@@ -283,28 +274,39 @@ def _kernel_descriptors(target, source, env):
     try:
         steps.write_kernel_descriptors(spec, soc, options.toolchain, binaries, jsons, root / layout.op_kernel_config(soc, spec.snake, sub))
     except Exception as exc:  # noqa: BLE001
-        return _fail(RuntimeError(f"error: op {spec.op}: kernel descriptors for {soc}: {exc}"), target)
+        return _fail(RuntimeError(f"error: op {spec.op}: kernel descriptors for {soc}: {exc}"))
+    return 0
+
+
+def _install_tiling_lib(target, source, env):
+    """The linked tiling library (source[0], outside the package), checked against the specs of
+    the package, then copied into it atomically; a library that fails a check is not installed."""
+    specs = [_REGISTRY.specs[name] for name in env["OPBUILD_OPS"]]
+    from opbuild.builder.consistency import check_c_callbacks, check_tiling_symbols
+
+    linked = Path(source[0].abspath)
+    try:
+        problems = check_tiling_symbols(specs, linked)
+        if problems:
+            return _fail(RuntimeError("error: the tiling library lacks functions the specs name:\n  "
+                                      + "\n  ".join(problems)))
+        problems = check_c_callbacks(specs, linked)
+    except Exception as exc:  # noqa: BLE001 - e.g. the library cannot be loaded
+        return _fail(RuntimeError(f"error: checking the C simplified-key callbacks in {linked.name}: {exc}"))
+    if problems:
+        return _fail(RuntimeError("error: simplified keys and binaries disagree:\n  " + "\n  ".join(problems)))
+    steps.install_file(linked, Path(str(target[0])))
     return 0
 
 
 def _binary_info_config(target, source, env):
     options = _REGISTRY.options
-    soc = env["OPBUILD_SOC"]
     specs = [_REGISTRY.specs[name] for name in env["OPBUILD_OPS"]]
-    from opbuild.builder.consistency import check_c_callbacks, check_tiling_symbols
-
-    tiling_lib = Path(source[-1].abspath)  # the last source is the linked tiling library
     try:
-        problems = check_tiling_symbols(specs, tiling_lib)
-        if problems:
-            return _fail(RuntimeError("error: the tiling library lacks functions the specs name:\n  "
-                                      + "\n  ".join(problems)), target)
-        problems = check_c_callbacks(specs, tiling_lib)
-    except Exception as exc:  # noqa: BLE001 - e.g. the library cannot be loaded
-        return _fail(RuntimeError(f"error: checking the C simplified-key callbacks in {tiling_lib.name}: {exc}"), target)
-    if problems:
-        return _fail(RuntimeError("error: simplified keys and binaries disagree:\n  " + "\n  ".join(problems)), target)
-    steps.write_file(Path(str(target[0])), codegen.render_binary_info_config(specs, soc, options.toolchain.binary_suffix))
+        text = codegen.render_binary_info_config(specs, env["OPBUILD_SOC"], options.toolchain.binary_suffix)
+    except Exception as exc:  # noqa: BLE001
+        return _fail(RuntimeError(f"error: generating {Path(str(target[0])).name}: {exc}"))
+    steps.write_file(Path(str(target[0])), text)
     return 0
 
 
@@ -313,7 +315,7 @@ def _ops_info(target, source, env):
     try:
         steps.write_file(Path(str(target[0])), codegen.render_ops_info(specs, env["OPBUILD_SOC"]))
     except Exception as exc:  # noqa: BLE001
-        return _fail(RuntimeError(f"error: generating {Path(str(target[0])).name}: {exc}"), target)
+        return _fail(RuntimeError(f"error: generating {Path(str(target[0])).name}: {exc}"))
     return 0
 
 
@@ -322,15 +324,16 @@ def _python_api(target, source, env):
 
     specs = [_REGISTRY.specs[name] for name in env["OPBUILD_OPS"]]
     python_dir = Path(env["OPBUILD_PKG_ROOT"]) / layout.python_api_dir()
-    try:
-        steps.write_file(Path(str(target[0])), render_python_api(specs))
+    try:  # everything rendered and read before anything is written
+        files = [(Path(str(target[0])), render_python_api(specs))]
         for spec in specs:
             rel_path = keyrule_path(spec)
             if rel_path is not None:
-                module = spec.op_dir / f"{spec.key_rule.py_module}.py"
-                steps.write_file(python_dir / rel_path, module.read_text())
+                files.append((python_dir / rel_path, (spec.op_dir / f"{spec.key_rule.py_module}.py").read_text()))
     except Exception as exc:  # noqa: BLE001
-        return _fail(RuntimeError(f"error: generating the Python aclnn API: {exc}"), target)
+        return _fail(RuntimeError(f"error: generating the Python aclnn API: {exc}"))
+    for path, text in reversed(files):  # the key-rule modules the new aclnn_ops.py imports first
+        steps.write_file(path, text)
     return 0
 
 
@@ -339,10 +342,11 @@ def _aclnn_sources(target, source, env):
 
     spec = _REGISTRY.specs[env["OPBUILD_OP"]]
     try:
-        steps.write_file(Path(str(target[0])), render_aclnn_header(spec))
-        steps.write_file(Path(str(target[1])), render_aclnn_source(spec))
+        header, source_text = render_aclnn_header(spec), render_aclnn_source(spec)
     except Exception as exc:  # noqa: BLE001
-        return _fail(RuntimeError(f"error: op {spec.op}: generating the aclnn C API failed: {exc}"), target)
+        return _fail(RuntimeError(f"error: op {spec.op}: generating the aclnn C API failed: {exc}"))
+    steps.write_file(Path(str(target[0])), header)
+    steps.write_file(Path(str(target[1])), source_text)
     return 0
 
 
@@ -363,7 +367,7 @@ def _symlink(target, source, env):
 
 _FUNCTIONS = {
     "stamp": _generator_stamp, "gen_sources": _render_op_sources, "compile": _compile,
-    "kernel_json": _kernel_descriptors, "binary_info": _binary_info_config, "ops_info": _ops_info,
+    "kernel_json": _kernel_descriptors, "tiling_lib": _install_tiling_lib, "binary_info": _binary_info_config, "ops_info": _ops_info,
     "python_api": _python_api, "aclnn_sources": _aclnn_sources, "copy": _copy_file, "text": _text_file,
     "symlink": _symlink,
 }
@@ -502,18 +506,24 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: Op
         planner.plan_package(package, plans, acl_lib)
 
     declared: list[PlannedStep] = []
+    # Outputs SCons did not write (restored from a bundle, or an interrupted restore): its
+    # .sconsign may describe other content, so their steps run whatever it says (bundles.py).
+    rebuild = {t for plan in (decision.rebuild if decision is not None else ()) for t in plan.targets()}
 
     def declare(step) -> None:
         overrides = dict(step.overrides)
         if step.scan_includes is not None:  # a compile step: its sources are scanned for #includes
             overrides["CPPPATH"] = step.scan_includes
         nodes = builders[step.kind](env, step.targets, step.sources, OPBUILD_LABEL=step.label, **overrides)
+        # Every target is precious: SCons does not delete it before its step runs. Each step
+        # writes a temporary file and renames it into place (a generating step only when the
+        # content changed, so nothing downstream looks touched), so a step that fails leaves the
+        # previous build's file whole, and a running app keeps a working package.
+        env.Precious(nodes)
         if step.kind not in COMPILED:
-            # Generated files: not worth caching; and precious, so SCons does not delete them
-            # before the step runs: the step rewrites only files whose content changed, and
-            # an unchanged file keeps its mtime (nothing downstream of it looks touched).
-            env.NoCache(nodes)
-            env.Precious(nodes)
+            env.NoCache(nodes)  # generated files: not worth caching
+        if rebuild and step.targets[0] in rebuild:
+            env.AlwaysBuild(nodes)
         declared.append(step)
         result.targets.extend(nodes)
 

@@ -255,6 +255,60 @@ def _select_socs(specs, wanted: str):
     return [spec for spec in specs if set(spec.socs) & set(socs)], socs
 
 
+STALE_LISTED = 40
+"""At most this many stale files are named in the summary of a failed build."""
+
+
+def stale_files(targets, failed_nodes, opp: Path) -> tuple[list[tuple[str, str]], int]:
+    """After a failed build: the package files (under `opp`) that exist but were not rebuilt,
+    as (path, why): the targets of the failed steps (`failed_nodes`, "its step failed"), then
+    every target that depends on one of them ("depends on a failed step"); and how many other
+    package targets were left unchecked because the build stopped. Every one of them still holds
+    what an earlier build wrote (targets are precious), so the package stays usable, but may not
+    match its sources."""
+    from SCons.Node import executed, up_to_date  # type: ignore[import-not-found]
+
+    prefix = str(opp) + os.sep
+    users: dict[int, list] = {}
+    for t in targets:
+        for child in t.children():
+            users.setdefault(id(child), []).append(t)
+    why: dict[int, tuple[object, str]] = {}
+    stack = [n for node in failed_nodes  # every target of a failed step
+             for n in (node.get_executor().get_all_targets() if node.has_builder() else [node])]
+    for t in stack:
+        why[id(t)] = (t, "its step failed")
+    while stack:
+        for user in users.get(id(stack.pop()), ()):
+            if id(user) not in why and user.get_state() not in (executed, up_to_date):
+                why[id(user)] = (user, "depends on a failed step")
+                stack.append(user)
+    listed = [(t.get_abspath(), reason) for t, reason in why.values()
+              if t.get_abspath().startswith(prefix) and os.path.lexists(t.get_abspath())]
+    unchecked = sum(1 for t in targets if id(t) not in why and t.get_abspath().startswith(prefix)
+                    and t.get_state() not in (executed, up_to_date) and os.path.lexists(t.get_abspath()))
+    return sorted(listed, key=lambda item: (item[1] != "its step failed", item[0])), unchecked
+
+
+def _stale_report(targets, failures, options) -> str:
+    nodes = [bf.node for bf in failures if getattr(bf, "node", None) is not None]
+    files, unchecked = stale_files(targets, nodes, options.out / "opp")
+    if not files and not unchecked:
+        return "opbuild: no package file was left stale\n"
+    lines = []
+    if files:
+        lines.append(f"opbuild: the packages keep the previous build's files; {len(files)} are now stale "
+                     f"(not rebuilt from the current sources):\n")
+        for path, why in files[:STALE_LISTED]:
+            lines.append(f"  {os.path.relpath(path, options.root)} ({why})\n")
+        if len(files) > STALE_LISTED:
+            lines.append(f"  ... and {len(files) - STALE_LISTED} more\n")
+    if unchecked:
+        lines.append(f"opbuild: {unchecked} other package file(s) were not checked (the build stopped at the "
+                     f"failure; `scons -k ops` builds everything it can)\n")
+    return "".join(lines)
+
+
 def _summary(specs, options, started: float, build, record) -> None:
     """One line at the end of `scons ops`: ops, binaries, steps run, seconds; the failed steps.
     Records the ops SCons built (and stores their bundles); after a complete successful build,
@@ -293,6 +347,7 @@ def _summary(specs, options, started: float, build, record) -> None:
             step = PROGRESS.step_of(str(node)) if node is not None else None
             what = step.label if step is not None else str(node or bf.filename or "?")
             out.append(f"  {what}: {bf.errstr}\n")
+        out.append(_stale_report(targets, failures, options))
         sys.stderr.write("".join(out))
         sys.stderr.flush()
     except BrokenPipeError:  # `scons ops | head`

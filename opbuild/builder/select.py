@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from opbuild import nonfinite
 from opbuild.atomic import atomic_write
 from opbuild.builder import cache as build_cache
 from opbuild.builder.consistency import check_specs_without_native
@@ -203,7 +204,7 @@ class SharedSpecs:
         if entry is None or os.path.exists(entry):
             return
         try:
-            build_cache.store(entry, json.dumps(spec_to_dict(spec), sort_keys=True).encode())
+            build_cache.store(entry, nonfinite.dumps(spec_to_dict(spec), sort_keys=True).encode())
         except OSError:
             pass  # a read-only or full cache: the spec is simply checked next time
 

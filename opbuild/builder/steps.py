@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from opbuild import codegen
+from opbuild.atomic import atomic_write
 from opbuild.builder.toolchain import Toolchain
 from opbuild.codegen.files import write_if_changed
 from opbuild.spec.model import OpSpec
@@ -130,19 +131,34 @@ def sha256_file(path: Path) -> str:
 
 def write_kernel_descriptors(spec: OpSpec, soc: str, toolchain: Toolchain, binaries: dict[str, Path],
                              json_paths: dict[str, Path], op_config: Path) -> None:
-    """A descriptor JSON beside every kernel binary, plus the op's kernel config JSON."""
-    for binary in spec.binaries:
-        text = codegen.render_kernel_json(
-            spec,
-            binary,
-            soc,
-            bin_file_name=binary.name,
-            bin_suffix=toolchain.binary_suffix,
-            sha256=sha256_file(binaries[binary.name]),
-            core_type_name=spec.core_type,
-        )
-        write_file(json_paths[binary.name], text)
-    write_file(op_config, codegen.render_op_kernel_config(spec, soc, toolchain.binary_suffix))
+    """A descriptor JSON beside every kernel binary, plus the op's kernel config JSON (all of
+    them rendered before any is written: a failure leaves the previous set whole)."""
+    files = [(json_paths[binary.name], codegen.render_kernel_json(
+        spec,
+        binary,
+        soc,
+        bin_file_name=binary.name,
+        bin_suffix=toolchain.binary_suffix,
+        sha256=sha256_file(binaries[binary.name]),
+        core_type_name=spec.core_type,
+    )) for binary in spec.binaries]
+    files.append((op_config, codegen.render_op_kernel_config(spec, soc, toolchain.binary_suffix)))
+    for path, text in files:
+        write_file(path, text)
+
+
+def install_file(source: Path, target: Path) -> None:
+    """Copy a built file into the package: atomically (a process that has the old file open or
+    mapped keeps it; a new reader sees the old or the new file whole), executable, and only if
+    its content changed."""
+    data = source.read_bytes()
+    remove_stale_temps(target)
+    try:
+        if target.stat().st_size == len(data) and target.read_bytes() == data:
+            return
+    except FileNotFoundError:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(target, data, mode=0o755)
 
 
 def make_symlink(link: Path, target_relative: str) -> None:

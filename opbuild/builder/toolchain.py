@@ -11,7 +11,6 @@ headers. The build only ever talks to this interface (`kernel_step`, `tiling_obj
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shlex
 import shutil
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from opbuild.spec.model import Binary, OpSpec
 
+from opbuild import nonfinite
 from opbuild.abi.vocabulary import DEFAULT_BINARY_IMPL_MODES, SOCS, impl_mode_string
 from opbuild.runtime_paths import native_include_dir
 
@@ -237,7 +237,7 @@ class CcecToolchain(HostToolchain):
                    f"--soc_version={SOC_VERSIONS.get(soc, soc)}", f"--output={out_dir}",
                    f"--impl_mode={self.impl_mode}", "--op_mode=dynamic",
                    f"--simplified_key_mode={spec.key_rule.simplified_key_mode}"]
-        text = json.dumps(param_json(spec, binary), indent=2, sort_keys=False) + "\n"
+        text = nonfinite.dumps(param_json(spec, binary), indent=2, sort_keys=False) + "\n"
         return KernelStep(command, produces=f"{out_dir}/{binary.name}{self.binary_suffix}", inputs={param: text})
 
     def tiling_object_command(self, source, output, include_dirs):

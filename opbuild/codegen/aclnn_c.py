@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from opbuild import nonfinite
 from opbuild.codegen.env import template
 from opbuild.codegen.naming import c_string, spec_display_path
 from opbuild.codegen.python_api import camel_case, output_names
@@ -116,7 +117,7 @@ def _value(value: object) -> str:
         return "[" + ", ".join(_value(v) for v in value) + "]"
     if isinstance(value, str):
         return '"' + value.replace("*/", "* /") + '"'
-    return repr(value)
+    return nonfinite.text(value) if isinstance(value, float) else repr(value)
 
 
 def _check_names(spec: OpSpec, params: list[CParam]) -> None:

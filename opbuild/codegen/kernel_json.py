@@ -8,6 +8,7 @@ from typing import Any
 
 from opbuild.abi.ge_types import DTYPE_KERNEL_JSON_NAME
 from opbuild.abi.vocabulary import CORE_TYPE, CORE_TYPE_NAMES, impl_mode_string
+from opbuild.nonfinite import to_json
 from opbuild.abi.package_layout import KERNEL_ROOT, kernel_json
 from opbuild.codegen.naming import canonical, dumps
 from opbuild.codegen.tiling import tiling_struct_size
@@ -52,7 +53,7 @@ def _attr_info(spec: OpSpec, binary: Binary) -> list[dict[str, Any]]:
     out = []
     for a in spec.attrs:
         value = pinned.get(a.name, a.default)
-        out.append({"name": a.name, "dtype": a.type, "value": list(value) if isinstance(value, tuple) else value})
+        out.append({"name": a.name, "dtype": a.type, "value": to_json(value)})
     return out
 
 

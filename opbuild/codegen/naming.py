@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
+from opbuild import nonfinite
 from opbuild.spec.model import OpSpec
 
 
@@ -54,10 +54,11 @@ def c_literal(value: Any) -> str:
 
 
 def dumps(data: Any) -> str:
-    """Deterministic JSON text: sorted keys, 2-space indent, trailing newline, UTF-8 kept."""
-    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    """Deterministic JSON text: sorted keys, 2-space indent, trailing newline, UTF-8 kept; strict
+    (a non-finite float is written as "inf" / "-inf" / "nan", see opbuild.nonfinite)."""
+    return nonfinite.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def canonical(data: Any) -> str:
-    """Compact canonical JSON (for hashes)."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """Compact canonical JSON (for hashes), strict like `dumps`."""
+    return nonfinite.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

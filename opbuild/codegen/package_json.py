@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from opbuild import nonfinite
 from opbuild.abi.ge_types import DTYPE_OPS_INFO_NAME
 from opbuild.abi.package_layout import KERNEL_ROOT, kernel_binary
 from opbuild.abi.vocabulary import CORE_TYPES
@@ -64,7 +65,7 @@ def _default_text(attr: Attr) -> str:
     def one(v: Any) -> str:
         if isinstance(v, bool):
             return "true" if v else "false"
-        return str(v) if not isinstance(v, float) else repr(v)
+        return str(v) if not isinstance(v, float) else nonfinite.text(v)
 
     value = attr.default
     if isinstance(value, (list, tuple)):

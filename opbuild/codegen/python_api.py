@@ -6,9 +6,9 @@ inputs, a single output named `out` (else `<name>Out`), attributes after inputs.
 
 from __future__ import annotations
 
-import json
 from pathlib import PurePosixPath
 
+from opbuild import nonfinite
 from opbuild.codegen.env import template
 from opbuild.spec.model import OpSpec
 from opbuild.spec.serialize import spec_to_dict
@@ -54,7 +54,7 @@ def render_python_api(specs: list[OpSpec]) -> str:
         # Attributes with defaults must follow required ones in Python: keyword-only after `*`.
         # One-shot wrappers are Pythonic: snake_case attribute keywords, defaults from the spec.
         required_attrs = [a.name for a in spec.attrs if a.required]
-        optional_attrs = [f"{a.name}={_literal(a.default)}" for a in spec.attrs if not a.required]
+        optional_attrs = [f"{a.name}={nonfinite.python_literal(a.default)}" for a in spec.attrs if not a.required]
         oneshot = inputs + required_attrs + ["*", *optional_attrs, "deterministic=None", "impl_mode=None", "stream=None"]
         ops.append({
             "op": spec.op,
@@ -72,7 +72,7 @@ def render_python_api(specs: list[OpSpec]) -> str:
             "multi_output": len(outputs) > 1,
         })
     definitions = {spec.op: spec_to_dict(spec) for spec in specs}
-    text = json.dumps(definitions, sort_keys=True, separators=(",", ":"))
+    text = nonfinite.dumps(definitions, sort_keys=True, separators=(",", ":"))
     return template("python_aclnn.py.j2").render(ops=ops, definitions_json=repr(text))
 
 
@@ -80,8 +80,3 @@ def _names(names: list[str]) -> str:
     """A Python tuple literal of parameter names."""
     return "(" + ", ".join(f'"{n}"' for n in names) + ("," if len(names) == 1 else "") + ")"
 
-
-def _literal(value: object) -> str:
-    if isinstance(value, tuple):
-        value = list(value)
-    return repr(value)

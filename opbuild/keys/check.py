@@ -10,7 +10,7 @@
 The calls enumerated: every declared dtype/format column (`spec.combinations()`), crossed with
 attribute samples, d in {0, 1} and p in the union of the binaries' impl modes. Attribute samples:
 the default, every value any binary's `attr_when` names, and for int/float attributes one value
-different from all of those (max + 1, max + 1.5); bool attributes both values; str/list
+different from all of those (max + 1, max + 1.5 of the finite ones; ±inf and NaN defaults are tried as such); bool attributes both values; str/list
 attributes the default only (or "" / [] when required). A dynamic input has one element, every
 shape is [1]. An optional input is present, and also absent when some binary's `when` leaves it
 out (such a binary serves calls without it).
@@ -19,9 +19,11 @@ out (such a binary serves calls without it).
 from __future__ import annotations
 
 import itertools
+import math
 from typing import TYPE_CHECKING, Any
 
 from opbuild.keys.grammar import check_fragment, full_key
+from opbuild.nonfinite import same
 from opbuild.keys.rules import (
     FragmentFn,
     all_binary_keys,
@@ -35,10 +37,8 @@ if TYPE_CHECKING:
 
 
 def _add(values: list[Any], value: Any) -> None:
-    for v in values:
-        if type(v) is type(value) and v == value:
-            return
-    values.append(value)
+    if not any(same(v, value) for v in values):  # NaN counts once
+        values.append(value)
 
 
 def attr_samples(spec: OpSpec, attr: Attr) -> list[Any]:
@@ -54,7 +54,8 @@ def attr_samples(spec: OpSpec, attr: Attr) -> list[Any]:
         _add(values, False)
         _add(values, True)
     elif attr.type in ("int", "float"):
-        numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        # finite numbers only: inf + 1.5 is inf, and nan + 1.5 nan (not a value different from all)
+        numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
         if attr.type == "int":
             _add(values, int(max(numbers)) + 1 if numbers else 1)
         else:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from opbuild.abi import package_layout as layout
+from opbuild.nonfinite import dumps, to_json
 from opbuild.abi.ge_types import numpy_dtype
 from opbuild.abi.vocabulary import IMPL_MODE_INDEX
 from opbuild.om import format as omf
@@ -255,7 +256,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
                    so_store.SoBinType.OpMasterDevice)
         node_defs.append({
             "name": node.name, "op": op_ref, "type": node.op, "inputs": node.inputs, "outputs": node.outputs,
-            "attrs": {a.name: (list(v) if isinstance(v, tuple) else v) for a, v in zip(spec.attrs, attr_values)},
+            "attrs": {a.name: to_json(v) for a, v in zip(spec.attrs, attr_values)},
             "preprocess": node.preprocess, "autofuse_so": autofuse, "selected": selected, "tiling": tiling_ref,
             "output_dtypes": [dt for dt, _ in out_meta],
         })
@@ -282,7 +283,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
     }
     weights = [tables.Item(n, {"dtype": dtype_name(a.dtype), "shape": list(a.shape)},
                            np.ascontiguousarray(a).tobytes()) for n, a in model.weights.items()]
-    parts: list[tuple[int, bytes]] = [(omf.MODEL_DEF, json.dumps(model_def, sort_keys=True).encode())]
+    parts: list[tuple[int, bytes]] = [(omf.MODEL_DEF, dumps(model_def, sort_keys=True).encode())]
     if weights:
         parts.append((omf.WEIGHTS_DATA, tables.build(weights, tables.WEIGHT_MAGIC, "WEIGHTS_DATA")))
     parts.append((omf.TBE_KERNELS, tables.build(sorted(kernels.values(), key=lambda i: i.name), tables.KERNEL_MAGIC,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from opbuild.abi.vocabulary import DTYPE_NAMES, IMPL_MODE_BY_INDEX
+from opbuild.nonfinite import dumps
 from opbuild.om import build as ombuild
 from opbuild.om import format as omf
 from opbuild.om import so_store, tables
@@ -220,7 +221,7 @@ class OmModel:
             self.autofuse[b.name] = memfile(f"om:{b.name}", b.data)
         for name, item in self.kernels.items():
             self.kernel_files[name] = (memfile(f"om:{name}", item.data),
-                                       memfile(f"om:{name}.json", json.dumps(item.meta).encode()))
+                                       memfile(f"om:{name}.json", dumps(item.meta).encode()))
         self.loaded = True
         return self
 

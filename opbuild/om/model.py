@@ -19,6 +19,7 @@ import yaml
 from opbuild.abi.vocabulary import DEFAULT_IMPL_MODE, DEFAULT_SOC
 from opbuild.om.errors import OmError
 from opbuild.runtime_paths import schemas_dir
+from opbuild.spec.yaml_marks import MAX_YAML_BYTES, safe_load, size_problem
 
 
 @lru_cache(maxsize=1)
@@ -114,10 +115,14 @@ def model_from_dict(data: Any, base_dir: Path, where: str = "<model>") -> Model:
 def load_model(path: str | Path) -> Model:
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        with open(path, "rb") as f:  # bounded like op.yaml (opbuild.spec.yaml_marks)
+            raw = f.read(MAX_YAML_BYTES + 1)
+        if len(raw) > MAX_YAML_BYTES:
+            raise ValueError(str(size_problem(len(raw), str(path))))
+        data = safe_load(raw.decode("utf-8"), str(path))
     except OSError as exc:
         raise OmError(f"cannot read model {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
+    except (ValueError, yaml.YAMLError) as exc:
         raise OmError(f"model {path} is not valid YAML: {exc}") from None
     model = model_from_dict(data, path.parent, str(path))
     model.source = path

@@ -18,6 +18,7 @@ import numpy as np
 from opbuild.abi.c_callbacks import TilingResult
 from opbuild.abi.ge_types import dtype_name, numpy_dtype
 from opbuild.keys import KeyRuleError, check_fragment
+from opbuild.nonfinite import from_json
 from opbuild.om.errors import OmError
 from opbuild.om.loader import OmModel
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
@@ -180,7 +181,7 @@ class OmRunner:
         for node, op in self.nodes:
             args = [[tensors[x] for x in t] if isinstance(t, list) else (None if t is None else tensors[t])
                     for t in node["inputs"]]
-            attrs = [node["attrs"].get(a.name) for a in op.spec.attrs]
+            attrs = [from_json(a.type, node["attrs"].get(a.name)) for a in op.spec.attrs]
             result = api.call(op, args, attrs, self.d, self.p)
             results = result if isinstance(result, tuple) else (result,)
             for name, value in zip(node["outputs"], results):

@@ -12,6 +12,7 @@ from opbuild.abi.vocabulary import DEFAULT_SOC
 from opbuild.om.build import _Packages, build_om
 from opbuild.om.errors import OmError
 from opbuild.om.model import model_from_dict
+from opbuild.spec.yaml_marks import safe_load
 
 _TENSOR = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([a-z0-9]+)\[([-0-9, ]*)\]$")
 
@@ -29,9 +30,11 @@ def parse_attr(text: str) -> tuple[str, Any]:
     if not sep or not name:
         raise OmError(f"--attr {text!r}: expected NAME=VALUE")
     try:
-        return name, yaml.safe_load(value)
+        return name, safe_load(value, f"--attr {name}")
     except yaml.YAMLError:
         return name, value
+    except ValueError as exc:  # over the YAML bounds (an alias bomb)
+        raise OmError(str(exc)) from None
 
 
 def single_op_model(op: str, inputs: Sequence[str], attrs: Sequence[str], opp: Path, soc: str = DEFAULT_SOC,

@@ -19,6 +19,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from opbuild.nonfinite import dumps
 from opbuild.om.errors import OmError
 from opbuild.om.so_store import check_so_name
 
@@ -40,7 +41,7 @@ def build(items: Sequence[Item], magic: int, what: str, allow_empty: bool = True
     chunks: list[Any] = [struct.pack("<I", len(items))]
     for i, it in enumerate(items):
         name = it.name.encode("utf-8")
-        meta = json.dumps(it.meta, sort_keys=True, separators=(",", ":")).encode("utf-8")
+        meta = dumps(it.meta, sort_keys=True, separators=(",", ":")).encode("utf-8")
         if len(name) > 0xFFFF or len(meta) > 0xFFFFFFFF or len(it.data) > 0xFFFFFFFF:
             raise OmError("item too large", f"{what} item {i}")
         if not allow_empty and not len(it.data):

@@ -27,7 +27,7 @@ DEFAULT_ROOT = Path(__file__).resolve().parents[2]
 
 def schema_text() -> str:
     """The schema file's content: 2-space indented JSON, UTF-8, one trailing newline."""
-    return json.dumps(schema_document(), indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(schema_document(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def expected_files(root: Path) -> dict[Path, str]:

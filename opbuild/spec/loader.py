@@ -10,7 +10,7 @@ from .checks import SpecChecker, broken_sections
 from .errors import Problem, SpecError
 from .model import OpSpec
 from .schema import schema_problems
-from .yaml_marks import load_yaml
+from .yaml_marks import MAX_YAML_BYTES, load_yaml, size_problem
 
 SPEC_FILE = "op.yaml"
 
@@ -43,7 +43,10 @@ def check_spec(path: str | os.PathLike[str]) -> tuple[OpSpec | None, list[Proble
     file = os.fspath(path)
     spec_path = Path(path).absolute()
     try:
-        raw = spec_path.read_bytes()
+        with open(spec_path, "rb") as f:  # bounded: a huge file is refused, never read whole
+            raw = f.read(MAX_YAML_BYTES + 1)
+            if len(raw) > MAX_YAML_BYTES:
+                return None, [size_problem(max(os.fstat(f.fileno()).st_size, len(raw)), file)]
     except FileNotFoundError:
         return None, [Problem(file, 0, 0, "no such file")]
     except OSError as exc:

@@ -8,6 +8,8 @@ Which attributes of each model class are written is not listed here: it is
 `fields.model_attributes(cls)`, the declaration in opbuild/spec/fields.py (a test keeps it equal
 to the dataclasses). Values are converted by the model's type hints: records become dicts,
 tuples become lists and back. A binary's `when` is written as `[tensor, dtype, format]` triples.
+Written as JSON with `opbuild.nonfinite.dumps` (a non-finite float becomes "inf" / "-inf" /
+"nan"); `spec_from_dict` turns those back into floats for float attributes (`_floats`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import typing
 from pathlib import Path
 from typing import Any, Callable
 
+from opbuild.nonfinite import from_json
 from opbuild.spec.fields import model_attributes
 from opbuild.spec.model import Binary, OpSpec, TensorChoice
 
@@ -102,4 +105,19 @@ def spec_from_dict(d: dict[str, Any], spec_path: Path) -> OpSpec:
         raise ValueError(f"op definition format {d.get('format_version')!r} is not {FORMAT_VERSION}")
     data = dict(d)
     data.update(data.pop("extra", {}))  # written by earlier versions: attributes added after the first ones
-    return _record(OpSpec, data, spec_path=spec_path)
+    return _floats(_record(OpSpec, data, spec_path=spec_path))
+
+
+def _floats(spec: OpSpec) -> OpSpec:
+    """`spec` with the non-finite floats of its float attributes as floats again (their defaults
+    and the values binaries pin them to): JSON spells them "inf", "-inf", "nan" (opbuild.nonfinite)."""
+    types_ = {a.name: a.type for a in spec.attrs}
+
+    def value(attr_type: str, v: Any) -> Any:
+        back = from_json(attr_type, list(v) if isinstance(v, tuple) else v)
+        return tuple(back) if isinstance(back, list) else back
+
+    attrs = tuple(dataclasses.replace(a, default=value(a.type, a.default)) for a in spec.attrs)
+    binaries = tuple(dataclasses.replace(b, attr_when=tuple((n, value(types_.get(n, ""), v)) for n, v in b.attr_when))
+                     for b in spec.binaries)
+    return dataclasses.replace(spec, attrs=attrs, binaries=binaries)

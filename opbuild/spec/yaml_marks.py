@@ -6,6 +6,13 @@ line and column of the mapping key and of the value. Duplicate mapping keys, non
 merge keys (`<<`), unknown tags and recursive aliases are reported as problems (with the position
 of the offending occurrence), as are YAML syntax errors.
 
+Bounded: a document longer than `MAX_YAML_BYTES`, or whose aliases would expand to more than
+`MAX_ALIAS_NODES` nodes (a "billion laughs": ten nested aliases in 2 KB expand to 10^10 nodes),
+is rejected before anything is expanded, naming the alias where the limit is crossed. The count
+is made on the parser's event stream (`alias_problem`), so the check costs one pass over the
+text and memory proportional to it. `safe_load` applies the same bounds for YAML read without
+marks (`.om` model files).
+
 The node tree is composed by libyaml (`yaml.CSafeLoader`) when PyYAML was built with it, else by
 the pure-Python `yaml.SafeLoader`; scalars are resolved with PyYAML's safe rules (YAML 1.1: `yes`,
 `on` are booleans, `1e3` is a string, ...).
@@ -39,6 +46,12 @@ _SCALAR_TAGS = {
 }
 
 Position = tuple[int, int]
+
+MAX_YAML_BYTES = 1 << 20
+"""The largest YAML document read (1 MiB; an op.yaml is a few KB, a model file some hundred)."""
+MAX_ALIAS_NODES = 10_000
+"""The most nodes alias resolution may produce in one document (each alias counts the nodes of
+the collection it stands for, nested aliases included)."""
 
 
 @dataclass
@@ -156,9 +169,79 @@ class _Builder:
         return result
 
 
+def size_problem(size: int, file: str) -> Problem | None:
+    """A problem when a document of `size` bytes is over `MAX_YAML_BYTES` (a whole-file problem)."""
+    if size <= MAX_YAML_BYTES:
+        return None
+    return Problem(file, 0, 0, f"the YAML document is larger than {MAX_YAML_BYTES} bytes, the most that is read "
+                               f"({size} bytes or more)")
+
+
+def alias_problem(text: str, file: str) -> Problem | None:
+    """The alias at which the nodes produced by alias resolution exceed `MAX_ALIAS_NODES`, if any.
+
+    Walks the parser's events once: every collection's expanded size (its nodes, aliases inside
+    it expanded) is summed as it closes and remembered for its anchor; each alias adds its
+    anchor's size to the running total. A syntax error ends the walk silently (the composer
+    reports it with its position); an alias of a collection still open (a recursive alias) counts
+    one node (the builder reports the recursion)."""
+    loader = _Loader(text)
+    sizes: dict[str, int] = {}
+    stack: list[list[Any]] = []  # [anchor, expanded size] of each open collection
+    produced = 0
+    try:
+        while True:
+            event = loader.get_event()
+            if event is None or isinstance(event, yaml.StreamEndEvent):
+                return None
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                stack.append([event.anchor, 1])
+                continue
+            if isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                anchor, size = stack.pop()
+            elif isinstance(event, yaml.ScalarEvent):
+                anchor, size = event.anchor, 1
+            elif isinstance(event, yaml.AliasEvent):
+                anchor, size = None, sizes.get(event.anchor, 1)
+                produced += size
+                if produced > MAX_ALIAS_NODES:
+                    mark = event.start_mark
+                    return Problem(file, mark.line + 1, mark.column + 1,
+                                   f"alias *{event.anchor} expands the document past {MAX_ALIAS_NODES} nodes "
+                                   f"(aliases nested in aliases multiply); write the values out", "$")
+            else:
+                continue
+            if anchor is not None:
+                sizes[anchor] = size
+            if stack:
+                stack[-1][1] += size
+    except yaml.YAMLError:
+        return None
+    finally:
+        loader.dispose()
+
+
+def _bounds_problem(text: str, file: str) -> Problem | None:
+    return size_problem(len(text.encode("utf-8", "surrogatepass")), file) or alias_problem(text, file)
+
+
+def safe_load(text: str, file: str) -> Any:
+    """`yaml.safe_load` within the bounds of `load_yaml`: raises ValueError naming the file,
+    line and column when the document is too large or its aliases expand too far (YAML errors
+    propagate as yaml.YAMLError)."""
+    problem = _bounds_problem(text, file)
+    if problem is not None:
+        raise ValueError(str(problem))
+    return yaml.load(text, Loader=_Loader)
+
+
 def load_yaml(text: str, file: str) -> tuple[Any, Marks, list[Problem]]:
-    """Parse one YAML document; returns (data, marks, problems). data is None on a syntax error."""
+    """Parse one YAML document; returns (data, marks, problems). data is None on a syntax error
+    or when the document is over the bounds (see the module docstring)."""
     marks = Marks(file)
+    problem = _bounds_problem(text, file)
+    if problem is not None:
+        return None, marks, [problem]
     loader = _Loader(text)
     try:
         node = loader.get_single_node()

@@ -1,5 +1,6 @@
 """Failing builds: they say what failed and where, and leave nothing a later build could take
-for done (docs/cli.md, docs/package-format.md §8)."""
+for done (docs/cli.md, docs/package-format.md §8); a failed build keeps the previous package:
+test_build_keeps_package.py."""
 
 from __future__ import annotations
 
@@ -88,8 +89,10 @@ def test_c_key_callback_with_a_wrong_fragment_fails_after_linking(project):
     err = result.stderr
     assert "AddNCustom" in err and "x=int32/ND" in err and "diy,addn,99" in err, err
     assert "AddNCustom_INT32" in err and "reached by no declared combination" in err, err
+    # checked before it goes into the package: neither it nor the config that depends on it is there
+    assert not list((p.pkg / "op_impl/ai_core/tbe/op_tiling").rglob("*.so"))
     assert not (p.pkg / f"op_impl/ai_core/tbe/kernel/config/{SOC}/binary_info_config.json").exists()
-    assert re.search(r"step\(s\) failed:\n  GEN binary_info_config\.json", err), err
+    assert re.search(r"step\(s\) failed:\n  CHECK libcust_opmaster_rt2\.0\.so \(vendors/customize\)", err), err
 
 
 def _temporaries(root: Path) -> list[str]:
@@ -101,13 +104,11 @@ def test_interrupted_build_then_rebuild_equals_a_clean_build(project, clean_buil
     p = project()
     proc = p.start("ops")
     lines = []
-    deadline = time.monotonic() + 120
     try:
         for line in proc.stdout:  # SIGKILL the build and its compilers in the middle of a compile
             lines.append(line)
             if "] CC kernel " in line:
                 break
-            assert time.monotonic() < deadline, "".join(lines)
         until = time.monotonic() + 3  # preferably while a compiler's temporary output exists
         while not _temporaries(p.out) and time.monotonic() < until and proc.poll() is None:
             time.sleep(0.002)
@@ -151,36 +152,4 @@ def test_spec_broken_after_a_good_build_is_still_caught(project):
     assert result.steps == []
 
 
-def _mul_without_tiling_function(project):
-    """MulCustom (custom and built-in) built, then its tiling function renamed and built again:
-    the project, the failed result and each package's config of MulCustom by its step label."""
-    p = project()
-    p.build("OPS=MulCustom")
-    configs = {
-        f"GEN binary_info_config.json ({SOC}, vendors/customize)":
-            p.pkg / f"op_impl/ai_core/tbe/kernel/config/{SOC}/binary_info_config.json",
-        f"GEN ops_math/binary_info_config.json ({SOC}, built-in)":
-            p.builtin / f"op_impl/ai_core/tbe/kernel/config/{SOC}/ops_math/binary_info_config.json",
-    }
-    assert all(c.is_file() for c in configs.values())
-    tiling = p.op_dir("MulCustom") / "tiling.c"
-    tiling.write_text(tiling.read_text().replace("uint32_t mul_custom_tiling(", "uint32_t mul_custom_tiling_v2(", 1))
-    edit(tiling, "")
-    result = p.scons("ops", "OPS=MulCustom")
-    assert result.rc != 0, str(result)
-    assert "MulCustom" in result.stderr and "'mul_custom_tiling'" in result.stderr, result.stderr
-    return p, result, configs
-
-
-def test_missing_tiling_function_fails_and_removes_the_stale_config(project):
-    _, result, configs = _mul_without_tiling_function(project)
-    failed = [label for label in configs if f"\n  {label}: " in result.stderr]
-    assert failed, result.stderr
-    for label in failed:  # not left behind as if it matched the new library
-        assert not configs[label].exists(), label
-
-
-def test_missing_tiling_function_leaves_no_stale_config_in_either_package(project):
-    _, result, configs = _mul_without_tiling_function(project)
-    left = [label for label, config in configs.items() if config.exists()]
-    assert not left, f"stale configs left: {left}\n{result}"
+# A failed tiling link or check keeps the previous package: test_build_keeps_package.py

@@ -226,13 +226,3 @@ def test_deterministic_sorted_and_relative(samples):
         assert text.endswith("}\n")
 
 
-@pytest.mark.parametrize("name", SAMPLES)
-def test_codegen_is_fast(name):
-    import time
-
-    spec = sample_spec(name)
-    all_artefacts(spec)  # templates compiled
-    t = time.perf_counter()
-    for _ in range(20):
-        all_artefacts(spec)
-    assert (time.perf_counter() - t) / 20 < 0.005

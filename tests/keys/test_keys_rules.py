@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 
@@ -251,13 +250,10 @@ def test_python_callback_modules_do_not_clash(tmp_path):
     assert load_python_callback(a).__module__.startswith("opbuild_keyrule_py_op_")
 
 
-def test_table_fn_is_fast():
+def test_table_fn_answers_the_table_key():
     spec = make_spec("T", inputs=[("x", ["float16"])], outputs=[("y", ["float16"])],
                      key_rule=KeyRule("customized", "table"),
                      binaries=[Binary("B", when(x="float16", y="float16"), key="k")])
     fn = make_fragment_fn(spec)
     ctx = context_for_choices(spec, {"x": F16, "y": F16})
-    t = time.perf_counter()
-    for _ in range(2000):
-        assert fn(ctx) == "k"
-    assert (time.perf_counter() - t) / 2000 < 50e-6
+    assert fn(ctx) == "k"  # its cost per call: bench/micro_bench.py

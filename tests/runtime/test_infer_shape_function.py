@@ -11,6 +11,8 @@ from opbuild.codegen.scaffold import scaffold_op
 
 import pkgbuild
 
+pytestmark = pytest.mark.slow  # builds its own package with `scons ops`
+
 INFER = """
 /* Output y: x's shape, flattened to 1-D when the attribute scale is negative (to prove the
  * function, not a same_as rule, decides); fails on rank 0. */

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from pathlib import Path
 
 import numpy as np
@@ -234,35 +233,15 @@ def _synthetic_package(root: Path, n: int) -> Path:
     return root
 
 
-def _lookup_ns(index, keys) -> float:
-    by_key = index.by_key
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter_ns()
-        for k in keys:
-            by_key[k]
-        best = min(best, (time.perf_counter_ns() - t0) / len(keys))
-    return best
-
-
-def test_index_of_100000_binaries_loads_and_looks_up_in_constant_time(tmp_path):
+def test_index_of_100000_binaries_loads_and_looks_up(tmp_path):
+    """(Its load time and the O(1) lookup ratio are in bench/micro_bench.py.)"""
     big = _synthetic_package(tmp_path / "big", 100_000)
-    small = _synthetic_package(tmp_path / "small", 100)
-    t0 = time.perf_counter()
     index = binary_index(big, SOC)
-    load_s = time.perf_counter() - t0
     assert len(index.by_key) == 200_000 and len(index.keys_by_op["Synth"]) == 200_000
-    assert load_s < 20  # generous: a few hundred ms on a laptop
     entry = index.by_key["Synth/d=1,p=1/k99999"]
     assert entry.name == "Synth_99999" and entry.bin_path == big / "op_impl/ai_core/tbe/kernel/ascend910b/synth/Synth_99999.so"
     assert index.by_key["Synth/d=0,p=1/k0"].name == "Synth_0"
     assert "Synth/d=0,p=1/k100000" not in index.by_key
-    # O(1): a lookup among 200,000 keys costs about what it costs among 200
-    rng = np.random.default_rng(0)
-    big_keys = [f"Synth/d=0,p=1/k{i}" for i in rng.integers(0, 100_000, 20_000)]
-    small_keys = [f"Synth/d=0,p=1/k{i}" for i in rng.integers(0, 100, 20_000)]
-    small_index = binary_index(small, SOC)
-    assert _lookup_ns(index, big_keys) < 10 * _lookup_ns(small_index, small_keys) + 500
 
 
 def test_selection_in_a_big_index_names_nearest_keys(tmp_path, ops):

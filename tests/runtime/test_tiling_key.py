@@ -12,6 +12,8 @@ from pkgbuild import build_project, new_project
 import opbuild.runtime as rt
 from opbuild.abi.kernel_launch import tiling_argument, tiling_key_offset
 
+pytestmark = pytest.mark.slow  # builds its own package with `scons ops`
+
 SPEC = """\
 op: KeyedAdd
 description: z = x - y when the tiling key is 7 (fewer than 100 elements), x + y when it is 3
