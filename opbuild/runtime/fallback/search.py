@@ -14,9 +14,12 @@ import ctypes
 import logging
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any, NamedTuple, Sequence
 
+from opbuild.runtime.call.cache_key import search_env
+from opbuild.runtime.call.plans import STAMP_INTERVAL_NS
 from opbuild.runtime.errors import ACLNN_ERR_INNER, AclnnError
 
 log = logging.getLogger("opbuild.fallback")
@@ -77,15 +80,26 @@ def _stat_key(path: str) -> tuple[int, int] | None:
 _CONFIG_INI: dict[str, str] = {}
 
 
-def _config_ini(opp: str) -> str:
+def _config_ini(opp: Any) -> str:
+    """<opp>/vendors/config.ini of an ASCEND_OPP_PATH value (str or as os.environ stores it)."""
     path = _CONFIG_INI.get(opp)
     if path is None:
-        path = _CONFIG_INI[opp] = os.path.join(opp, "vendors", "config.ini")
+        path = _CONFIG_INI[opp] = os.path.join(os.fsdecode(opp), "vendors", "config.ini")
     return path
 
 
 _PACKAGE_OF: dict[str, str] = {}
 """Library path -> its package root (checked by _handle before the library is opened)."""
+
+_OPP_LATEST: dict[Any, str] = {}
+
+
+def _opp_latest(home: Any) -> bool:
+    """Whether <ASCEND_HOME_PATH>/opp_latest is a directory (its path made once per value)."""
+    path = _OPP_LATEST.get(home)
+    if path is None:
+        path = _OPP_LATEST[home] = os.path.join(os.fsdecode(home), "opp_latest")
+    return os.path.isdir(path)
 
 
 def _libraries(roots: Sequence[str | os.PathLike[str]]) -> tuple[str, ...]:
@@ -130,15 +144,34 @@ def search_path(roots: Sequence[str | os.PathLike[str]] | None = None) -> tuple[
     global _ENV_PATH
     if roots is not None:
         return _libraries(roots)
-    env = os.environ
-    custom, opp, home = env.get("ASCEND_CUSTOM_OPP_PATH"), env.get("ASCEND_OPP_PATH"), env.get("ASCEND_HOME_PATH")
+    # The variables as os.environ stores them (search_env: one dict read each; os.environ.get
+    # decodes and costs ~10x more, and syn_exec_aclnn asks on every call).
+    _, custom, opp, home = search_env()
     key = (custom, opp, home, _stat_key(_config_ini(opp)) if opp else None,
-           os.path.isdir(os.path.join(home, "opp_latest")) if home else None)
+           _opp_latest(home) if home else None)
     cached = _ENV_PATH
     if cached is not None and cached[0] == key:
         return cached[1]
     paths = _libraries(_env_roots())
     _ENV_PATH = (key, paths)
+    return paths
+
+
+_RECENT: list[Any] = [None, 0]  # [(search_env(), paths) of the last full check, its monotonic_ns]
+
+
+def recent_search_path() -> tuple[str, ...]:
+    """search_path() of the environment for a call's hot path: the environment variables are
+    compared on every call, vendors/config.ini (and opp_latest) re-checked at most every
+    STAMP_INTERVAL_NS, as cached plans re-check their package's stamp (a stat costs about what
+    the rest of syn_exec_aclnn does)."""
+    env = search_env()
+    now = time.monotonic_ns()
+    cached, checked = _RECENT
+    if cached is not None and cached[0] == env and now - checked < STAMP_INTERVAL_NS:
+        return cached[1]
+    paths = search_path(None)
+    _RECENT[0], _RECENT[1] = (env, paths), now
     return paths
 
 
@@ -226,3 +259,4 @@ def _forget_locked() -> None:
     global _ENV_PATH
     _SYMBOLS.clear()
     _ENV_PATH = None
+    _RECENT[0] = None
