@@ -91,6 +91,7 @@ def _config_ini(opp: Any) -> str:
 _PACKAGE_OF: dict[str, str] = {}
 """Library path -> its package root (checked by _handle before the library is opened)."""
 
+
 _OPP_LATEST: dict[Any, str] = {}
 
 
