@@ -153,7 +153,8 @@ def _numpy_include() -> list[str]:
 FASTPATH_NAME = "opbuild.runtime._fastpath"
 fastpath = Extension(
     FASTPATH_NAME,
-    sources=[f"{NATIVE}/src/fastpath.c", f"{NATIVE}/src/opkey.c"],
+    sources=[f"{NATIVE}/src/fastpath.c", f"{NATIVE}/src/opkey.c", f"{NATIVE}/src/fallback_exec.c",
+             f"{NATIVE}/src/oneshot.c"],
     include_dirs=[*_numpy_include(), f"{NATIVE}/src"],
     depends=[f"{NATIVE}/src/opkey.h"],
     extra_compile_args=["-std=gnu11", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-missing-field-initializers",

@@ -17,6 +17,7 @@ Handlers import their stage lazily: `opbuild --help` and `opbuild validate` load
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,13 +78,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _configure_validate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "paths", nargs="*", metavar="PATH", default=["ops"],
-        help="op.yaml files, or directories holding op.yaml or */op.yaml (default: ops/)",
+        help="op.yaml files, or directories holding op.yaml or */op.yaml (default: ops/); another file "
+             "(a kernel or tiling source, a key rule) stands for the op whose directory holds it",
     )
 
 
-@command("validate", "check op specs and report every problem as path:line:col", _configure_validate)
+def _owning_spec(path: Path) -> Path | None:
+    """The op.yaml of the op directory that holds `path` (a source or key rule of the op), if any:
+    pre-commit passes the staged files, and an edited tiling.c or key_rule.py can break its op."""
+    for parent in path.absolute().parents:
+        if (parent / "op.yaml").is_file():
+            return parent / "op.yaml" if path.is_absolute() else Path(os.path.relpath(parent / "op.yaml"))
+    return None
+
+
+@command("validate", "check op specs as `scons ops` would (no kernel compiles) and report every problem as "
+                     "path:line:col", _configure_validate)
 def _validate(args: argparse.Namespace) -> int:
-    from opbuild.spec import SpecError, find_specs, load_specs
+    from opbuild.spec import SpecError, find_specs
+    from opbuild.validate import validate_ops
 
     failed = False
     files: list[Path] = []
@@ -93,13 +106,18 @@ def _validate(args: argparse.Namespace) -> int:
             print(f"opbuild validate: error: no such file or directory: {raw}", file=sys.stderr)
             failed = True
             continue
+        if path.is_file() and path.suffix not in (".yaml", ".yml"):
+            owner = _owning_spec(path)
+            if owner is not None and owner not in files:
+                files.append(owner)
+            continue  # (a file of no op: nothing to check)
         found = find_specs([path])
         if not found:
             print(f"opbuild validate: error: no op specs (op.yaml or */op.yaml) in {raw}", file=sys.stderr)
             failed = True
         files.extend(found)
     try:
-        specs = load_specs(files)
+        specs = validate_ops(files)
     except SpecError as exc:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
@@ -299,6 +317,9 @@ def _configure_om(parser: argparse.ArgumentParser) -> None:
     r.add_argument("om", metavar="MODEL.om")
     r.add_argument("--input", "-i", action="append", default=[], metavar="NAME=FILE.npy")
     r.add_argument("--output-dir", required=True, metavar="DIR", help="writes <output name>.npy here")
+    r.add_argument("--trust", action="store_true",
+                   help="run the native code (kernels, .so files) and Python key rules the model carries; "
+                        "without it such a model is refused (docs/om-format.md, Trust)")
     i = sub.add_parser("inspect", help="print the header, partitions, flags and packed .so files of an .om")
     i.add_argument("om", metavar="MODEL.om")
     s = sub.add_parser("single-op", help="compile one op into an .om")

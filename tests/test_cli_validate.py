@@ -60,7 +60,7 @@ def test_validate_broken_spec(ops_dir, capsys, monkeypatch):
     assert lines[0].startswith(f"{shown}:{line}:{col}: output 'y' shape: 'q' is not an input")
     line, col = where(BROKEN, "u64")
     assert lines[1] == (f"{shown}:{line}:{col}: 'u64' is not one of: int8, uint8, int16, uint16, int32, uint32, "
-                        f"int64, uint64, float, double [$.tiling_data[0].type]")
+                        f"int64, uint64, float, double; did you mean 'uint64'? [$.tiling_data[0].type]")
     assert lines[-1] == "opbuild validate: 2 problem(s) in 1 file(s)"
     assert path.exists()
 

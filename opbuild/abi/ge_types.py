@@ -7,9 +7,10 @@ things up in; every value is derived from `opbuild.abi.vocabulary`, where each f
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where it is used: the key grammar (and so `opbuild
+    import numpy as np  # validate`) reads these tables only, and numpy costs 0.15 s to import
 
 from opbuild.abi.vocabulary import DTYPE, DTYPE_BY_NUMPY, FORMATS
 from opbuild.abi.vocabulary import DTYPES_BY_GE_ORDER as DTYPES
@@ -37,12 +38,16 @@ DTYPE_KERNEL_JSON_NAME: Final[dict[str, str]] = {d.name: d.kernel_json for d in 
 
 def numpy_dtype(name: str) -> np.dtype:
     """The numpy dtype of a dtype name; bfloat16 comes from ml_dtypes."""
+    import numpy as np
+
     d = DTYPE.get(name)
     return d.numpy if d is not None else np.dtype(name)
 
 
 def dtype_name(dtype: np.dtype) -> str:
     """The dtype name of a numpy dtype; ValueError for one no op can take."""
+    import numpy as np
+
     dtype = np.dtype(dtype)
     d = DTYPE_BY_NUMPY.get(dtype.name)
     if d is None:

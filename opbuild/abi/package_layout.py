@@ -19,6 +19,24 @@ CUSTOM_OPAPI_LIB = "libcust_opapi.so"
 DEFAULT_VENDOR = "customize"
 
 
+def vendor_name_problem(name: str) -> str | None:
+    """Why `name` cannot be a vendor directory (`vendors/<name>`), None when it can.
+
+    The one rule for vendor names wherever one is read (vendors/config.ini `load_priority`,
+    .om vendors) or made: a single path component that cannot climb out of `vendors/` and
+    that survives the `load_priority=a,b` syntax.
+    """
+    if not name:
+        return "is empty"
+    if "/" in name or "\\" in name or "\0" in name:
+        return "contains a path separator or NUL"
+    if ".." in name or name == ".":
+        return "contains '..' or is '.'"
+    if any(c in name for c in ",=") or any(c.isspace() for c in name) or not name.isprintable():
+        return "contains ',', '=', whitespace or non-printable characters"
+    return None
+
+
 def host_arch() -> str:
     """The `<arch>` directory name of the tiling library (x86_64, aarch64)."""
     machine = platform.machine().lower()

@@ -1,7 +1,8 @@
 """SoC platform table: what a tiling function sees as core_num and ub_size for each SoC.
 
 The numbers are the SoC records of `opbuild.abi.vocabulary` (see `Soc` there for what core_num
-and cube_core_num mean); this module is the lookup by (case-insensitive) name.
+and cube_core_num mean, and for the tiling-result bounds device_memory and max_block_dim); this
+module is the lookup by (case-insensitive) name.
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ class PlatformInfo:
     ub_size: int
     cube_core_num: int
     vector_core_num: int
+    device_memory: int = 64 << 30
+    max_block_dim: int = 65535
 
 
 _TABLE: dict[str, PlatformInfo] = {
-    s.name: PlatformInfo(s.name, s.core_num, s.ub_size, s.cube_core_num, s.vector_core_num) for s in SOCS
+    s.name: PlatformInfo(s.name, s.core_num, s.ub_size, s.cube_core_num, s.vector_core_num, s.device_memory,
+                         s.max_block_dim) for s in SOCS
 }
 
 

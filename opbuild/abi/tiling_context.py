@@ -263,6 +263,12 @@ def _fill_attr(a: AttrValue, kind: str, value: Any, keep: list) -> None:
         keep.append(arr)
 
 
+TILING_GUARD = 64
+"""Bytes after the tiling data buffer filled with a pattern and checked after the tiling function
+ran: a function that writes past its struct is reported instead of corrupting the host's heap."""
+_GUARD_BYTES = bytes([0xA5]) * TILING_GUARD
+
+
 class ContextHolder:
     """A filled TilingContext and every buffer it points to.
 
@@ -270,13 +276,24 @@ class ContextHolder:
     callback declared with a c_void_p argument); `.ctx` is the ctypes structure.
     """
 
-    __slots__ = ("ctx", "ptr", "tiling_capacity", "_keep")
+    __slots__ = ("ctx", "ptr", "tiling_capacity", "_keep", "_guard")
 
-    def __init__(self, ctx: TilingContext, tiling_capacity: int, keep: list):
+    def __init__(self, ctx: TilingContext, tiling_capacity: int, keep: list, guard: int | None = None):
         self.ctx = ctx
         self.ptr: int = ctypes.addressof(ctx)
         self.tiling_capacity = tiling_capacity
         self._keep = keep
+        self._guard = guard  # address of the TILING_GUARD bytes right after the tiling data buffer
+
+    def overrun(self) -> int | None:
+        """Offset (from the end of the tiling data buffer) of the first guard byte the tiling
+        function overwrote, None when it stayed inside its buffer."""
+        if self._guard is None:
+            return None
+        tail = ctypes.string_at(self._guard, TILING_GUARD)
+        if tail == _GUARD_BYTES:
+            return None
+        return next(i for i in range(TILING_GUARD) if tail[i] != _GUARD_BYTES[i])
 
     # results of the tiling function
     @property
@@ -301,7 +318,12 @@ class ContextHolder:
         return self.ctx.error.decode("utf-8", "replace")
 
     def tiling_data(self) -> bytes:
-        """The bytes the tiling function declared it wrote (tiling_data_size)."""
+        """The bytes the tiling function declared it wrote (tiling_data_size); TilingContextError
+        if it declared more than the buffer or wrote past its end (the guard bytes changed)."""
+        past = self.overrun()
+        if past is not None:
+            raise TilingContextError(f"tiling function wrote past the end of its {self.tiling_capacity}-byte tiling "
+                                     f"data (the kernel's struct): byte {self.tiling_capacity + past} changed")
         size = self.ctx.tiling_data_size
         if size > self.tiling_capacity:
             raise TilingContextError(
@@ -386,10 +408,13 @@ def build_tiling_context(
     op_b = op_type.encode()
     soc_b = soc_version.encode()
     keep += (op_b, soc_b)
+    guard = None
     if tiling_capacity:
-        data = (_u64 * ((tiling_capacity + 7) // 8))()
+        data = (_u64 * ((tiling_capacity + TILING_GUARD + 7) // 8))()
         keep.append(data)
         data_addr = ctypes.addressof(data)
+        guard = data_addr + tiling_capacity
+        ctypes.memmove(guard, _GUARD_BYTES, TILING_GUARD)
     else:
         data_addr = None
 
@@ -413,4 +438,4 @@ def build_tiling_context(
     ctx.ub_size = ub_size
     ctx.tiling_data = data_addr
     ctx.tiling_data_capacity = tiling_capacity
-    return ContextHolder(ctx, tiling_capacity, keep)
+    return ContextHolder(ctx, tiling_capacity, keep, guard)

@@ -301,7 +301,12 @@ class Soc:
     `--soc_version` (the first chip of the family) and what a tiling function sees of it.
 
     core_num is the core count a vector kernel tiles for (the AIV cores on 910B-class SoCs, which
-    have two vector cores per cube core); cube_core_num is given for completeness."""
+    have two vector cores per cube core); cube_core_num is given for completeness.
+
+    The bounds a tiling result is checked against before any launch
+    (opbuild/runtime/call/tiling_bounds.py): max_block_dim, the most blocks of one launch (CANN's
+    launch limit, 65535: blocks beyond core_num run in waves), and device_memory, the device's
+    HBM bytes (no workspace can be larger)."""
 
     name: str
     soc_version: str
@@ -309,12 +314,15 @@ class Soc:
     ub_size: int
     cube_core_num: int
     vector_core_num: int
+    device_memory: int = 64 << 30
+    max_block_dim: int = 65535
 
 
 SOCS: Final[tuple[Soc, ...]] = (
     Soc("ascend910b", "Ascend910B1", core_num=40, ub_size=196608, cube_core_num=20, vector_core_num=40),
     Soc("ascend910_93", "Ascend910_9391", core_num=40, ub_size=196608, cube_core_num=20, vector_core_num=40),
-    Soc("ascend310p", "Ascend310P3", core_num=8, ub_size=262144, cube_core_num=8, vector_core_num=8),
+    Soc("ascend310p", "Ascend310P3", core_num=8, ub_size=262144, cube_core_num=8, vector_core_num=8,
+        device_memory=24 << 30),
 )
 SOC: Final[dict[str, Soc]] = {s.name: s for s in SOCS}
 SOC_NAMES: Final[tuple[str, ...]] = tuple(SOC)

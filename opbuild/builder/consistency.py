@@ -1,8 +1,9 @@
 """The build-time check that GenSimplifiedKey and the declared binaries agree (docs/package-format.md §2.4).
 
-Every declared dtype/format combination is run through the op's key rule; a call that would
-find no binary, or a binary no call can reach, fails the build. Table, Python and default rules
-are checked before anything is built; C callbacks once the tiling library is linked.
+Before anything is built, `opbuild.validate.validate_op` (what `opbuild validate` runs) checks
+every key rule, C callbacks included (from the tiling source compiled alone), and the tiling
+symbols. These checks run again on the linked tiling library, which is what ships: a last
+guard, which a spec that passed `opbuild validate` does not fail.
 """
 
 from __future__ import annotations
@@ -15,21 +16,6 @@ from opbuild.spec.model import OpSpec
 
 def _located(spec: OpSpec, problems: list[str]) -> list[str]:
     return [f"{spec.spec_path}: {p}" for p in problems]
-
-
-def check_specs_without_native(specs: list[OpSpec]) -> list[str]:
-    """Problems of every spec whose key rule needs no compiled code (default, table, python)."""
-    problems: list[str] = []
-    for spec in specs:
-        if spec.key_rule.callback == "c":
-            continue
-        try:
-            fragment_fn = make_fragment_fn(spec)
-        except Exception as exc:  # noqa: BLE001 - a broken callback module is a spec problem
-            problems.append(f"{spec.spec_path}: {spec.op}: cannot load the simplified-key callback: {exc}")
-            continue
-        problems += _located(spec, check_key_consistency(spec, fragment_fn))
-    return problems
 
 
 def check_c_callbacks(specs: list[OpSpec], tiling_lib: Path) -> list[str]:

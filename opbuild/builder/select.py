@@ -1,7 +1,8 @@
 """Which specs a build works on, loaded and fully checked before anything is declared.
 
-Loading and checking a spec (YAML with marks, JSON schema, semantics, C symbol checks, the
-simplified-key consistency check) costs a few milliseconds; for hundreds of ops that would
+Loading and checking a spec (`opbuild.validate.validate_op`, the very checks of `opbuild
+validate`: YAML with marks, JSON schema, semantics, C symbols, aclnn names, the simplified-key
+consistency check) costs a few milliseconds; for hundreds of ops that would
 dominate a no-op `scons ops`. So checked specs are cached in `<out>/.opbuild/specs.pickle`,
 each keyed by the stat (size, mtime, ctime, inode) of every file it was read from (the files of
 its op directory and the sources it names) and by the stat of the checker's own code and
@@ -24,8 +25,8 @@ from pathlib import Path
 from opbuild import nonfinite
 from opbuild.atomic import atomic_write
 from opbuild.builder import cache as build_cache
-from opbuild.builder.consistency import check_specs_without_native
-from opbuild.spec import SpecError, check_spec, find_specs, load_specs
+from opbuild.spec import SpecError, find_specs, load_specs
+from opbuild.validate import validate_op
 from opbuild.spec.model import OpSpec
 from opbuild.spec.serialize import spec_from_dict, spec_to_dict
 
@@ -61,11 +62,12 @@ def _stamp(files: list[str]) -> Stamp | None:
 def _checker_files() -> list[str]:
     """The code and data that decide whether a spec is valid (a change invalidates the cache)."""
     files: list[str] = []
-    for sub in ("spec", "keys", "abi", "builder"):
+    for sub in ("spec", "keys", "abi", "builder", "validate", "codegen"):
         d = _PKG / sub
         files += sorted(str(p) for p in d.glob("*.py"))
     from opbuild.runtime_paths import schemas_dir
 
+    files.append(str(_PKG / "suggest.py"))
     files += sorted(str(p) for p in schemas_dir().glob("*.json"))
     return files
 
@@ -209,6 +211,15 @@ class SharedSpecs:
             pass  # a read-only or full cache: the spec is simply checked next time
 
 
+def _shown(file: Path) -> Path:
+    """A spec path as problems name it: relative to the working directory (the project root
+    under SCons) when inside it, as `opbuild validate ops/` run there names it."""
+    try:
+        return file.relative_to(Path.cwd())
+    except ValueError:
+        return file
+
+
 def _load_all(files: list[Path], cache: SpecCache, shared: SharedSpecs | None = None) -> list[OpSpec]:
     """Every spec, from the caches where still valid; SelectionError listing every problem."""
     specs: list[OpSpec] = []
@@ -221,8 +232,8 @@ def _load_all(files: list[Path], cache: SpecCache, shared: SharedSpecs | None = 
             spec = shared.get(file)
             if spec is not None:
                 reused.append(spec)
-        if spec is None:
-            spec, found = check_spec(file)
+        if spec is None:  # the checks of `opbuild validate`, exactly (one source of truth)
+            spec, found = validate_op(_shown(file))
             problems += found
             if spec is None:
                 continue
@@ -239,9 +250,6 @@ def _load_all(files: list[Path], cache: SpecCache, shared: SharedSpecs | None = 
             problems += exc.problems
     if problems:
         raise SelectionError(str(SpecError(problems)))
-    problems_text = check_specs_without_native(fresh)
-    if problems_text:
-        raise SelectionError("error: simplified keys and binaries disagree:\n  " + "\n  ".join(problems_text))
     for spec in [*fresh, *reused]:
         cache.put(spec.spec_path, spec)
     if shared is not None:

@@ -18,33 +18,40 @@ deterministic. No timestamps, no absolute paths. Formats: docs/package-format.md
     GENERATOR_FILES, generator_digest()             the generator's own inputs
 """
 
-from opbuild.codegen.digest import GENERATOR_FILES, generator_digest
-from opbuild.codegen.env import TEMPLATES_DIR, environment
-from opbuild.codegen.files import write_if_changed
-from opbuild.codegen.kernel_json import (
-    CORE_TYPE_SHORT,
-    impl_mode_string,
-    kernel_json_path,
-    render_kernel_json,
-    render_op_kernel_config,
-    support_info,
-)
-from opbuild.codegen.kernel_src import (
-    ENTRY_NAME_SYMBOL,
-    LAUNCH_SYMBOL,
-    binary_macros,
-    kernel_args,
-    launch_shim_name,
-    render_launch_shim,
-)
-from opbuild.codegen.package_json import (
-    CORE_TYPE_INT,
-    render_binary_info_config,
-    render_ops_info,
-    render_vendors_config,
-    render_version_info,
-)
-from opbuild.codegen.tiling import TILING_C_TYPE, render_tiling_header, tiling_header_name, tiling_struct_size
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS: dict[str, str] = {
+    "GENERATOR_FILES": "digest", "generator_digest": "digest",
+    "TEMPLATES_DIR": "env", "environment": "env",
+    "write_if_changed": "files",
+    "CORE_TYPE_SHORT": "kernel_json", "impl_mode_string": "kernel_json", "kernel_json_path": "kernel_json",
+    "render_kernel_json": "kernel_json", "render_op_kernel_config": "kernel_json", "support_info": "kernel_json",
+    "ENTRY_NAME_SYMBOL": "kernel_src", "LAUNCH_SYMBOL": "kernel_src", "binary_macros": "kernel_src",
+    "kernel_args": "kernel_src", "launch_shim_name": "kernel_src", "render_launch_shim": "kernel_src",
+    "CORE_TYPE_INT": "package_json", "render_binary_info_config": "package_json", "render_ops_info": "package_json",
+    "render_vendors_config": "package_json", "render_version_info": "package_json",
+    "TILING_C_TYPE": "tiling", "render_tiling_header": "tiling", "tiling_header_name": "tiling",
+    "tiling_struct_size": "tiling",
+}
+"""Name -> the submodule defining it. Loaded on first use (PEP 562): `opbuild validate` renders
+the tiling header and the aclnn APIs without importing the kernel-JSON generators (numpy)."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
 
 __all__ = [
     "CORE_TYPE_INT", "CORE_TYPE_SHORT", "ENTRY_NAME_SYMBOL", "GENERATOR_FILES", "LAUNCH_SYMBOL", "TEMPLATES_DIR",

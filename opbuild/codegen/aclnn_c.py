@@ -82,8 +82,9 @@ def header_guard(spec: OpSpec) -> str:
     return f"ACLNN_{spec.snake.upper()}_H_"
 
 
-def aclnn_params(spec: OpSpec) -> list[CParam]:
-    """The phase-1 parameters in order: inputs, attrs, outputs (without workspaceSize/executor)."""
+def aclnn_params(spec: OpSpec, check: bool = True) -> list[CParam]:
+    """The phase-1 parameters in order: inputs, attrs, outputs (without workspaceSize/executor).
+    With `check`, AclnnNameError on the first unusable name (see aclnn_name_problems)."""
     params: list[CParam] = []
     for p in spec.inputs:
         if p.param_type == "dynamic":
@@ -106,7 +107,8 @@ def aclnn_params(spec: OpSpec) -> list[CParam]:
     for p, name in zip(spec.outputs, output_names(spec)):
         params.append(CParam(name, "const aclTensor *", "output", p.name, True, name,
                              f"output '{p.name}' ({', '.join(sorted(set(p.dtypes)))})"))
-    _check_names(spec, params)
+    if check:
+        _check_names(spec, params)
     return params
 
 
@@ -120,20 +122,31 @@ def _value(value: object) -> str:
     return nonfinite.text(value) if isinstance(value, float) else repr(value)
 
 
-def _check_names(spec: OpSpec, params: list[CParam]) -> None:
+def aclnn_name_problems(spec: OpSpec, params: list[CParam] | None = None) -> list[tuple[CParam, str]]:
+    """(parameter, message) for every aclnn parameter name that is not a C identifier, is reserved
+    in the aclnn C API, or collides with another one; [] when all are usable. `opbuild validate`
+    reports each at the spec's name; codegen raises on the first."""
+    if params is None:
+        params = aclnn_params(spec, check=False)
+    problems: list[tuple[CParam, str]] = []
     seen: dict[str, str] = {}
     for p in params:
-        where = f"{spec.op} ({spec_display_path(spec)})"
+        what = f"{p.role} '{p.spec_name}' gives the aclnn parameter name {p.name!r}"
         if not p.name.isidentifier() or not p.name.isascii():
-            raise AclnnNameError(f"{where}: {p.role} '{p.spec_name}' gives the aclnn parameter name {p.name!r}, "
-                                 "which is not a C identifier")
-        if p.name in _C_KEYWORDS or p.name in _RESERVED:
-            raise AclnnNameError(f"{where}: {p.role} '{p.spec_name}' gives the aclnn parameter name {p.name!r}, "
-                                 "which is reserved in the aclnn C API; rename it")
-        if p.name in seen:
-            raise AclnnNameError(f"{where}: {p.role} '{p.spec_name}' and {seen[p.name]} both give the aclnn "
-                                 f"parameter name {p.name!r}; rename one")
-        seen[p.name] = f"{p.role} '{p.spec_name}'"
+            problems.append((p, f"{what}, which is not a C identifier"))
+        elif p.name in _C_KEYWORDS or p.name in _RESERVED:
+            problems.append((p, f"{what}, which is reserved in the aclnn C API "
+                                f"(reserved: {', '.join(sorted(_RESERVED))}, and C/C++ keywords); rename it"))
+        elif p.name in seen:
+            problems.append((p, f"{p.role} '{p.spec_name}' and {seen[p.name]} both give the aclnn parameter name "
+                                f"{p.name!r}; rename one"))
+        seen.setdefault(p.name, f"{p.role} '{p.spec_name}'")
+    return problems
+
+
+def _check_names(spec: OpSpec, params: list[CParam]) -> None:
+    for _param, message in aclnn_name_problems(spec, params)[:1]:
+        raise AclnnNameError(f"{spec.op} ({spec_display_path(spec)}): {message}")
 
 
 def _context(spec: OpSpec) -> dict:

@@ -34,6 +34,27 @@ def output_names(spec: OpSpec) -> list[str]:
     return [camel_case(p.name) + "Out" for p in spec.outputs]
 
 
+ONESHOT_KEYWORDS = ("deterministic", "impl_mode", "stream")
+"""Keyword parameters every one-shot wrapper `<op_snake>(...)` has after the op's own."""
+
+
+def python_name_problems(spec: OpSpec) -> list[tuple[str, str, str]]:
+    """(role, spec name, message) for every input or attribute whose Python wrapper parameter
+    would repeat another parameter of the one-shot wrapper (a SyntaxError when the package's
+    aclnn_ops.py is imported); [] when all names are usable."""
+    problems: list[tuple[str, str, str]] = []
+    seen: dict[str, str] = {k: f"the wrapper's own keyword {k!r}" for k in ONESHOT_KEYWORDS}
+    named = [("input", p.name, _input_name(spec, i)) for i, p in enumerate(spec.inputs)]
+    named += [("attr", a.name, a.name) for a in spec.attrs]
+    for role, name, param in named:
+        if param in seen:
+            problems.append((role, name, f"{role} '{name}' gives the Python wrapper {spec.snake}() the parameter "
+                                         f"{param!r}, which is {seen[param]}; rename it"))
+        else:
+            seen[param] = f"also the parameter of {role} '{name}'"
+    return problems
+
+
 def _tuple(items: list[str]) -> str:
     return ", ".join(items) + ("," if len(items) == 1 else "")
 

@@ -5,7 +5,7 @@ Used by codegen, the build and the runtime; imports none of them (only `opbuild.
 `opbuild.abi`).
 """
 
-from opbuild.keys.check import attr_samples, check_key_consistency
+from opbuild.keys.check import KeyFinding, attr_samples, check_key_consistency, key_findings
 from opbuild.keys.context import Instance, KeyContext
 from opbuild.keys.grammar import (
     ABSENT_GROUP,
@@ -40,7 +40,7 @@ from opbuild.keys.rules import (
 
 __all__ = [
     "ABSENT_GROUP", "MAX_FRAGMENT_LEN", "FragmentFn", "Instance", "KeyContext", "KeyGrammarError",
-    "KeyRuleError", "ParsedKey", "all_binary_keys", "attr_samples", "binary_columns", "binary_full_keys",
+    "KeyFinding", "KeyRuleError", "ParsedKey", "key_findings", "all_binary_keys", "attr_samples", "binary_columns", "binary_full_keys",
     "binary_tails", "binary_tensor_format", "callback_path", "check_fragment", "check_key_consistency",
     "context_for_choices", "default_tail", "default_tail_of", "describe_call", "full_key", "full_key_of",
     "key_head", "load_python_callback", "make_fragment_fn", "parse_default_tail", "parse_full_key",

@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Mapping
+
+from opbuild.keys.context import KeyContext
 
 from opbuild.keys.grammar import check_fragment, full_key
 from opbuild.nonfinite import same
@@ -33,7 +36,7 @@ from opbuild.keys.rules import (
 )
 
 if TYPE_CHECKING:
-    from opbuild.spec.model import Attr, OpSpec, TensorChoice
+    from opbuild.spec.model import Attr, Binary, OpSpec, TensorChoice
 
 
 def _add(values: list[Any], value: Any) -> None:
@@ -86,14 +89,34 @@ def _columns(spec: OpSpec) -> list[dict[str, TensorChoice | None]]:
     return out
 
 
-def check_key_consistency(spec: OpSpec, fragment_fn: FragmentFn, soc: str | None = None) -> list[str]:
-    """Messages for every disagreement between the key rule and the binaries; [] when they agree."""
+@dataclass(frozen=True)
+class KeyFinding:
+    """One disagreement between a key rule and the binaries, with what a locator needs.
+
+    kind: `duplicate` (a full key two binaries claim), `raised` (the rule raised on a call),
+    `invalid` (it returned an invalid fragment), `no_binary` (the call's key has no binary),
+    `unreached` (a binary no call reaches). `message` is the stand-alone text.
+    """
+
+    kind: Literal["duplicate", "raised", "invalid", "no_binary", "unreached"]
+    message: str
+    column: Mapping[str, TensorChoice | None] | None = None
+    ctx: KeyContext | None = None
+    error: BaseException | None = None
+    fragment: str | None = None
+    key: str | None = None
+    binary: Binary | None = None
+
+
+def key_findings(spec: OpSpec, fragment_fn: FragmentFn, soc: str | None = None) -> list[KeyFinding]:
+    """Every disagreement between the key rule and the binaries, per call; [] when they agree."""
     op = spec.op
-    messages: list[str] = []
+    findings: list[KeyFinding] = []
     keys = all_binary_keys(spec)
     for key, owners in keys.items():
         if len(owners) > 1:
-            messages.append(f"{op}: key '{key}' belongs to several binaries: {', '.join(owners)}")
+            findings.append(KeyFinding("duplicate", f"{op}: key '{key}' belongs to several binaries: {', '.join(owners)}",
+                                       key=key))
     p_values = sorted({p for b in spec.binaries for p in b.p_values})
     attr_names = [a.name for a in spec.attrs]
     attr_value_lists = [attr_samples(spec, a) for a in spec.attrs]
@@ -109,28 +132,32 @@ def check_key_consistency(spec: OpSpec, fragment_fn: FragmentFn, soc: str | None
                     try:
                         fragment = fragment_fn(ctx)
                     except Exception as e:  # noqa: BLE001 - every failure is a finding
-                        messages.append(
-                            f"{op}: GenSimplifiedKey failed for a call with {describe_call(spec, ctx)}: "
-                            f"{type(e).__name__}: {e}"
-                        )
+                        findings.append(KeyFinding(
+                            "raised", f"{op}: GenSimplifiedKey failed for a call with {describe_call(spec, ctx)}: "
+                                      f"{type(e).__name__}: {e}", column, ctx, error=e))
                         continue
                     problem = check_fragment(fragment)
                     if problem is not None:
-                        messages.append(
-                            f"{op}: GenSimplifiedKey returned an invalid fragment for a call with "
-                            f"{describe_call(spec, ctx)}: {problem}"
-                        )
+                        findings.append(KeyFinding(
+                            "invalid", f"{op}: GenSimplifiedKey returned an invalid fragment for a call with "
+                                       f"{describe_call(spec, ctx)}: {problem}", column, ctx, fragment=fragment))
                         continue
                     key = full_key(op, d, p, fragment)
                     if key in keys:
                         reached.add(key)
                     else:
-                        messages.append(
-                            f"{op}: a call with {describe_call(spec, ctx)} gives key '{key}' which no binary has"
-                        )
+                        findings.append(KeyFinding(
+                            "no_binary", f"{op}: a call with {describe_call(spec, ctx)} gives key '{key}' which no "
+                                         f"binary has", column, ctx, fragment=fragment, key=key))
 
     for b in spec.binaries:
         bkeys = binary_full_keys(spec, b)
         if not any(k in reached for k in bkeys):
-            messages.append(f"{op}: binary {b.name} (keys {', '.join(bkeys)}) is reached by no declared combination")
-    return messages
+            findings.append(KeyFinding("unreached", f"{op}: binary {b.name} (keys {', '.join(bkeys)}) is reached by "
+                                                    f"no declared combination", binary=b))
+    return findings
+
+
+def check_key_consistency(spec: OpSpec, fragment_fn: FragmentFn, soc: str | None = None) -> list[str]:
+    """Messages for every disagreement between the key rule and the binaries; [] when they agree."""
+    return [f.message for f in key_findings(spec, fragment_fn, soc)]

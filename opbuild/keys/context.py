@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from opbuild.suggest import did_you_mean
+
 Instance = tuple[str, str, tuple[int, ...]]
 """One tensor instance: (dtype name, format name, shape)."""
 
@@ -92,7 +94,8 @@ class KeyContext:
             return self._attrs[name]
         except KeyError:
             known = ", ".join(sorted(self._attrs)) or "none"
-            raise KeyError(f"no attribute {name!r} in this call (attributes: {known})") from None
+            hint = did_you_mean(name, self._attrs) if isinstance(name, str) else ""
+            raise KeyError(f"no attribute {name!r} in this call (attributes: {known}){hint}") from None
 
     @property
     def attrs(self) -> Mapping[str, Any]:

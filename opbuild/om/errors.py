@@ -18,3 +18,7 @@ class OmError(Exception):
 
 class OmCompatError(OmError):
     """The .om was built for another host (CPU, OS, opp or compiler version)."""
+
+
+class OmTrustError(OmError):
+    """The .om carries native code or Python and was not trusted (see docs/om-format.md, Trust)."""

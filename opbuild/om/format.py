@@ -54,7 +54,7 @@ class Header:
     checksum: bytes = b"\0" * 64
     length: int = 0
     is_encrypt: int = 0
-    is_checksum: int = 0  # 0 = CHECK: checksum[0:32] is the sha256 of everything after the header
+    is_checksum: int = 0  # GE's CHECK (0) / UNCHECK (1); read_om verifies checksum[0:32] whatever it says
     modeltype: int = 1
     genmode: int = 0
     name: bytes = b"\0" * 32
@@ -123,7 +123,8 @@ def write_om(partitions: Iterable[tuple[int, bytes | bytearray | memoryview]], *
              checksum: bool = True) -> bytes:
     """The bytes of an .om holding `partitions` (type, payload) in the given order.
 
-    checksum=False writes is_checksum=1 (UNCHECK) and skips the sha256 of the body.
+    checksum[0:32] is always the sha256 of the body: readers verify it whatever the header flags
+    say. checksum=False only writes GE's is_checksum=1 (UNCHECK) flag byte.
     """
     # a payload may be one bytes-like object or a list of chunks (written without joining first)
     parts = [(t, list(p) if isinstance(p, (list, tuple)) else [p]) for t, p in partitions]
@@ -143,13 +144,11 @@ def write_om(partitions: Iterable[tuple[int, bytes | bytearray | memoryview]], *
         table += _PART_ENTRY.pack(ptype, 0, offset, size)
         offset += size
     total = len(table) + offset
-    digest = b"\0" * 32
-    if checksum:
-        h = hashlib.sha256(table)
-        for _, chunks in parts:
-            for c in chunks:
-                h.update(c)
-        digest = h.digest()
+    h = hashlib.sha256(table)
+    for _, chunks in parts:
+        for c in chunks:
+            h.update(c)
+    digest = h.digest()
     header = Header(
         checksum=digest.ljust(64, b"\0"), length=total if total <= 0xFFFFFFFF else 0, is_checksum=0 if checksum else 1,
         name=_fixed(name, 32, "name"), ops=ops, platform_version=_fixed(platform_version, 20, "platform_version"),
@@ -164,7 +163,12 @@ def _bad(field: str, offset: int, message: str) -> OmError:
 
 
 def read_om(data: bytes | bytearray | memoryview, *, verify_checksum: bool = True) -> OmFile:
-    """Parse an .om buffer; OmError naming the field and its offset for anything malformed."""
+    """Parse an .om buffer; OmError naming the field and its offset for anything malformed.
+
+    The sha256 in checksum[0:32] covers the partition table and every partition; it is verified
+    whatever `is_checksum` says (a header flag may add checks, never remove them: the flag is
+    part of the unverified header). `verify_checksum=False` is for benchmarks of the parser only.
+    """
     buf = memoryview(data).cast("B") if not isinstance(data, memoryview) or data.format != "B" else data
     n = len(buf)
     if n < HEADER_SIZE:
@@ -196,10 +200,11 @@ def read_om(data: bytes | bytearray | memoryview, *, verify_checksum: bool = Tru
             raise _bad("length", off["length"][1], f"{h.length} disagrees with model_length {h.model_length}")
     elif h.length != body_len:
         raise _bad("length", off["length"][1], f"{h.length}, but the file has {body_len} bytes after the header")
-    if h.is_checksum == 0 and verify_checksum:
+    if verify_checksum:
         digest = hashlib.sha256(buf[HEADER_SIZE:]).digest()
         if h.checksum[:32] != digest:
-            raise _bad("checksum", off["checksum"][1], "sha256 of the model data does not match (file corrupted)")
+            note = " (is_checksum=1 does not turn the check off)" if h.is_checksum else ""
+            raise _bad("checksum", off["checksum"][1], f"sha256 of the model data does not match (file corrupted){note}")
     pos = HEADER_SIZE
     if body_len < TABLE_HEAD:
         raise _bad("partition_table.num", pos, f"{body_len} bytes after the header, the table head needs {TABLE_HEAD}")

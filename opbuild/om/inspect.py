@@ -45,6 +45,8 @@ def describe(m: OmModel) -> str:
         meta = item.meta
         lines.append(f"  {name}  key={meta.get('full_key')}  block_dim={meta.get('block_dim')}  "
                      f"tiling_key={meta.get('tiling_key')}  workspace={meta.get('workspace_size')}  bytes={len(item.data)}")
+    carried = m.code_carried()
+    lines.append("carries code (runs only when trusted): " + ("; ".join(carried) if carried else "none"))
     lines.append("nodes:")
     for node in md["nodes"]:
         sel = node.get("selected") or {}

@@ -22,7 +22,7 @@ from opbuild.nonfinite import dumps
 from opbuild.om import build as ombuild
 from opbuild.om import format as omf
 from opbuild.om import so_store, tables
-from opbuild.om.errors import OmCompatError, OmError
+from opbuild.om.errors import OmCompatError, OmError, OmTrustError
 from opbuild.om.so_store import OpSoBin, SoBinType
 
 # ---- MODEL_DEF structure --------------------------------------------------------------------------
@@ -182,6 +182,7 @@ class OmModel:
     autofuse: dict[str, MemFile] = field(default_factory=dict)          # so name -> memfd
     kernel_files: dict[str, tuple[MemFile, MemFile]] = field(default_factory=dict)
     loaded: bool = False
+    trusted: bool = False  # set by load(): the caller accepted the code the model carries
 
     @property
     def name(self) -> str:
@@ -207,10 +208,42 @@ class OmModel:
                 raise OmCompatError(f"SpaceRegistry .so {b.name!r} ({b.vendor}) is not for this host "
                                     f"(expected {suffix!r})", "SO_BINS")
 
-    def load(self, check_compat: bool = True) -> "OmModel":
-        """Materialize: compat check, .so files from memory routed by type, kernels as memfds."""
+    def code_carried(self) -> list[str]:
+        """What in the model runs as code in this process, one description per kind (empty: none).
+
+        Kernels count: on the CPU simulator a TBE_KERNELS item is a host shared object, dlopened
+        (its constructors run) and called like any .so.
+        """
+        found = []
+        for t in SoBinType:
+            names = [f"{b.name} of {b.vendor}" for b in self.routed.get(t, [])]
+            if names:
+                found.append(f"{len(names)} {t.name} .so file(s) in SO_BINS ({', '.join(sorted(names))})")
+        if self.kernels:
+            found.append(f"{len(self.kernels)} kernel binaries in TBE_KERNELS, host .so files on the CPU simulator "
+                         f"({', '.join(sorted(self.kernels))})")
+        rules = sorted(ref for ref, op in self.model_def["ops"].items() if op.get("key_rule_source"))
+        if rules:
+            found.append(f"Python key rule source of {', '.join(rules)} (MODEL_DEF key_rule_source)")
+        return found
+
+    def check_trust(self, trust: bool) -> None:
+        """OmTrustError naming what the model carries, unless trusted or it carries no code."""
+        carried = self.code_carried()
+        if carried and not trust:
+            raise OmTrustError(
+                f"model {self.name!r} carries code that would run in this process: {'; '.join(carried)}. "
+                f"Run it only if you trust where the file came from: `opbuild om run --trust`, or trust=True "
+                f"(load_om, OmModel.load, OmRunner)", "trust")
+
+    def load(self, check_compat: bool = True, *, trust: bool = False) -> "OmModel":
+        """Materialize: trust check, compat check, .so files from memory routed by type, kernels as
+        memfds. Nothing of the model is loaded unless `trust` (when it carries code, see
+        check_trust)."""
         if self.loaded:
             return self
+        self.check_trust(trust)
+        self.trusted = True
         if check_compat and (self.om.header.need_check_os_cpu_info or self.so_bins):
             self.check_compat()
         for b in self.routed.get(SoBinType.SpaceRegistry, []):
@@ -330,8 +363,8 @@ def _check_item_name(name: str) -> str | None:
     return so_store.check_so_name(pkg) or so_store.check_so_name(rest)
 
 
-def load_om(path_or_bytes: str | Path | bytes, *, check_compat: bool = True) -> OmModel:
-    """Read, parse, check and load an .om file (or its bytes)."""
+def load_om(path_or_bytes: str | Path | bytes, *, check_compat: bool = True, trust: bool = False) -> OmModel:
+    """Read, parse, check and load an .om file (or its bytes); `trust`: see OmModel.check_trust."""
     if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
         data = path_or_bytes
     else:
@@ -339,4 +372,4 @@ def load_om(path_or_bytes: str | Path | bytes, *, check_compat: bool = True) -> 
             data = Path(path_or_bytes).read_bytes()
         except OSError as exc:
             raise OmError(f"cannot read {path_or_bytes}: {exc.strerror}") from None
-    return parse_om(data).load(check_compat=check_compat)
+    return parse_om(data).load(check_compat=check_compat, trust=trust)

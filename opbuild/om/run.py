@@ -89,6 +89,9 @@ class NodeProvider:
             return None
         if source is None:
             raise AclnnError(ACLNN_ERR_INNER, f"{spec.op}: its Python key rule is not in the model")
+        if not self.model.trusted:  # load() checks trust first; never exec source of an untrusted model
+            raise AclnnError(ACLNN_ERR_INNER, f"{spec.op}: model {self.model.name} is not trusted, its Python key "
+                                              f"rule does not run")
         module = types.ModuleType(f"opbuild_om_keyrule_{spec.snake}_{id(self):x}")
         try:
             exec(compile(source, f"<om {self.model.name}: {spec.snake}/{spec.key_rule.py_module}.py>", "exec"),  # noqa: S102
@@ -131,8 +134,8 @@ class NodeProvider:
 class OmRunner:
     """Runs a loaded model: `run({input name: array}) -> {output name: array}`."""
 
-    def __init__(self, model: OmModel) -> None:
-        model.load()
+    def __init__(self, model: OmModel, *, trust: bool = False) -> None:
+        model.load(trust=trust)  # a model loaded (trusted) before is kept as it is
         self.model = model
         md = model.model_def
         self.d = bool(md["deterministic"])

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from opbuild.om.errors import OmError
+from opbuild.abi.package_layout import vendor_name_problem
 
 SO_MAGIC = 0x5D776EFD
 _HEAD = struct.Struct("<IHHII")
@@ -67,7 +68,7 @@ def check_vendor(vendor: str) -> str | None:
     head, sep, rest = vendor.partition("/")
     if head != "vendors" or not sep:
         return "is neither 'built-in' nor 'vendors/<name>'"
-    problem = check_so_name(rest)
+    problem = vendor_name_problem(rest)
     return f"vendor name {problem}" if problem else None
 
 

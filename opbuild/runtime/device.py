@@ -56,9 +56,10 @@ LAUNCH_SYMBOL = "opbuild_kernel_launch"
 _SIM_ABI_VERSION = 1
 
 # sim.h status codes
-SIM_EINVAL, SIM_EKERNEL, SIM_ENOMEM, SIM_ESTATE = 1, 2, 3, 4
+SIM_EINVAL, SIM_EKERNEL, SIM_ENOMEM, SIM_ESTATE, SIM_EINTR, SIM_EBUSY = 1, 2, 3, 4, 5, 6
 _CODE_NAMES = {SIM_EINVAL: "invalid argument", SIM_EKERNEL: "kernel failed", SIM_ENOMEM: "out of resources",
-               SIM_ESTATE: "invalid state"}
+               SIM_ESTATE: "invalid state", SIM_EINTR: "interrupted", SIM_EBUSY: "busy"}
+_WAIT_SLICE_MS = 50  # Stream.synchronize waits in slices: signals (Ctrl-C) are handled between them
 
 
 class DeviceError(RuntimeError):
@@ -116,6 +117,9 @@ def _declare(lib: ctypes.CDLL) -> None:
         "sim_stream_destroy": (i32, [vp, ctypes.c_char_p, u32]),
         "sim_stream_enqueue_host": (i32, [vp, vp, vp]),
         "sim_stream_pending": (u64, [vp]),
+        "sim_register_kernel": (i32, [vp, ctypes.c_char_p]),
+        "sim_install_interrupt": (i32, [ctypes.c_ulong]),
+        "sim_stream_wait": (i32, [vp, u32]),
     }
     for name, (restype, argtypes) in sigs.items():
         fn = getattr(lib, name)
@@ -143,6 +147,8 @@ def _load() -> ctypes.CDLL:
                 f"{path} has simulator ABI version {version}, expected {_SIM_ABI_VERSION}; "
                 "rebuild it with `pip install -e .`"
             )
+        # Ctrl-C interrupts synchronous launches of the main thread (sim.h, sim_install_interrupt).
+        lib.sim_install_interrupt(threading.main_thread().ident or 0)
         _sim_launch = lib.sim_launch
         _last_error_fn = lib.sim_last_error
         _lib_path = path
@@ -166,8 +172,20 @@ def _last_error() -> str:
     return msg.decode("utf-8", "replace") if msg else "unknown error"
 
 
+_check_signals = ctypes.pythonapi.PyErr_CheckSignals
+_check_signals.restype = ctypes.c_int
+_check_signals.argtypes = []
+
+
+def interrupted() -> None:
+    """After SIM_EINTR: run the pending signal handlers now (Ctrl-C raises KeyboardInterrupt here)."""
+    _check_signals()
+
+
 def _raise(code: int, context: str = "") -> None:
     msg = _last_error()
+    if code == SIM_EINTR:
+        interrupted()
     raise DeviceError(f"{context}{msg}" if context else msg, code)
 
 
@@ -349,7 +367,7 @@ class Stream:
     Usable as a context manager (destroyed on exit).
     """
 
-    __slots__ = ("_ptr", "_host_errors", "__weakref__")
+    __slots__ = ("_ptr", "_host_errors", "_abandoned", "__weakref__")
 
     def __init__(self) -> None:
         lib = _L()
@@ -358,6 +376,7 @@ class Stream:
             _raise(SIM_ENOMEM, "cannot create a stream: ")
         self._ptr: int | None = ptr
         self._host_errors: list[BaseException] = []
+        self._abandoned = False  # a wait for it was interrupted: garbage collection must not block on it
 
     def __repr__(self) -> str:
         return f"<Stream 0x{self._ptr:x}>" if self._ptr else "<Stream destroyed>"
@@ -382,11 +401,24 @@ class Stream:
         return self._ptr
 
     def synchronize(self) -> None:
-        """Wait for everything enqueued; raise the first error since the last synchronize."""
-        rc = _L().sim_stream_synchronize(self._live(), None, 0)
+        """Wait for everything enqueued; raise the first error since the last synchronize.
+        Waits in slices: Ctrl-C (KeyboardInterrupt) interrupts the wait."""
+        lib = _L()
+        ptr = self._live()
+        self._wait(lib, ptr)
+        rc = lib.sim_stream_synchronize(ptr, None, 0)
         if rc:
             _raise(rc)
         self._raise_host_error()
+
+    def _wait(self, lib: ctypes.CDLL, ptr: int) -> None:
+        """Wait for the stream to drain in slices (signal handlers run between them)."""
+        try:
+            while lib.sim_stream_wait(ptr, _WAIT_SLICE_MS) == SIM_EBUSY:
+                pass
+        except BaseException:  # KeyboardInterrupt: the work keeps running; never wait for it again
+            self._abandoned = True
+            raise
 
     def _raise_host_error(self) -> None:
         if self._host_errors:
@@ -411,8 +443,10 @@ class Stream:
         """Drain and destroy the stream; raises an error that was not reported yet."""
         if self._ptr is None:
             return
+        lib = _L()
+        self._wait(lib, self._ptr)  # interruptible, like synchronize
         ptr, self._ptr = self._ptr, None
-        rc = _L().sim_stream_destroy(ptr, None, 0)
+        rc = lib.sim_stream_destroy(ptr, None, 0)
         if rc:
             _raise(rc)
         self._raise_host_error()
@@ -430,9 +464,10 @@ class Stream:
                 pass
 
     def __del__(self):
-        if self._ptr is not None and _lib is not None:
+        if self._ptr is not None and _lib is not None and not self._abandoned:
             ptr, self._ptr = self._ptr, None
             _lib.sim_stream_destroy(ptr, None, 0)
+        # an abandoned stream (interrupted wait) is left running: its thread ends with the process
 
 
 class _DefaultStream(Stream):
@@ -443,6 +478,7 @@ class _DefaultStream(Stream):
     def __init__(self) -> None:
         self._ptr = None
         self._host_errors = []
+        self._abandoned = False
 
     def __repr__(self) -> str:
         return "<Stream default>"
@@ -475,6 +511,7 @@ class _BorrowedStream(Stream):
         _L()
         self._ptr = handle
         self._host_errors = []
+        self._abandoned = False
 
     def destroy(self) -> None:
         self._ptr = None  # the owner destroys the native stream
@@ -501,9 +538,11 @@ class KernelBinary:
         return f"<KernelBinary {self.path}:{self.symbol}>"
 
 
-def load_kernel(path: str | os.PathLike, symbol: str = LAUNCH_SYMBOL) -> KernelBinary:
+def load_kernel(path: str | os.PathLike, symbol: str = LAUNCH_SYMBOL, label: str | None = None) -> KernelBinary:
     """dlopen a kernel binary (RTLD_NOW | RTLD_LOCAL) and find its launch function.
 
+    `label` ("op X, binary Y (path)"; default: the path) names the kernel in the one line the
+    simulator writes to stderr when one of its blocks crashes the process (sim_register_kernel).
     Note that dlopen returns the already loaded library for a path loaded before, even if the file
     changed since.
     """
@@ -518,7 +557,9 @@ def load_kernel(path: str | os.PathLike, symbol: str = LAUNCH_SYMBOL) -> KernelB
         fn = getattr(dll, symbol)
     except AttributeError:
         raise DeviceError(f"kernel binary {path} does not export {symbol}") from None
-    return KernelBinary(path, symbol, dll, ctypes.cast(fn, ctypes.c_void_p).value)
+    address = ctypes.cast(fn, ctypes.c_void_p).value
+    _L().sim_register_kernel(address, (label or f"binary {path}").encode("utf-8", "replace"))
+    return KernelBinary(path, symbol, dll, address)
 
 
 _ARRAY_TYPES = [ctypes.c_void_p * n for n in range(65)]
@@ -567,4 +608,6 @@ def launch(
             raise DeviceError("stream was destroyed", SIM_ESTATE)
     rc = _sim_launch(sp, kernel.fn, arr, n, block_dim, 1 if intercore_sync else 0, None, 0)
     if rc:
+        if rc == SIM_EINTR:
+            interrupted()
         raise DeviceError(f"{_last_error()} [kernel {kernel.path}]", rc)

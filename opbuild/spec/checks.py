@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import keyword
-import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -35,7 +34,9 @@ from .model import (
     TensorChoice,
     TilingField,
 )
+from . import csource
 from .naming import snake_case
+from opbuild.suggest import closest, did_you_mean
 from .yaml_marks import Marks
 from .schema import schema  # its sections are declared in opbuild/spec/fields.py
 
@@ -55,15 +56,13 @@ C_KEYWORDS = frozenset("""
     thread_local nullptr typeof
 """.split())
 
-_COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
-
-
 def defines_c_function(source_text: str, symbol: str) -> bool:
     """Whether C source text holds a definition (not just a call or prototype) of `symbol`."""
-    code = _COMMENTS.sub(" ", source_text)
-    prefix = r'(?:\w+|"C"|__attribute__\s*\(\([^\n]*?\)\))'
-    pattern = rf"^[ \t]*(?:{prefix}[ \t\*]+)*{re.escape(symbol)}\s*\([^;{{}}]*\)\s*\{{"
-    return re.search(pattern, code, re.M) is not None
+    return csource.definition(csource.c_functions(source_text), symbol) is not None
+
+
+def _defined(source_text: str) -> list[str]:
+    return csource.defined_names(csource.c_functions(source_text))
 
 
 def coerce_attr_value(attr_type: str, value: Any) -> tuple[bool, Any]:
@@ -274,7 +273,8 @@ class SpecChecker:
                 continue
             full = (root / source).resolve()
             if not full.is_relative_to(root):
-                self.err(path, f"{section} source {source!r} leaves the op directory {self.shown_dir}")
+                link = f" (it resolves to {full})" if (root / source).is_symlink() else ""
+                self.err(path, f"{section} source {source!r} leaves the op directory {self.shown_dir}{link}")
             elif not full.is_file():
                 self.err(path, f"{section} source {source!r} not found (looked for {self.shown_dir / source})")
             elif section == "tiling":
@@ -296,7 +296,7 @@ class SpecChecker:
             def need_input(name: str, path: JsonPath) -> None:
                 if name not in inputs:
                     self.err(path, f"output {out.name!r} shape: {name!r} is not an input of the op "
-                                   f"(inputs: {_names(sorted(inputs))})")
+                                   f"(inputs: {_names(sorted(inputs))}){did_you_mean(name, sorted(inputs))}")
 
             if "same_as" in rule:
                 need_input(rule["same_as"], base + ("same_as",))
@@ -311,7 +311,8 @@ class SpecChecker:
                     name = rule[field]
                     if name not in attr_types:
                         self.err(base + (field,), f"output {out.name!r} shape: reduce {field} {name!r} is not "
-                                                  f"an attr of the op (attrs: {_names(sorted(attr_types))})")
+                                                  f"an attr of the op (attrs: {_names(sorted(attr_types))})"
+                                                  f"{did_you_mean(name, sorted(attr_types))}")
                     elif attr_types[name] != want:
                         self.err(base + (field,), f"output {out.name!r} shape: reduce {field} attr {name!r} "
                                                   f"must be of type {want}, not {attr_types[name]}")
@@ -320,7 +321,8 @@ class SpecChecker:
                 symbol = rule["function"]
                 if self.tiling_text is not None and not defines_c_function(self.tiling_text, symbol):
                     self.err(base + ("function",), f"output {out.name!r} shape function {symbol!r} is not defined "
-                                                   f"in tiling source {self.d['tiling']['source']!r}")
+                                                   f"in tiling source {self.d['tiling']['source']!r}"
+                                                   f"{did_you_mean(symbol, _defined(self.tiling_text))}")
                 shape = ShapeRule("function", (symbol,))
             outputs[j] = replace(out, shape=shape)
 
@@ -344,7 +346,8 @@ class SpecChecker:
             if self.tiling_text is not None and not defines_c_function(self.tiling_text, symbol):
                 self.err(path, f"C callback {symbol!r} is not defined in tiling source "
                                f"{self.d['tiling']['source']!r} (expected a function definition "
-                               f"`uint32_t {symbol}(TilingContext *ctx, char *key) {{ ... }}`)")
+                               f"`uint32_t {symbol}(TilingContext *ctx, char *key) {{ ... }}`)"
+                               f"{did_you_mean(symbol, _defined(self.tiling_text))}")
         else:
             _, module, function = callback.split(":")
             self.key_rule = KeyRule("customized", "python", py_module=module, py_function=function)
@@ -352,6 +355,12 @@ class SpecChecker:
 
     def check_python_callback(self, path: JsonPath, module: str, function: str) -> None:
         module_file = self.op_dir / f"{module}.py"
+        resolved = module_file.resolve()
+        if module_file.exists() and not resolved.is_relative_to(self.op_dir.resolve()):
+            # it would be imported at build time and shipped in the package, like a C source outside
+            self.err(path, f"Python callback module {module}.py leaves the op directory {self.shown_dir} "
+                           f"(it resolves to {resolved}); key rules must live in the op directory")
+            return
         if not module_file.is_file():
             self.err(path, f"Python callback module {module}.py not found in the op directory {self.shown_dir}")
             return
@@ -360,8 +369,10 @@ class SpecChecker:
         except SyntaxError as exc:
             self.err(path, f"Python callback module {module_file}:{exc.lineno}:{exc.offset}: syntax error: {exc.msg}")
             return
-        if not any(isinstance(node, ast.FunctionDef) and node.name == function for node in tree.body):
-            self.err(path, f"Python callback module {module}.py defines no top-level function {function!r}")
+        defined = [node.name for node in tree.body if isinstance(node, ast.FunctionDef)]
+        if function not in defined:
+            self.err(path, f"Python callback module {module}.py defines no top-level function {function!r}"
+                           f"{did_you_mean(function, defined)}")
 
     # ---- binaries --------------------------------------------------------------------------
 
@@ -415,6 +426,7 @@ class SpecChecker:
         name = item["name"]
         choices: dict[str, TensorChoice] = {}
         attr_values: dict[str, Any] = {}
+        suggested: set[str] = set()  # names a misspelt `when` key probably meant
         good = True
         for key, value in item["when"].items():
             path = base + (key,)
@@ -435,7 +447,8 @@ class SpecChecker:
                     at = path + ("dtype",) if isinstance(value, dict) else path
                     known = "unknown dtype" if choice.dtype not in DTYPES else "dtype"
                     self.err(at, f"binary {name!r}: {known} {choice.dtype!r} is not declared for {what} "
-                                 f"(declared: {_names(dict.fromkeys(p.dtypes))})")
+                                 f"(declared: {_names(dict.fromkeys(p.dtypes))})"
+                                 f"{did_you_mean(choice.dtype, p.dtypes if known == 'dtype' else DTYPES)}")
                 if choice.format is not None and choice.format not in p.formats:
                     good = False
                     self.err(path + ("format",), f"binary {name!r}: format {choice.format!r} is not declared "
@@ -449,9 +462,16 @@ class SpecChecker:
                                    f"(attr {key!r} has type {a.type})")
                 attr_values[key] = coerced
             else:
+                good = False  # (its other binaries' overlaps would only repeat this problem)
+                meant = closest(str(key), [*tensors, *attrs])
+                if meant is not None:
+                    suggested.add(meant)
                 self.err(path, f"binary {name!r}: when names {key!r}, which is not an input, output or "
-                               f"attr of the op", at_key=True)
+                               f"attr of the op{did_you_mean(str(key), [*tensors, *attrs])}", at_key=True)
         missing = [p.name for p in tensors.values() if p.name not in choices and p.name not in item["when"]]
+        if missing:
+            good = False
+        missing = [m for m in missing if m not in suggested]  # (already said: "did you mean")
         if missing:
             good = False
             self.err(base, f"binary {name!r}: when must give the dtype of every input and output; missing: "

@@ -2,7 +2,8 @@
 
 Every problem names the file, the 1-based line and column, and the JSON path of the offending
 value, and prints as `path:line:col: message [$.inputs[0].dtypes]` (a problem about a whole file,
-such as a missing one, has line 0 and prints as `path: message`).
+such as a missing one, has line 0 and prints as `path: message`). A problem in a file that is not
+a spec (a key rule module, a C source) has no JSON path (`""`) and prints as `path:line:col: message`.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class Problem:
     def __str__(self) -> str:
         if self.line <= 0:
             return f"{self.file}: {self.message}"
+        if not self.json_path:
+            return f"{self.file}:{self.line}:{self.col}: {self.message}"
         return f"{self.file}:{self.line}:{self.col}: {self.message} [{self.json_path}]"
 
 

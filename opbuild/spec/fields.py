@@ -23,9 +23,10 @@ from typing import Any
 from opbuild.abi.package_layout import DOMAINS
 from opbuild.abi.vocabulary import CORE_TYPE_NAMES as CORE_TYPES
 from opbuild.abi.vocabulary import DEFAULT_CORE_TYPE, DEFAULT_FORMAT, DEFAULT_SOC
+from opbuild.abi.vocabulary import DTYPE_NAMES as DTYPES
+from opbuild.abi.vocabulary import FORMAT_NAMES as FORMATS
 from opbuild.abi.vocabulary import TILING_FIELD_TYPE_NAMES as TILING_FIELD_TYPES
 
-from .checks import DTYPES, FORMATS
 from .field_types import AnyValue, Bool, Enum, Field, Int, List, OneOf, Record, Ref, SpecType, Str, WhenMap
 from .model import (
     DEFAULT_IMPL_MODES,

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from .checks import SpecChecker, broken_sections
 from .errors import Problem, SpecError
 from .model import OpSpec
 from .schema import schema_problems
-from .yaml_marks import MAX_YAML_BYTES, load_yaml, size_problem
+from .yaml_marks import MAX_YAML_BYTES, Marks, load_yaml, size_problem
 
 SPEC_FILE = "op.yaml"
+
+Checker = Callable[[Path], "tuple[OpSpec | None, list[Problem]]"]
+"""Checks one spec file: (the OpSpec, []) or (None, every problem)."""
 
 
 def find_specs(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
@@ -37,38 +40,46 @@ def find_specs(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     return found
 
 
-def check_spec(path: str | os.PathLike[str]) -> tuple[OpSpec | None, list[Problem]]:
-    """Load and validate one spec file: (the OpSpec, []) or (None, every problem found).
-    Problems name the file as given in `path`."""
+def read_spec(path: str | os.PathLike[str]) -> tuple[OpSpec | None, list[Problem], Marks | None]:
+    """`check_spec`, plus the marks (line and column of every value) of the loaded document, for
+    checks that locate later problems in it (opbuild.validate); marks are None when the file
+    could not be parsed."""
     file = os.fspath(path)
     spec_path = Path(path).absolute()
     try:
         with open(spec_path, "rb") as f:  # bounded: a huge file is refused, never read whole
             raw = f.read(MAX_YAML_BYTES + 1)
             if len(raw) > MAX_YAML_BYTES:
-                return None, [size_problem(max(os.fstat(f.fileno()).st_size, len(raw)), file)]
+                return None, [size_problem(max(os.fstat(f.fileno()).st_size, len(raw)), file)], None
     except FileNotFoundError:
-        return None, [Problem(file, 0, 0, "no such file")]
+        return None, [Problem(file, 0, 0, "no such file")], None
     except OSError as exc:
-        return None, [Problem(file, 0, 0, f"can't read the spec: {exc.strerror or exc}")]
+        return None, [Problem(file, 0, 0, f"can't read the spec: {exc.strerror or exc}")], None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        return None, [Problem(file, line, col, f"the spec is not UTF-8 text ({exc.reason})")]
+        return None, [Problem(file, line, col, f"the spec is not UTF-8 text ({exc.reason})")], None
     data, marks, problems = load_yaml(text, file)
     if data is None and problems:  # nothing usable (a syntax error, no document)
-        return None, problems
+        return None, problems, marks
     paths = []
     for path_, problem in schema_problems(data, marks):
         paths.append(path_)
         problems.append(problem)
     if not isinstance(data, dict):
-        return None, problems
+        return None, problems, marks
     spec, semantic = SpecChecker(data, marks, spec_path, broken_sections(paths)).run()
     problems.extend(semantic)
-    return (None if problems else spec), problems
+    return (None if problems else spec), problems, marks
+
+
+def check_spec(path: str | os.PathLike[str]) -> tuple[OpSpec | None, list[Problem]]:
+    """Load and validate one spec file: (the OpSpec, []) or (None, every problem found).
+    Problems name the file as given in `path`."""
+    spec, problems, _marks = read_spec(path)
+    return spec, problems
 
 
 def load_spec(path: str | os.PathLike[str]) -> OpSpec:
@@ -79,10 +90,12 @@ def load_spec(path: str | os.PathLike[str]) -> OpSpec:
     return spec
 
 
-def load_specs(paths: Iterable[str | os.PathLike[str]]) -> list[OpSpec]:
+def load_specs(paths: Iterable[str | os.PathLike[str]], check: Checker | None = None) -> list[OpSpec]:
     """Load every spec named by `paths` (files or directories, see `find_specs`). Problems of all
     files are collected before one SpecError is raised; two specs of the same op are an error.
-    A path that does not exist is a problem too."""
+    A path that does not exist is a problem too. `check` checks one file (default `check_spec`;
+    `opbuild validate` passes `opbuild.validate.validate_op`, which adds the build's checks)."""
+    check = check or check_spec
     files: list[Path] = []
     problems: list[Problem] = []
     for raw in paths:
@@ -93,7 +106,7 @@ def load_specs(paths: Iterable[str | os.PathLike[str]]) -> list[OpSpec]:
     specs: list[OpSpec] = []
     first: dict[str, OpSpec] = {}
     for file in files:
-        spec, found = check_spec(file)
+        spec, found = check(file)
         problems.extend(found)
         if spec is None:
             continue

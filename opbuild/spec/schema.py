@@ -14,6 +14,7 @@ from opbuild.runtime_paths import schemas_dir
 from typing import Any, Iterator
 
 from .errors import JsonPath, Problem
+from opbuild.suggest import did_you_mean
 from .yaml_marks import Marks
 
 SCHEMA_PATH = schemas_dir() / "op_spec.schema.json"
@@ -48,7 +49,8 @@ def _message(error: Any) -> str:
         return custom[error.validator].format(instance=_short(error.instance))
     if error.validator == "enum":
         choices = ", ".join(json.dumps(c) if not isinstance(c, str) else c for c in error.validator_value)
-        return f"{_short(error.instance)} is not one of: {choices}"
+        hint = did_you_mean(error.instance, error.validator_value) if isinstance(error.instance, str) else ""
+        return f"{_short(error.instance)} is not one of: {choices}{hint}"
     if error.validator == "required":
         missing = [f for f in error.validator_value if isinstance(error.instance, dict) and f not in error.instance]
         return f"missing required field {missing[0]!r}" if len(missing) == 1 else error.message

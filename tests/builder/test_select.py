@@ -46,7 +46,7 @@ def test_a_second_checkout_reuses_the_checked_specs(tmp_path, monkeypatch):
     def no_check(path):
         raise AssertionError(f"{path} was checked again")
 
-    monkeypatch.setattr(select, "check_spec", no_check)
+    monkeypatch.setattr(select, "validate_op", no_check)
     other = _checkout(tmp_path / "two", "mul_custom", "leaky_relu_custom")
     second = select_specs(other, cache=SpecCache(tmp_path / "two" / "specs.pickle"),
                           shared=SharedSpecs(str(shared_dir))).specs

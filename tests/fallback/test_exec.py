@@ -265,3 +265,35 @@ def test_dtype_table_is_the_seeds():
     }
     for dtype, name in expect.items():
         assert fb.acl_dtype(dtype) == acl[name], dtype
+
+
+def test_plain_arrays_take_the_native_path(env, live, monkeypatch):
+    # contiguous numpy arrays and no workspace: _fastpath.syn_exec (fallback_exec.c) runs both
+    # phases; a strided view is left to the Python steps; both give numpy's result and release all
+    from opbuild.runtime.fallback import execute
+
+    if execute._fastpath is None:
+        pytest.skip("the _fastpath extension is not built")
+    calls = []
+
+    class Spy:
+        @staticmethod
+        def syn_exec(*args):
+            status = execute._fastpath_module.syn_exec(*args)
+            calls.append(status)
+            return status
+
+    monkeypatch.setattr(execute, "_fastpath_module", execute._fastpath, raising=False)
+    monkeypatch.setattr(execute, "_fastpath", Spy)
+    before = live()
+    ctx = fb.OpExecuteContext()
+    x, y = np.arange(6, dtype=np.float32), np.full(6, 2, np.float32)
+    z = np.zeros(6, np.float32)
+    assert fb.syn_exec_aclnn(ctx, "aclnnAddCustomTemplate", x, y, z) == fb.GRAPH_SUCCESS
+    np.testing.assert_array_equal(z, x + y)
+    assert calls == [0]
+    wide = np.zeros(12, np.float32)
+    assert fb.syn_exec_aclnn(ctx, "aclnnAddCustomTemplate", x, y, wide[::2]) == fb.GRAPH_SUCCESS
+    np.testing.assert_array_equal(wide[::2], x + y)
+    assert calls == [0, -1]  # not C-contiguous: the Python steps ran
+    assert live() == before

@@ -22,7 +22,7 @@ from opbuild.om.so_store import SoBinType
 
 
 def _run(data: bytes, inputs):
-    return OmRunner(load_om(data)).run(inputs)
+    return OmRunner(load_om(data, trust=True)).run(inputs)
 
 
 def test_static_model_matches_package(opp, static_om, inputs):
@@ -44,7 +44,7 @@ def test_static_model_matches_package(opp, static_om, inputs):
 
 
 def test_dynamic_model_runs_any_batch(dynamic_om):
-    runner = OmRunner(load_om(dynamic_om))
+    runner = OmRunner(load_om(dynamic_om, trust=True))
     rng = np.random.default_rng(1)
     for n in (1, 5, 33):
         x = rng.random((n, 1024), np.float32) - 0.5
@@ -98,7 +98,7 @@ def test_custom_device_so_shared_under_different_names(opp, inputs):
                                   "outputs": ["z"], "preprocess": True}], "outputs": ["z"]})
     other = _rename_device_so(data, "libcust_opmaster_device_other_name.so")
     before = DEVICE_SO.count()
-    a, b = load_om(data), load_om(other)
+    a, b = load_om(data, trust=True), load_om(other, trust=True)
     assert [x.name for x in b.so_bins if x.type == SoBinType.OpMasterDevice] == ["libcust_opmaster_device_other_name.so"]
     assert DEVICE_SO.count() - before <= 1
     assert a.device["vendors/customize"] is b.device["vendors/customize"]
@@ -107,19 +107,19 @@ def test_custom_device_so_shared_under_different_names(opp, inputs):
 
 
 def test_builtin_device_so_shared_by_name(opp):
-    a = load_om(build(opp, model_dict("bA", [16, 1024], preprocess=True, ops=2)))
-    b = load_om(build(opp, model_dict("bB", [8, 1024], preprocess=True, ops=2)))
+    a = load_om(build(opp, model_dict("bA", [16, 1024], preprocess=True, ops=2)), trust=True)
+    b = load_om(build(opp, model_dict("bB", [8, 1024], preprocess=True, ops=2)), trust=True)
     assert a.device["built-in"] is b.device["built-in"]
 
 
 def test_compat_mismatch_is_reported(opp):
     data = build(opp, model_dict("compat", [-1, 1024]), so_info_override={"cpu_info": "aarch64", "opp_version": "opbuild-9"})
     with pytest.raises(OmCompatError) as exc:
-        load_om(data)
+        load_om(data, trust=True)
     assert "cpu_info" in str(exc.value) and "aarch64" in str(exc.value) and "opp_version" in str(exc.value)
     data = build(opp, model_dict("compat2", [-1, 1024]), so_info_override={"compiler_version": "ccec-7.0"})
     with pytest.raises(OmCompatError, match="compiler_version"):
-        load_om(data)
+        load_om(data, trust=True)
 
 
 def test_single_op(opp, tmp_path):
@@ -129,10 +129,10 @@ def test_single_op(opp, tmp_path):
     m = parse_om(data)
     assert list(m.kernels) == ["built-in:LeakyReluCustom_Relu_FP16"]
     x = (np.random.default_rng(3).random((16, 1024)) - 0.5).astype(np.float16)
-    np.testing.assert_array_equal(OmRunner(load_om(data)).run({"x": x})["y"], np.maximum(x, 0))
+    np.testing.assert_array_equal(OmRunner(load_om(data, trust=True)).run({"x": x})["y"], np.maximum(x, 0))
     data = build_single_op("AddNCustom", ["x=float32[4,8]", "x=float32[4,8]", "x=float32[4,8]"], [], opp)
     xs = [np.full((4, 8), i, np.float32) for i in range(3)]
-    out = OmRunner(load_om(data)).run({"x0": xs[0], "x1": xs[1], "x2": xs[2]})
+    out = OmRunner(load_om(data, trust=True)).run({"x0": xs[0], "x1": xs[1], "x2": xs[2]})
     np.testing.assert_array_equal(list(out.values())[0], sum(xs))
 
 
@@ -154,12 +154,12 @@ def test_run_without_any_package(opp, tmp_path, fused_so):
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     # with the package (reference), then without it
-    r = subprocess.run(cli + ["run", "model.om", "--input", "x=x.npy", "--input", "y=y.npy", "--output-dir", "with"],
+    r = subprocess.run(cli + ["run", "model.om", "--input", "x=x.npy", "--input", "y=y.npy", "--output-dir", "with", "--trust"],
                        cwd=work, env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     shutil.rmtree(work / "opp")
     (work / "fused_mul.so").unlink()
-    r = subprocess.run(cli + ["run", "model.om", "--input", "x=x.npy", "--input", "y=y.npy", "--output-dir", "out"],
+    r = subprocess.run(cli + ["run", "model.om", "--input", "x=x.npy", "--input", "y=y.npy", "--output-dir", "out", "--trust"],
                        cwd=work, env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     got = np.load(work / "out" / "t2.npy")

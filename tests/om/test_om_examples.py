@@ -18,7 +18,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "models"
 @pytest.mark.parametrize("name,flag", [("static_mul_leaky", 0), ("dynamic_reduce", 0xC000)])
 def test_example(opp, name, flag):
     model = load_model(EXAMPLES / f"{name}.yaml")
-    m = load_om(build_om(model, opp))
+    m = load_om(build_om(model, opp), trust=True)
     assert m.model_def["so_in_om_flag"] == flag
     rng = np.random.default_rng(0)
     inputs = {n: (rng.random((16, 1024), np.float32) - 0.5) for n, _, _ in model.inputs}

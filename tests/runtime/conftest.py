@@ -32,6 +32,14 @@ PROBE_MODES = {
     -3.0: "tiling asks for a 4096-byte workspace",
     -4.0: "tiling gives blocks that cannot cover the tensor: the kernel fails",
     -5.0: "tiling fails with a message",
+    -6.0: "tiling sets block_dim 2^31-1",
+    -7.0: "tiling sets a negative workspace size ((uint64_t)-4096)",
+    -8.0: "tiling sets an absurd workspace size (2^50 bytes)",
+    -9.0: "tiling writes 8 bytes past its tiling data struct",
+    -10.0: "the kernel writes through a NULL pointer (SIGSEGV)",
+    -11.0: "the kernel loops forever",
+    -12.0: "the kernel calls abort() (SIGABRT)",
+    -13.0: "the kernel recurses without end (stack overflow, SIGSEGV)",
 }
 """ProbeCustom's `scale` attribute values that make its tiling misbehave."""
 
@@ -42,7 +50,31 @@ _PROBE_TILING_MODES = """    tiling_set_workspace_size(ctx, 0);
     if (td->scale == -3.0f) tiling_set_workspace_size(ctx, 4096);
     if (td->scale == -4.0f) td->block_length = 1;
     if (td->scale == -5.0f) return tiling_fail(ctx, "ProbeCustom: scale -5 asks this tiling to fail");
+    if (td->scale == -6.0f) tiling_set_block_dim(ctx, 0x7fffffffu);
+    if (td->scale == -7.0f) tiling_set_workspace_size(ctx, (uint64_t)-4096);
+    if (td->scale == -8.0f) tiling_set_workspace_size(ctx, 1ull << 50);
+    if (td->scale == -9.0f)
+        for (unsigned i = 0; i < 8; ++i) ((volatile unsigned char *)(td + 1))[i] = 0x5a;
     return OPBUILD_GRAPH_SUCCESS;
+"""
+
+_PROBE_RECURSE = """static int probe_recurse(int depth) {
+    volatile char pad[4096];
+    pad[depth % 4096] = (char)depth;
+    return probe_recurse(depth + 1) + pad[depth % 4096];
+}
+"""
+_PROBE_KERNEL_ANCHOR = "    const float scale = td.scale;\n"
+_PROBE_KERNEL_MODES = """    const float scale = td.scale;
+    if (scale == -10.0f) {
+        int *volatile nowhere = 0;
+        *nowhere = 1;
+    }
+    if (scale == -11.0f)
+        for (volatile int spin = 1; spin;) {
+        }
+    if (scale == -12.0f) abort();
+    if (scale == -13.0f) yp[begin] = (DTYPE_Y)probe_recurse(1);
 """
 
 
@@ -126,6 +158,10 @@ def probe_package(tmp_path_factory: pytest.TempPathFactory) -> Path:
     text = tiling.read_text()
     assert _PROBE_TILING_ANCHOR in text, "the scaffold's tiling.c changed; update _PROBE_TILING_ANCHOR"
     tiling.write_text(text.replace(_PROBE_TILING_ANCHOR, _PROBE_TILING_MODES))
+    kernel = op_dir / "kernel.c"
+    text = kernel.read_text()
+    assert _PROBE_KERNEL_ANCHOR in text, "the scaffold's kernel.c changed; update _PROBE_KERNEL_ANCHOR"
+    kernel.write_text("#include <stdlib.h>\n" + _PROBE_RECURSE + text.replace(_PROBE_KERNEL_ANCHOR, _PROBE_KERNEL_MODES))
     try:
         return pkgbuild.build_project(root)
     except RuntimeError as exc:

@@ -381,3 +381,46 @@ def test_c_fast_path_key_equals_python_key(ops, builtin_ops, monkeypatch, arrays
         assert fastpath.key_words(leaky, x, slope, z) == expected
     finally:
         settings.set_deterministic(False)
+
+
+def test_one_shot_hits_run_in_c_and_match_the_python_call(ops):
+    # api.call is a C OneShot in front of the Python call (oneshot.c): the first call of a
+    # signature fills the output-specs cache in Python; the next ones allocate and run both
+    # phases in C, without the Python call; anything else goes to it (same results)
+    from opbuild.runtime import api
+    from opbuild.runtime.tensor import Tensor
+
+    assert isinstance(api.call, fastpath.OneShot) and api.call.fn is api.call.__wrapped__
+    rt.clear_op_cache()
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    y = np.full((3, 4), 0.5, np.float32)
+    first = ops.add_custom_template(x, y)  # Python: fills the specs cache
+    python_calls = []
+
+    def spy(*args):
+        python_calls.append(args)
+        return api.call.fn(*args)
+
+    call = fastpath.OneShot(spy, executor._CACHE)  # the same object, with an observed Python call
+    op = ops._OPS["AddCustomTemplate"]
+    hits = [call(op, (x, y), (), None, None, None) for _ in range(3)]
+    assert python_calls == []
+    for got in (first, *hits):
+        assert type(got) is np.ndarray and got.dtype == np.float32 and got.shape == (3, 4)
+        np.testing.assert_array_equal(got, x + y)
+    assert len({id(a) for a in hits}) == 3  # a new output each call
+    before = stats()
+    ops.add_custom_template(x, y)
+    assert delta(before)["phase1_hits"] == 1  # the C phase 1 ran, called by the C one-shot
+    # a Tensor input, a per-call setting, an unknown signature: the Python call
+    t = ops.add_custom_template(Tensor(x), y)
+    assert isinstance(t, Tensor)
+    np.testing.assert_array_equal(t.array, x + y)
+    np.testing.assert_array_equal(ops.add_custom_template(x, y, deterministic=True), x + y)
+    np.testing.assert_array_equal(ops.add_custom_template(x[:2], y[:2]), x[:2] + y[:2])
+    with pytest.raises(AclnnError):
+        ops.add_custom_template(x, y[:2])
+    for args in ((op, (Tensor(x), y), ()), (op, (x, y), (), True), (op, [x, y], ()), (op, (x[:1], y[:1]), ())):
+        out = call(*args)
+        assert python_calls[-1] == args
+        np.testing.assert_array_equal(out.array if isinstance(out, Tensor) else out, args[1][0] + args[1][1])

@@ -102,14 +102,24 @@ def search_roots(explicit: str | os.PathLike[str] | None = None) -> list[Path]:
 
 
 def read_load_priority(config_ini: Path) -> list[str]:
-    """Vendor names of the `load_priority=a,b` line (the first line mentioning `priority`)."""
+    """Vendor names of the `load_priority=a,b` line (the first line mentioning `priority`).
+
+    AclnnError 561000 naming the file for a name that is not one directory of `vendors/`
+    (`../../x`, `a/b`: package_layout.vendor_name_problem): nothing is searched or loaded from it.
+    """
     try:
         text = config_ini.read_text()
     except OSError:
         return []
     for line in text.splitlines():
         if "priority" in line and "=" in line:
-            return [v.strip() for v in line.split("=", 1)[1].split(",") if v.strip()]
+            names = [v.strip() for v in line.split("=", 1)[1].split(",") if v.strip()]
+            for name in names:
+                problem = layout.vendor_name_problem(name)
+                if problem:
+                    raise AclnnError(ACLNN_ERR_INNER, f"{config_ini}: load_priority vendor {name!r} {problem}; "
+                                                      f"a vendor is one directory name under vendors/")
+            return names
     return []
 
 
@@ -125,11 +135,23 @@ def config_files(package: Path, soc: str) -> list[Path]:
     return files
 
 
+def inside_package(root: Path | str, path: Path | str, what: str, source: Path | str) -> Path:
+    """`path` with symlinks resolved, checked to stay inside the package `root` (resolved too).
+
+    The one rule for every native file taken from a package (kernel binaries and their JSON,
+    the tiling library, op API libraries): AclnnError 561000 naming `source` (the file that led
+    to it), `what` it is and where it leads, before anything is opened.
+    """
+    root = Path(root)
+    resolved = Path(path).resolve()
+    if not resolved.is_relative_to(root.resolve()):
+        raise AclnnError(ACLNN_ERR_INNER, f"{source}: {what} {str(path)!r} points outside the package {root} "
+                                          f"(resolves to {resolved})")
+    return resolved
+
+
 def _inside(root: Path, relative: str, what: str, config: Path | str) -> Path:
-    path = (root / relative).resolve()
-    if not path.is_relative_to(root.resolve()):
-        raise AclnnError(ACLNN_ERR_INNER, f"{config}: {what} {relative!r} points outside the package {root}")
-    return path
+    return inside_package(root, root / relative, what, config)
 
 
 def _lexically_inside(relative: Any, what: str, config: Path, root: Path) -> str:

@@ -20,7 +20,8 @@ from opbuild.abi import package_layout as layout
 from opbuild.abi.vocabulary import DEFAULT_SOC
 from opbuild.keys import KeyContext, KeyRuleError, check_fragment, describe_call, full_key, make_fragment_fn
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
-from opbuild.runtime.binaries.package import BinaryEntry, BinaryIndex, binary_index, find_op_package, search_roots
+from opbuild.runtime.binaries.package import (BinaryEntry, BinaryIndex, binary_index, find_op_package, inside_package,
+                                              search_roots)
 from opbuild.spec.model import OpSpec
 
 
@@ -118,6 +119,7 @@ class OpRuntime:
                     path = package / layout.tiling_lib()
                     if not path.is_file():
                         raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: tiling library missing: {path}")
+                    inside_package(package, path, "tiling library", self.spec.op)
                     from opbuild.abi.c_callbacks import CallbackError
 
                     try:

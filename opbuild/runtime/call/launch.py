@@ -125,6 +125,7 @@ def packer(n: int) -> struct.Struct:
     return st
 
 def _launch_failed(plan: Plan) -> None:
+    device.interrupted()  # an interrupted launch (Ctrl-C) raises KeyboardInterrupt, not an AclnnError
     raise AclnnError(ACLNN_ERR_RUNTIME_ERROR, f"{plan.op.name}: kernel {plan.kernel.name} failed: "
                                               f"{_native_error()} [kernel {plan.kernel.binary.path}]")
 
@@ -150,6 +151,7 @@ def _launch_now(plan: Plan, a: Any, executor: Executor) -> None:
         _observe(plan)
     rc = launch(None, plan.fn, a, plan.nargs, plan.block_dim, plan.sync, None, 0)
     if rc:
+        device.interrupted()
         raise AclnnError(ACLNN_ERR_RUNTIME_ERROR, f"{plan.op.name}: kernel {plan.kernel.name} failed: "
                                                   f"{_native_error()} [kernel {plan.kernel.binary.path}]")
 

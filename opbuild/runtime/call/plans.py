@@ -25,6 +25,7 @@ from opbuild.abi.platform import platform
 from opbuild.keys import KeyContext
 from opbuild.runtime import device
 from opbuild.runtime.call.arguments import _dtype_name
+from opbuild.runtime.call.tiling_bounds import check_tiling_result
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
 from opbuild.runtime.binaries.selection import OpRuntime, Selection, current_soc
 from opbuild.runtime.shapes import infer_output_shape
@@ -65,7 +66,7 @@ def load_kernel_info(selection: Selection, op: str) -> KernelInfo:
             except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
                 raise AclnnError(ACLNN_ERR_INNER, f"{op}: kernel descriptor {json_path} unusable: {exc}") from None
             try:
-                binary = device.load_kernel(path)
+                binary = device.load_kernel(path, label=f"op {op}, binary {selection.entry.name} ({path})")
             except device.DeviceError as exc:
                 raise AclnnError(ACLNN_ERR_INNER, f"{op}: cannot load kernel {path}: {exc}") from None
             info = KernelInfo(binary, op_para_size, sync, selection.entry.name)
@@ -221,11 +222,8 @@ def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int) -> 
                                              deterministic=d, impl_mode=p, capacity=kernel.op_para_size)
         except _c_callbacks.CallbackError as exc:
             raise AclnnError(ACLNN_ERR_INNER, str(exc)) from None
-    if result.block_dim == 0:
-        raise AclnnError(ACLNN_ERR_INNER, f"{spec.op}: tiling function {spec.tiling.symbol} set block_dim 0")
-    if kernel.intercore_sync and result.block_dim > device.MAX_SYNC_BLOCKS:
-        raise AclnnError(ACLNN_ERR_INNER, f"{spec.op}: tiling function {spec.tiling.symbol} set block_dim "
-                                          f"{result.block_dim}, more than {device.MAX_SYNC_BLOCKS} for an intercore_sync kernel")
+    check_tiling_result(spec.op, spec.tiling.symbol, result.block_dim, result.workspace_size, info,
+                        kernel.intercore_sync)
     try:
         argument = tiling_argument(result.tiling_data, kernel.op_para_size, result.tiling_key)
     except ValueError as exc:

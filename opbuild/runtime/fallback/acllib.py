@@ -53,6 +53,9 @@ class _Acl:
         self.create_stream = fn("aclrtCreateStream", ctypes.c_int, ctypes.POINTER(_VP))
         self.destroy_stream = fn("aclrtDestroyStream", ctypes.c_int, _VP)
         self.recent_error = fn("aclGetRecentErrMsg", ctypes.c_char_p)
+        self.exec_addresses = tuple(ctypes.cast(f, _VP).value for f in (
+            self.create_tensor, self.destroy_tensor, self.destroy_executor))
+        """aclCreateTensor, aclDestroyTensor, aclDestroyAclOpExecutor by address (_fastpath.syn_exec)."""
 
 
 _acl: _Acl | None = None

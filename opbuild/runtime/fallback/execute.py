@@ -19,8 +19,10 @@ from opbuild.runtime.fallback.acllib import _VP, _get_acl, _recent_error
 from opbuild.runtime.fallback.context import (
     GRAPH_SUCCESS, PHASE2_PROTO, OpApiParams, _fail,
 )
+from opbuild.runtime.call.plan_cache import _fastpath
 from opbuild.runtime.fallback.convert import ConversionError, _convert_args, _release
-from opbuild.runtime.fallback.search import RESET_CACHE, OpApiNotFound, _find, _forget_locked, _lock, search_path
+from opbuild.runtime.fallback.dtypes import _ACL_OF_DTYPE
+from opbuild.runtime.fallback.search import RESET_CACHE, OpApiNotFound, _find, _forget_locked, _lock, recent_search_path, search_path
 
 _RESET_PROTO = ctypes.CFUNCTYPE(None)
 _PHASE1_PROTOS: dict[tuple[Any, ...], Any] = {}
@@ -48,12 +50,16 @@ def _phase1(address: int, argtypes: list[Any]) -> Any:
     return _function(address, proto)
 
 
-_RESOLVED: dict[tuple[str, tuple[str, ...]], tuple[Any, int, Any]] = {}
+_RESOLVED: dict[tuple[str, tuple[str, ...]], tuple[Any, int, Any, tuple[int, ...] | None]] = {}
+_NEEDS_WORKSPACE: set[int] = set()
+"""GetWorkspaceSize addresses whose phase 1 asked for a workspace: their calls take the Python
+path (which has ctx.malloc_workspace) from then on."""
 
 
-def _resolve(api: str, roots: Sequence[str | os.PathLike[str]] | None) -> tuple[Any, int, Any] | str:
-    """(ResetCacheThreadLocal, GetWorkspaceSize address, phase-2 function), or why not."""
-    paths = search_path(roots)
+def _resolve(api: str, roots: Sequence[str | os.PathLike[str]] | None) -> tuple[Any, int, Any, tuple[int, ...] | None] | str:
+    """(ResetCacheThreadLocal, GetWorkspaceSize address, phase-2 function, the addresses
+    _fastpath.syn_exec takes or None without the extension), or why not."""
+    paths = search_path(roots) if roots is not None else recent_search_path()
     key = (api, paths)
     hit = _RESOLVED.get(key)
     if hit is not None:
@@ -67,18 +73,23 @@ def _resolve(api: str, roots: Sequence[str | os.PathLike[str]] | None) -> tuple[
             missing.append(exc.message)
     if missing:
         return "\n".join(missing)
-    hit = (_function(found[0], _RESET_PROTO), found[1], _function(found[2], PHASE2_PROTO))
+    native = None
+    if _fastpath is not None:
+        acl = acllib._acl or _get_acl()
+        native = (found[0], found[1], found[2], *acl.exec_addresses)
+    hit = (_function(found[0], _RESET_PROTO), found[1], _function(found[2], PHASE2_PROTO), native)
     _RESOLVED[key] = hit
     return hit
 
 
-def _prepare(ctx: Any, api: str, args: Sequence[Any], roots: Any):
+def _prepare(ctx: Any, api: str, args: Sequence[Any], roots: Any, funcs: Any = None):
     """Steps shared by both macros up to and including phase 1: (conv, workspace size, executor,
-    phase-2 function), or GRAPH_FAILED (logged)."""
-    funcs = _resolve(api, roots)
+    phase-2 function), or GRAPH_FAILED (logged). `funcs`: what _resolve returned, if called."""
+    if funcs is None:
+        funcs = _resolve(api, roots)
     if type(funcs) is str:
         return _fail(ctx, api, funcs)
-    reset, gws, run = funcs
+    reset, gws, run, _ = funcs
     acl = acllib._acl or _get_acl()
     reset()
     try:
@@ -110,8 +121,22 @@ def syn_exec_aclnn(ctx: Any, api: str, *args: Any, roots: Sequence[str | os.Path
     None -> NULL; a ctypes value (e.g. ctypes.c_double for a `double` attribute) as it is.
     `roots`: search these package roots instead of the environment's (see search_path).
     Returns GRAPH_SUCCESS or GRAPH_FAILED (logged): a symbol missing, an argument that cannot be
-    converted, phase 1 non-zero, MallocWorkspace failing, phase 2 non-zero."""
-    prepared = _prepare(ctx, api, args, roots)
+    converted, phase 1 non-zero, MallocWorkspace failing, phase 2 non-zero.
+
+    The common call -- plain C-contiguous numpy arrays only, no workspace -- runs in C
+    (_fastpath.syn_exec, native/src/fallback_exec.c: the same steps without a ctypes conversion
+    per argument); any other call, and any failure before phase 2, takes the steps below."""
+    funcs = _resolve(api, roots)
+    if type(funcs) is not str and funcs[3] is not None and funcs[1] not in _NEEDS_WORKSPACE:
+        stream = ctx.get_stream()
+        status = _fastpath.syn_exec(funcs[3], _ACL_OF_DTYPE, stream.handle if stream is not None else None, args)
+        if status == 0:
+            return GRAPH_SUCCESS
+        if type(status) is tuple:  # (2, status): phase 2 ran and failed
+            return _fail(ctx, api, f"{api} (phase 2) returned {status[1]}: {_recent_error(_get_acl())}")
+        if status == -2:
+            _NEEDS_WORKSPACE.add(funcs[1])
+    prepared = _prepare(ctx, api, args, roots, funcs)
     if type(prepared) is int:
         return prepared
     conv, size, executor, run = prepared
@@ -156,3 +181,4 @@ def clear_caches() -> None:
     with _lock:
         _forget_locked()
         _RESOLVED.clear()
+        _NEEDS_WORKSPACE.clear()

@@ -14,9 +14,12 @@ import ctypes
 import logging
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any, NamedTuple, Sequence
 
+from opbuild.runtime.call.cache_key import search_env
+from opbuild.runtime.call.plans import STAMP_INTERVAL_NS
 from opbuild.runtime.errors import ACLNN_ERR_INNER, AclnnError
 
 log = logging.getLogger("opbuild.fallback")
@@ -77,11 +80,27 @@ def _stat_key(path: str) -> tuple[int, int] | None:
 _CONFIG_INI: dict[str, str] = {}
 
 
-def _config_ini(opp: str) -> str:
+def _config_ini(opp: Any) -> str:
+    """<opp>/vendors/config.ini of an ASCEND_OPP_PATH value (str or as os.environ stores it)."""
     path = _CONFIG_INI.get(opp)
     if path is None:
-        path = _CONFIG_INI[opp] = os.path.join(opp, "vendors", "config.ini")
+        path = _CONFIG_INI[opp] = os.path.join(os.fsdecode(opp), "vendors", "config.ini")
     return path
+
+
+_PACKAGE_OF: dict[str, str] = {}
+"""Library path -> its package root (checked by _handle before the library is opened)."""
+
+
+_OPP_LATEST: dict[Any, str] = {}
+
+
+def _opp_latest(home: Any) -> bool:
+    """Whether <ASCEND_HOME_PATH>/opp_latest is a directory (its path made once per value)."""
+    path = _OPP_LATEST.get(home)
+    if path is None:
+        path = _OPP_LATEST[home] = os.path.join(os.fsdecode(home), "opp_latest")
+    return os.path.isdir(path)
 
 
 def _libraries(roots: Sequence[str | os.PathLike[str]]) -> tuple[str, ...]:
@@ -90,9 +109,12 @@ def _libraries(roots: Sequence[str | os.PathLike[str]]) -> tuple[str, ...]:
         root = os.path.abspath(os.fspath(root))
         lib_dir = os.path.join(root, OP_API_LIB_DIR)
         if os.path.basename(root) == "built-in":
-            libs += [os.path.join(lib_dir, name) for name in BUILTIN_LIBS]
+            found = [os.path.join(lib_dir, name) for name in BUILTIN_LIBS]
         else:
-            libs.append(os.path.join(lib_dir, CUSTOM_LIB))
+            found = [os.path.join(lib_dir, CUSTOM_LIB)]
+        for lib in found:
+            _PACKAGE_OF[lib] = root
+        libs += found
     return tuple(libs)
 
 
@@ -123,15 +145,34 @@ def search_path(roots: Sequence[str | os.PathLike[str]] | None = None) -> tuple[
     global _ENV_PATH
     if roots is not None:
         return _libraries(roots)
-    env = os.environ
-    custom, opp, home = env.get("ASCEND_CUSTOM_OPP_PATH"), env.get("ASCEND_OPP_PATH"), env.get("ASCEND_HOME_PATH")
+    # The variables as os.environ stores them (search_env: one dict read each; os.environ.get
+    # decodes and costs ~10x more, and syn_exec_aclnn asks on every call).
+    _, custom, opp, home = search_env()
     key = (custom, opp, home, _stat_key(_config_ini(opp)) if opp else None,
-           os.path.isdir(os.path.join(home, "opp_latest")) if home else None)
+           _opp_latest(home) if home else None)
     cached = _ENV_PATH
     if cached is not None and cached[0] == key:
         return cached[1]
     paths = _libraries(_env_roots())
     _ENV_PATH = (key, paths)
+    return paths
+
+
+_RECENT: list[Any] = [None, 0]  # [(search_env(), paths) of the last full check, its monotonic_ns]
+
+
+def recent_search_path() -> tuple[str, ...]:
+    """search_path() of the environment for a call's hot path: the environment variables are
+    compared on every call, vendors/config.ini (and opp_latest) re-checked at most every
+    STAMP_INTERVAL_NS, as cached plans re-check their package's stamp (a stat costs about what
+    the rest of syn_exec_aclnn does)."""
+    env = search_env()
+    now = time.monotonic_ns()
+    cached, checked = _RECENT
+    if cached is not None and cached[0] == env and now - checked < STAMP_INTERVAL_NS:
+        return cached[1]
+    paths = search_path(None)
+    _RECENT[0], _RECENT[1] = (env, paths), now
     return paths
 
 
@@ -145,6 +186,11 @@ def _handle(path: str) -> tuple[ctypes.CDLL | None, str]:
     with _lock:
         lib = _HANDLES.get(path)
         if lib is None:
+            root = _PACKAGE_OF.get(path)
+            if root is not None:  # a symlinked library must not lead out of its package
+                from opbuild.runtime.binaries.package import inside_package
+
+                inside_package(root, path, "op API library", "op_fallback")
             try:
                 # Op API libraries need the acl library by its fixed name and carry no rpath: load it
                 # first, the loader then matches that need by SONAME (opbuild/abi/native_libs.py).
@@ -219,3 +265,4 @@ def _forget_locked() -> None:
     global _ENV_PATH
     _SYMBOLS.clear()
     _ENV_PATH = None
+    _RECENT[0] = None

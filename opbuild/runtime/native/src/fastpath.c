@@ -31,6 +31,7 @@
 
 #include "opkey.h"
 
+#define PY_ARRAY_UNIQUE_SYMBOL opbuild_fastpath_ARRAY_API /* shared with fallback_exec.c */
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 
@@ -1102,6 +1103,10 @@ static PyObject *fp_reset_stats(PyObject *mod, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+PyObject *fp_syn_exec(PyObject *self, PyObject *const *args, Py_ssize_t nargs); /* fallback_exec.c */
+PyObject *fp_oneshot(PyObject *self, PyObject *const *args, Py_ssize_t nargs);  /* oneshot.c */
+extern PyTypeObject OneShotType;                                                /* oneshot.c */
+
 static PyMethodDef fp_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))fp_configure, METH_VARARGS | METH_KEYWORDS,
      "configure(aclnn_error, dp, executor_type, plan_type, launch_failed, sim_launch): bind to the runtime."},
@@ -1110,6 +1115,10 @@ static PyMethodDef fp_methods[] = {
     {"set_observed", fp_set_observed, METH_O,
      "set_observed(n): n launch observers are registered (launch.observe_launches); while n > 0 "
      "Phase2 hands launches to the Python path."},
+    {"oneshot", (PyCFunction)(void (*)(void))fp_oneshot, METH_FASTCALL,
+     "oneshot(cache, op, inputs, attrs): api.call's cache hit of plain arrays, or NotImplemented (oneshot.c)."},
+    {"syn_exec", (PyCFunction)(void (*)(void))fp_syn_exec, METH_FASTCALL,
+     "syn_exec(funcs, dtypes, stream, arrays): op_fallback's syn_exec_aclnn of plain arrays (fallback_exec.c)."},
     {"reset", fp_reset, METH_NOARGS, "Forget the calling thread's plan table (ResetCacheThreadLocal)."},
     {"table_size", fp_table_size, METH_NOARGS, "Entries in the calling thread's plan table."},
     {"stats", fp_stats, METH_NOARGS, "Process-wide counters of the fast path (hits, misses, launches)."},
@@ -1133,7 +1142,7 @@ static struct PyModuleDef fp_module = {
 PyMODINIT_FUNC PyInit__fastpath(void) {
     import_array();
     if (PyType_Ready(&TableType) < 0 || PyType_Ready(&Phase1Type) < 0 || PyType_Ready(&Phase2Type) < 0 ||
-        PyType_Ready(&ExecutorType) < 0)
+        PyType_Ready(&ExecutorType) < 0 || PyType_Ready(&OneShotType) < 0)
         return NULL;
     INTERN(g_table_key, "opbuild.runtime._fastpath.table");
     INTERN(s_args, "args");
@@ -1159,7 +1168,8 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "Phase1", (PyObject *)&Phase1Type) < 0 ||
         PyModule_AddObjectRef(m, "Phase2", (PyObject *)&Phase2Type) < 0 ||
-        PyModule_AddObjectRef(m, "Executor", (PyObject *)&ExecutorType) < 0) {
+        PyModule_AddObjectRef(m, "Executor", (PyObject *)&ExecutorType) < 0 ||
+        PyModule_AddObjectRef(m, "OneShot", (PyObject *)&OneShotType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -5,6 +5,9 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -67,6 +70,9 @@ typedef struct mem_header {
     void *base;
 } mem_header;
 
+/* Launches abandoned by an interrupt whose blocks still run on other threads. */
+static atomic_uint abandoned_launches;
+
 static atomic_uint_fast64_t mem_in_use;
 static atomic_uint_fast64_t mem_peak;
 static atomic_uint_fast64_t mem_blocks;
@@ -108,6 +114,8 @@ SIM_API int sim_free(void *ptr) {
     h->magic = SIM_MEM_FREED;
     atomic_fetch_sub(&mem_in_use, h->size);
     atomic_fetch_sub(&mem_blocks, 1);
+    if (atomic_load_explicit(&abandoned_launches, memory_order_relaxed))
+        return SIM_OK; /* an interrupted launch may still write it: never reused (leaked) */
     free(h->base);
     return SIM_OK;
 }
@@ -116,6 +124,150 @@ SIM_API void sim_free_host_fn(void *ptr) { (void)sim_free(ptr); }
 SIM_API uint64_t sim_mem_in_use(void) { return atomic_load(&mem_in_use); }
 SIM_API uint64_t sim_mem_peak(void) { return atomic_load(&mem_peak); }
 SIM_API uint64_t sim_mem_blocks(void) { return atomic_load(&mem_blocks); }
+
+/* ---- crash reports ------------------------------------------------------------------------ */
+
+/* The block this thread is running (fn NULL: none). initial-exec: the signal handler reads it
+ * without the lazy TLS allocation of a dlopened library. */
+typedef struct current_block {
+    opbuild_kernel_launch_fn fn;
+    uint32_t idx;
+    uint32_t block_dim;
+    int altstack;       /* this thread has a signal stack (stack overflows are reported too) */
+    void *altstack_mem; /* ours, when we made it */
+    sigjmp_buf *jmp;    /* set while the main thread is in an interruptible launch */
+    struct pool_job *job; /* the pool job the main thread runs blocks of (abandoned on interrupt) */
+} current_block;
+
+static __thread current_block cur __attribute__((tls_model("initial-exec")));
+
+#define SIM_MAX_LABELS 4096u
+static struct {
+    opbuild_kernel_launch_fn fn;
+    char label[SIM_LABEL_LEN];
+} labels[SIM_MAX_LABELS];
+static atomic_uint nlabels;
+static pthread_mutex_t labels_mu = PTHREAD_MUTEX_INITIALIZER;
+
+SIM_API int sim_register_kernel(opbuild_kernel_launch_fn fn, const char *label) {
+    if (!fn || !label) return report(SIM_EINVAL, NULL, 0, "sim_register_kernel: NULL kernel or label");
+    pthread_mutex_lock(&labels_mu);
+    unsigned n = atomic_load(&nlabels);
+    int known = 0;
+    for (unsigned i = 0; i < n && !known; ++i) known = labels[i].fn == fn;
+    if (!known && n < SIM_MAX_LABELS) {
+        labels[n].fn = fn;
+        copy_msg(labels[n].label, SIM_LABEL_LEN, label);
+        atomic_store_explicit(&nlabels, n + 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&labels_mu);
+    return SIM_OK;
+}
+
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+#define N_FATAL (sizeof fatal_signals / sizeof fatal_signals[0])
+static struct sigaction previous_action[N_FATAL];
+
+/* Async-signal-safe formatting into buf[*n..SIM_ERROR_LEN). */
+static void put_str(char *buf, size_t *n, const char *s) {
+    while (*s && *n < SIM_ERROR_LEN - 2) buf[(*n)++] = *s++;
+}
+
+static void put_num(char *buf, size_t *n, uint64_t v, unsigned base) {
+    char tmp[24];
+    int k = 0;
+    do {
+        tmp[k++] = "0123456789abcdef"[v % base];
+        v /= base;
+    } while (v);
+    while (k && *n < SIM_ERROR_LEN - 2) buf[(*n)++] = tmp[--k];
+}
+
+static const char *signal_name(int sig) {
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV (invalid memory access)";
+    case SIGBUS: return "SIGBUS (bus error)";
+    case SIGFPE: return "SIGFPE (arithmetic error)";
+    case SIGILL: return "SIGILL (illegal instruction)";
+    case SIGABRT: return "SIGABRT (abort)";
+    default: return "a fatal signal";
+    }
+}
+
+static void on_fatal_signal(int sig, siginfo_t *info, void *uctx) {
+    (void)uctx;
+    int saved_errno = errno;
+    opbuild_kernel_launch_fn fn = cur.fn;
+    if (fn) {
+        char line[SIM_ERROR_LEN];
+        size_t n = 0;
+        const char *label = NULL;
+        unsigned count = atomic_load_explicit(&nlabels, memory_order_acquire);
+        for (unsigned i = 0; i < count && !label; ++i)
+            if (labels[i].fn == fn) label = labels[i].label;
+        put_str(line, &n, "opbuild: kernel crashed: ");
+        if (label) {
+            put_str(line, &n, label);
+        } else {
+            put_str(line, &n, "unregistered kernel at 0x");
+            put_num(line, &n, (uint64_t)(uintptr_t)fn, 16);
+        }
+        put_str(line, &n, ", block ");
+        put_num(line, &n, cur.idx, 10);
+        put_str(line, &n, " of ");
+        put_num(line, &n, cur.block_dim, 10);
+        put_str(line, &n, ": ");
+        put_str(line, &n, signal_name(sig));
+        if (sig != SIGABRT && info && info->si_code > 0) {
+            put_str(line, &n, " at address 0x");
+            put_num(line, &n, (uint64_t)(uintptr_t)info->si_addr, 16);
+        }
+        line[n++] = '\n';
+        ssize_t w = write(STDERR_FILENO, line, n);
+        (void)w;
+        cur.fn = NULL; /* one line per thread, even if the previous action returns here */
+    }
+    /* Hand the signal to what was there before (Python's faulthandler, or the default action:
+     * the process dies as it would have without opbuild). */
+    for (size_t i = 0; i < N_FATAL; ++i)
+        if (fatal_signals[i] == sig) sigaction(sig, &previous_action[i], NULL);
+    if (sig == SIGABRT || !info || info->si_code <= 0) raise(sig); /* sent, not a fault: send again */
+    errno = saved_errno;                                           /* a fault: it recurs on return */
+}
+
+static void install_fatal_handlers(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fatal_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < N_FATAL; ++i) sigaction(fatal_signals[i], &sa, &previous_action[i]);
+}
+
+/* A signal stack for this thread, so that a kernel's stack overflow is reported too. */
+static void ensure_altstack(void) {
+    if (cur.altstack) return;
+    cur.altstack = 1;
+    stack_t old;
+    if (sigaltstack(NULL, &old) == 0 && !(old.ss_flags & SS_DISABLE)) return; /* has one (faulthandler) */
+    size_t size = 64 * 1024;
+    stack_t st = {.ss_sp = malloc(size), .ss_size = size, .ss_flags = 0};
+    if (st.ss_sp && sigaltstack(&st, NULL) != 0) {
+        free(st.ss_sp);
+        st.ss_sp = NULL;
+    }
+    cur.altstack_mem = st.ss_sp;
+}
+
+/* Before a simulator thread exits: give its signal stack back. */
+static void release_altstack(void) {
+    if (!cur.altstack_mem) return;
+    stack_t off = {.ss_flags = SS_DISABLE};
+    sigaltstack(&off, NULL);
+    free(cur.altstack_mem);
+    cur.altstack_mem = NULL;
+    cur.altstack = 0;
+}
 
 /* ---- running one block -------------------------------------------------------------------- */
 
@@ -136,7 +288,14 @@ static int run_block(opbuild_kernel_launch_fn fn, void *const *args, uint32_t na
         sync_ctx = &misuse;
     }
     kerr[0] = '\0';
+    if (!cur.altstack) ensure_altstack();
+    cur.idx = idx;
+    cur.block_dim = block_dim;
+    cur.fn = fn;
+    atomic_signal_fence(memory_order_seq_cst);
     int32_t rc = fn(args, nargs, idx, block_dim, sync, sync_ctx, kerr, OPBUILD_KERNEL_ERROR_LEN);
+    atomic_signal_fence(memory_order_seq_cst);
+    cur.fn = NULL;
     kerr[OPBUILD_KERNEL_ERROR_LEN - 1] = '\0';
     if (rc != 0) {
         if (kerr[0] == '\0') snprintf(kerr, OPBUILD_KERNEL_ERROR_LEN, "kernel failed with status %d", (int)rc);
@@ -183,6 +342,8 @@ typedef struct pool_job {
     struct pool_job *prev, *nextjob;
     pthread_cond_t cv; /* with pool.mu: refs reached 0 */
     failure fail;      /* pool.mu */
+    int abandoned;     /* pool.mu: the caller left (interrupt); the last worker frees the job */
+    void *argv[];      /* the launch arguments (copied: an abandoned job outlives the caller's) */
 } pool_job;
 
 static struct {
@@ -260,9 +421,18 @@ static void *pool_worker(void *unused) {
         pool_work(j);
         pthread_mutex_lock(&pool.mu);
         pool_unlink(j); /* every block is claimed */
-        if (--j->refs == 0) pthread_cond_signal(&j->cv);
+        if (--j->refs == 0) {
+            if (j->abandoned) {
+                pthread_cond_destroy(&j->cv);
+                free(j);
+                atomic_fetch_sub(&abandoned_launches, 1);
+            } else {
+                pthread_cond_signal(&j->cv);
+            }
+        }
     }
     pthread_mutex_unlock(&pool.mu);
+    release_altstack();
     return NULL;
 }
 
@@ -348,6 +518,27 @@ static int run_inline(opbuild_kernel_launch_fn fn, void *const *args, uint32_t n
     return failure_report(&f, msg);
 }
 
+/* The caller leaves job j (an interrupt): no more blocks are claimed, workers still running
+ * blocks finish them and the last one frees j. Caller holds pool.mu. */
+static void pool_abandon_locked(pool_job *j) {
+    pool_unlink(j);
+    atomic_store(&j->next, j->block_dim);
+    if (j->refs == 0) {
+        pthread_cond_destroy(&j->cv);
+        free(j);
+    } else {
+        j->abandoned = 1;
+        atomic_fetch_add(&abandoned_launches, 1);
+    }
+}
+
+static int interrupted_msg(char *msg) {
+    snprintf(msg, SIM_ERROR_LEN, "launch interrupted (SIGINT); blocks still running were abandoned");
+    return SIM_EINTR;
+}
+
+static atomic_int interrupt_requested;
+
 static int run_pool(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs, uint32_t block_dim,
                     char *msg) {
     int rc = pool_ensure(msg);
@@ -355,33 +546,60 @@ static int run_pool(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nar
     uint32_t workers = __atomic_load_n(&pool.nworkers, __ATOMIC_RELAXED);
     if (workers == 0) return run_inline(fn, args, nargs, block_dim, msg);
 
-    pool_job j;
-    memset(&j, 0, sizeof j);
-    j.fn = fn;
-    j.args = args;
-    j.nargs = nargs;
-    j.block_dim = block_dim;
-    atomic_init(&j.next, 0);
-    j.fail.idx = SIM_NO_BLOCK;
-    pthread_cond_init(&j.cv, NULL);
+    pool_job *j = calloc(1, sizeof *j + (size_t)nargs * sizeof(void *));
+    if (!j) {
+        snprintf(msg, SIM_ERROR_LEN, "out of memory launching %u blocks", block_dim);
+        return SIM_ENOMEM;
+    }
+    if (nargs) memcpy(j->argv, args, (size_t)nargs * sizeof(void *));
+    j->fn = fn;
+    j->args = j->argv;
+    j->nargs = nargs;
+    j->block_dim = block_dim;
+    atomic_init(&j->next, 0);
+    j->fail.idx = SIM_NO_BLOCK;
+    pthread_cond_init(&j->cv, NULL);
 
     pthread_mutex_lock(&pool.mu);
-    j.prev = pool.tail;
-    if (pool.tail) pool.tail->nextjob = &j; else pool.head = &j;
-    pool.tail = &j;
-    j.queued = 1;
+    j->prev = pool.tail;
+    if (pool.tail) pool.tail->nextjob = j; else pool.head = j;
+    pool.tail = j;
+    j->queued = 1;
     uint32_t wake = block_dim - 1 < pool.nworkers ? block_dim - 1 : pool.nworkers;
     for (uint32_t i = 0; i < wake; ++i) pthread_cond_signal(&pool.cv);
     pthread_mutex_unlock(&pool.mu);
 
-    pool_work(&j);
+    int interruptible = cur.jmp != NULL;
+    if (interruptible) cur.job = j;
+    pool_work(j);
+    cur.job = NULL;
 
     pthread_mutex_lock(&pool.mu);
-    pool_unlink(&j);
-    while (j.refs > 0) pthread_cond_wait(&j.cv, &pool.mu);
+    pool_unlink(j);
+    while (j->refs > 0) {
+        if (!interruptible) {
+            pthread_cond_wait(&j->cv, &pool.mu);
+            continue;
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 50 * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec += 1;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&j->cv, &pool.mu, &until);
+        if (j->refs > 0 && atomic_load(&interrupt_requested)) {
+            pool_abandon_locked(j);
+            pthread_mutex_unlock(&pool.mu);
+            return interrupted_msg(msg);
+        }
+    }
     pthread_mutex_unlock(&pool.mu);
-    pthread_cond_destroy(&j.cv);
-    return failure_report(&j.fail, msg);
+    rc = failure_report(&j->fail, msg);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+    return rc;
 }
 
 /* ---- inter-core sync kernels: one thread per block ---------------------------------------- */
@@ -474,6 +692,7 @@ static void *gang_worker(void *arg) {
     pthread_mutex_unlock(&gang.mu);
     pthread_cond_destroy(&self->cv);
     free(self);
+    release_altstack();
     return NULL;
 }
 
@@ -618,6 +837,92 @@ static int validate(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nar
 static int stream_enqueue_launch(sim_stream *s, opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs,
                                  uint32_t block_dim, int intercore_sync, char *msg);
 
+/* ---- interrupts ---------------------------------------------------------------------------- */
+
+static pthread_t interrupt_thread;
+static atomic_int interrupt_ready;
+static atomic_int main_in_launch;
+static struct sigaction previous_int;
+
+static void on_sigint(int sig, siginfo_t *info, void *uctx) {
+    int saved_errno = errno;
+    const struct sigaction *p = &previous_int;
+    if (p->sa_flags & SA_SIGINFO) {
+        if (p->sa_sigaction) p->sa_sigaction(sig, info, uctx);
+    } else if (p->sa_handler == SIG_IGN) {
+        errno = saved_errno;
+        return;
+    } else if (p->sa_handler == SIG_DFL) {
+        sigaction(SIGINT, p, NULL);
+        raise(SIGINT);
+        errno = saved_errno;
+        return;
+    } else {
+        p->sa_handler(sig);
+    }
+    if (pthread_equal(pthread_self(), interrupt_thread)) {
+        if (cur.jmp) {
+            atomic_store(&interrupt_requested, 1);
+            if (cur.fn) { /* inside a kernel block: leave it */
+                sigjmp_buf *jb = cur.jmp;
+                cur.fn = NULL;
+                siglongjmp(*jb, 1);
+            }
+        }
+    } else if (atomic_load(&main_in_launch)) {
+        atomic_store(&interrupt_requested, 1);
+        pthread_kill(interrupt_thread, SIGINT); /* the main thread may be inside a kernel */
+    }
+    errno = saved_errno;
+}
+
+SIM_API int sim_install_interrupt(unsigned long main_thread) {
+    pthread_mutex_lock(&config_mu);
+    if (!atomic_load(&interrupt_ready)) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_sigint;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        sigemptyset(&sa.sa_mask);
+        interrupt_thread = (pthread_t)main_thread;
+        if (sigaction(SIGINT, &sa, &previous_int) == 0) atomic_store(&interrupt_ready, 1);
+    }
+    pthread_mutex_unlock(&config_mu);
+    return atomic_load(&interrupt_ready) ? SIM_OK : report(SIM_ESTATE, NULL, 0, "cannot install the SIGINT handler");
+}
+
+/* A synchronous launch by the main thread: SIGINT leaves it (see sim_install_interrupt). */
+static int execute_interruptible(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs,
+                                 uint32_t block_dim, char *msg) {
+    sigjmp_buf jb;
+    if (sigsetjmp(jb, 0)) {
+        /* left a kernel block from the SIGINT handler: SIGINT is still blocked, unblock it */
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGINT);
+        pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+        cur.jmp = NULL;
+        cur.fn = NULL;
+        atomic_store(&main_in_launch, 0);
+        if (cur.job) {
+            pthread_mutex_lock(&pool.mu);
+            pool_abandon_locked(cur.job);
+            pthread_mutex_unlock(&pool.mu);
+            cur.job = NULL;
+        }
+        return interrupted_msg(msg);
+    }
+    atomic_store(&interrupt_requested, 0);
+    cur.jmp = &jb;
+    atomic_store(&main_in_launch, 1);
+    atomic_signal_fence(memory_order_seq_cst);
+    int rc = execute(fn, args, nargs, block_dim, 0, msg);
+    atomic_signal_fence(memory_order_seq_cst);
+    atomic_store(&main_in_launch, 0);
+    cur.jmp = NULL;
+    return rc;
+}
+
 SIM_API int sim_launch(sim_stream *stream, opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs,
                        uint32_t block_dim, int intercore_sync, char *err, uint32_t errlen) {
     char msg[SIM_ERROR_LEN];
@@ -625,6 +930,9 @@ SIM_API int sim_launch(sim_stream *stream, opbuild_kernel_launch_fn fn, void *co
     if (rc == SIM_OK) {
         if (stream)
             rc = stream_enqueue_launch(stream, fn, args, nargs, block_dim, intercore_sync, msg);
+        else if (!intercore_sync && atomic_load_explicit(&interrupt_ready, memory_order_relaxed) && !cur.jmp &&
+                 pthread_equal(pthread_self(), interrupt_thread))
+            rc = execute_interruptible(fn, args, nargs, block_dim, msg);
         else
             rc = execute(fn, args, nargs, block_dim, intercore_sync, msg);
     }
@@ -688,6 +996,7 @@ static void *stream_worker(void *arg) {
         if (--s->pending == 0) pthread_cond_broadcast(&s->cv_idle);
     }
     pthread_mutex_unlock(&s->mu);
+    release_altstack();
     return NULL;
 }
 
@@ -789,6 +1098,24 @@ static int stream_drain(sim_stream *s, char *msg, int stop) {
     return rc;
 }
 
+SIM_API int sim_stream_wait(sim_stream *s, uint32_t timeout_ms) {
+    if (!s) return SIM_OK;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec += 1;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&s->mu);
+    int rc = 0;
+    while (s->pending > 0 && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&s->cv_idle, &s->mu, &until);
+    int busy = s->pending > 0;
+    pthread_mutex_unlock(&s->mu);
+    return busy ? SIM_EBUSY : SIM_OK;
+}
+
 SIM_API int sim_stream_synchronize(sim_stream *s, char *err, uint32_t errlen) {
     if (!s) return SIM_OK; /* the default stream is synchronous */
     if (pthread_equal(pthread_self(), s->thread))
@@ -841,4 +1168,7 @@ static void atfork_child(void) {
     gang.nidle = 0;
 }
 
-__attribute__((constructor)) static void sim_init(void) { pthread_atfork(NULL, NULL, atfork_child); }
+__attribute__((constructor)) static void sim_init(void) {
+    pthread_atfork(NULL, NULL, atfork_child);
+    install_fatal_handlers();
+}

@@ -52,6 +52,8 @@ enum {
     SIM_EKERNEL = 2, /* a block of the kernel failed */
     SIM_ENOMEM = 3,  /* out of memory or threads */
     SIM_ESTATE = 4,  /* operation not allowed in this state */
+    SIM_EINTR = 5,   /* a synchronous launch was interrupted (SIGINT); its running blocks are abandoned */
+    SIM_EBUSY = 6,   /* sim_stream_wait: work still pending after the timeout */
 };
 
 typedef struct sim_stream sim_stream;
@@ -86,6 +88,28 @@ SIM_API uint32_t sim_threads(void);
 
 SIM_API int sim_launch(sim_stream *stream, opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs,
                        uint32_t block_dim, int intercore_sync, char *err, uint32_t errlen);
+
+/* ---- crash reports ------------------------------------------------------------------------ */
+
+/* Name a kernel launch function for crash reports ("op X, binary Y (path)"; copied, at most
+ * SIM_LABEL_LEN - 1 bytes). When a block of a registered kernel dies of SIGSEGV, SIGBUS, SIGFPE,
+ * SIGILL or SIGABRT, one line naming the kernel, the block and the signal is written to stderr
+ * (async-signal-safe) before the signal's previous action runs (the process dies as before). */
+#define SIM_LABEL_LEN 256u
+SIM_API int sim_register_kernel(opbuild_kernel_launch_fn fn, const char *label);
+
+/* ---- interrupts ---------------------------------------------------------------------------- */
+
+/* Make synchronous launches of thread `main_thread` (Python's main thread) interruptible by
+ * SIGINT: the previous SIGINT action (Python's handler) runs first, then a block of the launch
+ * running in that thread is left (siglongjmp) and the launch returns SIM_EINTR; blocks running on
+ * other threads are abandoned (they finish on their own; device memory freed meanwhile is not
+ * reused). intercore_sync launches are not interruptible. Replacing the SIGINT handler later
+ * (signal.signal) turns this off. */
+SIM_API int sim_install_interrupt(unsigned long main_thread);
+/* Wait up to timeout_ms for the stream to drain: SIM_OK, or SIM_EBUSY (callers wait in slices so
+ * that the caller can handle signals between them). */
+SIM_API int sim_stream_wait(sim_stream *stream, uint32_t timeout_ms);
 
 SIM_API sim_stream *sim_stream_create(void);
 /* Wait for every task enqueued so far; returns (and clears) the first error recorded. */

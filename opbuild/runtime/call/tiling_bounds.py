@@ -1,0 +1,35 @@
+"""Bounds of a tiling result, checked once per plan before anything is launched.
+
+A tiling function is op-author C code: its block_dim, workspace size and tiling data size are
+untrusted numbers. Each must fit the SoC (vocabulary.Soc holds the limits) and the
+kernel, or the call fails with 561000 naming the value, instead of a launch of 2^31 blocks or
+an allocation of 2^64 bytes.
+"""
+
+from __future__ import annotations
+
+from opbuild.abi.platform import PlatformInfo
+from opbuild.runtime import device
+from opbuild.runtime.errors import ACLNN_ERR_INNER, AclnnError
+
+_INT64_LIMIT = 1 << 63
+
+
+def check_tiling_result(op: str, symbol: str, block_dim: int, workspace_size: int, info: PlatformInfo,
+                        intercore_sync: bool) -> None:
+    """AclnnError 561000 naming the op, the tiling function and the value out of bounds."""
+    where = f"{op}: tiling function {symbol}"
+    if block_dim == 0:
+        raise AclnnError(ACLNN_ERR_INNER, f"{where} set block_dim 0")
+    if block_dim > info.max_block_dim:
+        raise AclnnError(ACLNN_ERR_INNER, f"{where} set block_dim {block_dim}, more than {info.max_block_dim}, "
+                                          f"the most blocks of one launch on {info.soc}")
+    if intercore_sync and block_dim > device.MAX_SYNC_BLOCKS:
+        raise AclnnError(ACLNN_ERR_INNER, f"{where} set block_dim {block_dim}, more than {device.MAX_SYNC_BLOCKS} "
+                                          f"for an intercore_sync kernel")
+    if workspace_size >= _INT64_LIMIT:
+        raise AclnnError(ACLNN_ERR_INNER, f"{where} set workspace_size {workspace_size} "
+                                          f"({workspace_size - (1 << 64)} as int64: negative)")
+    if workspace_size > info.device_memory:
+        raise AclnnError(ACLNN_ERR_INNER, f"{where} set workspace_size {workspace_size} bytes, more than the "
+                                          f"{info.device_memory} bytes of device memory of {info.soc}")

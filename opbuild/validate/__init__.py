@@ -1,0 +1,248 @@
+"""`validate_op`: every check `scons ops` makes of an op that needs no kernel compile.
+
+One function, used by both `opbuild validate` (and so the pre-commit hook) and the build, which
+runs it on every spec it has not checked before, before it declares or writes anything:
+
+1. the spec itself (`opbuild.spec.read_spec`: YAML, schema, semantics, sources inside the op
+   directory, a Python key rule inside it too);
+2. `kernel.entry` defined in the kernel source; `tiling.function`, a C infer-shape function and
+   a C key callback defined in the tiling source and exported (`OPBUILD_API`): a declaration that
+   does not say OPBUILD_API is confirmed by compiling the tiling source (cached, tiling_lib.py);
+3. the aclnn C and Python parameter names the op's names derive to (reserved, colliding);
+4. the key/binary consistency check for the default, table, Python and C key rules (a C rule
+   runs from the compiled tiling source), each problem located in the author's file
+   (key_problems.py).
+
+Every problem is a `Problem` naming op.yaml, the key rule file or the C source at a line and
+column, each distinct problem once.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+from opbuild.spec.errors import JsonPath, Problem
+from opbuild.spec.loader import load_specs, read_spec
+from opbuild.spec.model import OpSpec
+from opbuild.spec.yaml_marks import Marks
+from opbuild.suggest import did_you_mean
+from opbuild.spec import csource
+
+
+def validate_op(path: str | os.PathLike[str]) -> tuple[OpSpec | None, list[Problem]]:
+    """Check one op.yaml as the build would: (the OpSpec, []) or (None, every problem)."""
+    spec, problems, marks = read_spec(path)
+    if spec is None or marks is None:
+        return None, problems
+    problems = list(dict.fromkeys(_OpChecks(spec, marks).run()))
+    return (None if problems else spec), problems
+
+
+def validate_ops(paths: Iterable[str | os.PathLike[str]]) -> list[OpSpec]:
+    """`load_specs` with `validate_op`: every spec named by `paths`, or SpecError with every
+    problem of every file (and ops defined twice)."""
+    return load_specs(paths, check=validate_op)
+
+
+class _OpChecks:
+    """The build's checks of one loaded, schema- and semantics-valid spec."""
+
+    def __init__(self, spec: OpSpec, marks: Marks) -> None:
+        self.spec = spec
+        self.marks = marks
+        self.shown_dir = Path(marks.file).parent
+        self.problems: list[Problem] = []
+        self._compiled = None
+
+    def err(self, path: JsonPath, message: str) -> None:
+        self.problems.append(self.marks.problem(path, message))
+
+    def shown(self, source: str) -> str:
+        return str(self.shown_dir / source)
+
+    def run(self) -> list[Problem]:
+        self.check_names()
+        if not self.problems:
+            self.check_generated()
+        sources_ok = self.check_symbols()
+        if sources_ok:
+            self.check_keys()
+        return self.problems
+
+    # ---- the compiled tiling source (only when needed) --------------------------------------
+
+    def compiled(self):
+        if self._compiled is None:
+            from opbuild.builder.toolchain import ToolchainError
+            from opbuild.validate.tiling_lib import Compiled, compile_tiling_source
+
+            try:
+                self._compiled = compile_tiling_source(self.spec, self.shown(self.spec.tiling.source))
+            except ToolchainError as exc:  # no C compiler: the build could not check this either
+                self._compiled = Compiled(None, (self.marks.problem(
+                    ("tiling", "source"), f"cannot compile the tiling source to check it: {exc}"),))
+            self.problems.extend(self._compiled.problems)
+        return self._compiled
+
+    def exported_symbols(self, names: list[str]) -> set[str] | None:
+        """Which of `names` the compiled tiling source exports (None: it does not compile)."""
+        import ctypes
+
+        compiled = self.compiled()
+        if compiled.library is None:
+            return None
+        lib = ctypes.CDLL(str(compiled.library), mode=ctypes.RTLD_LOCAL)
+        return {n for n in names if hasattr(lib, n)}
+
+    # ---- names -------------------------------------------------------------------------------
+
+    def name_path(self, role: str, name: str) -> JsonPath:
+        kinds = {"input": ("inputs", self.spec.inputs), "output": ("outputs", self.spec.outputs),
+                 "attr": ("attrs", self.spec.attrs)}
+        kind, items = kinds[role]
+        index = next(i for i, item in enumerate(items) if item.name == name)
+        return (kind, index, "name")
+
+    def check_names(self) -> None:
+        from opbuild.codegen.aclnn_c import aclnn_name_problems
+        from opbuild.codegen.python_api import python_name_problems
+
+        for param, message in aclnn_name_problems(self.spec):
+            self.err(self.name_path(param.role, param.spec_name), message)
+        for role, name, message in python_name_problems(self.spec):
+            self.err(self.name_path(role, name), message)
+
+    def check_generated(self) -> None:
+        """Render (not write) the package's Python aclnn module for this op and compile it: the
+        build's generator must not fail mid-build, nor write a module that does not import (a
+        SyntaxError there takes down every op of the package). The checks above should catch
+        every such spec; this is the net under them. (The C sources are not rendered: their
+        Jinja templates cost 50 ms to compile, and the aclnn names they use are checked above.)"""
+        from opbuild.codegen.python_api import render_python_api
+
+        try:
+            compile(render_python_api([self.spec]), "aclnn_ops.py", "exec")
+        except Exception as exc:  # noqa: BLE001 - whatever the generator or the compiler says
+            self.err(("op",), f"generating the Python aclnn API of op {self.spec.op} fails: "
+                              f"{type(exc).__name__}: {exc}")
+
+    # ---- sources and symbols -----------------------------------------------------------------
+
+    def read(self, source: str) -> str | None:
+        try:
+            return (self.spec.op_dir / source).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None  # SpecChecker reported it
+
+    def check_symbols(self) -> bool:
+        """kernel.entry, tiling.function, a C infer-shape function and a C key callback defined in
+        their sources, and the tiling ones exported; False when one is missing (the key check
+        then does not run: it would only repeat the problem)."""
+        spec = self.spec
+        good = True
+        kernel_text = self.read(spec.kernel.source)
+        if kernel_text is not None:
+            functions = csource.c_functions(kernel_text)
+            if csource.definition(functions, spec.kernel.symbol) is None:
+                good = False
+                self.err(("kernel", "entry"),
+                         f"kernel.entry {spec.kernel.symbol!r} is not defined in the kernel source "
+                         f"{self.shown(spec.kernel.source)} (expected `KERNEL_ENTRY void {spec.kernel.symbol}"
+                         f"(GM_ADDR ..., GM_ADDR workspace, GM_ADDR tiling) {{ ... }}`)"
+                         f"{did_you_mean(spec.kernel.symbol, csource.defined_names(functions))}")
+        tiling_text = self.read(spec.tiling.source)
+        if tiling_text is None:
+            return False
+        functions = csource.c_functions(tiling_text)
+        wanted: list[tuple[str, JsonPath, str]] = [("tiling.function", ("tiling", "function"), spec.tiling.symbol)]
+        if spec.key_rule.callback == "c" and spec.key_rule.c_symbol:
+            wanted.append(("the C key callback", ("simplified_key", "callback"), spec.key_rule.c_symbol))
+        unexported = []
+        for what, path, symbol in wanted:
+            found = csource.definition(functions, symbol)
+            if found is None:
+                good = False
+                if what == "tiling.function":  # (a missing callback or shape function: SpecChecker says so)
+                    self.err(path, f"tiling.function {symbol!r} is not defined in the tiling source "
+                                   f"{self.shown(spec.tiling.source)} (expected `OPBUILD_API uint32_t {symbol}"
+                                   f"(TilingContext *ctx) {{ ... }}`)"
+                                   f"{did_you_mean(symbol, csource.defined_names(functions))}")
+            elif not csource.declared_exported(functions, symbol):
+                unexported.append((what, found))
+        if spec.infer_shape:
+            found = csource.definition(functions, spec.infer_shape)
+            if found is not None and not csource.declared_exported(functions, spec.infer_shape):
+                unexported.append(("the infer-shape function", found))
+        if unexported:
+            exported = self.exported_symbols([f.name for _, f in unexported])
+            if exported is None:
+                return False  # the compile errors are reported
+            for what, f in unexported:
+                if f.name in exported:
+                    continue  # exported some other way (a macro of the author's, a pragma)
+                good = False
+                how = "is static" if f.static else "is not declared OPBUILD_API"
+                self.problems.append(Problem(
+                    self.shown(spec.tiling.source), f.line, f.col,
+                    f"{what} {f.name!r} {how}, so the tiling library (built with -fvisibility=hidden) does not "
+                    f"export it and the op fails at run time; declare it `OPBUILD_API ... {f.name}(...)`", ""))
+        return good
+
+    # ---- keys --------------------------------------------------------------------------------
+
+    def check_keys(self) -> None:
+        from opbuild.keys import callback_path, make_fragment_fn
+        from opbuild.validate.key_problems import key_problems
+
+        spec, rule = self.spec, self.spec.key_rule
+        rule_file = c_definition = None
+        c_callback = None
+        if rule.callback == "python" and rule.mode == "customized":
+            path = callback_path(spec)
+            rule_file = (path.resolve(), self.shown(f"{rule.py_module.replace('.', '/')}.py"))
+        elif rule.callback == "c" and rule.mode == "customized":
+            from opbuild.abi.c_callbacks import CKeyCallback, TilingLibrary
+
+            compiled = self.compiled()
+            if compiled.library is None:
+                return
+            text = self.read(spec.tiling.source) or ""
+            found = csource.definition(csource.c_functions(text), rule.c_symbol or "")
+            if found is not None:
+                c_definition = (self.shown(spec.tiling.source), found.line, found.col)
+            try:
+                c_callback = CKeyCallback(TilingLibrary(compiled.library), rule.c_symbol, spec)
+            except Exception as exc:  # noqa: BLE001 - e.g. not exported: reported above
+                self.err(("simplified_key", "callback"), f"cannot call the C key callback: {exc}")
+                return
+        try:  # a callback itself (not make_fragment_fn's checked wrapper): its own exceptions and
+            # fragments reach key_findings, which checks the fragments (and locates them)
+            if rule_file is not None:
+                from opbuild.keys import load_python_callback
+
+                fragment_fn = load_python_callback(spec)
+            else:
+                fragment_fn = c_callback or make_fragment_fn(spec)
+        except Exception as exc:  # noqa: BLE001 - a key rule module that fails to import
+            position = None
+            if rule_file is not None:
+                from opbuild.validate.key_problems import KeyProblems
+
+                position = KeyProblems(spec, self.marks, rule_file, None).rule_position(exc)
+            message = f"cannot load the simplified-key callback: {_cause(exc)}"
+            if position is not None:
+                self.problems.append(Problem(position[0], position[1], position[2], message, ""))
+            else:
+                self.err(("simplified_key", "callback"), message)
+            return
+        self.problems += key_problems(spec, self.marks, fragment_fn, rule_file, c_definition)
+
+
+def _cause(exc: BaseException) -> str:
+    inner = exc.__cause__ or exc
+    return f"{type(inner).__name__}: {inner}" if inner is not exc else str(exc)
+
+
+__all__ = ["validate_op", "validate_ops"]

@@ -1,0 +1,1 @@
+../../shared/key_rule.py

@@ -1,0 +1,18 @@
+#include "opbuild/tiling.h"
+#include "scale_custom_tiling.h"
+
+OPBUILD_API uint32_t scale_custom_tiling(TilingContext *ctx) {
+    ScaleCustomTilingData *td = TILING_DATA(ctx, ScaleCustomTilingData);
+    if (!td) return OPBUILD_GRAPH_FAILED;
+    td->total_length = (uint64_t)tiling_shape_size(tiling_input(ctx, 0));
+    tiling_set_block_dim(ctx, 1);
+    return OPBUILD_GRAPH_SUCCESS;
+}
+
+OPBUILD_API uint32_t scale_custom_infer_shape(TilingContext *ctx, uint32_t output, int64_t *dims, uint32_t *dim_num) {
+    const OpbuildTensorDesc *x = tiling_input(ctx, 0);
+    (void)output;
+    *dim_num = x->dim_num;
+    for (uint32_t i = 0; i < x->dim_num; ++i) dims[i] = x->dims[i];
+    return OPBUILD_GRAPH_SUCCESS;
+}
