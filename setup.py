@@ -26,6 +26,8 @@ from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
 NATIVE = "opbuild/runtime/native"
+ACL_SONAME = "libopbuild_acl.so"
+"""= opbuild.abi.native_libs.ACL_SONAME (tests/capi check the built library carries it)."""
 
 
 class build_shared_lib(build_ext):
@@ -40,7 +42,30 @@ class build_shared_lib(build_ext):
             sim_file = os.path.basename(self.get_ext_filename(SIM_NAME))
             ext.define_macros = [m for m in ext.define_macros if m[0] != "OPBUILD_SIM_BASENAME"]
             ext.define_macros.append(("OPBUILD_SIM_BASENAME", _c_string(sim_file)))
+        if ext.name == ACL_NAME:
+            # Op API libraries need the acl library by its fixed SONAME (opbuild/abi/native_libs.py):
+            # -lopbuild_acl and LD_LIBRARY_PATH find it under that name, beside the real file.
+            ext.extra_link_args = [a for a in ext.extra_link_args if not a.startswith("-Wl,-soname,")]
+            ext.extra_link_args.append(f"-Wl,-soname,{ACL_SONAME}")
         super().build_extension(ext)
+        if ext.name == ACL_NAME:
+            _link_acl(Path(self.get_ext_fullpath(ext.name)))
+
+    def copy_extensions_to_source(self):
+        """`pip install -e .`: the libraries are copied next to the sources; the fixed name too."""
+        super().copy_extensions_to_source()
+        build_py = self.get_finalized_command("build_py")
+        for ext in self.extensions:
+            if ext.name == ACL_NAME:
+                _link_acl(Path(self._get_inplace_equivalent(build_py, ext)[0]))
+
+
+def _link_acl(library: Path) -> None:
+    """`ACL_SONAME` beside the acl library: a relative symlink to it."""
+    link = library.parent / ACL_SONAME
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(library.name)
 
 
 def _c_string(text: str) -> str:

@@ -1,8 +1,10 @@
 """Build at scale: a clean build of a generated N-op × 4-binary package, side by side
 
     local -j2 | through distcc, two loopback distccd daemons (-j4) | cold cache (populating
-    OPBUILD_CACHE_DIR) | warm cache (a clean second checkout: every op restored from its bundle)
-    | warm per-file cache only (bundles removed: every compile retrieved by SCons) | one kernel
+    OPBUILD_CACHE_DIR) | warm cache (a clean second checkout at another path, with opbuild copied to
+    another path too: every op restored from its bundle)
+    | `opbuild pack` of the vendor package (time, .run size) | warm per-file cache only (bundles
+    removed: every compile retrieved by SCons) | one kernel
     edited in the second checkout
 
     python bench/build_scale_bench.py [--ops 200] [--jobs 2] [--distcc-jobs 4]
@@ -29,9 +31,9 @@ REPO = Path(__file__).resolve().parent.parent
 SUMMARY = re.compile(r"steps run \((\d+) compiled, (\d+) from cache, (\d+) remote\)")
 
 
-def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+def _env(extra: dict[str, str] | None = None, code: Path = REPO) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("OPBUILD_CACHE_DIR", "DISTCC_HOSTS", "SCONSFLAGS")}
-    env["PYTHONPATH"] = str(REPO)
+    env["PYTHONPATH"] = str(code)
     env["OPBUILD_FULL_CHECK"] = "1"
     env.update(extra or {})
     return env
@@ -46,11 +48,23 @@ def checkout(source: Path, name: str) -> Path:
     return dest
 
 
-def build(project: Path, jobs: int, extra: dict[str, str] | None = None, args: tuple[str, ...] = ()) -> tuple[float, str]:
+def copy_code(dest: Path) -> Path:
+    """A copy of opbuild (package with its native libraries, templates, schemas) at `dest`: a
+    teammate's install at another path (PYTHONPATH of the builds run with code=dest)."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(REPO / "opbuild", dest / "opbuild", symlinks=True, ignore=ignore)
+    for name in ("templates", "schemas"):
+        shutil.copytree(REPO / name, dest / name, ignore=ignore)
+    shutil.copy2(REPO / "pyproject.toml", dest / "pyproject.toml")
+    return dest
+
+
+def build(project: Path, jobs: int, extra: dict[str, str] | None = None, args: tuple[str, ...] = (),
+          code: Path = REPO) -> tuple[float, str]:
     os.sync()  # the previous build's writes are not this one's
     started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", "-C", str(project), f"-j{jobs}", "ops", *args],
-                          env=_env(extra), capture_output=True, text=True)
+                          env=_env(extra, code), capture_output=True, text=True)
     seconds = time.monotonic() - started
     if proc.returncode != 0:
         sys.exit(f"build failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
@@ -92,6 +106,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="opbuild-scale-"))
     rows = []
     daemons = []
+    elsewhere: Path | None = None
     try:
         project = tmp / "project"
         subprocess.run([sys.executable, str(REPO / "bench" / "gen_ops.py"), str(project), str(args.ops)], check=True,
@@ -113,10 +128,25 @@ def main() -> None:
         cache = tmp / "cache"
         seconds, line = build(checkout(project, "cold"), args.jobs, {"OPBUILD_CACHE_DIR": str(cache)})
         rows.append((f"clean build, cold cache -j{args.jobs} (populates it)", seconds, line))
-        other = checkout(project, "checkout2")  # a second checkout: same sources, another directory
-        seconds, line = build(other, args.jobs, {"OPBUILD_CACHE_DIR": str(cache)})
-        rows.append((f"clean build, warm cache -j{args.jobs} (second checkout)", seconds, line))
+        # a teammate: the same sources in a checkout at another path, with opbuild installed at
+        # another path too (cache keys name neither: opbuild/builder/portable.py)
+        elsewhere = Path(tempfile.mkdtemp(prefix="opbuild-scale-elsewhere-")) / "team" / "mate"
+        other = elsewhere / "checkout2"
+        shutil.copytree(project, other, ignore=shutil.ignore_patterns("out"))
+        teammate_code = copy_code(elsewhere / "opbuild-install")
+        seconds, line = build(other, args.jobs, {"OPBUILD_CACHE_DIR": str(cache)}, code=teammate_code)
+        rows.append((f"clean build, warm cache -j{args.jobs} (second checkout, other path)", seconds, line))
         warm = seconds
+
+        # CANN's installer of the vendor package (what `opbuild pack` writes)
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "opbuild.cli", "pack", str(other / "out" / "opp" / "vendors" / "customize")],
+                              env=_env(code=teammate_code), capture_output=True, text=True)
+        seconds = time.monotonic() - started
+        if proc.returncode != 0:
+            sys.exit(f"opbuild pack failed:\n{proc.stderr}")
+        [run_file] = (other / "out").glob("custom_opp_*.run")
+        rows.append((f"opbuild pack ({run_file.stat().st_size / 2**20:.1f} MiB .run)", seconds, ""))
 
         # the same, with SCons's per-file entries only (op bundles and checked specs left out of a copy)
         per_file = tmp / "cache-per-file"
@@ -129,7 +159,7 @@ def main() -> None:
         # one op's kernel edited in the second checkout: that op is built, the rest stay current
         kernel = sorted((other / "ops").glob("*/kernel.c"))[0]
         kernel.write_text(kernel.read_text() + "\nint bench_edit(void) { return 1; }\n")
-        seconds, line = build(other, args.jobs, {"OPBUILD_CACHE_DIR": str(cache)})
+        seconds, line = build(other, args.jobs, {"OPBUILD_CACHE_DIR": str(cache)}, code=teammate_code)
         rows.append((f"one kernel edited, -j{args.jobs} (second checkout)", seconds, line))
     finally:
         for proc, _ in daemons:
@@ -139,6 +169,8 @@ def main() -> None:
                 pass
             proc.wait(timeout=10)
         shutil.rmtree(tmp, ignore_errors=True)
+        if elsewhere is not None:
+            shutil.rmtree(elsewhere.parent.parent, ignore_errors=True)
 
     print(f"{args.ops} generated ops x 4 binaries, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     print(f"| {'build':<52} | {'time':>8} | {'vs local':>8} | compiled / from cache / remote |")

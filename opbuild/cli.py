@@ -226,6 +226,84 @@ def _install(args: argparse.Namespace) -> int:
     return 0
 
 
+def _configure_pack(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("package", nargs="?", default="out/opp/vendors/customize", metavar="PACKAGE_DIR",
+                        help="a built vendor package (default: out/opp/vendors/customize)")
+    parser.add_argument("-o", "--output", default=None, metavar="FILE.run",
+                        help="the installer to write (default: out/custom_opp_<os>_<arch>.run)")
+    parser.add_argument("--vendor", default=None, help="vendor name (default: the package directory's name)")
+
+
+@command("pack", "write CANN's self-extracting installer custom_opp_<os>_<arch>.run of a vendor package", _configure_pack)
+def _pack(args: argparse.Namespace) -> int:
+    from opbuild.deploy.install import InstallError
+    from opbuild.deploy.pack import pack
+
+    try:
+        path = pack(Path(args.package), Path(args.output) if args.output else None, args.vendor)
+    except (InstallError, OSError) as exc:
+        print(f"opbuild pack: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {path} ({path.stat().st_size} bytes): run it with --install-path=DIR (--help)")
+    return 0
+
+
+# ~~~ env, config ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+
+def _configure_env(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--pc-dir", default=None, metavar="DIR",
+                        help="where to write opbuild.pc (default: a directory under ~/.cache/opbuild/pkgconfig)")
+    parser.add_argument("--package", action="append", default=[], metavar="PKG",
+                        help="also put PKG/op_api/lib on LD_LIBRARY_PATH (e.g. an installed vendors/<vendor>); repeatable")
+
+
+@command("env", "print the exports C programs need (LD_LIBRARY_PATH, PKG_CONFIG_PATH): eval \"$(opbuild env)\"",
+         _configure_env)
+def _env(args: argparse.Namespace) -> int:
+    from opbuild.abi.native_libs import NativeLibraryMissing
+    from opbuild.deploy.setenv import env_script
+
+    try:
+        sys.stdout.write(env_script(Path(args.pc_dir) if args.pc_dir else None, [Path(p) for p in args.package]))
+    except (NativeLibraryMissing, OSError) as exc:
+        print(f"opbuild env: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _configure_config(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cflags", action="store_true", help="compile flags (acl/acl.h, aclnn/*.h)")
+    parser.add_argument("--libs", action="store_true", help="link flags (the acl library, libopbuild_acl.so)")
+    parser.add_argument("--package", default=None, metavar="PKG",
+                        help="also a package's op_api headers and libcust_opapi.so (e.g. out/opp/vendors/customize)")
+    parser.add_argument("--pc", action="store_true", help="print opbuild.pc (pkg-config) instead")
+
+
+@command("config", "print compile/link flags of C programs using the aclnn API (like pkg-config)", _configure_config)
+def _config(args: argparse.Namespace) -> int:
+    from opbuild.abi.native_libs import NativeLibraryMissing, pkg_config_text
+    from opbuild.deploy.setenv import config_flags
+
+    try:
+        if args.pc:
+            sys.stdout.write(pkg_config_text())
+            return 0
+        if not (args.cflags or args.libs):
+            print("opbuild config: error: give --cflags and/or --libs (or --pc)", file=sys.stderr)
+            return 2
+        package = Path(args.package) if args.package else None
+        if package is not None and not (package / "op_api" / "lib" / "libcust_opapi.so").is_file():
+            print(f"opbuild config: error: {package} has no op_api/lib/libcust_opapi.so (not a built vendor package)",
+                  file=sys.stderr)
+            return 1
+        print(" ".join(config_flags(args.cflags, args.libs, package)))
+    except NativeLibraryMissing as exc:
+        print(f"opbuild config: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 # ~~~ om ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 
 

@@ -48,6 +48,7 @@ from opbuild.atomic import atomic_write
 from opbuild.builder import cache
 from opbuild.builder.manifest import FileStat, file_stat
 from opbuild.builder.plan import OpPlan
+from opbuild.builder.portable import portable_path
 
 FORMAT = 1
 MAGIC = b"OPBUNDLE1\n"
@@ -155,10 +156,8 @@ def op_inputs(plan: OpPlan, root: Path, hasher: InputHasher, global_inputs: set[
 
 
 def op_key(plan: OpPlan, inputs: list[str], root: Path, common: str, hasher: InputHasher) -> str:
-    prefix = str(root).rstrip(os.sep) + os.sep
-
-    def rel(path: str) -> str:  # the plan's paths are absolute and normalised
-        return path[len(prefix):] if path.startswith(prefix) else path
+    def rel(path: str) -> str:  # the plan's paths are absolute and normalised; keys never name them
+        return portable_path(path, root)
 
     h = hashlib.sha256(f"{FORMAT}\0{common}\0{plan.spec.op}\0".encode())
     for step in plan.steps:

@@ -23,12 +23,22 @@ each compile step: the toolchain's name, identity (compiler and version) and ver
 SoC, the binary's macros and the generator's version (see scons_tool). No absolute path of the
 checkout is part of it, so two checkouts share entries; two toolchains never do.
 
+Trust: the sha256 catches damage (a torn write, a flipped bit), not intent: anyone who may write
+the directory can replace an entry together with its hash, and every build reading the cache
+then ships that content. So only builds you trust may write OPBUILD_CACHE_DIR (docs/cli.md).
+With `OPBUILD_CACHE_SECRET` set, the hash file also carries `hmac-sha256 <mac>`: an HMAC, keyed
+by the secret, of the entry's name and sha256. Readers holding the secret use an entry only if
+its MAC checks (a rewritten or renamed entry is reported as corrupt, removed and built again;
+`opbuild cache verify` reports it); builds without the secret cannot make entries those readers
+accept.
+
 `opbuild cache stats|verify|prune` (opbuild/cli.py) work on the same directory.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import sys
@@ -40,6 +50,9 @@ from pathlib import Path
 from opbuild.atomic import atomic_write
 
 CACHE_ENV = "OPBUILD_CACHE_DIR"
+SECRET_ENV = "OPBUILD_CACHE_SECRET"
+"""When set: entries carry an HMAC keyed by it, and readers accept only entries whose HMAC checks."""
+MAC_TAG = "hmac-sha256"
 EVENTS_FILE = "opbuild-events.jsonl"
 HASH_SUFFIX = ".sha256"
 TMP_PREFIX = ".tmp-"
@@ -79,11 +92,29 @@ def _write_atomic(directory: str, final: str, data: bytes, mode: int = 0o644) ->
     atomic_write(os.path.join(directory, os.path.basename(final)), data, mode, prefix=TMP_PREFIX)
 
 
+def _secret() -> bytes | None:
+    secret = os.environ.get(SECRET_ENV)
+    return secret.encode() if secret else None
+
+
+def entry_mac(secret: bytes, cache_file: str, digest: str) -> str:
+    """The HMAC of an entry: its file name (an entry moved to another name does not check) and sha256."""
+    return hmac.new(secret, f"{os.path.basename(cache_file)}\0{digest}".encode(), hashlib.sha256).hexdigest()
+
+
+def hash_record(cache_file: str, data: bytes) -> str:
+    """The text of an entry's hash file: its sha256, and its HMAC when OPBUILD_CACHE_SECRET is set."""
+    digest = sha256_bytes(data)
+    secret = _secret()
+    mac = f"{MAC_TAG} {entry_mac(secret, cache_file, digest)}\n" if secret else ""
+    return f"{digest}\n{mac}"
+
+
 def store(cache_file: str, data: bytes, mode: int = 0o644) -> None:
     """Write an entry and its hash: hash first, then the entry (both renamed into place)."""
     directory = os.path.dirname(cache_file)
     os.makedirs(directory, exist_ok=True)
-    _write_atomic(directory, hash_path(cache_file), (sha256_bytes(data) + "\n").encode())
+    _write_atomic(directory, hash_path(cache_file), hash_record(cache_file, data).encode())
     _write_atomic(directory, cache_file, data, mode)
 
 
@@ -98,12 +129,20 @@ def load_verified(cache_file: str) -> tuple[bytes | None, str | None]:
     except OSError as exc:
         return None, f"unreadable: {exc.strerror or exc}"
     try:
-        expected = Path(hash_path(cache_file)).read_text().strip()
-    except OSError:
+        lines = Path(hash_path(cache_file)).read_text().splitlines()
+    except (OSError, ValueError):
         return None, "no stored hash"
+    expected = lines[0].strip() if lines else ""
     actual = sha256_bytes(data)
     if actual != expected:
         return None, f"sha256 {actual[:12]}... does not match the stored {expected[:12]}..."
+    secret = _secret()
+    if secret is not None:
+        macs = [line.split(None, 1)[1].strip() for line in lines[1:] if line.startswith(MAC_TAG + " ")]
+        if not macs:
+            return None, f"no HMAC ({SECRET_ENV} is set: entries must carry one)"
+        if not hmac.compare_digest(macs[0], entry_mac(secret, cache_file, actual)):
+            return None, f"HMAC does not match (not written with this {SECRET_ENV})"
     return data, None
 
 

@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from opbuild import codegen
 from opbuild.abi import package_layout as layout
+from opbuild.builder.portable import portable_text
 from opbuild.spec.model import OpSpec
 
 VARLISTS: dict[str, tuple[str, ...]] = {
@@ -51,7 +52,9 @@ def signature(kind: str, overrides: dict) -> str:
     varlist variable whenever it computes a step's signature; one short plain string is far
     cheaper to substitute than a command line of 20 words."""
     values = [overrides.get(name, "") for name in VARLISTS[kind]]
-    return hashlib.sha256(json.dumps(values, separators=(",", ":")).encode()).hexdigest()
+    # opbuild's install locations (-I of its headers, -L of the acl library) as tokens: the
+    # signature is the shared cache's key, the same from any checkout (builder/portable.py).
+    return hashlib.sha256(portable_text(json.dumps(values, separators=(",", ":"))).encode()).hexdigest()
 
 
 def _absolute(path) -> str:

@@ -48,6 +48,7 @@ opbuild: build CANN-style op packages from ops/<op>/op.yaml
   scons ops OPS=A,B         only these ops (op type or directory name)
   scons -c                  remove everything the build made
   scons -j N ops            N parallel compiles
+  scons package             build, then write out/custom_opp_<os>_<arch>.run (as `opbuild pack`)
 
 Options (NAME=value on the command line):
   OPS=A,B        ops to build (default: all under ops/); other ops built earlier
@@ -63,6 +64,7 @@ Options (NAME=value on the command line):
                  without -j, the build runs as many jobs as the hosts have slots
 Environment:
   OPBUILD_CACHE_DIR   shared SCons cache directory (CacheDir) for compiled files
+  OPBUILD_CACHE_SECRET  entries carry an HMAC keyed by it; entries whose HMAC does not check are rebuilt
   OPBUILD_FULL_CHECK  1: always let SCons check every file (skip the up-to-date manifest)
 """
 
@@ -170,10 +172,20 @@ def main() -> None:
     ops_cache = OpsCache(enabled=not looking,
                          cache_dir=cache_dir if cache_dir and not GetOption("cache_disable") else None,
                          push=not GetOption("cache_readonly"), jobs=int(GetOption("num_jobs") or 1) * 2)
-    build = declare_build(env, specs, options, ops_cache, others=others)
+    from opbuild.builder.outlock import lock_output
+
+    try:
+        lock_output(out)  # from here on the build writes under out/: one build at a time
+        build = declare_build(env, specs, options, ops_cache, others=others)
+    except OSError as exc:
+        sys.stderr.write(f"error: {_os_error(exc, out)}\n")
+        Exit(1)
     targets = build.targets
     Alias("ops", targets)
-    Clean("ops", [str(out / "opp"), str(out / "build"), str(out / CACHE_FILE.parent)])
+    _package_alias(env, targets, out, env["VENDOR"])
+    from opbuild.deploy.pack import run_file_name
+
+    Clean("ops", [str(out / "opp"), str(out / "build"), str(out / CACHE_FILE.parent), str(out / run_file_name())])
     Default("ops")
     if not GetOption("no_exec"):
         spec_cache.save()  # everything is declared: from here on, the build may write
@@ -217,6 +229,27 @@ def _record_manifest(path: Path, key: str, compiler: str | None, build, root: Pa
             files.add(tool)
     files.add(str(root / "SConstruct"))
     manifest.record(path, key, sorted(files), derived, sorted(dirs), summary, started_ns)
+
+
+def _package_alias(env, targets, out: Path, vendor: str) -> None:
+    """`scons package`: the build, then CANN's installer of the vendor package,
+    out/custom_opp_<os>_<arch>.run (opbuild/deploy/pack.py, as `opbuild pack`)."""
+    from SCons.Action import Action  # type: ignore[import-not-found]
+
+    def write_installer(target, source, env) -> int:
+        from opbuild.deploy.install import InstallError
+        from opbuild.deploy.pack import pack
+
+        try:
+            path = pack(out / "opp" / "vendors" / vendor)
+        except (InstallError, OSError) as exc:
+            sys.stderr.write(f"error: scons package: {exc}\n")
+            return 1
+        sys.stdout.write(f"opbuild: wrote {path} ({path.stat().st_size} bytes)\n")
+        return 0
+
+    alias = env.Alias("package", targets, Action(write_installer, None))
+    env.AlwaysBuild(alias)
 
 
 def _toolchain(name: str, cc: str, root: Path):
@@ -321,8 +354,10 @@ def _summary(specs, options, started: float, build, record) -> None:
     targets = build.targets
     try:
         build.finish()
-    except Exception as exc:  # noqa: BLE001 - records only: the build's own result stands
-        sys.stderr.write(f"opbuild: warning: recording the built ops failed: {exc}\n")
+    except Exception as exc:  # noqa: BLE001 - the outputs stand, but the next build would trust a stale record
+        from opbuild.builder.bundles import INSTALLED_FILE
+
+        _fatal(f"error: cannot record the built ops ({INSTALLED_FILE}): {_os_error(exc, options.out / INSTALLED_FILE)}")
     seconds = time.monotonic() - started
     binaries = sum(len(s.binaries) * len(s.packages) * len([c for c in s.socs if options.socs is None or c in options.socs])
                    for s in specs)  # every kernel binary built, in every package the op goes into
@@ -336,7 +371,11 @@ def _summary(specs, options, started: float, build, record) -> None:
     try:
         if not failures:
             if complete and record is not None:
-                record({"ops": len(specs), "binaries": binaries, "steps": PROGRESS.total})
+                try:
+                    record({"ops": len(specs), "binaries": binaries, "steps": PROGRESS.total})
+                except Exception as exc:  # noqa: BLE001 - a full disk, a read-only out/: say so, exit 1
+                    sys.stdout.write(line)
+                    _fatal(f"error: cannot write the up-to-date manifest: {_os_error(exc, options.out)}")
             (sys.stdout if complete else sys.stderr).write(line)
             sys.stdout.flush()
             return
@@ -352,3 +391,22 @@ def _summary(specs, options, started: float, build, record) -> None:
         sys.stderr.flush()
     except BrokenPipeError:  # `scons ops | head`
         pass
+
+
+def _os_error(exc: BaseException, near: Path) -> str:
+    """One line for an error writing under `near`: the file it names, and why."""
+    if isinstance(exc, OSError):
+        where = exc.filename2 or exc.filename or near  # (os.replace: the file it was replacing)
+        return f"{where}: {exc.strerror or exc}"
+    return f"{near}: {type(exc).__name__}: {exc}"
+
+
+def _fatal(message: str) -> None:
+    """At exit (after SCons wrote its signatures): print `message` and end the process with
+    status 1. An exception in an atexit handler would print a traceback and keep status 0."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.write(message.rstrip("\n") + "\n")
+        sys.stderr.flush()
+    finally:
+        os._exit(1)

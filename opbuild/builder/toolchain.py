@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 from opbuild import nonfinite
 from opbuild.abi.vocabulary import DEFAULT_BINARY_IMPL_MODES, SOCS, impl_mode_string
-from opbuild.runtime_paths import native_include_dir
+from opbuild.builder.portable import prefix_map_flags
 
 
 class ToolchainError(Exception):
@@ -138,10 +138,9 @@ class HostToolchain(Toolchain):
     def _prefix_map(self) -> list[str]:
         # Keeps the build machine's absolute paths out of the binaries (reproducible builds).
         # Commands name sources under the project by relative paths and run in the project root,
-        # so only the installed headers need mapping; the project's own location appears
-        # nowhere, neither in the binaries nor in the command (the shared cache's key), so two
-        # checkouts share cached compiles.
-        return [f"-ffile-prefix-map={native_include_dir()}=opbuild"]
+        # so only opbuild's install locations need mapping (opbuild/builder/portable.py, which
+        # also keeps them out of the shared cache's keys): two checkouts share cached compiles.
+        return prefix_map_flags()
 
     def kernel_command(self, sources, output, macros, include_dirs):
         defines = [f"-D{k}={v}" for k, v in sorted(macros.items())]

@@ -23,7 +23,7 @@ class InstallError(Exception):
     """The package cannot be installed; the message says why and what to do."""
 
 
-def _is_vendor_package(path: Path) -> bool:
+def is_vendor_package(path: Path) -> bool:
     return (path / layout.KERNEL_ROOT / "config").is_dir()
 
 
@@ -54,7 +54,7 @@ def update_load_priority(config_ini: Path, vendor: str) -> None:
 def install(package: Path, opp_path: Path, vendor: str | None = None, force: bool = False) -> str:
     """Install `package` (e.g. out/opp/vendors/customize); returns a one-line report."""
     package = package.resolve()
-    if not package.is_dir() or not _is_vendor_package(package):
+    if not package.is_dir() or not is_vendor_package(package):
         raise InstallError(f"{package} is not a built op package (no {layout.KERNEL_ROOT}/config/)")
     vendor = vendor or package.name
     if not vendor or "/" in vendor or vendor in (".", ".."):

@@ -87,12 +87,12 @@ def snapshot_code(dest: Path) -> Path:
         shutil.copyfile(src, target)
         shutil.copymode(src, target)
         os.utime(target, (past, past))
-    from opbuild.abi.native_libs import RUNTIME_DIR
+    from opbuild.abi.native_libs import ACL_LINK_NAME, RUNTIME_DIR
 
-    for lib in sorted(RUNTIME_DIR.glob("_opbuild_*.so")):
+    for lib in sorted([*RUNTIME_DIR.glob("_opbuild_*.so"), RUNTIME_DIR / ACL_LINK_NAME]):
         target = dest / "opbuild" / "runtime" / lib.name
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(lib, target)
+        shutil.copy2(lib, target, follow_symlinks=False)
     backdate(dest)
     return dest
 

@@ -173,8 +173,9 @@ def test_op_api_library_exports_exactly_its_ops_aclnn_functions(package, pkg_dir
 @pytest.mark.parametrize("pkg_dir, name", list(OPAPI_LIBS), ids=[f"{d}/{n}" for d, n in OPAPI_LIBS])
 def test_op_api_library_needs_the_acl_library(package, pkg_dir, name):
     """Every op API library, libopapi.so with no op of its own included, depends on the acl
-    library: op_fallback finds ResetCacheThreadLocal through it."""
-    from opbuild.abi.native_libs import acl_library
+    library by its fixed name (op_fallback finds ResetCacheThreadLocal through it), with no rpath:
+    no path of the build machine; the acl library carries that name as its SONAME."""
+    from opbuild.abi.native_libs import ACL_SONAME, acl_library
 
     readelf = shutil.which("readelf")
     if readelf is None:
@@ -182,4 +183,7 @@ def test_op_api_library_needs_the_acl_library(package, pkg_dir, name):
     lib = package.opp / pkg_dir / "op_api" / "lib" / name
     out = subprocess.run([readelf, "-d", str(lib)], capture_output=True, text=True, check=True).stdout
     needed = [line.rsplit("[", 1)[1].rstrip("]") for line in out.splitlines() if "(NEEDED)" in line]
-    assert acl_library().name in needed, needed
+    assert ACL_SONAME in needed, needed
+    assert "RPATH" not in out and "RUNPATH" not in out, out
+    acl = subprocess.run([readelf, "-d", str(acl_library())], capture_output=True, text=True, check=True).stdout
+    assert f"Library soname: [{ACL_SONAME}]" in acl

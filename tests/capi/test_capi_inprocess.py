@@ -74,7 +74,9 @@ class OpApi:
 
 
 @pytest.fixture(scope="module")
-def opapi(package):
+def opapi(acl, package):
+    # (acl first: op API libraries need the acl library by its SONAME, with no rpath; the loader
+    # finds it only because it is loaded, as opbuild.runtime does: opbuild/abi/native_libs.py)
     lib = OpApi(package.libs_for("AddCustomTemplate", "AddNCustom", "MulCustom", "ReduceSumCustom",
                                  "LeakyReluCustom"))
     assert lib.paths == [package.lib, package.builtin_lib("math"), package.builtin_lib("nn")]

@@ -192,6 +192,11 @@ def _handle(path: str) -> tuple[ctypes.CDLL | None, str]:
 
                 inside_package(root, path, "op API library", "op_fallback")
             try:
+                # Op API libraries need the acl library by its fixed name and carry no rpath: load it
+                # first, the loader then matches that need by SONAME (opbuild/abi/native_libs.py).
+                from opbuild.runtime.capi import acl_library
+
+                acl_library()
                 lib = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
             except OSError as exc:
                 return None, f"load failed: {exc}"
