@@ -67,6 +67,27 @@ def load_torch():
     return torch
 
 
+def add_calls(ops):
+    """1-element fp32 AddCustomTemplate arrays and its calls: two-phase hit, one-shot hit, cache miss."""
+    x = np.ones(1, np.float32)
+    y = np.ones(1, np.float32)
+    z = np.empty(1, np.float32)
+    phase1, phase2 = ops.aclnnAddCustomTemplateGetWorkspaceSize, ops.aclnnAddCustomTemplate
+
+    def two_phase():
+        size, ex = phase1(x, y, z)
+        phase2(None, size, ex, None)
+
+    def one_shot():
+        ops.add_custom_template(x, y)
+
+    def miss():
+        rt.clear_op_cache()
+        two_phase()
+
+    return (x, y, z), two_phase, one_shot, miss
+
+
 # ---- 0. issue 11's table ------------------------------------------------------------------------
 
 def c_rows(package: Path, number: int, repeat: int, threads: tuple[int, ...]) -> dict[str, float] | None:
@@ -132,22 +153,7 @@ def syn_exec_call(number: int):
 
 
 def issue_table(ops, package: Path, torch, number: int, repeat: int) -> None:
-    x = np.ones(1, np.float32)
-    y = np.ones(1, np.float32)
-    z = np.empty(1, np.float32)
-    phase1, phase2 = ops.aclnnAddCustomTemplateGetWorkspaceSize, ops.aclnnAddCustomTemplate
-
-    def two_phase():
-        size, ex = phase1(x, y, z)
-        phase2(None, size, ex, None)
-
-    def one_shot():
-        ops.add_custom_template(x, y)
-
-    def miss():
-        rt.clear_op_cache()
-        size, ex = phase1(x, y, z)
-        phase2(None, size, ex, None)
+    (x, y, z), two_phase, one_shot, miss = add_calls(ops)
 
     two_phase()
     assert z[0] == 2.0
@@ -205,22 +211,8 @@ def issue_table(ops, package: Path, torch, number: int, repeat: int) -> None:
 # ---- 1. host overhead -----------------------------------------------------------------------------
 
 def host_overhead(ops, torch, number: int, repeat: int) -> None:
-    x = np.ones(1, np.float32)
-    y = np.ones(1, np.float32)
-    z = np.empty(1, np.float32)
+    (x, y, z), two_phase, one_shot, miss = add_calls(ops)
     phase1, phase2 = ops.aclnnAddCustomTemplateGetWorkspaceSize, ops.aclnnAddCustomTemplate
-
-    def two_phase():
-        size, ex = phase1(x, y, z)
-        phase2(None, size, ex, None)
-
-    def one_shot():
-        ops.add_custom_template(x, y)
-
-    def miss():
-        rt.clear_op_cache()
-        size, ex = phase1(x, y, z)
-        phase2(None, size, ex, None)
 
     # The Python path of the same wrappers (the reference the C fast path wraps, when it is built).
     py1, py2 = getattr(phase1, "__wrapped__", phase1), getattr(phase2, "__wrapped__", phase2)

@@ -124,6 +124,7 @@ def packer(n: int) -> struct.Struct:
         st = _PACKERS[n] = struct.Struct(f"={n}Q")
     return st
 
+
 def _launch_failed(plan: Plan) -> None:
     device.interrupted()  # an interrupted launch (Ctrl-C) raises KeyboardInterrupt, not an AclnnError
     raise AclnnError(ACLNN_ERR_RUNTIME_ERROR, f"{plan.op.name}: kernel {plan.kernel.name} failed: "
@@ -151,18 +152,21 @@ def _launch_now(plan: Plan, a: Any, executor: Executor) -> None:
         _observe(plan)
     rc = launch(None, plan.fn, a, plan.nargs, plan.block_dim, plan.sync, None, 0)
     if rc:
-        device.interrupted()
-        raise AclnnError(ACLNN_ERR_RUNTIME_ERROR, f"{plan.op.name}: kernel {plan.kernel.name} failed: "
-                                                  f"{_native_error()} [kernel {plan.kernel.binary.path}]")
+        _launch_failed(plan)
 
 
-def _launch_stream(plan: Plan, executor: Executor, args: list, stream: Any, refs: list | None) -> None:
+def _device_launch(plan: Plan, executor: Executor, args: list, stream: Any) -> None:
+    """Launch through the simulator's Python binding (streams, prepared tensors); its errors as 361001."""
     if LAUNCH_OBSERVERS:
         _observe(plan)
     try:
         device.launch(plan.kernel.binary, args, plan.block_dim, stream=stream, intercore_sync=plan.kernel.intercore_sync)
     except device.DeviceError as exc:
         raise AclnnError(ACLNN_ERR_RUNTIME_ERROR, f"{executor.op.spec.op}: kernel {plan.kernel.name} failed: {exc}") from None
+
+
+def _launch_stream(plan: Plan, executor: Executor, args: list, stream: Any, refs: list | None) -> None:
+    _device_launch(plan, executor, args, stream)
     if refs is not None and stream is not None and stream is not _default_stream:
         # Asynchronous stream: keep everything the kernel reads alive until it has run.
         refs.append(plan)
@@ -207,12 +211,7 @@ def _execute_prepared(plan: Plan, executor: Executor, ws_addr: int, workspace: A
     args.append(ws_addr)
     args.append(plan.tiling_addr)
     executor.used = True
-    if LAUNCH_OBSERVERS:
-        _observe(plan)
-    try:
-        device.launch(plan.kernel.binary, args, plan.block_dim, stream=stream, intercore_sync=plan.kernel.intercore_sync)
-    except device.DeviceError as exc:
-        raise AclnnError(ACLNN_ERR_RUNTIME_ERROR, f"{executor.op.spec.op}: kernel {plan.kernel.name} failed: {exc}") from None
+    _device_launch(plan, executor, args, stream)
     if stream is None or stream is _default_stream:
         for dst, src in copy_back:
             np.copyto(dst, src)
