@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from opbuild.abi.vocabulary import SOCS
+from opbuild.abi.vocabulary import SOCS, Soc
 
 __all__ = ["PlatformInfo", "platform", "known_socs"]
 
@@ -21,8 +21,8 @@ class PlatformInfo:
     ub_size: int
     cube_core_num: int
     vector_core_num: int
-    device_memory: int = 64 << 30
-    max_block_dim: int = 65535
+    device_memory: int = Soc.device_memory  # the defaults are the vocabulary's
+    max_block_dim: int = Soc.max_block_dim
 
 
 _TABLE: dict[str, PlatformInfo] = {
