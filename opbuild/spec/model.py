@@ -52,10 +52,12 @@ class ShapeRule:
 
     kind `same_as` (operands = one input), `broadcast` (operands = inputs, numpy rules),
     `reduce` (operand = one input; axes/keep_dims attrs named by `axes_attr`/`keep_dims_attr`),
-    or `function` (operands = one C symbol in the tiling library).
+    `function` (operands = one C symbol in the tiling library), or `data_dependent` (AI CPU ops:
+    operands = the upper bound of each dimension, `N`, `rank(x)`, `size(x)` or `dim(x, i)`; the
+    compute function reports the real shape).
     """
 
-    kind: Literal["same_as", "broadcast", "reduce", "function"]
+    kind: Literal["same_as", "broadcast", "reduce", "function", "data_dependent"]
     operands: tuple[str, ...]
     axes_attr: str | None = None
     keep_dims_attr: str | None = None
@@ -183,8 +185,8 @@ class OpSpec:
     outputs: tuple[Param, ...]
     attrs: tuple[Attr, ...]
     tiling_data: tuple[TilingField, ...]
-    kernel: SourceRef
-    tiling: SourceRef
+    kernel: SourceRef | None
+    tiling: SourceRef | None
     key_rule: KeyRule
     binaries: tuple[Binary, ...]
     socs: tuple[str, ...]
@@ -196,6 +198,19 @@ class OpSpec:
     infer_shape: str | None = None
     intercore_sync: bool = False
     """`kernel.intercore_sync`: the kernel uses SyncAll, so all blocks must run concurrently."""
+    engine: Literal["aicore", "aicpu"] = "aicore"
+    """`aicore`: kernel binaries selected by key; `aicpu`: `compute` run by the AI CPU."""
+    compute: SourceRef | None = None
+    """engine aicpu: the compute source and function (compiled into libcust_aicpu_kernels.so)."""
+
+    @property
+    def is_aicpu(self) -> bool:
+        return self.engine == "aicpu"
+
+    @property
+    def data_dependent(self) -> bool:
+        """Some output's shape is known only after the compute function ran."""
+        return any(p.shape is not None and p.shape.kind == "data_dependent" for p in self.outputs)
 
     @property
     def op_dir(self) -> Path:
