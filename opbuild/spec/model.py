@@ -208,6 +208,11 @@ class OpSpec:
         return self.engine == "aicpu"
 
     @property
+    def sources(self) -> tuple[SourceRef, ...]:
+        """The C sources the op names: kernel and tiling (AI Core), or compute (AI CPU)."""
+        return tuple(s for s in (self.kernel, self.tiling, self.compute) if s is not None)
+
+    @property
     def data_dependent(self) -> bool:
         """Some output's shape is known only after the compute function ran."""
         return any(p.shape is not None and p.shape.kind == "data_dependent" for p in self.outputs)
