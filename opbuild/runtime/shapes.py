@@ -52,10 +52,13 @@ def _fits(shape: tuple[int, ...]) -> bool:
 
 def infer_output_shape(spec: OpSpec, output: Param, input_shapes: dict[str, tuple[int, ...]],
                        attrs: dict[str, Any]) -> tuple[int, ...] | None:
-    """The shape `output` must have for these inputs; None when the spec gives no rule."""
+    """The shape `output` must have for these inputs (a data-dependent output: its upper bound,
+    the buffer the caller allocates); None when the spec gives no rule."""
     rule = output.shape
     if rule is None:
         return None
+    if rule.kind == "data_dependent":
+        return tuple(dimension_bound(spec, bound, input_shapes) for bound in rule.operands)
     if rule.kind == "same_as":
         return input_shapes[rule.operands[0]]
     if rule.kind == "broadcast":
@@ -76,6 +79,28 @@ def infer_output_shape(spec: OpSpec, output: Param, input_shapes: dict[str, tupl
             return tuple(1 if i in axes else d for i, d in enumerate(shape))
         return tuple(d for i, d in enumerate(shape) if i not in axes)
     return None
+
+
+def dimension_bound(spec: OpSpec, bound: str, input_shapes: dict[str, tuple[int, ...]]) -> int:
+    """One `max` entry of a data-dependent shape: N, rank(x), size(x) or dim(x, i) (spec-format.md)."""
+    text = "".join(bound.split())
+    if text.isdigit():
+        return int(text)
+    fn, _, rest = text.partition("(")
+    name, _, axis = rest.rstrip(")").partition(",")
+    shape = input_shapes[name]
+    if fn == "rank":
+        return len(shape)
+    if fn == "size":
+        total = 1
+        for d in shape:
+            total *= d
+        return total
+    i = int(axis)
+    if not -len(shape) <= i < len(shape):
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op}: output bound {bound}: input '{name}' of shape "
+                                                  f"{list(shape)} has no axis {i}")
+    return shape[i]
 
 
 def infer_output_dtype(spec: OpSpec, output: Param, input_dtypes: dict[str, str]) -> str:
