@@ -146,6 +146,23 @@ aclnnStatus aclDestroyTensor(const aclTensor *tensor) {
     return destroy_object((void *)tensor, OPBUILD_ACL_TENSOR, "aclDestroyTensor", "aclTensor");
 }
 
+/* The tensor's view shape, in an array this function allocates (the caller frees it with free(),
+ * CANN: delete[]). After an op with a data-dependent output shape ran (aclnnNonZeroCustom), its out
+ * tensor's view shape is the real one. */
+aclnnStatus aclGetViewShape(const aclTensor *tensor, int64_t **viewDims, uint64_t *viewDimsNum) {
+    if (tensor == NULL || viewDims == NULL || viewDimsNum == NULL)
+        return aclnn_fail(ACLNN_ERR_PARAM_NULLPTR, "aclGetViewShape", "tensor, viewDims or viewDimsNum is a null pointer");
+    if (tensor->magic != ACL_MAGIC(OPBUILD_ACL_TENSOR))
+        return aclnn_fail(ACLNN_ERR_PARAM_INVALID, "aclGetViewShape", "%p is not a live aclTensor", (const void *)tensor);
+    uint64_t n = tensor->viewDimsNum;
+    int64_t *dims = malloc((n ? n : 1) * sizeof *dims);
+    if (dims == NULL) return aclnn_fail(ACLNN_ERR_INNER, "aclGetViewShape", "out of memory");
+    if (n) memcpy(dims, tensor->viewDims, n * sizeof *dims);
+    *viewDims = dims;
+    *viewDimsNum = n;
+    return ACLNN_SUCCESS;
+}
+
 /* ---- scalars -------------------------------------------------------------------------------- */
 
 aclScalar *aclCreateScalar(void *value, aclDataType dataType) {

@@ -44,6 +44,10 @@ ACL_FUNC_VISIBILITY aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t
                                                const int64_t *storageDims, uint64_t storageDimsNum,
                                                void *tensorData);
 ACL_FUNC_VISIBILITY aclnnStatus aclDestroyTensor(const aclTensor *tensor);
+/* The view shape of a tensor in a new array (*viewDims, freed by the caller with free()). After an
+ * op with a data-dependent output shape ran and its stream was synchronized, the out tensor's
+ * view shape is the real one (CANN's pattern for aclnnNonzero). */
+ACL_FUNC_VISIBILITY aclnnStatus aclGetViewShape(const aclTensor *tensor, int64_t **viewDims, uint64_t *viewDimsNum);
 
 /* A scalar holding a copy of *value, read as dataType. */
 ACL_FUNC_VISIBILITY aclScalar *aclCreateScalar(void *value, aclDataType dataType);
