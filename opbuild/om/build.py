@@ -9,7 +9,11 @@ Dependency analysis (seed §3): only what the nodes use is packed —
   its precomputed tiling (TILING_DATA);
 * `preprocess: true` nodes: their package's device tiling library as OpMasterDevice (tiling runs
   at execution from it);
-* `bin_file_path` nodes: that .so as Autofuse (it is launched instead of the selected kernel).
+* `bin_file_path` nodes: that .so as Autofuse (it is launched instead of the selected kernel);
+* AI CPU nodes (`engine: aicpu` ops): their package's libcust_aicpu_kernels.so in
+  CUST_AICPU_KERNELS, once per package (nothing is selected or tiled at build time). A
+  data-dependent output has no shape at build time: only AI CPU nodes may consume it in a static
+  model.
 """
 
 from __future__ import annotations
@@ -27,10 +31,11 @@ from opbuild.nonfinite import dumps, to_json
 from opbuild.abi.ge_types import numpy_dtype
 from opbuild.abi.vocabulary import IMPL_MODE_INDEX
 from opbuild.om import format as omf
-from opbuild.om import so_store, tables
+from opbuild.om import kernel_store, so_store, tables
 from opbuild.om.errors import OmError
 from opbuild.om.model import Model, Node
 from opbuild.runtime.binaries.package import binary_index, read_load_priority
+from opbuild.runtime.call.aicpu import package_has_op
 from opbuild.spec.serialize import spec_to_dict
 
 FORMAT = "opbuild-om"
@@ -94,7 +99,7 @@ class _Packages:
         candidates = [wanted] if wanted else self.order
         for vendor in candidates:
             root = self.root(vendor)
-            if root.is_dir() and op in binary_index(root, self.soc).keys_by_op:
+            if root.is_dir() and (op in binary_index(root, self.soc).keys_by_op or package_has_op(root, op)):
                 return vendor
         where = ", ".join(str(self.root(v)) for v in candidates) or f"(no packages under {self.opp})"
         raise OmError(f"op {op} is in no package for {self.soc}; searched {where}")
@@ -106,6 +111,11 @@ class _Packages:
         if module is None:
             module = self._modules[vendor] = import_ops(self.root(vendor))
         return module._OPS[op]
+
+
+def aicpu_item_name(vendor: str) -> str:
+    """The CUST_AICPU_KERNELS item of a package's libcust_aicpu_kernels.so."""
+    return f"{vendor.replace('vendors/', '')}:{layout.AICPU_KERNELS_LIB}"
 
 
 def _attr_values(op_rt, node: Node) -> list[Any]:
@@ -153,8 +163,10 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
     tiling_items: list[tables.Item] = []
     so_bins: list[so_store.OpSoBin] = []
     so_names: set[tuple[str, str]] = set()
+    aicpu_kernels: dict[str, bytes] = {}
     node_defs = []
     used_vendors: list[str] = []
+    aicore_vendors: set[str] = set()
 
     def add_so(name: str, vendor: str, data: bytes, so_type: so_store.SoBinType) -> None:
         if (name, vendor) not in so_names:
@@ -196,6 +208,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
         attr_map = {a.name: v for a, v in zip(spec.attrs, attr_values)}
         in_dtypes: dict[str, str] = {}
         in_shapes: dict[str, tuple[int, ...]] = {}
+        unknown = []  # inputs whose shape is known only at run time (a data-dependent output)
         for param, t in zip(spec.inputs, node.inputs):
             first = t[0] if isinstance(t, list) else t
             if first is None:
@@ -203,12 +216,19 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
             in_dtypes[param.name] = tensors[first][0]
             if tensors[first][1] is not None:
                 in_shapes[param.name] = tensors[first][1]
+            elif not dynamic:
+                unknown.append(first)
+        if unknown and not spec.is_aicpu:
+            raise OmError(f"node {node.name}: input(s) {', '.join(unknown)} have a data-dependent shape (an AI CPU "
+                          f"node's output), but {node.op} is an AI Core op of a static model: build it with dynamic "
+                          f"inputs (-1 dims), or let only AI CPU nodes consume it")
         out_meta = []
         try:
             for param in spec.outputs:
                 dtype = infer_output_dtype(spec, param, in_dtypes)
-                shape = None if dynamic else infer_output_shape(spec, param, in_shapes, attr_map)
-                if not dynamic and shape is None:
+                dependent = param.shape is not None and param.shape.kind == "data_dependent"
+                shape = None if dynamic or unknown or dependent else infer_output_shape(spec, param, in_shapes, attr_map)
+                if shape is None and not (dynamic or unknown or dependent):
                     raise OmError(f"node {node.name}: output {param.name} of {node.op} has no shape rule")
                 out_meta.append((dtype, shape))
         except AclnnError as exc:
@@ -218,10 +238,21 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
 
         selected = None
         tiling_ref = None
-        if dynamic:
+        if spec.is_aicpu:
+            item = aicpu_item_name(vendor)
+            if item not in aicpu_kernels:
+                lib = root / layout.aicpu_kernel_lib()
+                try:
+                    aicpu_kernels[item] = lib.read_bytes()
+                except OSError as exc:
+                    raise OmError(f"{vendor}: cannot read its AI CPU kernels {lib}: {exc.strerror}") from None
+        elif dynamic:
+            aicore_vendors.add(vendor)
             for key in index.keys_by_op.get(node.op, ()):
                 op_def["binaries"][key] = add_kernel(vendor, index.by_key[key])
         else:
+            aicore_vendors.add(vendor)
+
             def arr(name):
                 if name in model.weights:
                     return model.weights[name]
@@ -261,7 +292,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
             "output_dtypes": [dt for dt, _ in out_meta],
         })
     if dynamic:
-        for vendor in used_vendors:
+        for vendor in (v for v in used_vendors if v in aicore_vendors):
             lib = packages.root(vendor) / layout.tiling_lib()
             try:
                 add_so(space_registry_name(), vendor, lib.read_bytes(), so_store.SoBinType.SpaceRegistry)
@@ -288,6 +319,8 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
         parts.append((omf.WEIGHTS_DATA, tables.build(weights, tables.WEIGHT_MAGIC, "WEIGHTS_DATA")))
     parts.append((omf.TBE_KERNELS, tables.build(sorted(kernels.values(), key=lambda i: i.name), tables.KERNEL_MAGIC,
                                                 "TBE_KERNELS", allow_empty=False)))
+    if aicpu_kernels:
+        parts.append((omf.CUST_AICPU_KERNELS, kernel_store.build(aicpu_kernels)))
     if so_bins:
         parts.append((omf.SO_BINS, so_store.build(so_bins)))
     if tiling_items:

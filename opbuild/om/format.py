@@ -29,7 +29,7 @@ MAX_PARTITIONS = 64
 
 MODEL_DEF, WEIGHTS_DATA, TASK_INFO, TBE_KERNELS, CUST_AICPU_KERNELS, SO_BINS, TILING_DATA = 0, 1, 2, 3, 4, 5, 12
 PARTITION_NAMES = {MODEL_DEF: "MODEL_DEF", WEIGHTS_DATA: "WEIGHTS_DATA", TBE_KERNELS: "TBE_KERNELS",
-                   SO_BINS: "SO_BINS", TILING_DATA: "TILING_DATA"}
+                   CUST_AICPU_KERNELS: "CUST_AICPU_KERNELS", SO_BINS: "SO_BINS", TILING_DATA: "TILING_DATA"}
 """The partition types this implementation writes and reads (others are rejected)."""
 
 # name: (struct format, offset)
