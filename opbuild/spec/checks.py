@@ -144,7 +144,7 @@ class SpecChecker:
         steps: list[tuple[tuple[str, ...], Callable[[], None]]] = [
             (("op",), self.check_location),
             (("package", "domain"), self.check_package),
-            (("engine", "compute", "kernel", "tiling", "binaries"), self.check_engine),
+            (("engine",), self.check_engine),
             (("inputs", "outputs"), self.build_params),
             ((), self.check_names),
             (("attrs",), self.build_attrs),
@@ -157,8 +157,8 @@ class SpecChecker:
         ]
         aicore_only = {self.build_key_rule, self.build_binaries}
         for sections, step in steps:
-            if step in aicore_only and self.aicpu:
-                continue  # (check_engine said so if an AI CPU op has these sections)
+            if step in aicore_only and (self.aicpu or not self.ok("engine") or "binaries" not in self.d):
+                continue  # (check_engine reports AI Core sections of an AI CPU op, and missing ones)
             if self.ok(*sections):
                 step()
             if step == self.check_names and self.duplicate_names:
@@ -185,10 +185,10 @@ class SpecChecker:
             self.err(("compute",), "compute is for engine: aicpu ops (set engine: aicpu, or remove compute)",
                      at_key=True)
         missing = [s for s in AICORE_REQUIRED if s not in self.d]
-        if missing:
-            self.err((), f"missing required section(s) {_names(missing)}: an AI Core op needs "
-                         f"{_names(AICORE_REQUIRED)} (or set engine: aicpu and give a compute function)")
-            self.broken.update(missing)
+        for section in missing:
+            self.err((), f"missing required field {section!r} (an AI Core op needs {_names(AICORE_REQUIRED)}; "
+                         f"an engine: aicpu op a compute function instead)")
+        self.broken.update(missing)
 
     def check_location(self) -> None:
         op = self.d["op"]
