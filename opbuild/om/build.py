@@ -216,7 +216,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
             in_dtypes[param.name] = tensors[first][0]
             if tensors[first][1] is not None:
                 in_shapes[param.name] = tensors[first][1]
-            elif not dynamic:
+            elif not dynamic and first not in unknown:
                 unknown.append(first)
         if unknown and not spec.is_aicpu:
             raise OmError(f"node {node.name}: input(s) {', '.join(unknown)} have a data-dependent shape (an AI CPU "
