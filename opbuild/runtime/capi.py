@@ -384,6 +384,7 @@ def get_workspace_size(package_root: str, op_type: str, inputs: int, attrs: int,
         call = _OPS.get((package_root, op_type)) or _op(package_root, op_type)
         size, executor = call.phase1(*call.arguments(inputs, attrs, outputs))
         if executor.plan is None:  # an AI CPU op: the real shapes of its outputs go to the out aclTensors
+            executor.given = ()  # (not to the Tensors read from them: those are shared, cached by content)
             executor.on_shapes = functools.partial(set_view_shapes, _pointers(outputs, call.n_out, "outputs"))
             return 0, "", size, executor, "", None
         key = executor.simplified_key if executor.plan.selection is not None else ""
