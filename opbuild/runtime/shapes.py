@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
-from opbuild.spec.model import OpSpec, Param
+from opbuild.spec.model import OpSpec, Param, parse_bound
 
 
 def normalize_axes(axes: Sequence[int], rank: int, op: str) -> tuple[int, ...]:
@@ -83,11 +83,9 @@ def infer_output_shape(spec: OpSpec, output: Param, input_shapes: dict[str, tupl
 
 def dimension_bound(spec: OpSpec, bound: str, input_shapes: dict[str, tuple[int, ...]]) -> int:
     """One `max` entry of a data-dependent shape: N, rank(x), size(x) or dim(x, i) (spec-format.md)."""
-    text = "".join(bound.split())
-    if text.isdigit():
-        return int(text)
-    fn, _, rest = text.partition("(")
-    name, _, axis = rest.rstrip(")").partition(",")
+    fn, name, i = parse_bound(bound)
+    if name is None:
+        return i
     shape = input_shapes[name]
     if fn == "rank":
         return len(shape)
@@ -96,7 +94,6 @@ def dimension_bound(spec: OpSpec, bound: str, input_shapes: dict[str, tuple[int,
         for d in shape:
             total *= d
         return total
-    i = int(axis)
     if not -len(shape) <= i < len(shape):
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op}: output bound {bound}: input '{name}' of shape "
                                                   f"{list(shape)} has no axis {i}")

@@ -33,6 +33,7 @@ from .model import (
     SourceRef,
     TensorChoice,
     TilingField,
+    parse_bound,
 )
 from . import csource
 from .naming import snake_case
@@ -40,14 +41,6 @@ from opbuild.suggest import closest, did_you_mean
 from .yaml_marks import Marks
 from .schema import schema  # its sections are declared in opbuild/spec/fields.py
 from .fields import AICORE_ONLY, AICORE_REQUIRED
-
-
-def csource_bound_input(bound: str) -> str | None:
-    """The input a `max` dimension bound reads (`size(x)` -> x), None for a number."""
-    bound = "".join(bound.split())
-    if bound.isdigit():
-        return None
-    return bound[bound.index("(") + 1:].rstrip(")").split(",")[0]
 
 MAX_KEY_FRAGMENT_BYTES = MAX_SIMPLIFIED_KEY_LEN
 """GenSimplifiedKey gets a 256-byte buffer (OPBUILD_MAX_SIMPLIFIED_KEY_LEN)."""
@@ -395,7 +388,7 @@ class SpecChecker:
                                                  f"engine: aicpu (an AI Core launch has a fixed output size)",
                      at_key=True)
         for k, bound in enumerate(rule["max"]):
-            name = csource_bound_input(bound)
+            _, name, _ = parse_bound(bound)
             if name is not None and name not in inputs:
                 self.err(base + ("max", k), f"output {out.name!r} shape: max {bound!r} names {name!r}, which is not "
                                             f"an input of the op (inputs: {_names(sorted(inputs))})"

@@ -63,6 +63,18 @@ class ShapeRule:
     keep_dims_attr: str | None = None
 
 
+def parse_bound(bound: str) -> tuple[str, str | None, int | None]:
+    """One `max` entry of a data-dependent shape (already matched by the schema's pattern) as
+    (function, input, axis): `7` -> ("", None, 7), `size(x)` -> ("size", "x", None),
+    `dim(x, -1)` -> ("dim", "x", -1)."""
+    text = "".join(bound.split())
+    if text.isdigit():
+        return "", None, int(text)
+    fn, _, rest = text.partition("(")
+    name, _, axis = rest.rstrip(")").partition(",")
+    return fn, name, int(axis) if axis else None
+
+
 @dataclass(frozen=True)
 class Param:
     """One IR input or output."""

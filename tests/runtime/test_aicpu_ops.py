@@ -146,3 +146,15 @@ def test_executor_runs_once_unless_repeatable(ops):
     ex.set_repeatable()
     ops.aclnnSortCustom(None, size, ex, None)
     np.testing.assert_array_equal(values, [[1, 2, 3]])
+
+
+def test_dimension_bounds():
+    from types import SimpleNamespace
+
+    from opbuild.runtime.shapes import dimension_bound
+
+    spec, shapes = SimpleNamespace(op="Op"), {"x": (3, 4, 5)}
+    assert [dimension_bound(spec, b, shapes) for b in ("7", "rank(x)", "size( x )", "dim(x, 1)", "dim(x,-1)")] == \
+        [7, 3, 60, 4, 5]
+    with pytest.raises(rt.AclnnError, match="has no axis 3"):
+        dimension_bound(spec, "dim(x, 3)", shapes)

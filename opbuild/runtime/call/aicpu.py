@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from opbuild.abi import package_layout as layout
-from opbuild.abi.ge_types import dtype_name, numpy_dtype
+from opbuild.abi.ge_types import dtype_name
 from opbuild.abi.vocabulary import DTYPE
 from opbuild.runtime import device
 from opbuild.runtime.binaries.package import inside_package, search_roots
@@ -39,8 +39,8 @@ from opbuild.runtime.binaries.selection import OpRuntime
 from opbuild.runtime.call.arguments import normalize_attrs, normalize_tensors
 from opbuild.runtime.errors import (ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR,
                                     ACLNN_ERR_RUNTIME_ERROR, AclnnError, as_aclnn_error)
-from opbuild.runtime.shapes import infer_output_dtype, infer_output_shape
-from opbuild.runtime.tensor import Tensor, as_array
+from opbuild.runtime.shapes import infer_output_shape
+from opbuild.runtime.tensor import Tensor
 
 MAX_DIMS = 8
 ERROR_LEN = 256
@@ -360,33 +360,11 @@ def call(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], determinist
     """One shot: allocate the outputs (a data-dependent one at its bound), run both phases, and
     return the outputs at their real shapes (numpy arrays; Tensors when an input is a Tensor).
     With a created stream, it is synchronized when an output's shape depends on the data."""
+    from opbuild.runtime.api import _output_specs  # (api imports this module)
+
     try:
-        spec = op.spec
-        if inputs is None or len(inputs) != len(spec.inputs):
-            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op} takes {len(spec.inputs)} inputs, got "
-                                                      f"{0 if inputs is None else len(inputs)}")
-        attr_values = normalize_attrs(op, attrs)
-        shapes, dtypes = {}, {}
-        for param, value, what in zip(spec.inputs, inputs, op.input_what):
-            if value is None:
-                if param.param_type == "optional":
-                    continue
-                raise AclnnError(ACLNN_ERR_PARAM_NULLPTR, f"{what} is a null pointer")
-            array, _ = as_array(value, what)
-            shapes[param.name] = array.shape
-            try:
-                dtypes[param.name] = dtype_name(array.dtype)
-            except ValueError as exc:
-                raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: {exc}") from None
-        attr_map = {a.name: v for a, v in zip(spec.attrs, attr_values)}
-        outputs = []
-        for param in spec.outputs:
-            shape = infer_output_shape(spec, param, shapes, attr_map)
-            if shape is None:
-                raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op}: output '{param.name}' has no shape rule; use the "
-                                                          f"two-phase API with an output tensor")
-            outputs.append(np.empty(shape, numpy_dtype(infer_output_dtype(spec, param, dtypes))))
-        _, ex = get_workspace_size(op, inputs, attr_values, outputs)
+        outputs = [np.empty(shape, dtype) for shape, dtype in _output_specs(op, inputs, attrs)]
+        _, ex = get_workspace_size(op, inputs, attrs, outputs)
         execute(None, 0, ex, stream)
         dependent = any(b is not None for b in ex.bounds)
         if dependent and ex.view_shapes is None:
