@@ -83,14 +83,17 @@ def phase2_function(op: OpRuntime, name: str, doc: str | None = None) -> Callabl
     if not name.isidentifier():
         raise ValueError(f"{op.name}: bad function name {name!r}")
 
-    run = execute
+    aicpu_execute = None
     if op.spec.is_aicpu:
-        from opbuild.runtime.call.aicpu import execute as run
+        from opbuild.runtime.call.aicpu import execute as aicpu_execute
 
     @_guard(name)
     def phase2(workspace: Any, workspaceSize: Any, executor: Any, stream: Any = None) -> int:  # noqa: N803
         check_executor_op(executor, op, name)
-        run(workspace, workspaceSize, executor, stream)
+        if aicpu_execute is None:
+            execute(workspace, workspaceSize, executor, stream)
+        else:
+            aicpu_execute(workspace, workspaceSize, executor, stream)
         return 0
 
     _dress(phase2, name, doc)
