@@ -362,7 +362,7 @@ const char *opbuild_aclnn_executor_key(const aclOpExecutor *executor) {
 
 /* ---- the process-wide deterministic / impl mode (mirrored from opbuild.runtime.settings) ----- */
 
-static int g_dp = 1; /* settings.dp_code(0, high_performance) until Python says otherwise */
+static int g_dp = 3; /* settings.dp_code(0, high_performance, fallback=True): no impl mode set, until Python says otherwise */
 
 void opbuild_aclnn_set_dp(int dp) { __atomic_store_n(&g_dp, dp, __ATOMIC_RELEASE); }
 
