@@ -206,6 +206,9 @@ class OpRuntime:
                                               f"{soc} (looked for {package / layout.binary_info_config(soc)})")
         used, fragment, key, entry, tried = self.lookup(ctx, package, index, fallback)
         if entry is None:
+            for k in tried:
+                if k in index.skipped_keys:  # the entry with this key was skipped: its path left the package
+                    raise index.skipped_keys[k]
             message = self.miss_message(tried[0], index, package)
             if len(tried) > 1:
                 message += f"\n(no impl mode set: {tried[1]} was tried too)"
@@ -218,12 +221,14 @@ class OpRuntime:
 
     def miss_message(self, key: str, index: BinaryIndex, package: Path) -> str:
         existing = index.keys_by_op.get(self.spec.op, ())
+        skipped = "".join(f"\n  ({note})" for note in index.skipped.get(self.spec.op, ()))
         if not existing:
             where = ", ".join(str(f) for f in index.config_files) or f"no binary_info_config.json under {package / layout.kernel_config_dir(index.soc)}"
-            return f"no binary for key {key}: op {self.spec.op} is not in {where}"
+            return f"no binary for key {key}: op {self.spec.op} is not in {where}{skipped}"
         nearest = "\n    ".join(nearest_keys(key, existing))
         files = ", ".join(str(f) for f in index.config_files)
-        return (f"no binary for key {key} in package {package} ({files}); nearest existing keys of {self.spec.op}:\n    {nearest}")
+        return (f"no binary for key {key} in package {package} ({files}); nearest existing keys of {self.spec.op}:\n    {nearest}"
+                f"{skipped}")
 
 
 def searched_roots_text(explicit: Path | None) -> str:
