@@ -77,7 +77,7 @@ def test_dtype_facts():
     f64, f32, bf16 = v.DTYPE["float64"], v.DTYPE["float32"], v.DTYPE["bfloat16"]
     assert (f64.ge, f64.ge_name, f64.acl_name, f64.c_type, f64.kernel_json, f64.ops_info) == (
         11, "DT_DOUBLE", "ACL_DOUBLE", "double", "double", "double")
-    assert (f32.ge, f32.acl_name, f32.c_type, f32.kernel_json, f32.ops_info) == (0, "ACL_FLOAT", "float", "float", "float")
+    assert (f32.ge, f32.acl_name, f32.c_type, f32.kernel_json, f32.ops_info) == (0, "ACL_FLOAT", "float", "float32", "float32")
     assert (bf16.ge, bf16.ge_name, bf16.acl_name, bf16.c_enum, bf16.c_type) == (
         27, "DT_BF16", "ACL_BF16", "OPBUILD_DT_BF16", "bfloat16_t")
     assert v.DTYPE["float16"].c_type == "half" and v.DTYPE["bool"].c_type == "uint8_t"

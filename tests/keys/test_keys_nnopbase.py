@@ -1,7 +1,7 @@
 """Default-mode keys against nnopbase, field by field (golden values from the real formats).
 
 The golden keys are copied from opbase's kernel JSON mock
-`tests/nnopbase/mock/built-in/op_impl/ai_core/tbe/kernel/ascend910/quant_batch_matmul_v3/
+`nnopbase/mock/built-in/op_impl/ai_core/tbe/kernel/ascend910/quant_batch_matmul_v3/
 QuantBatchMatmulV3_fail.json` (what asc_opc writes): QuantBatchMatmulV3 has three required
 inputs (x1, x2, scale), three optional ones (offset, pertoken_scale, bias) and one output, and
 its keys have four groups. The byte forms follow nnopbase's two converters: the text key of a
