@@ -158,6 +158,19 @@ class PyExecutor:
         self.repeatable = repeatable
         return self
 
+    def set_arg(self, slot: int, address: int) -> bool:
+        """Re-point tensor launch argument `slot` at `address` (aclSetInputTensorAddr & co); False
+        when phase 2 prepares the arguments (then the tensors cannot be re-pointed)."""
+        if self.args is None:
+            return False
+        n = len(self.args) // 8
+        if not 0 <= slot < n - 2:
+            raise IndexError(f"tensor slot {slot} out of range: the executor has {n - 2} tensors")
+        words = list(packer(n).unpack(self.args))
+        words[slot] = address
+        self.args = packer(n).pack(*words)
+        return True
+
     fast = False  # made by the C fast path (never, without it)
 
     def __repr__(self) -> str:
