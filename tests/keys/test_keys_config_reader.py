@@ -85,3 +85,20 @@ def test_p0_retry_when_no_impl_mode_is_set(package, dtype):
         op.select(ctx, SOC, fallback=False)
     assert err.value.status == ACLNN_ERR_PARAM_INVALID and "no binary for key Mul/d=0,p=1/" in err.value.message
     assert "binaryList[1] has no simplifiedKey" in err.value.message
+
+
+def test_settings_fallback_only_while_no_impl_mode_is_set():
+    from opbuild.runtime import settings
+
+    saved = settings._state["impl_mode"]
+    try:
+        settings.set_impl_mode(None)
+        assert settings.resolve(None, None)[1:] == (1, True)
+        assert settings.resolve(None, "high_performance")[1:] == (1, False)  # per call: explicit
+        auto = settings.DP[0]
+        settings.set_impl_mode("high_performance")
+        assert settings.resolve(None, None)[1:] == (1, False) and settings.DP[0] != auto  # its own cache code
+        assert settings.impl_mode_is_set()
+    finally:
+        settings._state["impl_mode"] = saved
+        settings._update()
