@@ -573,7 +573,8 @@ def load_kernel(path: str | os.PathLike, symbol: str = LAUNCH_SYMBOL, label: str
     if _needs_sanitizer(path):
         raise DeviceError(f"kernel binary {path} is built with the memory checker (AddressSanitizer), whose runtime "
                           "is not loaded: run with LD_PRELOAD=$(cc -print-file-name=libasan.so) "
-                          "ASAN_OPTIONS=detect_leaks=0 OPBUILD_MEMCHECK=1 (docs/runtime.md, kernel memory checker)")
+                          "ASAN_OPTIONS=halt_on_error=0:suppress_equal_pcs=0:detect_leaks=0 OPBUILD_MEMCHECK=1 "
+                          "(docs/runtime.md, kernel memory checker)")
     try:
         dll = ctypes.CDLL(str(path), mode=os.RTLD_NOW | os.RTLD_LOCAL)
     except OSError as e:

@@ -43,6 +43,7 @@ PROBE_MODES = {
     -14.0: "the kernel writes one element past the end of its output y",
     -15.0: "the kernel reads the element before the start of its input x",
     -16.0: "tiling asks for a 4096-byte workspace; the kernel writes 8 bytes at its offset 4096",
+    -17.0: "the kernel reads the byte after its tiling argument (tiling data, then the 8-byte tiling key)",
 }
 """ProbeCustom's `scale` attribute values that make its tiling misbehave."""
 
@@ -82,6 +83,7 @@ _PROBE_KERNEL_MODES = """    const float scale = td.scale;
     if (scale == -14.0f && GetBlockIdx() == 0) ((volatile DTYPE_Y *)yp)[td.total_length] = yp[0];
     if (scale == -15.0f) yp[begin] = ((const volatile DTYPE_X *)xp)[-1];
     if (scale == -16.0f) ((volatile uint64_t *)workspace)[4096 / 8] = 1;
+    if (scale == -17.0f) yp[begin] = ((const volatile uint8_t *)tiling)[(sizeof td + 7) / 8 * 8 + 8];
 """
 
 

@@ -235,6 +235,8 @@ MEMCHECK_CASES = {
            "[AddressSanitizer: heap-buffer-overflow]",
     -16.0: "WRITE of 8 bytes at offset 4096 of workspace (a 4096-byte buffer: 0 bytes past its end) "
            "[AddressSanitizer: heap-buffer-overflow]",
+    -17.0: "READ of 1 byte at offset 32 of tiling (a 32-byte buffer: 0 bytes past its end) "
+           "[AddressSanitizer: heap-buffer-overflow]",
 }
 """What each out-of-bounds PROBE_MODES kernel gives under the memory checker (after
 'ProbeCustom: kernel ProbeCustom_FP32 failed: block 0: memcheck: ')."""
@@ -243,14 +245,17 @@ _MEMCHECK_CHILD = """
 import sys
 import numpy as np
 import opbuild.runtime as rt
+from opbuild.runtime import device
 probe = rt.import_ops(sys.argv[1])
 x = np.ones(16, np.float32)
-for scale in map(float, sys.argv[2:]):
+for arg in sys.argv[2:]:
+    isolation, scale = arg.split(":")
+    device.set_isolation(isolation, 1 if isolation == "process" else "")
     try:
-        probe.probe_custom(x, scale=scale)
-        print(scale, "ok", flush=True)
+        probe.probe_custom(x, scale=float(scale))
+        print(arg, "ok", flush=True)
     except rt.AclnnError as exc:
-        print(scale, exc.status, exc.message, flush=True)
+        print(arg, exc.status, exc.message, flush=True)
     assert (probe.probe_custom(x, scale=2.0) == 2).all()
 print("done")
 """
@@ -282,23 +287,23 @@ def memcheck_probe(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("isolation", ["process", "in-process"])
-def test_memcheck_names_buffer_offset_and_size(memcheck_probe, isolation):
+def test_memcheck_names_buffer_offset_and_size(memcheck_probe):
     """Under LD_PRELOAD=libasan + OPBUILD_MEMCHECK=1 each out-of-bounds access is a 361001 naming
-    the buffer, the offset and the access size; with isolation the crashing kernels are still
-    reported as such; the next call works."""
-    scales = sorted(MEMCHECK_CASES, reverse=True) + (sorted(ISOLATED_CASES, reverse=True) if isolation == "process"
-                                                     else [])
-    env = {**os.environ, "LD_PRELOAD": _libasan(), "ASAN_OPTIONS": "halt_on_error=0:detect_leaks=0",
-           "OPBUILD_MEMCHECK": "1", "OPBUILD_ISOLATION": isolation,
-           "OPBUILD_KERNEL_TIMEOUT": "1" if isolation == "process" else ""}
-    r = subprocess.run([sys.executable, "-c", _MEMCHECK_CHILD, str(memcheck_probe), *map(str, scales)],
+    the buffer, the offset and the access size, in-process and in the isolated worker (where the
+    crashing kernels are still reported as such); every next call works."""
+    cases = [("in-process", scale) for scale in sorted(MEMCHECK_CASES, reverse=True)]
+    cases += [("process", scale) for scale in sorted({**MEMCHECK_CASES, **ISOLATED_CASES}, reverse=True)]
+    env = {**os.environ, "LD_PRELOAD": _libasan(), "ASAN_OPTIONS": "halt_on_error=0:suppress_equal_pcs=0:detect_leaks=0",
+           "OPBUILD_MEMCHECK": "1", "PYTHONMALLOC": "malloc"}
+    r = subprocess.run([sys.executable, "-c", _MEMCHECK_CHILD, str(memcheck_probe),
+                        *(f"{isolation}:{scale}" for isolation, scale in cases)],
                        capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0 and r.stdout.endswith("done\n"), r.stdout + r.stderr[-3000:]
     got = dict(line.split(" ", 1) for line in r.stdout.splitlines()[:-1])
-    for scale in scales:
-        status, message = got[str(scale)].split(" ", 1)
-        assert status == "361001", got[str(scale)]
+    assert len(got) == len(cases)
+    for isolation, scale in cases:
+        status, message = got[f"{isolation}:{scale}"].split(" ", 1)
+        assert status == "361001", (isolation, scale, status, message)
         if scale in MEMCHECK_CASES:
             assert message.startswith(_FAILED + "block 0: memcheck: " + MEMCHECK_CASES[scale] + " [kernel "), message
         else:

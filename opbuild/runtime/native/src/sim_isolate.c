@@ -54,6 +54,9 @@ static struct {
 
 static void memcheck_report(const char *report);
 
+/* What the memory checker needs of AddressSanitizer (docs/runtime.md). */
+#define MEMCHECK_ASAN_OPTIONS "halt_on_error=0:suppress_equal_pcs=0:detect_leaks=0"
+
 static int cfg_fail(const char *fmt, const char *value) {
     snprintf(cfg_error, sizeof cfg_error, fmt, value);
     return 2;
@@ -70,13 +73,14 @@ static int memcheck_start(void) {
     asan.unpoison = (void (*)(void const volatile *, size_t))dlsym(RTLD_DEFAULT, "__asan_unpoison_memory_region");
     if (!asan.set_callback || !asan.address || !asan.access_size || !asan.access_type)
         return cfg_fail("OPBUILD_MEMCHECK=%s: the AddressSanitizer runtime is not loaded; run with "
-                        "LD_PRELOAD=$(cc -print-file-name=libasan.so) ASAN_OPTIONS=halt_on_error=0:detect_leaks=0 "
+                        "LD_PRELOAD=$(cc -print-file-name=libasan.so) ASAN_OPTIONS=" MEMCHECK_ASAN_OPTIONS " "
                         "(docs/runtime.md, kernel memory checker)",
                         "1");
     const char *options = getenv("ASAN_OPTIONS");
-    if (!options || !strstr(options, "halt_on_error=0"))
-        return cfg_fail("OPBUILD_MEMCHECK=1 needs ASAN_OPTIONS=halt_on_error=0:detect_leaks=0 (a kernel goes on "
-                        "after a bad access, its launch fails with the first report), not ASAN_OPTIONS='%s'",
+    if (!options || !strstr(options, "halt_on_error=0") || !strstr(options, "suppress_equal_pcs=0"))
+        return cfg_fail("OPBUILD_MEMCHECK=1 needs ASAN_OPTIONS=" MEMCHECK_ASAN_OPTIONS " (a kernel goes on after a "
+                        "bad access and its launch fails with the first report; every launch reports), not "
+                        "ASAN_OPTIONS='%s'",
                         options ? options : "");
     asan.set_callback(memcheck_report);
     return 1;
@@ -435,7 +439,8 @@ static void describe_access(char *out, size_t len) {
         else
             snprintf(where, sizeof where, " (a %llu-byte buffer)", bsize);
     }
-    snprintf(out, len, "%s of %zu bytes at offset %lld of %s%s", kind, size, offset, name, where);
+    snprintf(out, len, "%s of %zu byte%s at offset %lld of %s%s", kind, size, size == 1 ? "" : "s", offset, name,
+             where);
 }
 
 /* AddressSanitizer's report callback, run after its report (on stderr): the first report of a
