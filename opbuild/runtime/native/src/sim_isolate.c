@@ -280,13 +280,8 @@ SIM_HIDDEN int execute_isolated(opbuild_kernel_launch_fn fn, void *const *args, 
         snprintf(msg, SIM_ERROR_LEN, "cannot map a stack for the isolated worker: %s", strerror(errno));
         return SIM_ENOMEM;
     }
-    iso_job job;
-    memset(&job, 0, sizeof job);
-    job.fn = fn;
-    job.args = args;
-    job.nargs = nargs;
-    job.block_dim = block_dim;
-    job.altstack = base + ISO_GUARD + ISO_STACK;
+    iso_job job = {.fn = fn, .args = args, .nargs = nargs, .block_dim = block_dim,
+                   .altstack = base + ISO_GUARD + ISO_STACK};
     char *top = job.altstack; /* the stack grows down from the signal stack's start */
 
     current_block saved = cur; /* the worker writes this thread's TLS */
