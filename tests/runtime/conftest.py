@@ -162,6 +162,12 @@ def probe_package(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_probe_package(tmp_path_factory.mktemp("probe_project"))
 
 
+@pytest.fixture(scope="session")
+def probe_builder():
+    """build_probe_package, for tests that build a variant of ProbeCustom (env set around it)."""
+    return build_probe_package
+
+
 def build_probe_package(where: Path) -> Path:
     """Make and build the ProbeCustom project in `where` (a new directory); its package."""
     from opbuild.codegen.scaffold import scaffold_op

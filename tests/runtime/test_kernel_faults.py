@@ -270,15 +270,13 @@ def _libasan() -> str:
 
 
 @pytest.fixture(scope="module")
-def memcheck_probe(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def memcheck_probe(tmp_path_factory: pytest.TempPathFactory, probe_builder) -> Path:
     """ProbeCustom built with OPBUILD_MEMCHECK=1 (kernels instrumented by AddressSanitizer)."""
-    from conftest import build_probe_package
-
     _libasan()
     saved = os.environ.get("OPBUILD_MEMCHECK")
     os.environ["OPBUILD_MEMCHECK"] = "1"
     try:
-        return build_probe_package(tmp_path_factory.mktemp("memcheck_probe"))
+        return probe_builder(tmp_path_factory.mktemp("memcheck_probe"))
     finally:
         if saved is None:
             del os.environ["OPBUILD_MEMCHECK"]
