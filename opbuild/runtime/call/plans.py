@@ -186,8 +186,9 @@ def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int) -> Plan:
-    """Cache miss: check shapes, select the binary by simplified key, run tiling."""
+def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fallback: bool = False) -> Plan:
+    """Cache miss: check shapes, select the binary by simplified key (with the p=0 retry when
+    `fallback`: no impl mode set), run tiling with the selected key's p."""
     spec = op.spec
     attr_map = {a.name: v for a, v in zip(spec.attrs, attrs)}
     in_shapes = {param.name: inst[0][0].shape for param, inst in zip(spec.inputs, inputs) if inst}
@@ -208,7 +209,8 @@ def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int) -> 
     out_inst = _instances(outputs, contiguous=True)
     soc = current_soc()
     ctx = KeyContext([[i[:3] for i in g] for g in in_inst], [[i[:3] for i in g] for g in out_inst], attr_map, d, p, soc)
-    selection = op.select(ctx, soc)
+    selection = op.select(ctx, soc, fallback)
+    p = selection.impl_mode
     groups = inputs + outputs
     contiguous = all(a.flags.c_contiguous for group in groups for a, _ in group)
     nargs = len(inputs) + len(outputs) + 2
