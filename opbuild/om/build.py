@@ -131,7 +131,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
     """The .om bytes of `model`, built against the OPP tree `opp` (e.g. out/opp)."""
     from opbuild.runtime.call import executor as ex
     from opbuild.runtime.errors import AclnnError
-    from opbuild.runtime.shapes import infer_output_dtype, infer_output_shape
+    from opbuild.runtime.infer import infer_outputs
 
     opp = Path(opp)
     soc = model.soc
@@ -193,26 +193,19 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
             attr_values = ex.normalize_attrs(op_rt, attrs)
         except AclnnError as exc:
             raise OmError(f"node {node.name}: {exc}") from None
-        attr_map = {a.name: v for a, v in zip(spec.attrs, attr_values)}
-        in_dtypes: dict[str, str] = {}
-        in_shapes: dict[str, tuple[int, ...]] = {}
+        in_groups = []
         for param, t in zip(spec.inputs, node.inputs):
-            first = t[0] if isinstance(t, list) else t
-            if first is None:
-                continue
-            in_dtypes[param.name] = tensors[first][0]
-            if tensors[first][1] is not None:
-                in_shapes[param.name] = tensors[first][1]
-        out_meta = []
-        try:
-            for param in spec.outputs:
-                dtype = infer_output_dtype(spec, param, in_dtypes)
-                shape = None if dynamic else infer_output_shape(spec, param, in_shapes, attr_map)
-                if not dynamic and shape is None:
-                    raise OmError(f"node {node.name}: output {param.name} of {node.op} has no shape rule")
-                out_meta.append((dtype, shape))
+            names = t if isinstance(t, list) else ([] if t is None else [t])
+            in_groups.append([(tensors[n][0], param.format_at(0), tensors[n][1] or ()) for n in names])
+        try:  # the package's op_proto library: the same inference the runtime uses
+            inferred = infer_outputs(op_rt, in_groups, attr_values, shapes=not dynamic)
         except AclnnError as exc:
             raise OmError(f"node {node.name}: {exc}") from None
+        out_meta = []
+        for param, (shape, dtype) in zip(spec.outputs, inferred):
+            if not dynamic and shape is None:
+                raise OmError(f"node {node.name}: output {param.name} of {node.op} has no shape rule")
+            out_meta.append((dtype, shape))
         for t, meta in zip(node.outputs, out_meta):
             tensors[t] = meta
 
@@ -259,6 +252,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
             "attrs": {a.name: to_json(v) for a, v in zip(spec.attrs, attr_values)},
             "preprocess": node.preprocess, "autofuse_so": autofuse, "selected": selected, "tiling": tiling_ref,
             "output_dtypes": [dt for dt, _ in out_meta],
+            "output_shapes": None if dynamic else [list(shape) for _, shape in out_meta],
         })
     if dynamic:
         for vendor in used_vendors:

@@ -79,6 +79,23 @@ class NodeProvider:
                                               f"tiling library, and the call differs from the one tiled at build time")
         return lib.library
 
+    def op_proto_library(self):
+        """Dynamic models: the packed SpaceRegistry .so (the package's tiling library, which holds
+        the generated inference functions too); static models carry none (inferred_outputs)."""
+        lib = self.model.space_registry.get(self.vendor)
+        return lib.library if lib is not None else None
+
+    def inferred_outputs(self, spec, inputs):
+        """Static nodes: the outputs the op_proto library gave when the model was built, for the
+        inputs it was built with (other inputs: None)."""
+        sel = self.node.get("selected")
+        shapes = self.node.get("output_shapes")
+        if sel is None or shapes is None or self.model.model_def["dynamic"]:
+            return None
+        if [[list(i[2]) for i in g] for g in inputs] != sel.get("input_shapes"):
+            return None
+        return [(tuple(s), dt) for s, dt in zip(shapes, self.node["output_dtypes"])]
+
     def fragment_fn(self, spec):
         sel = self.node.get("selected")
         if sel is not None and not self.model.model_def["dynamic"]:

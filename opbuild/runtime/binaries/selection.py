@@ -129,6 +129,30 @@ class OpRuntime:
                     self._tiling_libs[package] = lib
         return lib
 
+    def op_proto_library(self, package: Path):
+        """The package's op_proto library (each op's shape and dtype inference), opened once; a
+        provider's `op_proto_library()` (None: it has none, see runtime/infer.py)."""
+        if hasattr(package, "op_proto_library"):
+            return package.op_proto_library()
+        key = (package, "op_proto")
+        lib = self._tiling_libs.get(key)
+        if lib is None:
+            from opbuild.abi.c_callbacks import CallbackError, TilingLibrary
+
+            with self._lock:
+                lib = self._tiling_libs.get(key)
+                if lib is None:
+                    path = package / layout.op_proto_lib()
+                    if not path.is_file():
+                        raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: op_proto library missing: {path}")
+                    inside_package(package, path, "op_proto library", self.spec.op)
+                    try:
+                        lib = TilingLibrary(path)
+                    except CallbackError as exc:
+                        raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: {exc}") from None
+                    self._tiling_libs[key] = lib
+        return lib
+
     # ---- key ----------------------------------------------------------------------------------
     def fragment_fn(self, package: Path) -> Callable[[KeyContext], str]:
         if self._fragment_fn is None:
