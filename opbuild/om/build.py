@@ -23,18 +23,21 @@ from typing import Any
 import numpy as np
 
 from opbuild.abi import package_layout as layout
-from opbuild.nonfinite import dumps, to_json
+from opbuild.nonfinite import to_json
 from opbuild.abi.ge_types import numpy_dtype
 from opbuild.abi.vocabulary import IMPL_MODE_INDEX
 from opbuild.om import format as omf
-from opbuild.om import so_store, tables
+from opbuild.om import kernel_store, so_store, tables
+from opbuild.om import model_def as model_def_proto
 from opbuild.om.errors import OmError
 from opbuild.om.model import Model, Node
 from opbuild.runtime.binaries.package import binary_index, read_load_priority
 from opbuild.spec.serialize import spec_to_dict
 
 FORMAT = "opbuild-om"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""1: MODEL_DEF as JSON and TBE_KERNELS as our item table (still read); 2: MODEL_DEF as GE's
+ge.proto.ModelDef and TBE_KERNELS in GE's KernelStore layout."""
 IMPL_MODES = IMPL_MODE_INDEX
 
 
@@ -271,17 +274,17 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
         "format": FORMAT, "format_version": FORMAT_VERSION, "name": model.name, "soc": soc, "dynamic": dynamic,
         "deterministic": d, "impl_mode": p, "so_in_om_flag": flag, "so_in_om_info": info,
         "inputs": [{"name": n, "dtype": dt, "shape": list(s)} for n, dt, s in model.inputs],
-        "weights": [{"name": n} for n in model.weights],
+        "weights": [{"name": n, "dtype": dtype_name(a.dtype), "shape": list(a.shape)} for n, a in model.weights.items()],
         "outputs": model.outputs, "packages": {v: {"version": _version_info(packages.root(v))} for v in used_vendors},
         "ops": ops, "nodes": node_defs,
     }
     weights = [tables.Item(n, {"dtype": dtype_name(a.dtype), "shape": list(a.shape)},
                            np.ascontiguousarray(a).tobytes()) for n, a in model.weights.items()]
-    parts: list[tuple[int, bytes]] = [(omf.MODEL_DEF, dumps(model_def, sort_keys=True).encode())]
+    items = sorted(kernels.values(), key=lambda i: i.name)
+    parts: list[tuple[int, Any]] = [(omf.MODEL_DEF, model_def_proto.encode(model_def, {i.name: i.meta for i in items}))]
     if weights:
         parts.append((omf.WEIGHTS_DATA, tables.build(weights, tables.WEIGHT_MAGIC, "WEIGHTS_DATA")))
-    parts.append((omf.TBE_KERNELS, tables.build(sorted(kernels.values(), key=lambda i: i.name), tables.KERNEL_MAGIC,
-                                                "TBE_KERNELS", allow_empty=False)))
+    parts.append((omf.TBE_KERNELS, kernel_store.build((i.name, i.data) for i in items)))
     if so_bins:
         parts.append((omf.SO_BINS, so_store.build(so_bins)))
     if tiling_items:
