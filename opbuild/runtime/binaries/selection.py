@@ -70,7 +70,7 @@ class OpRuntime:
         self.package = package
         self._lock = threading.Lock()
         self._fragment_fn: Callable[[KeyContext], str] | None = None
-        self._tiling_libs: dict[Path, Any] = {}
+        self._tiling_libs: dict[tuple[Path, str], Any] = {}
         # Precomputed once, read by the executor on every call.
         self.name = spec.op
         self.n_inputs = len(spec.inputs)
@@ -109,32 +109,18 @@ class OpRuntime:
         """The package's tiling library (tiling functions and C key callbacks), opened once."""
         if hasattr(package, "tiling_library"):  # a provider (see resolve_package)
             return package.tiling_library()
-        lib = self._tiling_libs.get(package)
-        if lib is None:
-            from opbuild.abi.c_callbacks import TilingLibrary
-
-            with self._lock:
-                lib = self._tiling_libs.get(package)
-                if lib is None:
-                    path = package / layout.tiling_lib()
-                    if not path.is_file():
-                        raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: tiling library missing: {path}")
-                    inside_package(package, path, "tiling library", self.spec.op)
-                    from opbuild.abi.c_callbacks import CallbackError
-
-                    try:
-                        lib = TilingLibrary(path)
-                    except CallbackError as exc:
-                        raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: {exc}") from None
-                    self._tiling_libs[package] = lib
-        return lib
+        return self._library(package, layout.tiling_lib(), "tiling library")
 
     def op_proto_library(self, package: Path):
         """The package's op_proto library (each op's shape and dtype inference), opened once; a
         provider's `op_proto_library()` (None: it has none, see runtime/infer.py)."""
         if hasattr(package, "op_proto_library"):
             return package.op_proto_library()
-        key = (package, "op_proto")
+        return self._library(package, layout.op_proto_lib(), "op_proto library")
+
+    def _library(self, package: Path, relative, what: str):
+        """A library of the package (checked to stay inside it), opened once per package."""
+        key = (package, what)
         lib = self._tiling_libs.get(key)
         if lib is None:
             from opbuild.abi.c_callbacks import CallbackError, TilingLibrary
@@ -142,10 +128,10 @@ class OpRuntime:
             with self._lock:
                 lib = self._tiling_libs.get(key)
                 if lib is None:
-                    path = package / layout.op_proto_lib()
+                    path = package / relative
                     if not path.is_file():
-                        raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: op_proto library missing: {path}")
-                    inside_package(package, path, "op_proto library", self.spec.op)
+                        raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: {what} missing: {path}")
+                    inside_package(package, path, what, self.spec.op)
                     try:
                         lib = TilingLibrary(path)
                     except CallbackError as exc:
