@@ -308,9 +308,9 @@ class Planner:
         source, header = step("op_proto", [self.work / "gen" / package.kind / "op_proto.c", header],
                               [*(s.spec_path for s in package.specs), self.stamp], f"GEN op_proto/inc/op_proto.h ({where})",
                               OPBUILD_OPS=tuple(s.op for s in package.specs), OPBUILD_WHERE=where)
-        includes = [str(self.native_include), rel(header.rsplit(os.sep, 1)[0])]
+        includes = [str(self.native_include)]
         obj = self.work / "obj" / package.kind / "op_proto.o"
-        obj, = step("compile", [obj], [source, header], f"CC op_proto.c ({where})", stored=False,
+        obj, = step("compile", [obj], [source], f"CC op_proto.c ({where})", stored=False,
                     OPBUILD_CMD=tuple(tc.tiling_object_command(rel(source), rel(obj), includes)), scan_includes=includes,
                     OPBUILD_WHAT=f"compiling the op_proto library of {where}")
         wrapped = [ops[s.op].tiling_object for s in package.specs

@@ -9,6 +9,7 @@ table of declared combinations. The runtime and the `.om` builder call these fun
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from opbuild.abi.vocabulary import DTYPE, DTYPES_BY_GE_ORDER
@@ -71,7 +72,17 @@ def _shape_call(spec: OpSpec, index: int, param: Param) -> tuple[str | None, str
     return f'infer_function(ctx, {out}, {index}, {symbol}, "{symbol}")', f"{symbol}() of the tiling source"
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
 def _op_context(spec: OpSpec) -> dict:
+    # Names go into C code and comments: a spec checked by the loader has identifiers only; a
+    # definition read from an .om (opbuild/om/legacy.py) is checked here.
+    names = [spec.op, *(p.name for p in spec.tensors), *(a.name for a in spec.attrs),
+             *(p.shape.operands[0] for p in spec.outputs if p.shape is not None and p.shape.kind == "function")]
+    bad = [n for n in names if not _IDENTIFIER.match(n)]
+    if bad:
+        raise ValueError(f"{spec.op!r}: not C identifiers: {bad}")
     outputs = []
     for i, p in enumerate(spec.outputs):
         call, rule = _shape_call(spec, i, p)

@@ -34,10 +34,7 @@ from opbuild.om.model import Model, Node
 from opbuild.runtime.binaries.package import binary_index, read_load_priority
 from opbuild.spec.serialize import spec_to_dict
 
-FORMAT = "opbuild-om"
-FORMAT_VERSION = 2
-"""1: MODEL_DEF as JSON and TBE_KERNELS as our item table (still read); 2: MODEL_DEF as GE's
-ge.proto.ModelDef and TBE_KERNELS in GE's KernelStore layout."""
+FORMAT, FORMAT_VERSION = model_def_proto.FORMAT, model_def_proto.FORMAT_VERSION
 IMPL_MODES = IMPL_MODE_INDEX
 
 

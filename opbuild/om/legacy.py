@@ -38,8 +38,11 @@ def op_proto_library(specs: list, vendor: str):
         outputs = tuple(dataclasses.replace(p, shape=None) if p.shape is not None and p.shape.kind == "function" else p
                         for p in spec.outputs)
         plain.append(dataclasses.replace(spec, outputs=outputs))
-    source = render_op_proto_source(plain, vendor)
-    header = render_op_proto_header(plain, vendor)
+    try:
+        source = render_op_proto_source(plain, vendor)
+        header = render_op_proto_header(plain, vendor)
+    except ValueError as exc:  # a definition whose names are not C identifiers
+        raise OmError(f"op definitions of {vendor}: {exc}", "MODEL_DEF") from None
     digest = hashlib.sha256((source + header).encode()).hexdigest()
     with _LOCK:
         lib = _BUILT.get(digest)

@@ -26,6 +26,11 @@ from opbuild.nonfinite import dumps, from_json, to_json
 from opbuild.om import ge_ir
 from opbuild.om.errors import OmError
 
+FORMAT = "opbuild-om"
+FORMAT_VERSION = 2
+"""1: MODEL_DEF as JSON and TBE_KERNELS as our item table (still read, opbuild/om/legacy.py);
+2: MODEL_DEF as GE's ge.proto.ModelDef and TBE_KERNELS in GE's KernelStore layout."""
+
 IR_VERSION = 1
 """ModelDef.version: the version of this mapping (GE: the IR proto version)."""
 
@@ -252,7 +257,7 @@ def _decode(model) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         else:
             nodes.append(_decode_node(op, ops, tensor, dims))
     md = {
-        "format": "opbuild-om", "format_version": 2, "name": model.name, "soc": _str(a["soc_version"]),
+        "format": FORMAT, "format_version": FORMAT_VERSION, "name": model.name, "soc": _str(a["soc_version"]),
         "dynamic": a["dynamic"].b, "deterministic": a["deterministic"].i, "impl_mode": a["impl_mode"].i,
         "so_in_om_flag": a["so_in_om_flag"].i,
         "so_in_om_info": {key: _str(a[name]) for key, name in (

@@ -38,6 +38,36 @@ def test_paths_and_header(package, builtin_package):
     assert str(package.parent.parent.parent) not in header  # no build-machine path
 
 
+def test_header_compiles_with_the_library(package, tmp_path):
+    """A C program includes op_proto.h, links libcust_opsproto_rt2.0.so and calls MulCustomInferShape."""
+    import shutil
+    import subprocess
+
+    from opbuild.runtime_paths import native_include_dir
+
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler")
+    lib = package / layout.op_proto_lib()
+    (tmp_path / "main.c").write_text(
+        '#include "op_proto.h"\n'
+        "int main(void) {\n"
+        "    uint32_t start[2] = {0, 1}, count[2] = {1, 1}, none = 0;\n"
+        "    OpbuildTensorDesc in[2] = {{.dtype = OPBUILD_DT_FLOAT, .dim_num = 2, .dims = {3, 1}},\n"
+        "                               {.dtype = OPBUILD_DT_FLOAT, .dim_num = 1, .dims = {4}}};\n"
+        "    TilingContext ctx = {.abi_version = OPBUILD_TILING_ABI_VERSION, .input_num = 2, .output_num = 1,\n"
+        "                         .input_start = start, .input_count = count, .input_descs = in,\n"
+        "                         .output_start = &none, .output_count = &none, .op_type = \"MulCustom\"};\n"
+        "    OpbuildTensorDesc out[1] = {{0}};\n"
+        "    if (MulCustomInferShape(&ctx, out) != 0) return 1;\n"
+        "    printf(\"%u %lld %lld\\n\", out[0].dim_num, (long long)out[0].dims[0], (long long)out[0].dims[1]);\n"
+        "    return 0;\n"
+        "}\n")
+    exe = tmp_path / "main"
+    subprocess.run(["cc", "-std=c11", f"-I{native_include_dir()}", f"-I{package / 'op_proto/inc'}", "-o", str(exe),
+                    str(tmp_path / "main.c"), str(lib), f"-Wl,-rpath,{lib.parent}"], check=True)
+    assert subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split() == ["2", "3", "4"]
+
+
 def test_symbols_resolved_and_called(package, builtin_package):
     lib = ctypes.CDLL(str(package / layout.op_proto_lib()))
     status, shapes, dtypes, _ = _call(lib, "MulCustomInferShape", "MulCustom",
