@@ -17,7 +17,7 @@ from opbuild.keys import KeyContext, describe_call
 from opbuild.runtime import settings
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from opbuild.runtime.binaries.selection import OpRuntime, current_soc, nearest_keys
-from opbuild.runtime.shapes import infer_output_dtype, infer_output_shape
+from opbuild.runtime.infer import infer_outputs
 
 _TENSOR_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<dtype>[a-z0-9]+)\[(?P<dims>[-0-9, ]*)\](?:@(?P<fmt>[A-Z]+))?$")
 
@@ -102,20 +102,24 @@ def explain(package_dir: Path, op_name: str, tensor_args: list[str], attr_args: 
         if p.name not in given and p.param_type != "optional":
             raise ValueError(f"{spec.op}: input {p.name} not given (--input {p.name}=DTYPE[dims])")
         inputs.append([(a.dtype, a.format, a.shape) for a in given.get(p.name, [])])
-    shapes = {p.name: g[0][2] for p, g in zip(spec.inputs, inputs) if g}
-    dtypes = {p.name: g[0][0] for p, g in zip(spec.inputs, inputs) if g}
     outputs = []
     lines = []
-    for p in spec.outputs:
+    attr_values = [attrs[a.name] for a in spec.attrs]
+    unknown = [(None, None)] * len(spec.outputs)
+    shapes = dtypes = unknown
+    if any(p.name not in given for p in spec.outputs):  # inferred by the package's op_proto library
+        shapes = infer_outputs(op, inputs, attr_values, dtypes=False) or unknown
+        try:
+            dtypes = infer_outputs(op, inputs, attr_values, shapes=False) or unknown
+        except AclnnError:
+            pass
+    for p, (shape, _), (_, dtype) in zip(spec.outputs, shapes, dtypes):
         if p.name in given:
             outputs.append([(a.dtype, a.format, a.shape) for a in given[p.name]])
             continue
-        shape = infer_output_shape(spec, p, shapes, attrs)
         if shape is None:
             raise ValueError(f"{spec.op}: output {p.name} has no shape rule; give it with --input {p.name}=DTYPE[dims]")
-        try:
-            dtype = infer_output_dtype(spec, p, dtypes)
-        except AclnnError:
+        if dtype is None:
             dtype = p.dtypes[0]
             lines.append(f"note: no declared combination has these input dtypes; assuming output {p.name}={dtype}")
         outputs.append([(dtype, p.format_at(0), shape)])

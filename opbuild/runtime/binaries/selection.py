@@ -73,7 +73,7 @@ class OpRuntime:
         self.package = package
         self._lock = threading.Lock()
         self._fragment_fn: Callable[[KeyContext], str] | None = None
-        self._tiling_libs: dict[Path, Any] = {}
+        self._tiling_libs: dict[tuple[Path, str], Any] = {}
         # Precomputed once, read by the executor on every call.
         self.name = spec.op
         self.n_inputs = len(spec.inputs)
@@ -112,24 +112,34 @@ class OpRuntime:
         """The package's tiling library (tiling functions and C key callbacks), opened once."""
         if hasattr(package, "tiling_library"):  # a provider (see resolve_package)
             return package.tiling_library()
-        lib = self._tiling_libs.get(package)
+        return self._library(package, layout.tiling_lib(), "tiling library")
+
+    def op_proto_library(self, package: Path):
+        """The package's op_proto library (each op's shape and dtype inference), opened once; a
+        provider's `op_proto_library()` (None: it has none, see runtime/infer.py)."""
+        if hasattr(package, "op_proto_library"):
+            return package.op_proto_library()
+        return self._library(package, layout.op_proto_lib(), "op_proto library")
+
+    def _library(self, package: Path, relative, what: str):
+        """A library of the package (checked to stay inside it), opened once per package."""
+        key = (package, what)
+        lib = self._tiling_libs.get(key)
         if lib is None:
-            from opbuild.abi.c_callbacks import TilingLibrary
+            from opbuild.abi.c_callbacks import CallbackError, TilingLibrary
 
             with self._lock:
-                lib = self._tiling_libs.get(package)
+                lib = self._tiling_libs.get(key)
                 if lib is None:
-                    path = package / layout.tiling_lib()
+                    path = package / relative
                     if not path.is_file():
-                        raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: tiling library missing: {path}")
-                    inside_package(package, path, "tiling library", self.spec.op)
-                    from opbuild.abi.c_callbacks import CallbackError
-
+                        raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: {what} missing: {path}")
+                    inside_package(package, path, what, self.spec.op)
                     try:
                         lib = TilingLibrary(path)
                     except CallbackError as exc:
                         raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: {exc}") from None
-                    self._tiling_libs[package] = lib
+                    self._tiling_libs[key] = lib
         return lib
 
     # ---- key ----------------------------------------------------------------------------------

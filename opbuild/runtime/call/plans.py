@@ -28,7 +28,7 @@ from opbuild.runtime.call.arguments import _dtype_name
 from opbuild.runtime.call.tiling_bounds import check_tiling_result
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
 from opbuild.runtime.binaries.selection import OpRuntime, Selection, current_soc
-from opbuild.runtime.shapes import infer_output_shape
+from opbuild.runtime.infer import infer_outputs
 
 
 # ---- kernels --------------------------------------------------------------------------------------
@@ -191,7 +191,6 @@ def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fal
     `fallback`: no impl mode set), run tiling with the selected key's p."""
     spec = op.spec
     attr_map = {a.name: v for a, v in zip(spec.attrs, attrs)}
-    in_shapes = {param.name: inst[0][0].shape for param, inst in zip(spec.inputs, inputs) if inst}
     for param, instances in zip(spec.inputs, inputs):
         if param.param_type == "dynamic":
             first = instances[0][0]
@@ -200,12 +199,12 @@ def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fal
                     raise AclnnError(ACLNN_ERR_PARAM_INVALID,
                                      f"{spec.op}: {param.name}[{k}] is {dtype_name(a.dtype)}{list(a.shape)}, "
                                      f"{param.name}[0] is {dtype_name(first.dtype)}{list(first.shape)}")
-    for param, instances in zip(spec.outputs, outputs):
-        expected = infer_output_shape(spec, param, in_shapes, attr_map)
+    in_inst = _instances(inputs, contiguous=True)
+    inferred = infer_outputs(op, in_inst, attrs, dtypes=False)  # dtypes: the key selection says which exist
+    for param, instances, (expected, _) in zip(spec.outputs, outputs, inferred or [(None, None)] * len(outputs)):
         if expected is not None and instances and instances[0][0].shape != expected:
             raise AclnnError(ACLNN_ERR_PARAM_INVALID,
                              f"{spec.op}: output '{param.name}' has shape {list(instances[0][0].shape)}, expected {list(expected)}")
-    in_inst = _instances(inputs, contiguous=True)
     out_inst = _instances(outputs, contiguous=True)
     soc = current_soc()
     ctx = KeyContext([[i[:3] for i in g] for g in in_inst], [[i[:3] for i in g] for g in out_inst], attr_map, d, p, soc)
