@@ -165,8 +165,12 @@ def verified_cache_class():
 
         _lock = threading.Lock()
 
-        def _rel(self, cache_file: str) -> str:
-            return os.path.relpath(cache_file, self.path)
+        def _store(self):
+            from opbuild.builder.stores import SharedStore
+
+            if getattr(self, "_shared", None) is None or self._shared.cache_dir != self.path:
+                self._shared = SharedStore(self.path, "compile")
+            return self._shared
 
         def retrieve(self, node) -> bool:
             if not self.is_enabled() or not SCons.Action.execute_actions:
@@ -175,26 +179,18 @@ def verified_cache_class():
             target = node.get_internal_path()
             with self._lock:
                 self.requests += 1
-            data, problem = load_verified(cache_file)
+            data = self._store().read(cache_file, target)
             if data is None:
-                if problem is not None:
-                    sys.stderr.write(f"opbuild: cache: corrupt entry {cache_file} for {target} ({problem}): "
-                                     "not used, removed; building it\n")
-                    remove_entry(cache_file)
-                    log_event(self.path, "corrupt", self._rel(cache_file), target)
-                log_event(self.path, "miss", self._rel(cache_file), target)
                 return False
             try:
                 mode = os.stat(cache_file).st_mode & 0o777
                 os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
                 _write_atomic(os.path.dirname(os.path.abspath(target)), os.path.abspath(target), data, mode | 0o200)
-                os.utime(cache_file, None)  # recently used: pruned last
             except OSError as exc:
                 sys.stderr.write(f"opbuild: cache: cannot retrieve {target} from {cache_file}: {exc}; building it\n")
                 return False
             with self._lock:
                 self.hits += 1
-            log_event(self.path, "hit", self._rel(cache_file), target)
             env = node.get_build_env()
             text = f"Retrieved `{target}' from cache"
             show = env.get("PRINT_CMD_LINE_FUNC")
@@ -214,12 +210,10 @@ def verified_cache_class():
             try:
                 with open(target, "rb") as f:
                     data = f.read()
-                store(cache_file, data, os.stat(target).st_mode & 0o777)
+                self._store().write(cache_file, data, os.stat(target).st_mode & 0o777, target)
             except OSError as exc:
                 SCons.Warnings.warn(SCons.Warnings.CacheWriteErrorWarning,
                                     f"opbuild: cache: cannot push {target} to {cache_file}: {exc}")
-                return None
-            log_event(self.path, "push", self._rel(cache_file), target)
             return None
 
     return VerifiedCacheDir
