@@ -4,12 +4,12 @@ our code, and the one cache interface (opbuild/builder/stores.py) its layers go 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from build_helpers import snapshot_code
 
 from opbuild import codegen, fingerprint
 from opbuild.builder import cache, scons_tool
@@ -17,7 +17,7 @@ from opbuild.builder.select import SpecCache
 from opbuild.builder.stores import LocalStore, SharedStore
 from opbuild.fingerprint import Key, code_files, file_stat
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent.parent
 
 
 def _op(root: Path) -> Path:
@@ -92,15 +92,6 @@ def test_one_list_of_our_code_serves_every_layer():
     assert codegen.generator_digest() == fingerprint.code_digest()
 
 
-def _install(dest: Path) -> Path:
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(REPO / "opbuild", dest / "opbuild", symlinks=True, ignore=ignore)
-    for name in ("templates", "schemas"):
-        shutil.copytree(REPO / name, dest / name, ignore=ignore)
-    shutil.copy2(REPO / "pyproject.toml", dest / "pyproject.toml")
-    return dest
-
-
 def _code_digest(install: Path) -> str:
     env = {**os.environ, "PYTHONPATH": str(install), "PYTHONDONTWRITEBYTECODE": "1"}
     out = subprocess.run([sys.executable, "-c", "import opbuild.fingerprint as f; print(f.code_digest(), f.__file__)"],
@@ -110,7 +101,7 @@ def _code_digest(install: Path) -> str:
 
 
 def test_code_digest_is_the_same_for_two_installs_and_follows_content(tmp_path):
-    one, two = _install(tmp_path / "one"), _install(tmp_path / "team" / "two")
+    one, two = snapshot_code(tmp_path / "one"), snapshot_code(tmp_path / "team" / "two")
     digest = _code_digest(one)
     template = two / "templates" / "aclnn_source.c.j2"
     os.utime(template, (1, 1))
