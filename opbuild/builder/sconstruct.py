@@ -66,7 +66,7 @@ Options (NAME=value on the command line):
   DISTCC_HOSTS="h1/4 h2:3633/8"   run every C compile through distcc (also from the environment);
                  without -j, the build runs as many jobs as the hosts have slots
 Environment:
-  OPBUILD_CACHE_DIR   shared SCons cache directory (CacheDir) for compiled files
+  OPBUILD_CACHE_DIR   shared cache directory: compiled files (SCons CacheDir), op bundles, checked specs
   OPBUILD_CACHE_SECRET  entries carry an HMAC keyed by it; entries whose HMAC does not check are rebuilt
   OPBUILD_FULL_CHECK  1: always let SCons check every file (skip the up-to-date manifest)
 """
