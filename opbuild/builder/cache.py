@@ -32,7 +32,10 @@ its MAC checks (a rewritten or renamed entry is reported as corrupt, removed and
 `opbuild cache verify` reports it); builds without the secret cannot make entries those readers
 accept.
 
-`opbuild cache stats|verify|prune` (opbuild/cli.py) work on the same directory.
+Every reader and writer of the directory (SCons's per-file entries here, op bundles, checked
+specs) goes through `stores.SharedStore`, the shared side of the one cache interface, which
+uses the functions below. `opbuild cache stats|verify|prune` (opbuild/cli.py) work on the same
+directory.
 """
 
 from __future__ import annotations
@@ -165,12 +168,11 @@ def verified_cache_class():
 
         _lock = threading.Lock()
 
-        def _store(self):
+        def __init__(self, path) -> None:
             from opbuild.builder.stores import SharedStore
 
-            if getattr(self, "_shared", None) is None or self._shared.cache_dir != self.path:
-                self._shared = SharedStore(self.path, "compile")
-            return self._shared
+            super().__init__(path)
+            self.store = SharedStore(self.path, "compile")  # verified reads and writes, events
 
         def retrieve(self, node) -> bool:
             if not self.is_enabled() or not SCons.Action.execute_actions:
@@ -179,7 +181,7 @@ def verified_cache_class():
             target = node.get_internal_path()
             with self._lock:
                 self.requests += 1
-            data = self._store().read(cache_file, target)
+            data = self.store.read(cache_file, target)
             if data is None:
                 return False
             try:
@@ -210,7 +212,7 @@ def verified_cache_class():
             try:
                 with open(target, "rb") as f:
                     data = f.read()
-                self._store().write(cache_file, data, os.stat(target).st_mode & 0o777, target)
+                self.store.write(cache_file, data, os.stat(target).st_mode & 0o777, target)
             except OSError as exc:
                 SCons.Warnings.warn(SCons.Warnings.CacheWriteErrorWarning,
                                     f"opbuild: cache: cannot push {target} to {cache_file}: {exc}")
