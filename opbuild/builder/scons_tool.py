@@ -189,12 +189,11 @@ def explain_text(text: str, root: Path) -> list[str]:
 
 @dataclass
 class BuildState:
-    """What the actions read besides their targets, sources and variables: the specs by op name,
-    the build's options and its progress. One per build, in the SCons environment as
-    OPBUILD_STATE (not part of any signature)."""
+    """What the actions read besides their targets, sources and variables: the specs by op name
+    and the build's options. One per build, in the SCons environment as OPBUILD_STATE (not part
+    of any signature; the progress is the environment's PRINT_CMD_LINE_FUNC)."""
 
     options: BuildOptions
-    progress: Progress
     specs: dict[str, OpSpec] = field(default_factory=dict)
 
 
@@ -476,7 +475,7 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: Op
     need none: current or restored from the cache). `others`: with OPS=, the ops not selected;
     those whose outputs are current stay in their packages. `progress` prints the steps (and,
     with its `explain` set, one line per op naming the layer that decided; `spec_layers`: where
-    each op's checked spec came from). The actions find the specs, options and progress in
+    each op's checked spec came from). The actions find the specs and options in
     env["OPBUILD_STATE"]."""
     from SCons.Builder import Builder
 
@@ -485,7 +484,7 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: Op
     from opbuild.builder.plan import COMPILED, Planner
 
     progress = progress or Progress()
-    state = BuildState(options, progress, {s.op: s for s in specs})
+    state = BuildState(options, {s.op: s for s in specs})
     env["OPBUILD_STATE"] = state
     env["PRINT_CMD_LINE_FUNC"] = progress
     ops_cache = ops_cache or OpsCache(enabled=False)
