@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from opbuild.abi.ge_types import DTYPE_TO_GE, FORMAT_TO_GE
-from opbuild.keys import KeyContext, describe_call, full_key
+from opbuild.keys import KeyContext, describe_call
 from opbuild.runtime import settings
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from opbuild.runtime.binaries.selection import OpRuntime, current_soc, nearest_keys
@@ -120,20 +120,20 @@ def explain(package_dir: Path, op_name: str, tensor_args: list[str], attr_args: 
             lines.append(f"note: no declared combination has these input dtypes; assuming output {p.name}={dtype}")
         outputs.append([(dtype, p.format_at(0), shape)])
 
-    d, p_mode = settings.resolve(deterministic, impl_mode)
+    d, p_mode, fallback = settings.resolve(deterministic, impl_mode)
     soc = current_soc()
     ctx = KeyContext(inputs, outputs, attrs, d, p_mode, soc)
     lines += [f"op:        {spec.op} ({spec.key_rule.mode} keys, callback {spec.key_rule.callback or 'none'})",
               f"package:   {op.package}", f"soc:       {soc}", f"call:      {describe_call(spec, ctx)}"]
     package, index = op.resolve_package(soc)
     try:
-        fragment = op.fragment(ctx, package)
+        _, fragment, key, entry, tried = op.lookup(ctx, package, index, fallback)
     except AclnnError as exc:
         lines.append(f"fragment:  FAILED: {exc.message}")
         return 1, "\n".join(lines)
-    key = full_key(spec.op, d, p_mode, fragment)
+    if len(tried) > 1:
+        lines.append(f"p=1 key:   {tried[0]} has no binary; no impl mode set, so p=0 was tried")
     lines += [f"fragment:  {fragment}", f"full key:  {key}"]
-    entry = index.by_key.get(key)
     if entry is None:
         existing = index.keys_by_op.get(spec.op, ())
         lines.append("binary:    NONE: no binary_info_config.json entry has this key")
