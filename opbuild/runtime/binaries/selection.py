@@ -32,12 +32,15 @@ def current_soc() -> str:
 
 @dataclass(frozen=True)
 class Selection:
-    """What binary selection did for one call."""
+    """What binary selection did for one call (one per full key and package index: the index's
+    selection table keeps it)."""
 
     fragment: str
     full_key: str
     entry: BinaryEntry
     package: Path
+    stamp: tuple[int, int, int] | None = None
+    """file_stamp of the entry's binary_info_config.json when the index read it (None: not a file)."""
 
 
 def nearest_keys(wanted: str, keys: tuple[str, ...], limit: int = 5) -> list[str]:
@@ -182,6 +185,9 @@ class OpRuntime:
                                               f"{soc} (looked for {package / layout.binary_info_config(soc)})")
         fragment = self.fragment(ctx, package)
         key = full_key(self.spec.op, ctx.deterministic, ctx.impl_mode, fragment)
+        selection = index.selections.get(key)
+        if selection is not None and (selection.package is package or selection.package == package):
+            return selection
         entry = index.by_key.get(key)
         if entry is None:
             raise AclnnError(ACLNN_ERR_PARAM_INVALID, self.miss_message(key, index, package))
@@ -189,7 +195,11 @@ class OpRuntime:
         bin_path = entry.checked_bin_path(config)
         if not bin_path.is_file():
             raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: key {key} selects {entry.name}, but its binary is missing: {bin_path}")
-        return Selection(fragment, key, entry, package)
+        config_file = getattr(entry, "config", None)
+        selection = Selection(fragment, key, entry, package,
+                              index.file_stamps.get(str(config_file)) if config_file is not None else None)
+        index.selections[key] = selection  # checked once per package index (a rebuilt package is a new index)
+        return selection
 
     def miss_message(self, key: str, index: BinaryIndex, package: Path) -> str:
         existing = index.keys_by_op.get(self.spec.op, ())

@@ -109,10 +109,14 @@ static int key_tensor(opkey *key, const aclTensor *t) {
     return 0;
 }
 
+typedef struct table table;
+static table *my_table(int create);
+static uint64_t env_token(void);
+
 int opcache_call_key(const opcache_op *op, uint64_t dp, const void *const *inputs, const void *const *attrs,
                      const aclTensor *const *outputs, opkey *key) {
     int ready = opcache_op_has_signature(op);
-    opkey_begin(key, op->id, opkey_env_token(), dp, ready ? op->n_in + op->n_out : 0, ready ? op->n_attr : 0);
+    opkey_begin(key, op->id, env_token(), dp, ready ? op->n_in + op->n_out : 0, ready ? op->n_attr : 0);
     if (!ready) return -1;
     for (uint32_t i = 0; i < op->n_in; i++) {
         if (op->in_kind[i] != 0 || key_tensor(key, inputs[i]) < 0) return -1; /* lists, absent: Python */
@@ -192,11 +196,12 @@ typedef struct slot {
     opcache_plan *plan;
 } slot;
 
-typedef struct table {
+struct table {
     slot **buckets;
     size_t mask, count;
     opcache_stats stats;
-} table;
+    opkey_env_cache env; /* this thread's last look at the search environment (opkey.h) */
+};
 
 static __thread table *t_table;
 static pthread_key_t g_table_key;
@@ -247,6 +252,12 @@ static table *my_table(int create) {
     pthread_setspecific(g_table_key, t);
     t_table = t;
     return t;
+}
+
+/* The search environment's token, through this thread's table's cache (opkey.h). */
+static uint64_t env_token(void) {
+    table *t = my_table(1);
+    return t != NULL ? opkey_env_token_cached(&t->env) : opkey_env_token();
 }
 
 static int stamp_of(const char *path, int64_t out[3]) {
