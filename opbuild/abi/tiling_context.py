@@ -357,15 +357,10 @@ TensorInstance = tuple[str, str, Sequence[int], Sequence[int] | None]
 
 def _c_filler() -> Any:
     """_fastpath.fill_tiling_context, or None without the extension (OPBUILD_NO_FASTPATH=1 too)."""
-    import os
+    from opbuild.runtime import fastpath_ext
 
-    if os.environ.get("OPBUILD_NO_FASTPATH", "") not in ("", "0"):
-        return None
-    try:
-        from opbuild.runtime._fastpath import fill_tiling_context
-    except ImportError:
-        return None
-    return fill_tiling_context
+    ext = fastpath_ext.load()
+    return ext.fill_tiling_context if ext is not None else None
 
 
 _FILL = _c_filler()

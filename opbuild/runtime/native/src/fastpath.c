@@ -1083,6 +1083,40 @@ static PyObject *fp_reset(PyObject *mod, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* env_token(): the search environment's token (opkey.h), through the calling thread's table's cache. */
+static PyObject *fp_env_token(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    Table *t = g_table_key != NULL ? thread_table(1) : NULL;
+    if (t == NULL && PyErr_Occurred()) return NULL;
+    return PyLong_FromUnsignedLongLong(t != NULL ? opkey_env_token_cached(&t->env) : opkey_env_token());
+}
+
+/* forget(plan): drop the calling thread's entries of `plan` (the Python cache evicted it). */
+static PyObject *fp_forget(PyObject *mod, PyObject *plan) {
+    (void)mod;
+    if (g_table_key == NULL) Py_RETURN_NONE;
+    Table *t = thread_table(0);
+    if (t == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
+    for (size_t i = 0; t->buckets != NULL && i <= t->mask; i++) {
+        Entry **link = &t->buckets[i];
+        while (*link != NULL) {
+            Entry *e = *link;
+            if (e->plan == plan) {
+                *link = e->next;
+                t->count--;
+                entry_free(e);
+            } else {
+                link = &e->next;
+            }
+        }
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *fp_table_size(PyObject *mod, PyObject *unused) {
     (void)mod;
     (void)unused;
@@ -1127,6 +1161,9 @@ static PyMethodDef fp_methods[] = {
      "fill_tiling_context(...): a TilingContext filled in C, or None (tiling_fill.c; used by "
      "opbuild.abi.tiling_context.build_tiling_context)."},
     {"reset", fp_reset, METH_NOARGS, "Forget the calling thread's plan table (ResetCacheThreadLocal)."},
+    {"env_token", fp_env_token, METH_NOARGS,
+     "The search environment's token (opkey.h), recomputed only when the environment may have changed."},
+    {"forget", fp_forget, METH_O, "Drop the calling thread's table entries of a plan (evicted by the Python cache)."},
     {"table_size", fp_table_size, METH_NOARGS, "Entries in the calling thread's plan table."},
     {"stats", fp_stats, METH_NOARGS, "Process-wide counters of the fast path (hits, misses, launches)."},
     {"reset_stats", fp_reset_stats, METH_NOARGS, "Zero the counters."},
