@@ -126,7 +126,8 @@ static int fill_side(PyObject *side, PyObject *dtypes, PyObject *formats, uint32
                 int64_t acc = 1;
                 for (Py_ssize_t r = rank - 1; r >= 0; r--) {
                     d->strides[r] = acc;
-                    acc *= d->dims[r] > 0 ? d->dims[r] : 1;
+                    if (r > 0 && __builtin_mul_overflow(acc, d->dims[r] > 0 ? d->dims[r] : 1, &acc))
+                        return -1; /* out of int64: Python says so */
                 }
             } else {
                 for (Py_ssize_t r = 0; r < rank; r++)
