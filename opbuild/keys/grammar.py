@@ -110,7 +110,7 @@ def check_fragment(fragment: object) -> str | None:
     size = len(fragment.encode("utf-8"))
     if size > MAX_FRAGMENT_LEN:
         return f"fragment is {size} bytes long (UTF-8), more than {MAX_FRAGMENT_LEN}"
-    if any(c.isspace() for c in fragment):
+    if fragment.split(None, 1) != [fragment]:  # str.split splits at exactly the str.isspace characters
         return f"fragment {fragment!r} contains whitespace"
     return None
 

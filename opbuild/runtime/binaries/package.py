@@ -7,7 +7,10 @@ ASCEND_CUSTOM_OPP_PATH; then `$ASCEND_OPP_PATH/vendors/<v>` for each vendor of t
 The environment is read on every resolution, never frozen at import.
 
 A package's `binary_info_config.json` for a SoC is parsed once into a dict from full simplified
-key to binary, so a lookup is one dict access.
+key to binary, so a lookup is one dict access; the index also keeps the selection table
+(`selections`: full key -> the checked Selection, filled on first use and dropped with the index
+when the package changes), so a cache miss does no file-system work for its binary beyond the
+package's freshness check.
 """
 
 from __future__ import annotations
@@ -90,6 +93,10 @@ class BinaryIndex:
     """Op -> one note per binaryList entry the reader skipped (malformed, or a repeated key)."""
     skipped_keys: dict[str, AclnnError] = field(default_factory=dict)
     """Key -> why the entry that had it was skipped (its path left the package)."""
+    file_stamps: dict[str, tuple[int, int, int] | None] = field(default_factory=dict, compare=False)
+    """file_stamp of each config file when it was read (cached plans compare the file with it)."""
+    selections: dict[str, Any] = field(default_factory=dict, compare=False)
+    """The selection table: full key -> Selection (selection.OpRuntime.select), filled on use."""
 
 
 def search_roots(explicit: str | os.PathLike[str] | None = None) -> list[Path]:
@@ -276,15 +283,20 @@ def _parse_config(package: Path, soc: str, config: Path) -> tuple[dict[str, Bina
     return by_key, keys_by_op, modes, skipped, skipped_keys
 
 
-_INDEX_CACHE: dict[tuple[str, str], tuple[tuple[tuple[str, int], ...], BinaryIndex]] = {}
+_INDEX_CACHE: dict[tuple[str, str], tuple[tuple[tuple[str, Any], ...], BinaryIndex]] = {}
 _INDEX_LOCK = threading.Lock()
 
 
-def _mtime(path: str) -> int:
+def file_stamp(path: str) -> tuple[int, int, int] | None:
+    """(mtime ns, size, inode) of a file; None when it cannot be read (opcache.c and fastpath.c
+    compare the same)."""
+    if not path:
+        return None
     try:
-        return os.stat(path).st_mtime_ns
+        st = os.stat(path)
     except OSError:
-        return -1
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
 
 
 def binary_index(package: Path, soc: str) -> BinaryIndex:
@@ -295,8 +307,8 @@ def binary_index(package: Path, soc: str) -> BinaryIndex:
     cached = _INDEX_CACHE.get(cache_key)
     if cached is not None:
         stamps, index = cached
-        for path, mtime in stamps:
-            if _mtime(path) != mtime:
+        for path, stamp in stamps:
+            if file_stamp(path) != stamp:
                 break
         else:
             return index
@@ -304,9 +316,9 @@ def binary_index(package: Path, soc: str) -> BinaryIndex:
     watched = [str(config_dir)]
     if config_dir.is_dir():
         watched += sorted(str(d) for d in config_dir.glob("ops_*") if d.is_dir())
-    stamps = tuple((w, _mtime(w)) for w in watched)
+    stamps = tuple((w, file_stamp(w)) for w in watched)
     files = config_files(package, soc)
-    stamps += tuple((str(f), _mtime(str(f))) for f in files)
+    stamps += tuple((str(f), file_stamp(str(f))) for f in files)
     by_key: dict[str, BinaryEntry] = {}
     keys_by_op: dict[str, tuple[str, ...]] = {}
     modes: dict[str, int] = {}
@@ -320,7 +332,7 @@ def binary_index(package: Path, soc: str) -> BinaryIndex:
         for op, notes in sk.items():
             skipped.setdefault(op, []).extend(notes)
         skipped_keys.update(sk_keys)
-    index = BinaryIndex(package, soc, tuple(files), by_key, keys_by_op, modes, skipped, skipped_keys)
+    index = BinaryIndex(package, soc, tuple(files), by_key, keys_by_op, modes, skipped, skipped_keys, dict(stamps))
     with _INDEX_LOCK:
         _INDEX_CACHE[cache_key] = (stamps, index)
     return index

@@ -33,7 +33,8 @@ def current_soc() -> str:
 
 @dataclass(frozen=True)
 class Selection:
-    """What binary selection did for one call."""
+    """What binary selection did for one call (one per full key and package index: the index's
+    selection table keeps it)."""
 
     fragment: str
     full_key: str
@@ -41,6 +42,8 @@ class Selection:
     package: Path
     impl_mode: int = 0
     """The p of the selected key (0 after the p=0 retry)."""
+    stamp: tuple[int, int, int] | None = None
+    """file_stamp of the entry's binary_info_config.json when the index read it (None: not a file)."""
 
 
 def nearest_keys(wanted: str, keys: tuple[str, ...], limit: int = 5) -> list[str]:
@@ -215,6 +218,10 @@ class OpRuntime:
             raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: package {package} has no binary_info_config.json for "
                                               f"{soc} (looked for {package / layout.binary_info_config(soc)})")
         used, fragment, key, entry, tried = self.lookup(ctx, package, index, fallback)
+        selection = index.selections.get(key) if entry is not None else None
+        if selection is not None and selection.entry is entry and (selection.package is package or
+                                                                   selection.package == package):
+            return selection  # the selection table (package.BinaryIndex.selections)
         if entry is None:
             for k in tried:
                 if k in index.skipped_keys:  # the entry with this key was skipped: its path left the package
@@ -227,7 +234,11 @@ class OpRuntime:
         bin_path = entry.checked_bin_path(config)
         if not bin_path.is_file():
             raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: key {key} selects {entry.name}, but its binary is missing: {bin_path}")
-        return Selection(fragment, key, entry, package, used.impl_mode)
+        config_file = getattr(entry, "config", None)
+        selection = Selection(fragment, key, entry, package, used.impl_mode,
+                              index.file_stamps.get(str(config_file)) if config_file is not None else None)
+        index.selections[key] = selection  # checked once per package index (a rebuilt package is a new index)
+        return selection
 
     def miss_message(self, key: str, index: BinaryIndex, package: Path) -> str:
         existing = index.keys_by_op.get(self.spec.op, ())

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ctypes
 import json
-import os
 import threading
 import time
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from opbuild.runtime import device
 from opbuild.runtime.call.arguments import _dtype_name
 from opbuild.runtime.call.tiling_bounds import check_tiling_result
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
+from opbuild.runtime.binaries.package import file_stamp
 from opbuild.runtime.binaries.selection import OpRuntime, Selection, current_soc
 from opbuild.runtime.infer import infer_outputs
 
@@ -114,7 +114,7 @@ class Plan:
         # the package's binary_info_config.json and its stamp when selected: a hit checks it, so a
         # package rebuilt in place selects again (plan_fresh)
         self.stamp_path = package_config(selection) if selection is not None else ""
-        self.stamp = file_stamp(self.stamp_path)
+        self.stamp = selection.stamp if selection is not None else None
         self.checked_ns = time.monotonic_ns()
 
     @property
@@ -127,17 +127,6 @@ class Plan:
     def __repr__(self) -> str:
         name = self.selection.entry.name if self.selection else None
         return f"Plan({name}, block_dim={self.block_dim}, workspace={self.workspace_size}, empty={self.empty})"
-
-
-def file_stamp(path: str) -> tuple[int, int, int] | None:
-    """(mtime ns, size, inode) of a file; None when it cannot be read (opcache.c compares the same)."""
-    if not path:
-        return None
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size, st.st_ino
 
 
 def package_config(selection: Selection) -> str:
