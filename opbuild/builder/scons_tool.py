@@ -351,7 +351,7 @@ def _aclnn_sources(target, source, env):
 def _op_proto_sources(target, source, env):
     from opbuild.codegen.op_proto import render_op_proto_header, render_op_proto_source
 
-    specs = [_REGISTRY.specs[name] for name in env["OPBUILD_OPS"]]
+    specs = [_state(env).specs[name] for name in env["OPBUILD_OPS"]]
     try:
         source_text = render_op_proto_source(specs, env["OPBUILD_WHERE"])
         header = render_op_proto_header(specs, env["OPBUILD_WHERE"])
