@@ -100,15 +100,17 @@ ACL_NAME = "opbuild.runtime._opbuild_acl"
 
 sim = Extension(
     SIM_NAME,
-    sources=[f"{NATIVE}/src/sim.c"],
+    sources=[f"{NATIVE}/src/sim.c", f"{NATIVE}/src/sim_isolate.c"],
     include_dirs=[f"{NATIVE}/include", f"{NATIVE}/src"],
     depends=[
         f"{NATIVE}/src/sim.h",
+        f"{NATIVE}/src/sim_internal.h",
         f"{NATIVE}/include/opbuild/kernel.h",
         f"{NATIVE}/include/opbuild/types.h",
     ],
     extra_compile_args=["-std=c11", "-O2", "-pthread", "-fvisibility=hidden", "-Wall", "-Wextra"],
     extra_link_args=["-pthread"],
+    libraries=["m", "dl"],
     language="c",
 )
 
@@ -154,9 +156,9 @@ FASTPATH_NAME = "opbuild.runtime._fastpath"
 fastpath = Extension(
     FASTPATH_NAME,
     sources=[f"{NATIVE}/src/fastpath.c", f"{NATIVE}/src/opkey.c", f"{NATIVE}/src/fallback_exec.c",
-             f"{NATIVE}/src/oneshot.c"],
-    include_dirs=[*_numpy_include(), f"{NATIVE}/src"],
-    depends=[f"{NATIVE}/src/opkey.h"],
+             f"{NATIVE}/src/oneshot.c", f"{NATIVE}/src/tiling_fill.c"],
+    include_dirs=[*_numpy_include(), f"{NATIVE}/src", f"{NATIVE}/include"],
+    depends=[f"{NATIVE}/src/opkey.h", f"{NATIVE}/include/opbuild/tiling.h"],
     extra_compile_args=["-std=gnu11", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-missing-field-initializers",
                         "-Wno-unused-parameter", "-Wno-cast-function-type"],
     language="c",

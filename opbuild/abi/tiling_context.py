@@ -355,6 +355,17 @@ class ContextHolder:
 TensorInstance = tuple[str, str, Sequence[int], Sequence[int] | None]
 
 
+def _c_filler() -> Any:
+    """_fastpath.fill_tiling_context, or None without the extension (OPBUILD_NO_FASTPATH=1 too)."""
+    from opbuild.runtime import fastpath_ext
+
+    ext = fastpath_ext.load()
+    return ext.fill_tiling_context if ext is not None else None
+
+
+_FILL = _c_filler()
+
+
 def build_tiling_context(
     op_type: str,
     inputs: Sequence[Sequence[TensorInstance]],
@@ -373,6 +384,13 @@ def build_tiling_context(
     for contiguous) instances (empty list = absent optional; n = dynamic list). attrs: one
     (type name, value) per attribute, type in ATTR_TYPES. impl_mode: 0/1/2 or a name of IMPL_MODES.
     """
+    if _FILL is not None and impl_mode in vocabulary.IMPL_MODE_BY_INDEX and type(tiling_capacity) is int:
+        block = _FILL(op_type.encode(), soc_version.encode(), core_num, ub_size, deterministic, impl_mode,
+                      tiling_capacity, _GUARD_BYTES, inputs, outputs, attrs, DTYPE_TO_GE, FORMAT_TO_GE, ATTR_TYPES)
+        if block is not None:
+            ctx = TilingContext.from_buffer(block)  # keeps the block alive
+            guard = block.guard
+            return ContextHolder(ctx, tiling_capacity, [], ctypes.addressof(ctx) + guard if guard else None)
     keep: list = []
     ctx = TilingContext()
     in_start, in_count, in_descs = _pack_tensors("input", inputs)

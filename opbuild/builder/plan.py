@@ -33,6 +33,7 @@ VARLISTS: dict[str, tuple[str, ...]] = {
     "compile": ("OPBUILD_CMD", "OPBUILD_KEY", "OPBUILD_PRODUCES"),
     "kernel_json": ("OPBUILD_OP", "OPBUILD_SOC", "OPBUILD_TOOLCHAIN", "OPBUILD_SUBPACKAGE"),
     "tiling_lib": ("OPBUILD_OPS",),
+    "op_proto": ("OPBUILD_OPS", "OPBUILD_WHERE"),
     "binary_info": ("OPBUILD_OPS", "OPBUILD_SOC", "OPBUILD_TOOLCHAIN"),
     "ops_info": ("OPBUILD_OPS", "OPBUILD_SOC"),
     "python_api": ("OPBUILD_OPS", "OPBUILD_PKG_ROOT"),
@@ -254,14 +255,11 @@ class Planner:
     # ---- the steps that combine a package's ops ------------------------------------------------------
 
     def plan_package(self, package: PackagePlan, ops: dict[str, OpPlan], acl_lib: str) -> None:
-        from opbuild.abi.native_libs import opapi_command
-        from opbuild.codegen.python_api import PYTHON_MODULE, keyrule_path
-
-        tc, rel, step, pkg_root, where = self.tc, self.rel, self.step, package.root, package.where
+        op_proto = self._plan_op_proto(package, ops)
         self.plan_aicpu_lib(package, [ops[s.op] for s in package.specs if s.is_aicpu])
         aicore = [s for s in package.specs if not s.is_aicpu]
         if aicore:
-            self.plan_aicore_package(package, aicore, ops)
+            self.plan_aicore_package(package, aicore, ops, op_proto)
         self.plan_package_api(package, ops, acl_lib)
         package.steps = self._take()
 
@@ -289,11 +287,15 @@ class Planner:
         step("text", [package.root / layout.aicpu_op_info()], [], f"GEN {layout.AICPU_OP_INFO} ({where})",
              OPBUILD_TEXT=codegen.render_aicpu_op_info(specs))
 
-    def plan_aicore_package(self, package: PackagePlan, specs: list[OpSpec], ops: dict[str, OpPlan]) -> None:
-        """The tiling library, binary_info_config.json and ops-info of the package's AI Core ops."""
+    def plan_aicore_package(self, package: PackagePlan, specs: list[OpSpec], ops: dict[str, OpPlan],
+                            op_proto: str) -> None:
+        """The tiling library, binary_info_config.json and ops-info of the package's AI Core ops.
+        `op_proto`: the compiled op_proto object (every op's inference), linked in too."""
         tc, rel, step, pkg_root, where = self.tc, self.rel, self.step, package.root, package.where
         socs_used = sorted({soc for spec in specs for soc in self.socs_of(spec)})
-        tiling_objects = [ops[spec.op].tiling_object for spec in specs]
+        # The generated inference functions go into the tiling library too (as CANN's op_host
+        # code registers InferShape in both): an .om packs that one library.
+        tiling_objects = [ops[spec.op].tiling_object for spec in specs] + [op_proto]
         tiling_lib = pkg_root / layout.tiling_lib()
         # The tiling library is linked outside the package, then checked (every tiling function and
         # C key callback the specs name, run against the declared binaries) and only then copied
@@ -363,6 +365,28 @@ class Planner:
 
         step("text", [pkg_root / layout.VERSION_INFO], [], f"GEN version.info ({where})",
              OPBUILD_TEXT=codegen.render_version_info(tc.version()))
+
+    def _plan_op_proto(self, package: PackagePlan, ops: dict[str, OpPlan]) -> str:
+        """op_proto/inc/op_proto.h and libcust_opsproto_rt2.0.so: the generated inference
+        functions, linked with the tiling objects of the ops whose spec names a C infer-shape
+        function (the library calls it). Returns the compiled op_proto object."""
+        tc, rel, step, pkg_root, where = self.tc, self.rel, self.step, package.root, package.where
+        header = pkg_root / layout.op_proto_header()
+        source, header = step("op_proto", [self.work / "gen" / package.kind / "op_proto.c", header],
+                              [*(s.spec_path for s in package.specs), self.stamp], f"GEN op_proto/inc/op_proto.h ({where})",
+                              OPBUILD_OPS=tuple(s.op for s in package.specs), OPBUILD_WHERE=where)
+        includes = [str(self.native_include)]
+        obj = self.work / "obj" / package.kind / "op_proto.o"
+        obj, = step("compile", [obj], [source], f"CC op_proto.c ({where})", stored=False,
+                    OPBUILD_CMD=tuple(tc.tiling_object_command(rel(source), rel(obj), includes)), scan_includes=includes,
+                    OPBUILD_WHAT=f"compiling the op_proto library of {where}")
+        wrapped = [ops[s.op].tiling_object for s in package.specs
+                   if any(p.shape is not None and p.shape.kind == "function" for p in s.outputs)]
+        lib = pkg_root / layout.op_proto_lib()
+        step("compile", [lib], [obj, *wrapped], f"LINK {lib.name} ({where})",
+             OPBUILD_CMD=tuple(tc.tiling_link_command([rel(o) for o in (obj, *wrapped)], rel(lib))),
+             OPBUILD_WHAT=f"linking the op_proto library of {where}")
+        return obj
 
     def plan_global(self) -> list[PlannedStep]:
         """Steps outside any package: the generator stamp and vendors/config.ini."""

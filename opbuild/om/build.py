@@ -27,19 +27,19 @@ from typing import Any
 import numpy as np
 
 from opbuild.abi import package_layout as layout
-from opbuild.nonfinite import dumps, to_json
+from opbuild.nonfinite import to_json
 from opbuild.abi.ge_types import numpy_dtype
 from opbuild.abi.vocabulary import IMPL_MODE_INDEX
 from opbuild.om import format as omf
 from opbuild.om import kernel_store, so_store, tables
+from opbuild.om import model_def as model_def_proto
 from opbuild.om.errors import OmError
 from opbuild.om.model import Model, Node
 from opbuild.runtime.binaries.package import binary_index, read_load_priority
 from opbuild.runtime.call.aicpu import package_has_op
 from opbuild.spec.serialize import spec_to_dict
 
-FORMAT = "opbuild-om"
-FORMAT_VERSION = 1
+FORMAT, FORMAT_VERSION = model_def_proto.FORMAT, model_def_proto.FORMAT_VERSION
 IMPL_MODES = IMPL_MODE_INDEX
 
 
@@ -141,7 +141,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
     """The .om bytes of `model`, built against the OPP tree `opp` (e.g. out/opp)."""
     from opbuild.runtime.call import executor as ex
     from opbuild.runtime.errors import AclnnError
-    from opbuild.runtime.shapes import infer_output_dtype, infer_output_shape
+    from opbuild.runtime.infer import infer_outputs
 
     opp = Path(opp)
     soc = model.soc
@@ -167,6 +167,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
     node_defs = []
     used_vendors: list[str] = []
     aicore_vendors: set[str] = set()
+    aicpu_vendors: set[str] = set()
 
     def add_so(name: str, vendor: str, data: bytes, so_type: so_store.SoBinType) -> None:
         if (name, vendor) not in so_names:
@@ -205,40 +206,34 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
             attr_values = ex.normalize_attrs(op_rt, attrs)
         except AclnnError as exc:
             raise OmError(f"node {node.name}: {exc}") from None
-        attr_map = {a.name: v for a, v in zip(spec.attrs, attr_values)}
-        in_dtypes: dict[str, str] = {}
-        in_shapes: dict[str, tuple[int, ...]] = {}
+        in_groups = []
         unknown = []  # inputs whose shape is known only at run time (a data-dependent output)
         for param, t in zip(spec.inputs, node.inputs):
-            first = t[0] if isinstance(t, list) else t
-            if first is None:
-                continue
-            in_dtypes[param.name] = tensors[first][0]
-            if tensors[first][1] is not None:
-                in_shapes[param.name] = tensors[first][1]
-            elif not dynamic and first not in unknown:
-                unknown.append(first)
+            names = t if isinstance(t, list) else ([] if t is None else [t])
+            in_groups.append([(tensors[n][0], param.format_at(0), tensors[n][1] or ()) for n in names])
+            unknown += [n for n in names if not dynamic and tensors[n][1] is None and n not in unknown]
         if unknown and not spec.is_aicpu:
             raise OmError(f"node {node.name}: input(s) {', '.join(unknown)} have a data-dependent shape (an AI CPU "
                           f"node's output), but {node.op} is an AI Core op of a static model: build it with dynamic "
                           f"inputs (-1 dims), or let only AI CPU nodes consume it")
-        out_meta = []
-        try:
-            for param in spec.outputs:
-                dtype = infer_output_dtype(spec, param, in_dtypes)
-                dependent = param.shape is not None and param.shape.kind == "data_dependent"
-                shape = None if dynamic or unknown or dependent else infer_output_shape(spec, param, in_shapes, attr_map)
-                if shape is None and not (dynamic or unknown or dependent):
-                    raise OmError(f"node {node.name}: output {param.name} of {node.op} has no shape rule")
-                out_meta.append((dtype, shape))
+        try:  # the package's op_proto library: the same inference the runtime uses
+            inferred = infer_outputs(op_rt, in_groups, attr_values, shapes=not (dynamic or unknown))
         except AclnnError as exc:
             raise OmError(f"node {node.name}: {exc}") from None
+        out_meta = []
+        for param, (shape, dtype) in zip(spec.outputs, inferred):
+            if param.shape is not None and param.shape.kind == "data_dependent":
+                shape = None  # (op_proto gives its bound; the real shape is known after the run)
+            elif not (dynamic or unknown) and shape is None:
+                raise OmError(f"node {node.name}: output {param.name} of {node.op} has no shape rule")
+            out_meta.append((dtype, shape))
         for t, meta in zip(node.outputs, out_meta):
             tensors[t] = meta
 
         selected = None
         tiling_ref = None
         if spec.is_aicpu:
+            aicpu_vendors.add(vendor)
             item = aicpu_item_name(vendor)
             if item not in aicpu_kernels:
                 lib = root / layout.aicpu_kernel_lib()
@@ -290,14 +285,18 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
             "attrs": {a.name: to_json(v) for a, v in zip(spec.attrs, attr_values)},
             "preprocess": node.preprocess, "autofuse_so": autofuse, "selected": selected, "tiling": tiling_ref,
             "output_dtypes": [dt for dt, _ in out_meta],
+            "output_shapes": None if dynamic else [None if shape is None else list(shape) for _, shape in out_meta],
         })
-    if dynamic:
-        for vendor in (v for v in used_vendors if v in aicore_vendors):
-            lib = packages.root(vendor) / layout.tiling_lib()
-            try:
-                add_so(space_registry_name(), vendor, lib.read_bytes(), so_store.SoBinType.SpaceRegistry)
-            except OSError as exc:
-                raise OmError(f"{vendor}: cannot read its tiling library {lib}: {exc.strerror}") from None
+    # SpaceRegistry: a dynamic model's packages' tiling libraries (tiling and inference), and the
+    # inference of every package with AI CPU nodes (their outputs' bounds are inferred at run time):
+    # its tiling library when it has AI Core ops (it holds every op's inference), else its op_proto library.
+    for vendor in (v for v in used_vendors if (dynamic and v in aicore_vendors) or v in aicpu_vendors):
+        root = packages.root(vendor)
+        lib = root / (layout.tiling_lib() if (root / layout.tiling_lib()).is_file() else layout.op_proto_lib())
+        try:
+            add_so(space_registry_name(), vendor, lib.read_bytes(), so_store.SoBinType.SpaceRegistry)
+        except OSError as exc:
+            raise OmError(f"{vendor}: cannot read its SpaceRegistry library {lib}: {exc.strerror}") from None
 
     compiler = sorted({_version_info(packages.root(v)) for v in used_vendors})
     info = {"cpu_info": host_cpu(), "os_info": host_os(), "opp_version": opp_version(),
@@ -308,19 +307,19 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
         "format": FORMAT, "format_version": FORMAT_VERSION, "name": model.name, "soc": soc, "dynamic": dynamic,
         "deterministic": d, "impl_mode": p, "so_in_om_flag": flag, "so_in_om_info": info,
         "inputs": [{"name": n, "dtype": dt, "shape": list(s)} for n, dt, s in model.inputs],
-        "weights": [{"name": n} for n in model.weights],
+        "weights": [{"name": n, "dtype": dtype_name(a.dtype), "shape": list(a.shape)} for n, a in model.weights.items()],
         "outputs": model.outputs, "packages": {v: {"version": _version_info(packages.root(v))} for v in used_vendors},
         "ops": ops, "nodes": node_defs,
     }
     weights = [tables.Item(n, {"dtype": dtype_name(a.dtype), "shape": list(a.shape)},
                            np.ascontiguousarray(a).tobytes()) for n, a in model.weights.items()]
-    parts: list[tuple[int, bytes]] = [(omf.MODEL_DEF, dumps(model_def, sort_keys=True).encode())]
+    items = sorted(kernels.values(), key=lambda i: i.name)
+    parts: list[tuple[int, Any]] = [(omf.MODEL_DEF, model_def_proto.encode(model_def, {i.name: i.meta for i in items}))]
     if weights:
         parts.append((omf.WEIGHTS_DATA, tables.build(weights, tables.WEIGHT_MAGIC, "WEIGHTS_DATA")))
-    parts.append((omf.TBE_KERNELS, tables.build(sorted(kernels.values(), key=lambda i: i.name), tables.KERNEL_MAGIC,
-                                                "TBE_KERNELS", allow_empty=False)))
+    parts.append((omf.TBE_KERNELS, kernel_store.build((i.name, i.data) for i in items)))
     if aicpu_kernels:
-        parts.append((omf.CUST_AICPU_KERNELS, kernel_store.build(aicpu_kernels)))
+        parts.append((omf.CUST_AICPU_KERNELS, kernel_store.build(sorted(aicpu_kernels.items()), "CUST_AICPU_KERNELS")))
     if so_bins:
         parts.append((omf.SO_BINS, so_store.build(so_bins)))
     if tiling_items:

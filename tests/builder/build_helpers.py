@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from opbuild.abi import package_layout as layout
+
 REPO = Path(__file__).resolve().parents[2]
 VENDOR = "customize"
 SOC = "ascend910b"
@@ -274,9 +276,10 @@ def expected_package_files(ops: dict[str, list[str]] = SAMPLE_BINARIES, kind: st
                            aicpu: tuple[str, ...] = SAMPLE_AICPU_OPS) -> set[str]:
     """Every file (docs/package-format.md §1) that `scons ops` must produce for those of `ops` in the package
     `kind` (relative to the package directory), except the arch-dependent tiling library (checked
-    separately). The built-in package keeps each op's kernels and configs in the ops_<domain>
-    sub-package of its domain and its aclnn functions in libopapi_<domain>.so (libopapi.so always).
-    The AI CPU ops of `aicpu` add their aclnn headers and the package's op_impl/cpu files."""
+    separately); the op_proto library is listed for this machine's arch. The built-in package keeps
+    each op's kernels and configs in the ops_<domain> sub-package of its domain and its aclnn
+    functions in libopapi_<domain>.so (libopapi.so always). The AI CPU ops of `aicpu` add their
+    aclnn headers and the package's op_impl/cpu files."""
     kernel = f"op_impl/ai_core/tbe/kernel/{SOC}"
     config = f"op_impl/ai_core/tbe/kernel/config/{SOC}"
     ops = {op: binaries for op, binaries in ops.items() if kind in SAMPLE_PACKAGES[op]}
@@ -284,7 +287,8 @@ def expected_package_files(ops: dict[str, list[str]] = SAMPLE_BINARIES, kind: st
     if aicpu:
         aicpu_files = AICPU_FILES | {f"op_api/include/aclnn_{SAMPLE_DIRS[op]}.h" for op in aicpu}
         if not ops:
-            return aicpu_files | {"version.info", "op_api/python/aclnn_ops.py", "op_api/lib/libcust_opapi.so"}
+            return aicpu_files | {"version.info", "op_api/python/aclnn_ops.py", "op_api/lib/libcust_opapi.so",
+                                  "op_proto/inc/op_proto.h", str(layout.op_proto_lib())}
     if not ops:
         return set()
     files = {
@@ -292,6 +296,8 @@ def expected_package_files(ops: dict[str, list[str]] = SAMPLE_BINARIES, kind: st
         "op_api/python/aclnn_ops.py",
         f"op_impl/ai_core/tbe/config/{SOC}/aic-{SOC}-ops-info.json",
         "op_impl/ai_core/tbe/op_tiling/liboptiling.so",
+        "op_proto/inc/op_proto.h",
+        str(layout.op_proto_lib()),
     }
     if kind == CUSTOM:
         files.add("op_api/lib/libcust_opapi.so")

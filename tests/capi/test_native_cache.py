@@ -30,7 +30,7 @@ ACL_FLOAT, ACL_FLOAT16 = 0, 1
 
 
 class Stats(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_uint64) for n in ("hits", "misses", "inserts", "stale", "size")]
+    _fields_ = [(n, ctypes.c_uint64) for n in ("hits", "misses", "inserts", "stale", "size", "evictions")]
 
 
 def stats(acl) -> dict[str, int]:
@@ -94,6 +94,30 @@ def test_second_call_is_a_native_hit(acl, add):
     _, ex = add.phase1()
     assert acl.opbuild_aclnn_executor_key(ex).decode().startswith("AddCustomTemplate/d=0,p=1/")
     acl.aclDestroyAclOpExecutor(ex)
+
+
+def test_full_cache_evicts_the_least_recently_used(acl, opapi):
+    """OPBUILD_PARAM_CACHE_SIZE / opbuild_aclnn_cache_capacity bounds the native cache; a full
+    cache drops the plan used longest ago, not everything."""
+    acl.opbuild_aclnn_cache_capacity.restype = ctypes.c_size_t
+    acl.opbuild_aclnn_cache_capacity.argtypes = [ctypes.c_size_t]
+    old = acl.opbuild_aclnn_cache_capacity(0)
+    a, b, c = (Add(acl, opapi, n) for n in (8, 16, 32))
+    try:
+        assert acl.opbuild_aclnn_cache_capacity(2) == 2
+        before = stats(acl)
+        a.call(), b.call(), a.call()  # a: most recently used
+        c.call()  # evicts b
+        assert stats(acl)["size"] == 2 and stats(acl)["evictions"] - before["evictions"] == 1
+        mid = stats(acl)
+        a.call()
+        assert delta(acl, mid)["hits"] == 1
+        b.call()
+        assert delta(acl, mid) == {"hits": 1, "misses": 1, "inserts": 1, "stale": 0}
+    finally:
+        acl.opbuild_aclnn_cache_capacity(old)
+        for x in (a, b, c):
+            x.close()
 
 
 def test_hit_executor_repeatable_and_streams(acl, add):

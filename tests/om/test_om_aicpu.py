@@ -15,6 +15,7 @@ import pytest
 
 from opbuild.om import format as omf
 from opbuild.om import kernel_store
+from opbuild.om.so_store import SoBinType
 from opbuild.om.errors import OmError
 from opbuild.om.loader import parse_om
 from omtools import build
@@ -63,7 +64,9 @@ def test_the_kernel_library_is_packed_once_per_package(opp):
                   {"name": "n1", "op": "NonZeroCustom", "inputs": ["i"], "outputs": ["nz2"]}],
         "outputs": ["nz", "nz2"]})
     m = parse_om(data)
-    assert [p.type for p in m.om.partitions] == [omf.MODEL_DEF, omf.TBE_KERNELS, omf.CUST_AICPU_KERNELS]
+    assert [p.type for p in m.om.partitions] == [omf.MODEL_DEF, omf.TBE_KERNELS, omf.CUST_AICPU_KERNELS, omf.SO_BINS]
+    # SO_BINS: the package's inference (for the outputs' bounds at run time), its tiling library
+    assert [(b.type, b.vendor) for b in m.so_bins] == [(SoBinType.SpaceRegistry, "vendors/customize")]
     library = (opp / "vendors/customize/op_impl/cpu/aicpu_kernel/impl/libcust_aicpu_kernels.so").read_bytes()
     assert {k: bytes(v) for k, v in m.aicpu_kernels.items()} == {"customize:libcust_aicpu_kernels.so": library}
     assert m.kernels == {} and all(n["selected"] is None for n in m.model_def["nodes"])
@@ -85,16 +88,21 @@ def test_an_ai_core_node_may_not_read_a_data_dependent_shape_in_a_static_model(o
 
 
 def test_kernel_store_layout_and_checks():
-    data = kernel_store.build({"b:libcust_aicpu_kernels.so": b"\x7fELF2", "a:libcust_aicpu_kernels.so": b"\x7fELF1"})
+    """CUST_AICPU_KERNELS: the KernelStore layout of TBE_KERNELS (one implementation), named in messages."""
+    def load(data, base=0):
+        return kernel_store.load(data, base, lambda name: None, "CUST_AICPU_KERNELS")
+
+    data = b"".join(kernel_store.build([("a:libcust_aicpu_kernels.so", b"\x7fELF1"),
+                                        ("b:libcust_aicpu_kernels.so", b"\x7fELF2")], "CUST_AICPU_KERNELS"))
     assert data[:12] == bytes.fromhex("fd6e775d") + (26).to_bytes(4, "little") + (5).to_bytes(4, "little")
-    items = kernel_store.load(data)
+    items = load(data)
     assert {k: bytes(v) for k, v in items.items()} == {"a:libcust_aicpu_kernels.so": b"\x7fELF1",
                                                        "b:libcust_aicpu_kernels.so": b"\x7fELF2"}
-    with pytest.raises(OmError, match=r"item 0.magic @100"):
-        kernel_store.load(b"\0" + data[1:], base=100)
+    with pytest.raises(OmError, match=r"CUST_AICPU_KERNELS item 0.magic @100"):
+        load(b"\0" + data[1:], base=100)
     with pytest.raises(OmError, match=r"item 1.bin_len"):
-        kernel_store.load(data[:-1])
-    with pytest.raises(OmError, match=r"trailing bytes"):
-        kernel_store.load(data + b"\0\0")
+        load(data[:-1])
+    with pytest.raises(OmError, match=r"2 bytes left"):
+        load(data + b"\0\0")
     with pytest.raises(OmError, match="appears twice"):
-        kernel_store.load(data[:43] + data[:43])
+        load(data[:43] + data[:43])

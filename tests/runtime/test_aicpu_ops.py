@@ -148,13 +148,32 @@ def test_executor_runs_once_unless_repeatable(ops):
     np.testing.assert_array_equal(values, [[1, 2, 3]])
 
 
-def test_dimension_bounds():
-    from types import SimpleNamespace
+def test_dimension_bounds_from_op_proto(tmp_path):
+    """The bound of a data-dependent output comes from the generated op_proto library (infer_bound
+    of opbuild/infer.h): N, rank(x), size(x), dim(x, i); an axis x lacks is the caller's error."""
+    import dataclasses
+    from pathlib import Path
 
-    from opbuild.runtime.shapes import dimension_bound
+    from opbuild.abi.op_proto import InferError, infer_outputs
+    from opbuild.om import legacy
+    from opbuild.spec.loader import load_spec
+    from opbuild.spec.model import ShapeRule
 
-    spec, shapes = SimpleNamespace(op="Op"), {"x": (3, 4, 5)}
-    assert [dimension_bound(spec, b, shapes) for b in ("7", "rank(x)", "size( x )", "dim(x, 1)", "dim(x,-1)")] == \
-        [7, 3, 60, 4, 5]
-    with pytest.raises(rt.AclnnError, match="has no axis 3"):
-        dimension_bound(spec, "dim(x, 3)", shapes)
+    spec = load_spec(Path(__file__).parents[2] / "ops" / "non_zero_custom" / "op.yaml")
+    bounds = ("7", "rank(x)", "size( x )", "dim(x, 1)", "dim(x,-1)")
+    out = dataclasses.replace(spec.outputs[0], shape=ShapeRule("data_dependent", bounds))
+    spec = dataclasses.replace(spec, op="BoundProbe", outputs=(out,))
+    lib = legacy.op_proto_library([spec], "probe")
+
+    def bound(shape):
+        [(dims, _)] = infer_outputs(lib, spec, [[("float32", "ND", shape, None)]], [], soc="ascend910b",
+                                    core_num=1, ub_size=1 << 18, dtypes=False)
+        return dims
+
+    assert bound((3, 4, 5)) == (7, 3, 60, 4, 5)
+    with pytest.raises(InferError, match="has no axis 3") as info:
+        out3 = dataclasses.replace(out, shape=ShapeRule("data_dependent", ("dim(x, 3)",)))
+        spec3 = dataclasses.replace(spec, op="BoundProbe3", outputs=(out3,))
+        infer_outputs(legacy.op_proto_library([spec3], "probe3"), spec3, [[("float32", "ND", (3, 4, 5), None)]], [],
+                      soc="ascend910b", core_num=1, ub_size=1 << 18, dtypes=False)
+    assert info.value.invalid

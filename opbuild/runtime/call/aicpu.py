@@ -39,10 +39,12 @@ from opbuild.runtime.binaries.selection import OpRuntime
 from opbuild.runtime.call.arguments import normalize_attrs, normalize_tensors
 from opbuild.runtime.errors import (ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR,
                                     ACLNN_ERR_RUNTIME_ERROR, AclnnError, as_aclnn_error)
-from opbuild.runtime.shapes import infer_output_shape
+from opbuild.runtime.infer import infer_outputs
 from opbuild.runtime.tensor import Tensor
 
 MAX_DIMS = 8
+UNKNOWN_RANK = -2
+"""GE's unknown rank: the op_proto library's answer for an output with no rule."""
 ERROR_LEN = 256
 ATTR_TYPES = {"int": 0, "float": 1, "bool": 2, "str": 3}
 """AICPU_ATTR_* of opbuild/aicpu.h (list attributes are not passed to compute functions)."""
@@ -113,19 +115,26 @@ def package_has_op(root: Path, op: str) -> bool:
     return isinstance(info, dict) and op in info and (root / layout.aicpu_kernel_lib()).is_file()
 
 
+def package_of(op: OpRuntime):
+    """The package serving AI CPU op `op`: its explicit package or provider (an .om node), else
+    the first in search order whose op info has the op."""
+    if op.package is not None:
+        return op.package
+    roots = search_roots(None)
+    package = next((r for r in roots if package_has_op(r, op.name)), None)
+    if package is None:
+        searched = ", ".join(str(r) for r in roots) or "(nothing: set ASCEND_CUSTOM_OPP_PATH or ASCEND_OPP_PATH)"
+        raise AclnnError(ACLNN_ERR_INNER, f"{op.name}: no package with this AI CPU op; searched {searched}")
+    return package
+
+
 def library_of(op: OpRuntime) -> AicpuLibrary:
-    """The AI CPU kernel library serving `op`: its package's (explicit, or the first in search
-    order whose op info has the op), or a provider's (an .om: `aicpu_library()`)."""
-    package = op.package
-    if package is not None and hasattr(package, "aicpu_library"):
+    """The AI CPU kernel library serving `op`: its package's, or a provider's (an .om:
+    `aicpu_library()`)."""
+    package = package_of(op)
+    if hasattr(package, "aicpu_library"):
         lib = package.aicpu_library()
     else:
-        if package is None:
-            roots = search_roots(None)
-            package = next((r for r in roots if package_has_op(r, op.name)), None)
-            if package is None:
-                searched = ", ".join(str(r) for r in roots) or "(nothing: set ASCEND_CUSTOM_OPP_PATH or ASCEND_OPP_PATH)"
-                raise AclnnError(ACLNN_ERR_INNER, f"{op.name}: no package with this AI CPU op; searched {searched}")
         path = Path(package) / layout.aicpu_kernel_lib()
         if not path.is_file():
             raise AclnnError(ACLNN_ERR_INNER, f"{op.name}: AI CPU kernel library missing: {path}")
@@ -215,13 +224,17 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
     in_arrays = [g[0][0] if g else None for g in in_params]
     out_arrays = [g[0][0] for g in out_params]
     _column(op, in_arrays + out_arrays)
-    shapes = {p.name: a.shape for p, a in zip(spec.inputs, in_arrays) if a is not None}
-    attr_map = {a.name: v for a, v in zip(spec.attrs, attr_values)}
+    groups = [[(dtype_name(a.dtype), fmt, a.shape) for a, fmt in g] for g in in_params]
+    # The package's op_proto library (a data-dependent output: its bound). None: no inference
+    # available (an .om node built for other inputs): the output buffers are taken as they are.
+    inferred = infer_outputs(op, groups, attr_values, dtypes=False)
     bounds: list[tuple[int, ...] | None] = []
-    for param, array, what in zip(spec.outputs, out_arrays, op.output_what):
-        want = infer_output_shape(spec, param, shapes, attr_map)
+    for index, (param, array, what) in enumerate(zip(spec.outputs, out_arrays, op.output_what)):
         dependent = param.shape is not None and param.shape.kind == "data_dependent"
-        bounds.append(want if dependent else None)
+        want = inferred[index][0] if inferred is not None else None
+        if want is not None and want[:1] == (UNKNOWN_RANK,):
+            want = None
+        bounds.append((tuple(array.shape) if want is None else want) if dependent else None)
         if want is None:
             continue
         if dependent:

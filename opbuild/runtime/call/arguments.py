@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from opbuild.abi.ge_types import dtype_name
-from opbuild.runtime.call.cache_key import search_env
+from opbuild.runtime.call.cache_key import env_key
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
 from opbuild.runtime.binaries.selection import OpRuntime
 from opbuild.runtime.tensor import Tensor, as_array
@@ -124,7 +124,7 @@ def _plain_array(value: Any) -> np.ndarray | None:
     return None
 
 
-_search_env = search_env  # the search environment, part of every cache key (cache_key.ENV_VARS)
+_search_env = env_key  # the search environment, part of every cache key (cache_key.ENV_VARS)
 
 
 def simple_key(op: OpRuntime, dp: int, inputs: Sequence[Any], attrs: Sequence[Any],

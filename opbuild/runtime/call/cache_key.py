@@ -76,6 +76,21 @@ def _env_reader():
 search_env = _env_reader()
 
 
+def _env_key_reader():
+    """env_key: the C extension's env token of the calling thread (opkey.h opkey_env_token_cached:
+    the environment is scanned again only when it may have changed, so a call reads no
+    variable), else search_env."""
+    from opbuild.runtime import fastpath_ext
+
+    ext = fastpath_ext.load()
+    return ext.env_token if ext is not None else search_env
+
+
+env_key = _env_key_reader()
+"""The search environment as it enters the Python cache keys (a hashable value that changes
+whenever a variable of ENV_VARS does): one C call per key with the extension."""
+
+
 def _tensor(words: list[int], t: Tensor) -> None:
     dtype, fmt, dims, strides, offset = t
     words += (TENSOR, _u64(dtype), _u64(fmt), len(dims))

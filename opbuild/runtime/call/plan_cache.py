@@ -10,22 +10,16 @@ why the extension is imported by this module.
 from __future__ import annotations
 
 import ctypes
-import os
 import threading
 from typing import Any
 
+from opbuild.runtime import fastpath_ext
 from opbuild.runtime.call.plans import Plan
 
 # The cache-hit path in C (opbuild/runtime/native/src/fastpath.c); None when it is not built or
 # is disabled with OPBUILD_NO_FASTPATH=1. Configured by the first wrapper made
 # (fast_wrappers._fastpath_ready).
-if os.environ.get("OPBUILD_NO_FASTPATH", "") not in ("", "0"):
-    _fastpath = None
-else:
-    try:
-        from opbuild.runtime import _fastpath
-    except ImportError:
-        _fastpath = None
+_fastpath = fastpath_ext.load()
 
 
 class _ThreadState(threading.local):
@@ -89,7 +83,7 @@ def _store(key: tuple, plan: Plan, capacity: int) -> None:
             else:
                 del plans[k]
                 if _fastpath is not None:  # its table must not keep the evicted plan
-                    _fastpath.reset()
+                    _fastpath.forget(p)
                 break
         # no break: every other plan was hot; they are cold now and the next pass evicts one
 

@@ -108,6 +108,7 @@ typedef struct {
     Entry **buckets;
     size_t mask; /* buckets - 1 */
     size_t count;
+    opkey_env_cache env; /* this thread's last look at the search environment (opkey.h) */
 } Table;
 
 static void entry_free(Entry *e) {
@@ -298,11 +299,12 @@ static int dtype_code(PyObject *descr) {
 
 /* The call's key (opkey.h: the same words as cache_key.key_words of the call) in `k`; 1 built,
  * 0 not a call this path handles (the Python path validates it), -1 error. */
-static int build_key(Phase1 *self, PyObject *const *args, Key *k, long dp) {
+static int build_key(Phase1 *self, PyObject *const *args, Key *k, long dp, opkey_env_cache *env) {
     Py_ssize_t n_in = self->n_in, n_attr = self->n_attr;
     Py_ssize_t ntensors = n_in + self->n_out;
     opkey key;
-    opkey_begin(&key, self->key_id, opkey_env_token(), (uint64_t)dp, (uint32_t)ntensors, (uint32_t)n_attr);
+    opkey_begin(&key, self->key_id, env ? opkey_env_token_cached(env) : opkey_env_token(), (uint64_t)dp,
+                (uint32_t)ntensors, (uint32_t)n_attr);
     int ok = 1;
     for (Py_ssize_t i = 0; i < ntensors && ok; i++) {
         PyObject *o = args[i < n_in ? i : i + n_attr];
@@ -555,11 +557,11 @@ static PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf,
     PyObject *dpo = PyList_GET_ITEM(g_dp, 0);
     long dp = PyLong_AsLong(dpo);
     if (dp == -1 && PyErr_Occurred()) return NULL;
-    int rc = build_key(self, args, &k, dp);
+    Table *t = thread_table(1);
+    if (t == NULL) return NULL;
+    int rc = build_key(self, args, &k, dp, &t->env);
     if (rc <= 0) return rc < 0 ? NULL : phase1_slow(self, args, nargsf, kwnames, NULL, 0);
-    Table *t = thread_table(0);
-    Entry *e = t != NULL ? lookup(t, self, args, &k) : NULL;
-    if (t == NULL && PyErr_Occurred()) return NULL;
+    Entry *e = lookup(t, self, args, &k);
     if (e == NULL) return phase1_slow(self, args, nargsf, kwnames, &k, dp);
     Py_ssize_t n_in = self->n_in, ntensors = n_in + self->n_out;
     uintptr_t or_addr = 0;
@@ -844,9 +846,27 @@ static PyGetSetDef executor_getset[] = {
     {NULL},
 };
 
+/* executor.set_arg(slot, address): re-point launch argument `slot` (a tensor) at `address`
+ * (aclSetInputTensorAddr & co). False when the executor prepares its arguments in phase 2. */
+static PyObject *executor_set_arg(Executor *self, PyObject *args) {
+    unsigned int slot;
+    unsigned long long address;
+    if (!PyArg_ParseTuple(args, "IK:set_arg", &slot, &address)) return NULL;
+    if (!self->has_args) Py_RETURN_FALSE;
+    if (self->nargs < 2 || slot >= self->nargs - 2) { /* the last two: workspace, tiling */
+        PyErr_Format(PyExc_IndexError, "tensor slot %u out of range: the executor has %u tensors", slot,
+                     self->nargs < 2 ? 0 : self->nargs - 2);
+        return NULL;
+    }
+    self->data[self->ntensors + slot] = (uint64_t)address;
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef executor_methods[] = {
     {"set_repeatable", (PyCFunction)(void (*)(void))executor_set_repeatable, METH_VARARGS | METH_KEYWORDS,
      "Allow phase 2 to run this executor more than once (aclSetAclOpExecutorRepeatable)."},
+    {"set_arg", (PyCFunction)executor_set_arg, METH_VARARGS,
+     "Re-point tensor launch argument `slot` at `address` (aclSetInputTensorAddr); False if phase 2 prepares them."},
     {NULL},
 };
 
@@ -1054,7 +1074,7 @@ static PyObject *fp_key_words(PyObject *mod, PyObject *const *args, Py_ssize_t n
     if (nargs - 1 != self->n_in + self->n_attr + self->n_out) Py_RETURN_NONE;
     long dp = PyLong_AsLong(PyList_GET_ITEM(g_dp, 0));
     Key k;
-    int rc = build_key(self, args + 1, &k, dp);
+    int rc = build_key(self, args + 1, &k, dp, NULL);
     if (rc < 0) return NULL;
     if (rc == 0) Py_RETURN_NONE;
     PyObject *list = PyList_New(k.nwords);
@@ -1078,6 +1098,40 @@ static PyObject *fp_reset(PyObject *mod, PyObject *unused) {
     Table *t = thread_table(0);
     if (t == NULL && PyErr_Occurred()) return NULL;
     if (t != NULL) table_clear(t);
+    Py_RETURN_NONE;
+}
+
+/* env_token(): the search environment's token (opkey.h), through the calling thread's table's cache. */
+static PyObject *fp_env_token(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    Table *t = g_table_key != NULL ? thread_table(1) : NULL;
+    if (t == NULL && PyErr_Occurred()) return NULL;
+    return PyLong_FromUnsignedLongLong(t != NULL ? opkey_env_token_cached(&t->env) : opkey_env_token());
+}
+
+/* forget(plan): drop the calling thread's entries of `plan` (the Python cache evicted it). */
+static PyObject *fp_forget(PyObject *mod, PyObject *plan) {
+    (void)mod;
+    if (g_table_key == NULL) Py_RETURN_NONE;
+    Table *t = thread_table(0);
+    if (t == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
+    for (size_t i = 0; t->buckets != NULL && i <= t->mask; i++) {
+        Entry **link = &t->buckets[i];
+        while (*link != NULL) {
+            Entry *e = *link;
+            if (e->plan == plan) {
+                *link = e->next;
+                t->count--;
+                entry_free(e);
+            } else {
+                link = &e->next;
+            }
+        }
+    }
     Py_RETURN_NONE;
 }
 
@@ -1106,6 +1160,8 @@ static PyObject *fp_reset_stats(PyObject *mod, PyObject *unused) {
 PyObject *fp_syn_exec(PyObject *self, PyObject *const *args, Py_ssize_t nargs); /* fallback_exec.c */
 PyObject *fp_oneshot(PyObject *self, PyObject *const *args, Py_ssize_t nargs);  /* oneshot.c */
 extern PyTypeObject OneShotType;                                                /* oneshot.c */
+PyObject *fp_fill_tiling_context(PyObject *self, PyObject *const *args, Py_ssize_t nargs); /* tiling_fill.c */
+extern PyTypeObject TilingBlockType;                                                      /* tiling_fill.c */
 
 static PyMethodDef fp_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))fp_configure, METH_VARARGS | METH_KEYWORDS,
@@ -1119,7 +1175,13 @@ static PyMethodDef fp_methods[] = {
      "oneshot(cache, op, inputs, attrs): api.call's cache hit of plain arrays, or NotImplemented (oneshot.c)."},
     {"syn_exec", (PyCFunction)(void (*)(void))fp_syn_exec, METH_FASTCALL,
      "syn_exec(funcs, dtypes, stream, arrays): op_fallback's syn_exec_aclnn of plain arrays (fallback_exec.c)."},
+    {"fill_tiling_context", (PyCFunction)(void (*)(void))fp_fill_tiling_context, METH_FASTCALL,
+     "fill_tiling_context(...): a TilingContext filled in C, or None (tiling_fill.c; used by "
+     "opbuild.abi.tiling_context.build_tiling_context)."},
     {"reset", fp_reset, METH_NOARGS, "Forget the calling thread's plan table (ResetCacheThreadLocal)."},
+    {"env_token", fp_env_token, METH_NOARGS,
+     "The search environment's token (opkey.h), recomputed only when the environment may have changed."},
+    {"forget", fp_forget, METH_O, "Drop the calling thread's table entries of a plan (evicted by the Python cache)."},
     {"table_size", fp_table_size, METH_NOARGS, "Entries in the calling thread's plan table."},
     {"stats", fp_stats, METH_NOARGS, "Process-wide counters of the fast path (hits, misses, launches)."},
     {"reset_stats", fp_reset_stats, METH_NOARGS, "Zero the counters."},
@@ -1142,7 +1204,8 @@ static struct PyModuleDef fp_module = {
 PyMODINIT_FUNC PyInit__fastpath(void) {
     import_array();
     if (PyType_Ready(&TableType) < 0 || PyType_Ready(&Phase1Type) < 0 || PyType_Ready(&Phase2Type) < 0 ||
-        PyType_Ready(&ExecutorType) < 0 || PyType_Ready(&OneShotType) < 0)
+        PyType_Ready(&ExecutorType) < 0 || PyType_Ready(&OneShotType) < 0 ||
+        PyType_Ready(&TilingBlockType) < 0)
         return NULL;
     INTERN(g_table_key, "opbuild.runtime._fastpath.table");
     INTERN(s_args, "args");

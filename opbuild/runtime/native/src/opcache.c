@@ -109,10 +109,14 @@ static int key_tensor(opkey *key, const aclTensor *t) {
     return 0;
 }
 
+typedef struct table table;
+static table *my_table(int create);
+static uint64_t env_token(void);
+
 int opcache_call_key(const opcache_op *op, uint64_t dp, const void *const *inputs, const void *const *attrs,
                      const aclTensor *const *outputs, opkey *key) {
     int ready = opcache_op_has_signature(op);
-    opkey_begin(key, op->id, opkey_env_token(), dp, ready ? op->n_in + op->n_out : 0, ready ? op->n_attr : 0);
+    opkey_begin(key, op->id, env_token(), dp, ready ? op->n_in + op->n_out : 0, ready ? op->n_attr : 0);
     if (!ready) return -1;
     for (uint32_t i = 0; i < op->n_in; i++) {
         if (op->in_kind[i] != 0 || key_tensor(key, inputs[i]) < 0) return -1; /* lists, absent: Python */
@@ -187,16 +191,23 @@ void opcache_plan_unref(opcache_plan *p) {
 
 /* ---- the per-thread table ------------------------------------------------------------------- */
 
+/* A cached plan in its bucket's chain (`next`) and in the thread's recency list (`newer`,
+ * `older`: most recently used at the head). The cache holds at most g_capacity plans
+ * (OPBUILD_PARAM_CACHE_SIZE, default 1024, read once per process); inserting into a full cache
+ * evicts the least recently used one. */
 typedef struct slot {
     struct slot *next;
+    struct slot *newer, *older;
     opcache_plan *plan;
 } slot;
 
-typedef struct table {
+struct table {
     slot **buckets;
+    slot *newest, *oldest; /* the recency list */
     size_t mask, count;
     opcache_stats stats;
-} table;
+    opkey_env_cache env; /* this thread's last look at the search environment (opkey.h) */
+};
 
 static __thread table *t_table;
 static pthread_key_t g_table_key;
@@ -215,7 +226,44 @@ static void table_clear(table *t) {
         }
         t->buckets[i] = NULL;
     }
+    t->newest = t->oldest = NULL;
     t->count = 0;
+}
+
+static void lru_unlink(table *t, slot *s) {
+    if (s->newer != NULL) s->newer->older = s->older;
+    else t->newest = s->older;
+    if (s->older != NULL) s->older->newer = s->newer;
+    else t->oldest = s->newer;
+    s->newer = s->older = NULL;
+}
+
+static void lru_push(table *t, slot *s) {
+    s->newer = NULL;
+    s->older = t->newest;
+    if (t->newest != NULL) t->newest->newer = s;
+    t->newest = s;
+    if (t->oldest == NULL) t->oldest = s;
+}
+
+/* Remove a slot (its bucket link `link`) from the table and free it. */
+static void slot_drop(table *t, slot **link, slot *s) {
+    *link = s->next;
+    lru_unlink(t, s);
+    opcache_plan_unref(s->plan);
+    free(s);
+    t->count--;
+}
+
+/* Drop the least recently used plan. */
+static void evict_oldest(table *t) {
+    slot *victim = t->oldest;
+    if (victim == NULL) return;
+    slot **link = &t->buckets[victim->plan->hash & t->mask];
+    while (*link != NULL && *link != victim) link = &(*link)->next;
+    if (*link == NULL) return; /* not reachable: every listed slot is in its bucket */
+    slot_drop(t, link, victim);
+    t->stats.evictions++;
 }
 
 static void table_free(void *p) {
@@ -247,6 +295,12 @@ static table *my_table(int create) {
     pthread_setspecific(g_table_key, t);
     t_table = t;
     return t;
+}
+
+/* The search environment's token, through this thread's table's cache (opkey.h). */
+static uint64_t env_token(void) {
+    table *t = my_table(1);
+    return t != NULL ? opkey_env_token_cached(&t->env) : opkey_env_token();
 }
 
 static int stamp_of(const char *path, int64_t out[3]) {
@@ -282,13 +336,14 @@ opcache_plan *opcache_lookup(const opkey *key) {
         opcache_plan *p = s->plan;
         if (p->hash != h || p->nwords != key->n || memcmp(p->words, key->w, key->n * sizeof(uint64_t)) != 0) continue;
         if (!plan_fresh(p)) { /* the package changed since: select again */
-            *link = s->next;
-            opcache_plan_unref(p);
-            free(s);
-            t->count--;
+            slot_drop(t, link, s);
             t->stats.stale++;
             t->stats.misses++;
             return NULL;
+        }
+        if (t->newest != s) { /* most recently used now */
+            lru_unlink(t, s);
+            lru_push(t, s);
         }
         t->stats.hits++;
         opcache_plan_ref(p);
@@ -322,7 +377,8 @@ void opcache_insert(opcache_plan *plan) {
     if (plan->stamp_path != NULL && plan->stamp_path[0] != '\0' && stamp_of(plan->stamp_path, plan->stamp) != 0)
         return; /* no stamp, no caching */
     plan->checked_ns = opkey_now_ns();
-    if (t->count >= g_capacity) table_clear(t); /* bounded: start over (rare; OPBUILD_PARAM_CACHE_SIZE) */
+    size_t capacity = __atomic_load_n(&g_capacity, __ATOMIC_RELAXED);
+    while (t->count >= capacity && t->oldest != NULL) evict_oldest(t); /* bounded: LRU */
     if (t->count >= t->mask + 1) table_grow(t);
     slot *s = malloc(sizeof *s);
     if (s == NULL) return;
@@ -330,6 +386,7 @@ void opcache_insert(opcache_plan *plan) {
     s->plan = plan;
     s->next = t->buckets[plan->hash & t->mask];
     t->buckets[plan->hash & t->mask] = s;
+    lru_push(t, s);
     t->count++;
     t->stats.inserts++;
 }
@@ -371,6 +428,12 @@ int opcache_launch_args(const opcache_plan *plan, const void *const *inputs, uin
 void opbuild_aclnn_clear_cache(void) {
     table *t = my_table(0);
     if (t != NULL) table_clear(t);
+}
+
+size_t opbuild_aclnn_cache_capacity(size_t capacity) {
+    pthread_once(&g_table_once, make_table_key);
+    if (capacity > 0) __atomic_store_n(&g_capacity, capacity, __ATOMIC_RELAXED);
+    return __atomic_load_n(&g_capacity, __ATOMIC_RELAXED);
 }
 
 void opbuild_aclnn_cache_stats(opcache_stats *out) {

@@ -8,7 +8,7 @@
 const char *const OPKEY_ENV_VARS[OPKEY_ENV_COUNT] = {"OPBUILD_SOC", "ASCEND_CUSTOM_OPP_PATH", "ASCEND_OPP_PATH",
                                                      "ASCEND_HOME_PATH"};
 
-static void put(opkey *k, uint64_t word) {
+void opkey_put_slow(opkey *k, uint64_t word) {
     if (k->n == k->cap) {
         if (k->failed) return;
         size_t cap = k->cap * 2;
@@ -29,12 +29,12 @@ void opkey_begin(opkey *k, uint64_t op_id, uint64_t env_token, uint64_t dp, uint
     k->cap = OPKEY_INLINE;
     k->n = 0;
     k->failed = 0;
-    put(k, OPKEY_VERSION);
-    put(k, op_id);
-    put(k, env_token);
-    put(k, dp);
-    put(k, n_slots);
-    put(k, n_attrs);
+    opkey_put(k, OPKEY_VERSION);
+    opkey_put(k, op_id);
+    opkey_put(k, env_token);
+    opkey_put(k, dp);
+    opkey_put(k, n_slots);
+    opkey_put(k, n_attrs);
 }
 
 void opkey_free(opkey *k) {
@@ -43,22 +43,22 @@ void opkey_free(opkey *k) {
     k->n = 0;
 }
 
-void opkey_absent(opkey *k) { put(k, OPKEY_ABSENT); }
+void opkey_absent(opkey *k) { opkey_put(k, OPKEY_ABSENT); }
 
 void opkey_list(opkey *k, uint64_t count) {
-    put(k, OPKEY_LIST);
-    put(k, count);
+    opkey_put(k, OPKEY_LIST);
+    opkey_put(k, count);
 }
 
 void opkey_tensor(opkey *k, int64_t dtype, int64_t format, uint64_t ndim, const int64_t *dims, const int64_t *strides,
                   int64_t offset) {
-    put(k, OPKEY_TENSOR);
-    put(k, (uint64_t)dtype);
-    put(k, (uint64_t)format);
-    put(k, ndim);
-    for (uint64_t i = 0; i < ndim; i++) put(k, (uint64_t)dims[i]);
-    for (uint64_t i = 0; i < ndim; i++) put(k, (uint64_t)strides[i]);
-    put(k, (uint64_t)offset);
+    opkey_put(k, OPKEY_TENSOR);
+    opkey_put(k, (uint64_t)dtype);
+    opkey_put(k, (uint64_t)format);
+    opkey_put(k, ndim);
+    for (uint64_t i = 0; i < ndim; i++) opkey_put(k, (uint64_t)dims[i]);
+    for (uint64_t i = 0; i < ndim; i++) opkey_put(k, (uint64_t)strides[i]);
+    opkey_put(k, (uint64_t)offset);
 }
 
 static uint64_t double_bits(double v) {
@@ -68,64 +68,73 @@ static uint64_t double_bits(double v) {
 }
 
 void opkey_int(opkey *k, int64_t v) {
-    put(k, OPKEY_INT);
-    put(k, (uint64_t)v);
+    opkey_put(k, OPKEY_INT);
+    opkey_put(k, (uint64_t)v);
 }
 
 void opkey_float(opkey *k, double v) {
-    put(k, OPKEY_FLOAT);
-    put(k, double_bits(v));
+    opkey_put(k, OPKEY_FLOAT);
+    opkey_put(k, double_bits(v));
 }
 
 void opkey_bool(opkey *k, int v) {
-    put(k, OPKEY_BOOL);
-    put(k, v ? 1u : 0u);
+    opkey_put(k, OPKEY_BOOL);
+    opkey_put(k, v ? 1u : 0u);
 }
 
 void opkey_str(opkey *k, const char *s, size_t len) {
-    put(k, OPKEY_STR);
-    put(k, len);
+    opkey_put(k, OPKEY_STR);
+    opkey_put(k, len);
     for (size_t i = 0; i < len; i += 8) {
         uint64_t word = 0;
         for (size_t j = 0; j < 8 && i + j < len; j++) word |= (uint64_t)(unsigned char)s[i + j] << (8 * j);
-        put(k, word);
+        opkey_put(k, word);
     }
 }
 
 void opkey_ints(opkey *k, const int64_t *v, uint64_t n) {
-    put(k, OPKEY_INTS);
-    put(k, n);
-    for (uint64_t i = 0; i < n; i++) put(k, (uint64_t)v[i]);
+    opkey_put(k, OPKEY_INTS);
+    opkey_put(k, n);
+    for (uint64_t i = 0; i < n; i++) opkey_put(k, (uint64_t)v[i]);
 }
 
 void opkey_floats_f32(opkey *k, const float *v, uint64_t n) {
-    put(k, OPKEY_FLOATS);
-    put(k, n);
-    for (uint64_t i = 0; i < n; i++) put(k, double_bits((double)v[i]));
+    opkey_put(k, OPKEY_FLOATS);
+    opkey_put(k, n);
+    for (uint64_t i = 0; i < n; i++) opkey_put(k, double_bits((double)v[i]));
 }
 
 void opkey_floats(opkey *k, const double *v, uint64_t n) {
-    put(k, OPKEY_FLOATS);
-    put(k, n);
-    for (uint64_t i = 0; i < n; i++) put(k, double_bits(v[i]));
+    opkey_put(k, OPKEY_FLOATS);
+    opkey_put(k, n);
+    for (uint64_t i = 0; i < n; i++) opkey_put(k, double_bits(v[i]));
 }
 
 void opkey_bools(opkey *k, const uint8_t *v, uint64_t n) {
-    put(k, OPKEY_BOOLS);
-    put(k, n);
-    for (uint64_t i = 0; i < n; i++) put(k, v[i] ? 1u : 0u);
+    opkey_put(k, OPKEY_BOOLS);
+    opkey_put(k, n);
+    for (uint64_t i = 0; i < n; i++) opkey_put(k, v[i] ? 1u : 0u);
 }
 
 void opkey_raw(opkey *k, const uint64_t *w, size_t n) {
-    for (size_t i = 0; i < n; i++) put(k, w[i]);
+    for (size_t i = 0; i < n; i++) opkey_put(k, w[i]);
 }
 
 uint64_t opkey_hash(const uint64_t *w, size_t n) {
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-    for (size_t i = 0; i < n; i++) {
-        h ^= w[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-        h *= 0xff51afd7ed558ccdull;
+    /* two independent lanes (the multiplies overlap), each (h ^ word) * odd constant; the final
+     * mix (murmur3's fmix64) spreads every bit into the low bits the tables index with */
+    uint64_t a = 0x9e3779b97f4a7c15ull ^ n, b = 0xc2b2ae3d27d4eb4full;
+    size_t i = 0;
+    for (; i + 1 < n; i += 2) {
+        a = (a ^ w[i]) * 0xff51afd7ed558ccdull;
+        b = (b ^ w[i + 1]) * 0xc4ceb9fe1a85ec53ull;
     }
+    if (i < n) a = (a ^ w[i]) * 0xff51afd7ed558ccdull;
+    uint64_t h = a ^ (b >> 29) ^ (b << 35);
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
     return h ^ (h >> 33);
 }
 
@@ -147,25 +156,52 @@ uint64_t opkey_env_hash(const char *const *values) {
 
 extern char **environ;
 
-/* One pass over the environment (every call builds a key: 4 getenv calls would scan it 4 times).
- * The first definition of a name wins, as with getenv. */
-uint64_t opkey_env_token(void) {
+static int env_unchanged(const opkey_env_cache *c) {
+    char **env = environ;
+    if (!c->valid || env != c->env) return 0;
+    if (env == NULL) return 1;
+    if (env[c->n] != NULL || (c->n && env[c->n - 1] != c->last)) return 0;
+    for (int i = 0; i < OPKEY_ENV_COUNT; i++)
+        if (c->entry[i] != NULL && env[c->slot[i]] != c->entry[i]) return 0;
+    return 1;
+}
+
+/* One pass over the environment. The first definition of a name wins, as with getenv. */
+static uint64_t env_scan(opkey_env_cache *c) {
     static size_t lens[OPKEY_ENV_COUNT];
     if (lens[0] == 0)
         for (int i = 0; i < OPKEY_ENV_COUNT; i++) lens[i] = strlen(OPKEY_ENV_VARS[i]);
     const char *values[OPKEY_ENV_COUNT] = {NULL, NULL, NULL, NULL};
-    for (char **e = environ; e != NULL && *e != NULL; e++) {
-        const char *entry = *e;
+    char **env = environ;
+    size_t n = 0;
+    for (; env != NULL && env[n] != NULL; n++) {
+        const char *entry = env[n];
         if (entry[0] != 'O' && entry[0] != 'A') continue;
         for (int i = 0; i < OPKEY_ENV_COUNT; i++) {
             if (values[i] == NULL && strncmp(entry, OPKEY_ENV_VARS[i], lens[i]) == 0 && entry[lens[i]] == '=') {
                 values[i] = entry + lens[i] + 1;
+                c->entry[i] = entry;
+                c->slot[i] = n;
                 break;
             }
         }
     }
-    return opkey_env_hash(values);
+    for (int i = 0; i < OPKEY_ENV_COUNT; i++)
+        if (values[i] == NULL) c->entry[i] = NULL;
+    c->env = env;
+    c->n = n;
+    c->last = n ? env[n - 1] : NULL;
+    c->token = opkey_env_hash(values);
+    c->valid = 1;
+    return c->token;
 }
+
+uint64_t opkey_env_token(void) {
+    opkey_env_cache c;
+    return env_scan(&c);
+}
+
+uint64_t opkey_env_token_cached(opkey_env_cache *c) { return env_unchanged(c) ? c->token : env_scan(c); }
 
 int64_t opkey_now_ns(void) {
     struct timespec t;

@@ -45,6 +45,13 @@ typedef struct opkey {
     uint64_t inline_[OPKEY_INLINE];
 } opkey;
 
+/* Append one word (out of line only when the inline buffer is full: every key builds ~30). */
+void opkey_put_slow(opkey *k, uint64_t word);
+static inline void opkey_put(opkey *k, uint64_t word) {
+    if (k->n < k->cap) k->w[k->n++] = word;
+    else opkey_put_slow(k, word);
+}
+
 void opkey_begin(opkey *k, uint64_t op_id, uint64_t env_token, uint64_t dp, uint32_t n_slots, uint32_t n_attrs);
 void opkey_free(opkey *k);
 void opkey_absent(opkey *k);
@@ -62,7 +69,8 @@ void opkey_bools(opkey *k, const uint8_t *v, uint64_t n);
 /* Append words encoded elsewhere (an attribute's default value, encoded once by cache_key.py). */
 void opkey_raw(opkey *k, const uint64_t *w, size_t n);
 
-/* 64-bit hash of the words (for hash tables; equality compares the words). */
+/* 64-bit hash of the words (for hash tables; equality compares the words). Internal to this
+ * process (never stored or compared with Python): two multiply lanes, then a final mix. */
 uint64_t opkey_hash(const uint64_t *w, size_t n);
 
 /* FNV-1a 64 of the search environment: for each of OPKEY_ENV_VARS, its value's bytes then a
@@ -70,8 +78,25 @@ uint64_t opkey_hash(const uint64_t *w, size_t n);
 #define OPKEY_ENV_COUNT 4
 extern const char *const OPKEY_ENV_VARS[OPKEY_ENV_COUNT]; /* OPBUILD_SOC, ASCEND_CUSTOM_OPP_PATH, ... */
 uint64_t opkey_env_hash(const char *const *values);
-/* opkey_env_hash of this process's environment (getenv). */
+/* opkey_env_hash of this process's environment (one pass over it). */
 uint64_t opkey_env_token(void);
+
+/* What a scan saw, to skip the next one when the environment cannot have changed: `environ`,
+ * its length, its last entry and each variable's entry. setenv/putenv/unsetenv (os.environ in
+ * Python) replace an entry's pointer, append one or shift the array, and each of those changes
+ * something remembered. (A value edited in place through getenv's pointer is not seen; POSIX
+ * forbids that.) One per thread: the callers keep it in their per-thread cache. */
+typedef struct opkey_env_cache {
+    int valid;
+    char **env;
+    size_t n;
+    const char *last;
+    const char *entry[OPKEY_ENV_COUNT];
+    size_t slot[OPKEY_ENV_COUNT];
+    uint64_t token;
+} opkey_env_cache;
+/* opkey_env_token, recomputed only when the environment may have changed since `c` saw it. */
+uint64_t opkey_env_token_cached(opkey_env_cache *c);
 
 /* How often a cached plan re-checks its package's stamp (one stat): at most once per
  * OPKEY_STAMP_INTERVAL_NS per plan and thread. File times have a resolution of a few ms

@@ -90,9 +90,13 @@ ACL_FUNC_VISIBILITY void opbuild_aclnn_clear_cache(void);
  * started: served natively, not, plans cached, plans dropped because their package changed) and
  * its current size. */
 typedef struct opbuild_aclnn_cache_counters {
-    uint64_t hits, misses, inserts, stale, size;
+    uint64_t hits, misses, inserts, stale, size, evictions;
 } opbuild_aclnn_cache_counters;
 ACL_FUNC_VISIBILITY void opbuild_aclnn_cache_stats(opbuild_aclnn_cache_counters *out);
+/* The native cache's capacity per thread (plans; OPBUILD_PARAM_CACHE_SIZE, default 1024): a full
+ * cache evicts its least recently used plan. `capacity` > 0 sets it (every thread's next insert
+ * obeys it); returns the capacity in force. */
+ACL_FUNC_VISIBILITY size_t opbuild_aclnn_cache_capacity(size_t capacity);
 
 /* The deterministic / impl mode code (d * 4 + p) of later calls; set by opbuild.runtime.settings. */
 ACL_FUNC_VISIBILITY void opbuild_aclnn_set_dp(int dp);
