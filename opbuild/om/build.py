@@ -112,7 +112,7 @@ def _attr_values(op_rt, node: Node) -> list[Any]:
     known = {a.name for a in op_rt.spec.attrs}
     unknown = set(node.attrs) - known
     if unknown:
-        raise OmError(f"node {node.name}: {op_rt.spec.op} has no attribute(s) {sorted(unknown)} (has {sorted(known)})")
+        raise OmError(f"node {node.label}: {op_rt.spec.op} has no attribute(s) {sorted(unknown)} (has {sorted(known)})")
     return [node.attrs.get(a.name) for a in op_rt.spec.attrs]
 
 
@@ -186,13 +186,13 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
                            "key_rule_source": _key_rule_source(spec), "binaries": {}}
         op_def = ops[op_ref]
         if len(node.inputs) != len(spec.inputs) or len(node.outputs) != len(spec.outputs):
-            raise OmError(f"node {node.name}: {node.op} takes {len(spec.inputs)} inputs and {len(spec.outputs)} "
+            raise OmError(f"node {node.label}: {node.op} takes {len(spec.inputs)} inputs and {len(spec.outputs)} "
                           f"outputs, the node has {len(node.inputs)} and {len(node.outputs)}")
         attrs = _attr_values(op_rt, node)
         try:
             attr_values = ex.normalize_attrs(op_rt, attrs)
         except AclnnError as exc:
-            raise OmError(f"node {node.name}: {exc}") from None
+            raise OmError(f"node {node.label}: {exc}") from None
         attr_map = {a.name: v for a, v in zip(spec.attrs, attr_values)}
         in_dtypes: dict[str, str] = {}
         in_shapes: dict[str, tuple[int, ...]] = {}
@@ -209,10 +209,10 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
                 dtype = infer_output_dtype(spec, param, in_dtypes)
                 shape = None if dynamic else infer_output_shape(spec, param, in_shapes, attr_map)
                 if not dynamic and shape is None:
-                    raise OmError(f"node {node.name}: output {param.name} of {node.op} has no shape rule")
+                    raise OmError(f"node {node.label}: output {param.name} of {node.op} has no shape rule")
                 out_meta.append((dtype, shape))
         except AclnnError as exc:
-            raise OmError(f"node {node.name}: {exc}") from None
+            raise OmError(f"node {node.label}: {exc}") from None
         for t, meta in zip(node.outputs, out_meta):
             tensors[t] = meta
 
@@ -234,7 +234,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
             try:
                 _, executor = ex.get_workspace_size(op_rt, call_inputs, attrs, outputs, bool(d), p)
             except AclnnError as exc:
-                raise OmError(f"node {node.name}: {exc}") from None
+                raise OmError(f"node {node.label}: {exc}") from None
             plan = executor.plan
             sel = plan.selection
             item = add_kernel(vendor, sel.entry)

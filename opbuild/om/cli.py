@@ -21,9 +21,8 @@ def run_om_command(args: argparse.Namespace) -> int:
     try:
         if args.om_command == "build":
             from opbuild.om.build import build_om
-            from opbuild.om.model import load_model
 
-            data = build_om(load_model(args.model), Path(args.opp))
+            data = build_om(_model(args), Path(args.opp))
             _write(Path(args.output), data)
             print(f"wrote {args.output} ({len(data)} bytes)")
         elif args.om_command == "single-op":
@@ -65,6 +64,22 @@ def run_om_command(args: argparse.Namespace) -> int:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def _model(args: argparse.Namespace):
+    """The model to build: an ONNX file (by its .onnx suffix) mapped through the OPP tree's
+    plugins, else a model YAML."""
+    from opbuild.om.errors import OmError
+
+    if Path(args.model).suffix.lower() == ".onnx":
+        from opbuild.om.onnx_model import onnx_model, parse_input_shapes
+
+        return onnx_model(args.model, args.opp, parse_input_shapes(args.input_shape), soc=args.soc)
+    if args.input_shape:
+        raise OmError("--input-shape is for ONNX models (a model YAML gives its shapes itself)")
+    from opbuild.om.model import load_model
+
+    return load_model(args.model)
 
 
 def _read(path: str) -> bytes:
