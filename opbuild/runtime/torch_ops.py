@@ -1,0 +1,180 @@
+"""A package's ops as PyTorch operators: `torch.ops.<namespace>.<op_snake>` (optional extra
+`pip install 'opbuild[torch]'`).
+
+What: `register(ops, namespace)` (called by a generated module's `register_torch()`) defines one
+torch.library operator per op, with a schema derived from the spec (inputs, then attrs with
+their defaults), a CPU kernel and a fake (meta) kernel:
+
+* the CPU kernel hands the tensors to the runtime's one-shot call (`api.call`) as numpy views of
+  the same memory (zero-copy; bfloat16 through an int16 view) and returns the outputs as torch
+  tensors over the runtime's arrays (zero-copy again). Key selection, the caches and the errors
+  (AclnnError) are the runtime's own;
+* the fake kernel gives each output's shape and dtype from the spec's rules
+  (`runtime.shapes`, the rules the one-shot call allocates by), so `torch.compile(fullgraph=True)`
+  traces functions using the ops without graph breaks.
+
+Why here: torch is optional; nothing imports this module unless `register_torch()` is called.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from opbuild.runtime import api
+from opbuild.runtime.binaries.selection import OpRuntime
+from opbuild.runtime.call.arguments import normalize_attrs
+from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
+from opbuild.runtime.shapes import infer_output_dtype, infer_output_shape
+from opbuild.spec.model import OpSpec
+
+_SCHEMA_TYPES = {"int": "int", "float": "float", "bool": "bool", "str": "str", "list_int": "int[]",
+                 "list_float": "float[]", "list_bool": "bool[]"}
+"""Spec attr type -> torch schema type."""
+
+_LIBRARIES: dict[str, Any] = {}
+"""namespace -> its torch.library.Library (kept alive: dropping it unregisters the ops)."""
+_LOCK = threading.Lock()
+
+
+def namespace_of(package: Path | None) -> str:
+    """The default namespace of a package's ops: its directory name as an identifier
+    (`vendors/customize` -> `customize`, `built-in` -> `built_in`)."""
+    name = re.sub(r"\W", "_", package.name if package is not None else "opbuild")
+    return f"_{name}" if name[:1].isdigit() else name
+
+
+def _default(attr_type: str, value: Any) -> str | None:
+    """A default in torch schema syntax; None when the schema cannot spell it (non-finite)."""
+    if isinstance(value, (tuple, list)):
+        items = [_default(attr_type[5:], v) for v in value]
+        return None if None in items else "[" + ", ".join(items) + "]"
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else None
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return repr(value)
+
+
+def schema(spec: OpSpec) -> str:
+    """The torch schema of an op: `(Tensor x, Tensor y, *, float negative_slope=0.01) -> Tensor`."""
+    params = []
+    for p in spec.inputs:
+        kind = {"required": "Tensor", "optional": "Tensor?", "dynamic": "Tensor[]"}[p.param_type]
+        params.append(f"{kind} {p.name}")
+    for a in spec.attrs:
+        text = f"{_SCHEMA_TYPES[a.type]} {a.name}"
+        if not a.required:
+            default = _default(a.type, a.default)
+            text += f"={default}" if default is not None else "=None"
+            if default is None:
+                text = f"{_SCHEMA_TYPES[a.type]}? {a.name}=None"
+        params.append(text)
+    outs = ["Tensor[]" if p.param_type == "dynamic" else "Tensor" for p in spec.outputs]
+    result = outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ")"
+    return f"({', '.join(params)}) -> {result}"
+
+
+def _to_numpy(torch: Any, t: Any, what: str) -> Any:
+    if t is None:
+        return None
+    if isinstance(t, (list, tuple)):
+        return [_to_numpy(torch, x, what) for x in t]
+    if t.device.type != "cpu":
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: a {t.device.type} tensor; the ops take CPU tensors")
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    try:
+        return t.numpy()
+    except TypeError as exc:  # a dtype numpy has no view of
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: dtype {t.dtype} is not supported: {exc}") from None
+
+
+def _to_torch(torch: Any, a: Any) -> Any:
+    if isinstance(a, (list, tuple)):
+        return [_to_torch(torch, x) for x in a]
+    a = np.asarray(a)
+    if a.dtype.name == "bfloat16":
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
+
+
+def _cpu_kernel(torch: Any, op: OpRuntime):
+    n_inputs = op.n_inputs
+    whats = op.input_what
+    call = api.call
+    multi = op.n_outputs > 1
+
+    def kernel(*args: Any) -> Any:
+        inputs = [_to_numpy(torch, t, w) for t, w in zip(args[:n_inputs], whats)]
+        result = call(op, inputs, args[n_inputs:])
+        if multi:
+            return tuple(_to_torch(torch, r) for r in result)
+        return _to_torch(torch, result)
+
+    return kernel
+
+
+def _fake_kernel(torch: Any, op: OpRuntime):
+    spec = op.spec
+    n_inputs = op.n_inputs
+
+    def fake(*args: Any) -> Any:
+        inputs, attrs = args[:n_inputs], args[n_inputs:]
+        attr_values = normalize_attrs(op, list(attrs))
+        attr_map = {a.name: v for a, v in zip(spec.attrs, attr_values)}
+        shapes: dict[str, tuple[Any, ...]] = {}
+        dtypes: dict[str, str] = {}
+        for p, t in zip(spec.inputs, inputs):
+            first = t[0] if isinstance(t, (list, tuple)) and t else t
+            if first is None or isinstance(first, (list, tuple)):
+                continue
+            shapes[p.name] = tuple(first.shape)
+            dtypes[p.name] = str(first.dtype).removeprefix("torch.")
+        outs = []
+        for p in spec.outputs:
+            shape = infer_output_shape(spec, p, shapes, attr_map)
+            if shape is None:
+                raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op}: output '{p.name}' has no shape rule in the "
+                                                          f"spec, so torch cannot trace it")
+            dtype = getattr(torch, infer_output_dtype(spec, p, dtypes))
+            outs.append(inputs[0].new_empty(shape, dtype=dtype) if not isinstance(inputs[0], (list, tuple))
+                        else inputs[0][0].new_empty(shape, dtype=dtype))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    return fake
+
+
+def register(ops: dict[str, OpRuntime], namespace: str | None = None) -> Any:
+    """Define every op of `ops` (one package's) as torch.ops.<namespace>.<op_snake>; the
+    namespace defaults to the package's directory name. Registering a namespace again returns
+    the library made the first time."""
+    try:
+        import torch
+    except ImportError:
+        raise ImportError("the torch ops need PyTorch: pip install 'opbuild[torch]'") from None
+    if namespace is None:
+        first = next(iter(ops.values()), None)
+        namespace = namespace_of(first.package if first is not None else None)
+    with _LOCK:
+        lib = _LIBRARIES.get(namespace)
+        if lib is not None:
+            return lib
+        lib = torch.library.Library(namespace, "FRAGMENT")
+        for op in ops.values():
+            name = op.spec.snake
+            lib.define(f"{name}{schema(op.spec)}")
+            lib.impl(name, _cpu_kernel(torch, op), "CPU")
+            torch.library.register_fake(f"{namespace}::{name}", _fake_kernel(torch, op), lib=lib)
+        _LIBRARIES[namespace] = lib
+        return lib
