@@ -564,7 +564,7 @@ class SpecChecker:
                                                          f"{_names(attrs)}){did_you_mean(attr, list(attrs))}")
                 elif attr in renamed:
                     self.err(base + ("attrs", onnx_name), f"{what}: ONNX attributes {renamed[attr]!r} and "
-                                                         f"{onnx_name!r} both map to attr {attr!r}")
+                                                         f"{onnx_name!r} both map to attr {attr!r}", at_key=True)
                 renamed.setdefault(attr, onnx_name)
             defaults = []
             for attr, value in item.get("defaults", {}).items():
@@ -595,11 +595,13 @@ class SpecChecker:
                 self.err(base + ("inputs",), f"{what}: more than one dynamic input ({_names(dynamic)}): the ONNX "
                                              f"inputs can't be divided between them", at_key=True)
             out_names = list(item.get("outputs", outputs))
+            unknown = False
             for k, name in enumerate(out_names):
                 if name not in outputs:
+                    unknown = True
                     self.err(base + ("outputs", k), f"{what}: outputs names {name!r}, which is not an output of the "
                                                     f"op (outputs: {_names(outputs)}){did_you_mean(name, outputs)}")
-            if sorted(out_names) != sorted(outputs) and "outputs" in item:
+            if not unknown:
                 missing_out = [n for n in outputs if n not in out_names]
                 if missing_out:
                     self.err(base + ("outputs",), f"{what}: outputs must map every output of the op; missing: "

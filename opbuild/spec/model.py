@@ -197,7 +197,7 @@ class OnnxOrigin:
         return self.min_opset <= opset and (self.max_opset is None or opset <= self.max_opset)
 
     def opset_range(self) -> str:
-        return f"[{self.min_opset}, {'∞' if self.max_opset is None else self.max_opset}]"
+        return f"[{self.min_opset}, ∞)" if self.max_opset is None else f"[{self.min_opset}, {self.max_opset}]"
 
 
 @dataclass(frozen=True)
