@@ -109,13 +109,29 @@ def _to_torch(torch: Any, a: Any) -> Any:
     return torch.from_numpy(a)
 
 
+def _binder(op: OpRuntime):
+    """(args, kwargs) as torch passes them to a kernel (keywords as given, defaults left out) ->
+    the positional arguments in schema order; an attr left out is None (the runtime's default)."""
+    names = [p.name for p in op.spec.inputs] + [a.name for a in op.spec.attrs]
+    total = len(names)
+
+    def bind(args: tuple, kwargs: dict[str, Any]) -> tuple:
+        if not kwargs and len(args) == total:
+            return args
+        return tuple(args) + tuple(kwargs.get(n) for n in names[len(args):])
+
+    return bind
+
+
 def _cpu_kernel(torch: Any, op: OpRuntime):
     n_inputs = op.n_inputs
     whats = op.input_what
     call = api.call
     multi = op.n_outputs > 1
+    bind = _binder(op)
 
-    def kernel(*args: Any) -> Any:
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        args = bind(args, kwargs)
         inputs = [_to_numpy(torch, t, w) for t, w in zip(args[:n_inputs], whats)]
         result = call(op, inputs, args[n_inputs:])
         if multi:
@@ -128,8 +144,10 @@ def _cpu_kernel(torch: Any, op: OpRuntime):
 def _fake_kernel(torch: Any, op: OpRuntime):
     spec = op.spec
     n_inputs = op.n_inputs
+    bind = _binder(op)
 
-    def fake(*args: Any) -> Any:
+    def fake(*args: Any, **kwargs: Any) -> Any:
+        args = bind(args, kwargs)
         inputs, attrs = args[:n_inputs], args[n_inputs:]
         attr_values = normalize_attrs(op, list(attrs))
         attr_map = {a.name: v for a, v in zip(spec.attrs, attr_values)}
