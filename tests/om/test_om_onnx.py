@@ -236,3 +236,17 @@ def test_input_shape_syntax():
     assert parse_input_shapes("x:1,3;y:2;scalar:") == {"x": (1, 3), "y": (2,), "scalar": ()}
     assert parse_input_shapes("a:b:4") == {"a:b": (4,)}
     assert parse_input_shapes(None) == {}
+
+
+def test_the_example_model(opp, tmp_path):
+    """examples/models/sample_ops.onnx is what examples/onnx_model.py makes, and converts and runs."""
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    sys.path.insert(0, str(examples))
+    try:
+        import onnx_model as example
+    finally:
+        sys.path.remove(str(examples))
+    assert (examples / "models" / "sample_ops.onnx").read_bytes() == example.make_model().SerializeToString()
+    om = convert(examples / "models" / "sample_ops.onnx", opp, "x:3,8;y:3,8")
+    inputs = _inputs(3, seed=9)
+    np.testing.assert_allclose(run(om, inputs)["z"], example.reference(inputs["x"], inputs["y"]), rtol=1e-5, atol=1e-5)
