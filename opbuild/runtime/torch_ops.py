@@ -83,6 +83,12 @@ def schema(spec: OpSpec) -> str:
 
 
 def _to_numpy(torch: Any, t: Any, what: str) -> Any:
+    """A numpy view of a CPU tensor's memory (no copy). The common case is one `t.numpy()`
+    (it refuses non-CPU, grad-requiring and bfloat16 tensors, handled after it)."""
+    try:
+        return t.numpy()
+    except (TypeError, RuntimeError, AttributeError):
+        pass
     if t is None:
         return None
     if isinstance(t, (list, tuple)):
@@ -101,6 +107,11 @@ def _to_numpy(torch: Any, t: Any, what: str) -> Any:
 
 
 def _to_torch(torch: Any, a: Any) -> Any:
+    """A torch tensor over an output's memory (no copy)."""
+    try:
+        return torch.from_numpy(a)
+    except TypeError:  # bfloat16 (numpy's via ml_dtypes), a list, or a runtime Tensor
+        pass
     if isinstance(a, (list, tuple)):
         return [_to_torch(torch, x) for x in a]
     a = np.asarray(a)
@@ -132,7 +143,7 @@ def _cpu_kernel(torch: Any, op: OpRuntime):
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         args = bind(args, kwargs)
-        inputs = [_to_numpy(torch, t, w) for t, w in zip(args[:n_inputs], whats)]
+        inputs = tuple([_to_numpy(torch, t, w) for t, w in zip(args[:n_inputs], whats)])
         result = call(op, inputs, args[n_inputs:])
         if multi:
             return tuple(_to_torch(torch, r) for r in result)
