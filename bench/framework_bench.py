@@ -86,9 +86,15 @@ def bench_torch(opp: str, calls: int, rounds: int) -> None:
     t_add = _per_call(lambda: torch.add(a, b), calls, rounds)
     t_op = _per_call(lambda: op(a, b), calls, rounds)
     t_np = _per_call(lambda: ops.add_custom_template(na, nb), calls, rounds)
+    # the floor: PyTorch's dispatch to a Python kernel that does nothing
+    lib = torch.library.Library("opbuild_bench", "FRAGMENT")
+    lib.define("noop(Tensor x, Tensor y) -> Tensor")
+    lib.impl("noop", lambda x, y: x, "CPU")
+    t_noop = _per_call(lambda: torch.ops.opbuild_bench.noop(a, b), calls, rounds)
     print(f"torch.add (1 element)                      {1e6 * t_add:6.2f} us/call")
     print(f"torch.ops.customize.add_custom_template    {1e6 * t_op:6.2f} us/call  ({t_op / t_add:.1f}x torch.add)")
     print(f"  of which the runtime's numpy one-shot    {1e6 * t_np:6.2f} us/call")
+    print(f"a no-op torch.library op (dispatch floor)   {1e6 * t_noop:6.2f} us/call  ({t_noop / t_add:.1f}x torch.add)")
 
 
 def main() -> None:
