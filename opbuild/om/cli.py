@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -55,8 +56,9 @@ def run_om_command(args: argparse.Namespace) -> int:
             out_dir = Path(args.output_dir)
             out_dir.mkdir(parents=True, exist_ok=True)
             for name, value in outputs.items():
-                np.save(out_dir / f"{name}.npy", np.asarray(value))
-                print(f"{name}: {np.asarray(value).dtype}{list(np.shape(value))} -> {out_dir / (name + '.npy')}")
+                path = out_dir / f"{output_file_stem(name)}.npy"
+                np.save(path, np.asarray(value))
+                print(f"{name}: {np.asarray(value).dtype}{list(np.shape(value))} -> {path}")
     except (OmError, AclnnError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 1
@@ -64,6 +66,13 @@ def run_om_command(args: argparse.Namespace) -> int:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def output_file_stem(name: str) -> str:
+    """The file name (without .npy) `om run` writes an output to: the tensor name with every
+    character but letters, digits, `_`, `-` and `.` made `_` and no leading dot, so that a name
+    from an ONNX graph (`/block/Add_output_0`) or an untrusted .om never leaves --output-dir."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name).lstrip(".") or "_"
 
 
 def _model(args: argparse.Namespace):

@@ -15,6 +15,7 @@ so every error about it, here or in `build_om`, names them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -207,7 +208,8 @@ class _Converter:
                 raise OmError(f"model {self.path}: output {name!r} is no tensor of the graph")
         used = {t for n in nodes for x in n.inputs for t in (x if isinstance(x, list) else [x])} | set(outputs)
         weights = {k: v for k, v in self.weights.items() if k in used}  # constants that became attrs drop out
-        return Model(graph.name or self.path.stem, self.soc, False, DEFAULT_IMPL_MODE, inputs, weights, nodes,
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", graph.name or self.path.stem)[:31]  # the header's name field
+        return Model(name, self.soc, False, DEFAULT_IMPL_MODE, inputs, weights, nodes,
                      outputs, source=self.path)
 
     def graph_input(self, value) -> tuple[str, str, tuple[int, ...]]:

@@ -117,9 +117,9 @@ def custom_model(tmp_path: Path) -> Path:
     k = h.make_tensor("k", T.FLOAT, [1, 4], [0.5, -1.0, 2.0, 3.0])
     nodes = [h.make_node("AddCustomTemplate", ["x", "y"], ["s"], domain=CUSTOM_DOMAIN, name="add0"),
              h.make_node("Constant", [], ["k"], value=k),
-             h.make_node("Mul", ["s", "k"], ["z"], name="mul0")]
+             h.make_node("Mul", ["s", "k"], ["/blk/z:0"], name="mul0")]  # a name as exporters write them
     return save(tmp_path, nodes, [_tensor("x", ["batch", 4]), _tensor("y", ["batch", 4])],
-                [_tensor("z", ["batch", 4])], name="custom.onnx")
+                [_tensor("/blk/z:0", ["batch", 4])], name="custom.onnx")
 
 
 def test_custom_domain_through_the_cli_without_packages(opp, tmp_path):
@@ -140,7 +140,8 @@ def test_custom_domain_through_the_cli_without_packages(opp, tmp_path):
     r = subprocess.run(cli + ["run", "model.om", "-i", "x=x.npy", "-i", "y=y.npy", "--output-dir", "out", "--trust"],
                        cwd=work, env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    np.testing.assert_allclose(np.load(work / "out" / "z.npy"), (x + y) * np.array([0.5, -1, 2, 3], np.float32),
+    assert sorted(p.name for p in (work / "out").iterdir()) == ["_blk_z_0.npy"]  # inside --output-dir
+    np.testing.assert_allclose(np.load(work / "out" / "_blk_z_0.npy"), (x + y) * np.array([0.5, -1, 2, 3], np.float32),
                                rtol=1e-6)
     md = parse_om((work / "model.om").read_bytes()).model_def
     assert [n["op"] for n in md["nodes"]] == ["vendors/customize:AddCustomTemplate", "vendors/customize:MulCustom"]
@@ -230,6 +231,14 @@ def test_a_bad_plugin_file_names_the_package(tmp_path):
     path = _one(tmp_path, h.make_node("Mul", ["x", "y"], ["z"], name="mul0"))
     text = _error(path, opp)
     assert "vendors/acme: bad ONNX plugin file:" in text and str(plugins) in text
+
+
+def test_output_file_names_stay_in_the_output_dir():
+    from opbuild.om.cli import output_file_stem
+
+    assert output_file_stem("z") == "z" and output_file_stem("a.b-c_1") == "a.b-c_1"
+    assert output_file_stem("../../etc/x") == "_.._etc_x" and output_file_stem("..") == "_"
+    assert output_file_stem("/blk/Add_output_0") == "_blk_Add_output_0"
 
 
 def test_input_shape_syntax():
