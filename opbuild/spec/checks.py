@@ -611,7 +611,7 @@ class SpecChecker:
                                 attrs=tuple(item.get("attrs", {}).items()), defaults=tuple(defaults),
                                 mark=self.mark(base))
             for j, other in enumerate(origins):
-                if (other.domain, other.op_type) == (origin.domain, origin.op_type) and _overlap(other, origin):
+                if other.overlaps(origin):
                     self.err(base, f"{what}: opsets {origin.opset_range()} overlap those of framework.onnx[{j}] "
                                    f"{other.opset_range()} (line {self.line(('framework', 'onnx', j))}) for the "
                                    f"same ONNX op: which one maps a node would be ambiguous")
@@ -660,12 +660,6 @@ def broken_sections(paths: Iterable[JsonPath]) -> set[str]:
 
 __all__ = ["SpecChecker", "broken_sections", "coerce_attr_value", "defines_c_function",
            "DTYPES", "FORMATS", "MAX_KEY_FRAGMENT_BYTES"]
-
-
-def _overlap(a: OnnxOrigin, b: OnnxOrigin) -> bool:
-    """Whether two opset ranges share a version."""
-    inf = float("inf")
-    return max(a.min_opset, b.min_opset) <= min(a.max_opset or inf, b.max_opset or inf)
 
 
 def _packages(d: dict) -> tuple[str, ...]:

@@ -196,6 +196,13 @@ class OnnxOrigin:
     def covers(self, opset: int) -> bool:
         return self.min_opset <= opset and (self.max_opset is None or opset <= self.max_opset)
 
+    def overlaps(self, other: "OnnxOrigin") -> bool:
+        """Whether both map the same ONNX op for some opset (which one maps a node is ambiguous)."""
+        if (self.domain, self.op_type) != (other.domain, other.op_type):
+            return False
+        inf = float("inf")
+        return max(self.min_opset, other.min_opset) <= min(self.max_opset or inf, other.max_opset or inf)
+
     def opset_range(self) -> str:
         return f"[{self.min_opset}, ∞)" if self.max_opset is None else f"[{self.min_opset}, {self.max_opset}]"
 

@@ -98,3 +98,13 @@ def test_a_malformed_package_file_names_itself(tmp_path, text, message):
         read_onnx_plugins(path)
     assert str(path) in str(exc.value)
     assert read_onnx_plugins(tmp_path / "absent.json") == {}
+
+
+def test_two_ops_of_a_package_must_not_map_one_onnx_op(tmp_path):
+    a = load_spec(spec_with(tmp_path / "a", "    - {op_type: Elu, max_opset: 10}\n"))
+    b = load_spec(spec_with(tmp_path / "b", "    - {op_type: Elu, min_opset: 10}\n"))
+    c = load_spec(spec_with(tmp_path / "c", "    - {op_type: Elu, min_opset: 11}\n"))
+    with pytest.raises(ValueError, match=r"both map ai.onnx::Elu for opsets \[1, 10\] and \[10, ∞\)") as exc:
+        render_onnx_plugins([a, b])
+    assert f"{a.spec_path}:22:7" in str(exc.value) or "op.yaml:22:7" in str(exc.value)
+    assert json.loads(render_onnx_plugins([a, c]))["ops"]  # disjoint ranges are fine
