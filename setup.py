@@ -100,15 +100,17 @@ ACL_NAME = "opbuild.runtime._opbuild_acl"
 
 sim = Extension(
     SIM_NAME,
-    sources=[f"{NATIVE}/src/sim.c"],
+    sources=[f"{NATIVE}/src/sim.c", f"{NATIVE}/src/sim_isolate.c"],
     include_dirs=[f"{NATIVE}/include", f"{NATIVE}/src"],
     depends=[
         f"{NATIVE}/src/sim.h",
+        f"{NATIVE}/src/sim_internal.h",
         f"{NATIVE}/include/opbuild/kernel.h",
         f"{NATIVE}/include/opbuild/types.h",
     ],
     extra_compile_args=["-std=c11", "-O2", "-pthread", "-fvisibility=hidden", "-Wall", "-Wextra"],
     extra_link_args=["-pthread"],
+    libraries=["m", "dl"],
     language="c",
 )
 

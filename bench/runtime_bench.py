@@ -16,6 +16,9 @@ Prints, side by side in one run (nothing is asserted; issue 11's goals in bracke
   1. more host-overhead rows (the Python path without the C fast path, phases alone)
   2. fp32 add of 16M elements against numpy.add                  [>= 1.0x numpy's throughput]
   3. binary lookup in a package with 100,000 binaries            [<= 2 us per lookup]
+  4. cost per launch of OPBUILD_ISOLATION=process (a worker process per launch) against the
+     default in-process launch, interleaved: 1-element add (the launch overhead) and a
+     1M-element add (the worker runs the blocks one after another)
 torch is optional (`pip install torch`); without it its column says n/a. A C compiler is needed
 for the C rows (without one they say n/a). Timings are best-of-N in this run; compare the ratios,
 not the absolute numbers, on a shared machine.
@@ -326,6 +329,38 @@ def lookup(n: int, repeat: int) -> None:
           f"with the freshness check {t_checked * 1e6:.2f} us")
 
 
+# ---- 4. process isolation ---------------------------------------------------------------------
+
+def isolation(ops, number: int, repeat: int) -> None:
+    """Two-phase AddCustomTemplate calls (cache hits) in-process and isolated, round robin."""
+    rows = []
+    for n, calls in ((1, number // 10), (1 << 20, max(number // 2000, 5))):
+        x = np.ones(n, np.float32)
+        y = np.ones(n, np.float32)
+        z = np.empty(n, np.float32)
+        phase1, phase2 = ops.aclnnAddCustomTemplateGetWorkspaceSize, ops.aclnnAddCustomTemplate
+
+        def call():
+            size, ex = phase1(x, y, z)
+            phase2(None, size, ex, None)
+
+        best = {"in-process": float("inf"), "process": float("inf")}
+        for _ in range(repeat):
+            for mode in best:
+                device.set_isolation(mode)
+                call()  # warm (the plan cache, the worker's stack)
+                best[mode] = min(best[mode], timeit.timeit(call, number=calls) / calls)
+        device.set_isolation()
+        assert (z == 2).all()
+        rows.append((n, best["in-process"], best["process"]))
+    print(f"\n4. process isolation (OPBUILD_ISOLATION=process): fp32 AddCustomTemplate two-phase call, cache hit, "
+          f"simulator threads {device.threads()}")
+    print(f"   {'elements':>10s} {'in-process':>14s} {'isolated':>14s} {'ratio':>8s} {'isolation cost/launch':>22s}")
+    for n, t_in, t_iso in rows:
+        print(f"   {n:>10,d} {fmt_us(t_in):>14s} {fmt_us(t_iso):>14s} {ratio(t_iso, t_in):>8s} "
+              f"{fmt_us(t_iso - t_in):>22s}")
+
+
 def _fastpath_type() -> tuple[type, ...]:
     try:
         from opbuild.runtime import _fastpath
@@ -340,6 +375,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="fewer iterations")
     parser.add_argument("--elements", type=int, default=16 * 1024 * 1024, help="elements of the throughput add")
     parser.add_argument("--binaries", type=int, default=100_000, help="binaries of the lookup package")
+    parser.add_argument("--only", choices=("isolation",), help="run one section only")
     args = parser.parse_args()
     package = Path(args.package)
     if not (package / "op_api/python/aclnn_ops.py").is_file():
@@ -351,10 +387,14 @@ def main() -> int:
     print(f"python {platform.python_version()}, numpy {np.__version__}, torch {torch.__version__ if torch else 'not installed'}, "
           f"{os.cpu_count()} CPUs, simulator threads {device.threads()}, fast pointers {executor._FAST_POINTERS}, "
           f"C fast path {'on' if isinstance(ops.aclnnAddCustomTemplate, _fastpath_type()) else 'off'}\n")
+    if args.only == "isolation":
+        isolation(ops, number, repeat)
+        return 0
     issue_table(ops, package, torch, number, repeat)
     host_overhead(ops, torch, number, repeat)
     throughput(ops, torch, args.elements, 3 if args.quick else 7)
     lookup(args.binaries, 3 if args.quick else 5)
+    isolation(ops, number, repeat)
     return 0
 
 

@@ -14,6 +14,7 @@ KERNEL_ROOT = PurePosixPath("op_impl/ai_core/tbe/kernel")
 """`binPath` and `jsonPath` in binary_info_config.json are relative to this directory."""
 
 TILING_LIB_NAME = "libcust_opmaster_rt2.0.so"
+OP_PROTO_LIB_NAME = "libcust_opsproto_rt2.0.so"
 OPTILING_LINK_NAME = "liboptiling.so"
 CUSTOM_OPAPI_LIB = "libcust_opapi.so"
 DEFAULT_VENDOR = "customize"
@@ -99,6 +100,16 @@ def ops_info(soc: str) -> PurePosixPath:
 
 def tiling_lib(arch: str | None = None) -> PurePosixPath:
     return PurePosixPath("op_impl/ai_core/tbe/op_tiling/lib/linux") / (arch or host_arch()) / TILING_LIB_NAME
+
+
+def op_proto_header() -> PurePosixPath:
+    """The package's operator prototypes (C declarations of each op's inference functions)."""
+    return PurePosixPath("op_proto/inc/op_proto.h")
+
+
+def op_proto_lib(arch: str | None = None) -> PurePosixPath:
+    """The library of each op's shape and dtype inference (CANN's op_proto library)."""
+    return PurePosixPath("op_proto/lib/linux") / (arch or host_arch()) / OP_PROTO_LIB_NAME
 
 
 def optiling_link() -> PurePosixPath:

@@ -12,8 +12,8 @@ C headers, the C sources and the JSON schemas are hand-written and a test
 (tests/abi/test_vocabulary.py) asserts they equal these records.
 
 Enum numbers are part of the package format (default-mode simplified keys are made of GE
-numbers, `Op/d=0,p=1/1,2/1,2`) and never change. Spellings record today's outputs exactly
-(`float` for float32 and `double` for float64 in the kernel and ops-info JSONs).
+numbers, `Op/d=0,p=1/1,2/1,2`) and never change. Spellings are CANN's (`float32` for float32 in
+the kernel and ops-info JSONs, as asc_opc and op_build write it; `double` for float64).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ __all__ = [
     "FORMAT_NAMES", "Format", "IMPL_MODE", "IMPL_MODES", "IMPL_MODE_BY_INDEX", "IMPL_MODE_INDEX",
     "IMPL_MODE_NAMES", "ImplMode", "MAX_SIMPLIFIED_KEY_LEN", "SOC", "SOCS", "SOC_NAMES", "Soc",
     "TILING_FIELD_TYPE", "TILING_FIELD_TYPES", "TILING_FIELD_TYPE_NAMES", "TilingFieldType", "impl_mode_string",
+    "support_impl_mode",
 ]
 
 
@@ -160,7 +161,7 @@ class DType:
 DTYPES: Final[tuple[DType, ...]] = (
     #     name       ge  ge_name       c_type        c_enum                size kernel_json ops_info
     DType("float16", 1, "DT_FLOAT16", "half", "OPBUILD_DT_FLOAT16", 2, "float16", "float16"),
-    DType("float32", 0, "DT_FLOAT", "float", "OPBUILD_DT_FLOAT", 4, "float", "float"),
+    DType("float32", 0, "DT_FLOAT", "float", "OPBUILD_DT_FLOAT", 4, "float32", "float32"),
     DType("bfloat16", 27, "DT_BF16", "bfloat16_t", "OPBUILD_DT_BF16", 2, "bfloat16", "bfloat16"),
     DType("float64", 11, "DT_DOUBLE", "double", "OPBUILD_DT_DOUBLE", 8, "double", "double"),
     DType("int8", 2, "DT_INT8", "int8_t", "OPBUILD_DT_INT8", 1, "int8", "int8"),
@@ -255,8 +256,18 @@ DEFAULT_BINARY_IMPL_MODES: Final[tuple[str, ...]] = ("high_performance", "defaul
 """A binary without `impl_mode` gets p=1 and p=0 keys, as `--impl_mode=high_performance,optional`."""
 
 
+def support_impl_mode(impl_modes: tuple[str, ...]) -> str | None:
+    """The kernel JSON's `supportInfo.implMode` (and the per-op config's `implMode`) of a binary:
+    its named modes, without `optional` (a kernel built with `--impl_mode=high_performance,optional`
+    says "high_performance" and has p=1 and p=0 keys: opbase's QuantBatchMatmulV3 mock; the
+    composite engine maps "high_performance,optional" to RESERVED). None (the field is left out,
+    as in opbase's Mul mock) when the binary serves only the default mode."""
+    named = [IMPL_MODE[m].cann for m in impl_modes if m != "default"]
+    return ",".join(named) or None
+
+
 def impl_mode_string(impl_modes: tuple[str, ...]) -> str:
-    """asc_opc's `--impl_mode` value (and kernel JSON `supportInfo.implMode`) for a binary's modes.
+    """asc_opc's `--impl_mode` option value for a binary's modes.
 
     The named modes in declaration order, plus `optional` when the binary also serves
     default-mode calls: (high_performance, default) -> "high_performance,optional";
@@ -274,7 +285,9 @@ def impl_mode_string(impl_modes: tuple[str, ...]) -> str:
 class CoreType:
     """A spec `core_type` and how each output writes it: kernel JSON `core_type` (short),
     binary_info_config.json `coreType` (nnopbase kMix=0, kAicore, kVectorcore), the kernel JSON
-    `magic`, and the cube:vector `taskRation` (MIX: the 910B pairing of 1 AIC with 2 AIV)."""
+    `magic` (the runtime's device-binary magic of the core the kernel runs on: AICUBE for a
+    cube-only kernel, AIVEC for a vector-only one, plain ELF for a MIX kernel, as opbase's
+    QuantBatchMatmulV3 mock), and the cube:vector `taskRation` (MIX: 1 AIC with 2 AIV on 910B)."""
 
     name: str
     kernel_json: str
@@ -284,7 +297,7 @@ class CoreType:
 
 
 CORE_TYPES: Final[tuple[CoreType, ...]] = (
-    CoreType("AiCore", "AIC", 1, "RT_DEV_BINARY_MAGIC_ELF", "1:0"),
+    CoreType("AiCore", "AIC", 1, "RT_DEV_BINARY_MAGIC_ELF_AICUBE", "1:0"),
     CoreType("VectorCore", "AIV", 2, "RT_DEV_BINARY_MAGIC_ELF_AIVEC", "0:1"),
     CoreType("MIX", "MIX", 0, "RT_DEV_BINARY_MAGIC_ELF", "1:2"),
 )

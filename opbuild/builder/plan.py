@@ -33,6 +33,7 @@ VARLISTS: dict[str, tuple[str, ...]] = {
     "compile": ("OPBUILD_CMD", "OPBUILD_KEY", "OPBUILD_PRODUCES"),
     "kernel_json": ("OPBUILD_OP", "OPBUILD_SOC", "OPBUILD_TOOLCHAIN", "OPBUILD_SUBPACKAGE"),
     "tiling_lib": ("OPBUILD_OPS",),
+    "op_proto": ("OPBUILD_OPS", "OPBUILD_WHERE"),
     "binary_info": ("OPBUILD_OPS", "OPBUILD_SOC", "OPBUILD_TOOLCHAIN"),
     "ops_info": ("OPBUILD_OPS", "OPBUILD_SOC"),
     "python_api": ("OPBUILD_OPS", "OPBUILD_PKG_ROOT"),
@@ -232,7 +233,9 @@ class Planner:
 
         tc, rel, step, pkg_root, where = self.tc, self.rel, self.step, package.root, package.where
         socs_used = sorted({soc for spec in package.specs for soc in self.socs_of(spec)})
-        tiling_objects = [ops[spec.op].tiling_object for spec in package.specs]
+        # The generated inference functions go into the tiling library too (as CANN's op_host
+        # code registers InferShape in both): an .om packs that one library.
+        tiling_objects = [ops[spec.op].tiling_object for spec in package.specs] + [self._plan_op_proto(package, ops)]
         tiling_lib = pkg_root / layout.tiling_lib()
         # The tiling library is linked outside the package, then checked (every tiling function and
         # C key callback the specs name, run against the declared binaries) and only then copied
@@ -299,6 +302,28 @@ class Planner:
         step("text", [pkg_root / layout.VERSION_INFO], [], f"GEN version.info ({where})",
              OPBUILD_TEXT=codegen.render_version_info(tc.version()))
         package.steps = self._take()
+
+    def _plan_op_proto(self, package: PackagePlan, ops: dict[str, OpPlan]) -> str:
+        """op_proto/inc/op_proto.h and libcust_opsproto_rt2.0.so: the generated inference
+        functions, linked with the tiling objects of the ops whose spec names a C infer-shape
+        function (the library calls it). Returns the compiled op_proto object."""
+        tc, rel, step, pkg_root, where = self.tc, self.rel, self.step, package.root, package.where
+        header = pkg_root / layout.op_proto_header()
+        source, header = step("op_proto", [self.work / "gen" / package.kind / "op_proto.c", header],
+                              [*(s.spec_path for s in package.specs), self.stamp], f"GEN op_proto/inc/op_proto.h ({where})",
+                              OPBUILD_OPS=tuple(s.op for s in package.specs), OPBUILD_WHERE=where)
+        includes = [str(self.native_include)]
+        obj = self.work / "obj" / package.kind / "op_proto.o"
+        obj, = step("compile", [obj], [source], f"CC op_proto.c ({where})", stored=False,
+                    OPBUILD_CMD=tuple(tc.tiling_object_command(rel(source), rel(obj), includes)), scan_includes=includes,
+                    OPBUILD_WHAT=f"compiling the op_proto library of {where}")
+        wrapped = [ops[s.op].tiling_object for s in package.specs
+                   if any(p.shape is not None and p.shape.kind == "function" for p in s.outputs)]
+        lib = pkg_root / layout.op_proto_lib()
+        step("compile", [lib], [obj, *wrapped], f"LINK {lib.name} ({where})",
+             OPBUILD_CMD=tuple(tc.tiling_link_command([rel(o) for o in (obj, *wrapped)], rel(lib))),
+             OPBUILD_WHAT=f"linking the op_proto library of {where}")
+        return obj
 
     def plan_global(self) -> list[PlannedStep]:
         """Steps outside any package: the generator stamp and vendors/config.ini."""

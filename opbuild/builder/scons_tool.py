@@ -362,6 +362,20 @@ def _aclnn_sources(target, source, env):
     return 0
 
 
+def _op_proto_sources(target, source, env):
+    from opbuild.codegen.op_proto import render_op_proto_header, render_op_proto_source
+
+    specs = [_REGISTRY.specs[name] for name in env["OPBUILD_OPS"]]
+    try:
+        source_text = render_op_proto_source(specs, env["OPBUILD_WHERE"])
+        header = render_op_proto_header(specs, env["OPBUILD_WHERE"])
+    except Exception as exc:  # noqa: BLE001
+        return _fail(RuntimeError(f"error: generating op_proto of {env['OPBUILD_WHERE']} failed: {exc}"))
+    steps.write_file(Path(str(target[0])), source_text)
+    steps.write_file(Path(str(target[1])), header)
+    return 0
+
+
 def _copy_file(target, source, env):
     steps.write_file(Path(str(target[0])), Path(str(source[0])).read_text())
     return 0
@@ -380,7 +394,7 @@ def _symlink(target, source, env):
 _FUNCTIONS = {
     "stamp": _generator_stamp, "gen_sources": _render_op_sources, "compile": _compile,
     "kernel_json": _kernel_descriptors, "tiling_lib": _install_tiling_lib, "binary_info": _binary_info_config, "ops_info": _ops_info,
-    "python_api": _python_api, "onnx_plugins": _onnx_plugins, "aclnn_sources": _aclnn_sources, "copy": _copy_file, "text": _text_file,
+    "python_api": _python_api, "onnx_plugins": _onnx_plugins, "aclnn_sources": _aclnn_sources, "op_proto": _op_proto_sources, "copy": _copy_file, "text": _text_file,
     "symlink": _symlink,
 }
 

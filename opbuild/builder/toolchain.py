@@ -119,8 +119,25 @@ class Toolchain(ABC):
         return CompileResult(tuple(command), proc.returncode, proc.stdout)
 
 
+MEMCHECK_FLAGS = ("-fsanitize=address", "-fsanitize-recover=address", "-fno-omit-frame-pointer")
+"""Kernel compile and link flags of the memory checker build (OPBUILD_MEMCHECK=1 at build time):
+AddressSanitizer instruments every load and store of the kernel; a kernel goes on after a report
+(the launch fails with the first one: docs/runtime.md)."""
+
+
+def memcheck_flags() -> tuple[str, ...]:
+    """MEMCHECK_FLAGS when OPBUILD_MEMCHECK=1, none when it is unset or 0; anything else is an error."""
+    value = os.environ.get("OPBUILD_MEMCHECK", "")
+    if value in ("", "0"):
+        return ()
+    if value == "1":
+        return MEMCHECK_FLAGS
+    raise ToolchainError(f"OPBUILD_MEMCHECK={value!r} is neither 1 nor 0")
+
+
 class HostToolchain(Toolchain):
-    """The host C compiler (`CC`, default `cc`): kernels become `.so` files for the simulator."""
+    """The host C compiler (`CC`, default `cc`): kernels become `.so` files for the simulator
+    (instrumented by AddressSanitizer when OPBUILD_MEMCHECK=1: `memcheck_flags`)."""
 
     name = "host"
     binary_suffix = ".so"
@@ -134,6 +151,7 @@ class HostToolchain(Toolchain):
             )
         self.root = root
         self._identity: str | None = None
+        self.kernel_flags = (*self.common_flags, *memcheck_flags())
 
     def _prefix_map(self) -> list[str]:
         # Keeps the build machine's absolute paths out of the binaries (reproducible builds).
@@ -145,7 +163,7 @@ class HostToolchain(Toolchain):
     def kernel_command(self, sources, output, macros, include_dirs):
         defines = [f"-D{k}={v}" for k, v in sorted(macros.items())]
         includes = [f"-I{d}" for d in include_dirs]
-        return [*self.cc, *self.common_flags, "-shared", *self._prefix_map(), *defines, *includes, "-o", output, *sources]
+        return [*self.cc, *self.kernel_flags, "-shared", *self._prefix_map(), *defines, *includes, "-o", output, *sources]
 
     def kernel_step(self, spec, binary, soc, sources, output, macros, include_dirs, work_dir):
         """Each source compiled to an object (`-c`), then linked: the same bytes as the one-step
@@ -157,9 +175,9 @@ class HostToolchain(Toolchain):
         objects = []
         for source in sources:
             obj = f"{work_dir}.{Path(source).stem}.o"
-            objects.append(KernelObject(source, obj, [*self.cc, *self.common_flags, *self._prefix_map(), *defines,
+            objects.append(KernelObject(source, obj, [*self.cc, *self.kernel_flags, *self._prefix_map(), *defines,
                                                       *includes, "-c", "-o", obj, source]))
-        link = [*self.cc, *self.common_flags, "-shared", "-o", output, *(o.object for o in objects)]
+        link = [*self.cc, *self.kernel_flags, "-shared", "-o", output, *(o.object for o in objects)]
         return KernelStep(link, objects=objects)
 
     def tiling_object_command(self, source, output, include_dirs):

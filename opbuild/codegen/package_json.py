@@ -9,13 +9,22 @@ from opbuild import nonfinite
 from opbuild.abi.ge_types import DTYPE_OPS_INFO_NAME
 from opbuild.abi.package_layout import KERNEL_ROOT, kernel_binary
 from opbuild.abi.vocabulary import CORE_TYPES
-from opbuild.codegen.kernel_json import OPTIONAL_INPUT_MODE, kernel_json_path
+from opbuild.codegen.kernel_json import FORMAT_MODE, kernel_json_path, support_info
 from opbuild.codegen.naming import dumps
 from opbuild.keys.rules import binary_full_keys
 from opbuild.spec.model import Attr, OpSpec, Param
 
 CORE_TYPE_INT = {c.name: c.binary_info_config for c in CORE_TYPES}
 """binary_info_config.json `coreType` (nnopbase: kMix=0, kAicore, kVectorcore)."""
+
+OPS_INFO_FLAGS: tuple[tuple[str, str], ...] = (
+    ("dynamicCompileStatic", "true"), ("dynamicFormat", "true"), ("dynamicRankSupport", "true"),
+    ("dynamicShapeSupport", "true"), ("needCheckSupport", "false"), ("precision_reduce", "true"),
+)
+"""The `<name>.flag` items every OpAICoreConfig starts with (metadef OpAICoreConfig(soc)), which
+op_build writes into the ops-info library."""
+PREBUILD_PATTERN = "Opaque"
+"""`prebuildPattern.value` of an Ascend C op (set by the CANN ops' OpAICoreConfig)."""
 
 OPS_INFO_ATTR_TYPE = {
     "int": "int", "float": "float", "bool": "bool", "str": "str",
@@ -28,23 +37,47 @@ def _for_soc(specs: Iterable[OpSpec], soc: str) -> list[OpSpec]:
     return [s for s in specs if soc in s.socs]
 
 
-def _param_entry(p: Param, index: int) -> Any:
-    entry = {"name": p.name, "index": index, "paramType": p.param_type, "dtypeMode": "", "formatMode": "nd_agnostic"}
-    return [entry] if p.param_type == "dynamic" else entry
+def _param_entry(tensor: dict[str, Any]) -> dict[str, Any]:
+    """params.inputs/outputs entry of one supportInfo tensor (ascendc_ops_config.py,
+    get_input_or_output_config): dtypeMode only for `DtypeByte` ("bit"), formatMode mapped."""
+    entry = {k: tensor[k] for k in ("name", "index", "paramType") if tensor.get(k) is not None}
+    if tensor.get("dtype_match_mode") == "DtypeByte":
+        entry["dtypeMode"] = "bit"
+    mode = tensor.get("format_match_mode")
+    if mode is not None:
+        entry["formatMode"] = FORMAT_MODE.get(mode, mode)
+    return entry
+
+
+def _params_entries(tensors: list[Any]) -> list[Any]:
+    """A list parameter stays a one-element list; an absent (null) tensor is left out."""
+    out: list[Any] = []
+    for t in tensors:
+        if isinstance(t, dict):
+            out.append(_param_entry(t))
+        elif isinstance(t, list) and t:
+            out.append([_param_entry(t[0])])
+    return out
+
+
+def params_of(info: dict[str, Any]) -> dict[str, Any]:
+    """binary_info_config.json `params` from the first binary's supportInfo (get_params_config):
+    attrs as their names, and only when the supportInfo has attrs."""
+    params: dict[str, Any] = {"inputs": _params_entries(info["inputs"]), "outputs": _params_entries(info["outputs"])}
+    if info.get("attrs") is not None:
+        params["attrs"] = [{k: a[k] for k in ("name", "mode") if a.get(k) is not None} for a in info["attrs"]]
+    return params
 
 
 def binary_info_entry(spec: OpSpec, soc: str, bin_suffix: str) -> dict[str, Any]:
-    """One op's value in binary_info_config.json."""
-    return {
-        "dynamicRankSupport": True,
-        "simplifiedKeyMode": spec.key_rule.simplified_key_mode,
-        "optionalInputMode": OPTIONAL_INPUT_MODE,
-        "params": {
-            "inputs": [_param_entry(p, i) for i, p in enumerate(spec.inputs)],
-            "outputs": [_param_entry(p, i) for i, p in enumerate(spec.outputs)],
-            "attrs": [{"name": a.name, "mode": "all"} for a in spec.attrs],
-        },
-        "binaryList": [
+    """One op's value in binary_info_config.json, derived from the binaries' supportInfo as
+    ascendc_ops_config.py (add_simplified_config) derives it from the kernel JSONs."""
+    first = support_info(spec, spec.binaries[0])
+    entry: dict[str, Any] = {"dynamicRankSupport": True, "simplifiedKeyMode": first["simplifiedKeyMode"]}
+    if first.get("optionalInputMode") is not None:
+        entry["optionalInputMode"] = first["optionalInputMode"]
+    entry["params"] = params_of(first)
+    entry["binaryList"] = [
             {
                 "coreType": CORE_TYPE_INT[spec.core_type],
                 "simplifiedKey": binary_full_keys(spec, b),
@@ -52,8 +85,8 @@ def binary_info_entry(spec: OpSpec, soc: str, bin_suffix: str) -> dict[str, Any]
                 "jsonPath": kernel_json_path(soc, spec, b.name),
             }
             for b in spec.binaries
-        ],
-    }
+        ]
+    return entry
 
 
 def render_binary_info_config(specs: Iterable[OpSpec], soc: str, bin_suffix: str) -> str:
@@ -79,8 +112,9 @@ def ops_info_entry(spec: OpSpec) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "opFile": {"value": spec.snake},
         "opInterface": {"value": spec.snake},
-        "dynamicShapeSupport": {"flag": "true"},
-        "dynamicRankSupport": {"flag": "true"},
+        **{name: {"flag": value} for name, value in OPS_INFO_FLAGS},
+        "prebuildPattern": {"value": PREBUILD_PATTERN},
+        "coreType": {"value": spec.core_type},
     }
     for kind, params in (("input", spec.inputs), ("output", spec.outputs)):
         for i, p in enumerate(params):

@@ -143,6 +143,11 @@ class KeyContext:
     def num_outputs(self) -> int:
         return len(self._outputs)
 
+    def with_impl_mode(self, impl_mode: int) -> "KeyContext":
+        """The same call with another impl mode (p): the runtime's p=0 retry."""
+        return KeyContext(self._inputs, self._outputs, self._attrs, self._deterministic, impl_mode, self._soc,
+                          attr_types=self._attr_types)
+
     def __repr__(self) -> str:
         return (f"KeyContext(inputs={self._inputs!r}, outputs={self._outputs!r}, attrs={dict(self._attrs)!r}, "
                 f"deterministic={self._deterministic}, impl_mode={self._impl_mode}, soc={self._soc!r})")

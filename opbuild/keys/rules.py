@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 from opbuild.abi.vocabulary import DEFAULT_FORMAT
 from opbuild.keys.context import Instance, KeyContext
 from opbuild.keys.grammar import (
-    ABSENT_GROUP,
     check_fragment,
     default_tail_of,
     full_key,
@@ -35,6 +34,18 @@ FragmentFn = Callable[[KeyContext], str]
 
 class KeyRuleError(Exception):
     """GenSimplifiedKey cannot produce a key: no table entry, a bad callback, an invalid fragment."""
+
+
+# ---- the parameters a default-mode key is made of -------------------------------------------
+
+def keyed_params(spec: OpSpec) -> list[tuple[bool, int, Param]]:
+    """(is_output, IR index, param) of every parameter a default-mode key has a group for, in key
+    order: required and dynamic inputs, then required and dynamic outputs. Optional ones are
+    left out, present or absent (nnopbase skips parameters whose description is 0). The one
+    definition the build (binary_tails) and the call side (default_tail) both use."""
+    out = [(False, i, p) for i, p in enumerate(spec.inputs) if p.param_type != "optional"]
+    out += [(True, i, p) for i, p in enumerate(spec.outputs) if p.param_type != "optional"]
+    return out
 
 
 # ---- build side: the keys of a binary -------------------------------------------------------
@@ -77,8 +88,6 @@ def binary_tensor_format(param: Param, binary: Binary) -> str:
 def _group_of(param: Param, binary: Binary, column: Mapping[str, TensorChoice] | None) -> str:
     bc = _choice(binary, param.name)
     if bc is None:
-        if param.param_type == "optional":
-            return ABSENT_GROUP
         if column is None:
             raise KeyRuleError(f"binary {binary.name} does not say which dtype {param.name} has")
         return tensor_group(column[param.name].dtype, column[param.name].format)
@@ -100,16 +109,17 @@ def binary_tails(spec: OpSpec, binary: Binary) -> list[str]:
     tails: list[str] = []
     columns: Iterable[Mapping[str, TensorChoice] | None] = binary_columns(spec, binary) or [None]
     for column in columns:
-        tail = "/".join(_group_of(p, binary, column) for p in spec.tensors)
+        tail = "/".join(_group_of(p, binary, column) for _, _, p in keyed_params(spec))
         if tail not in tails:
             tails.append(tail)
     return tails
 
 
 def binary_full_keys(spec: OpSpec, binary: Binary) -> list[str]:
-    """Every full key of a binary: p in the binary's impl_mode order, then d ascending, then tails."""
+    """Every full key of a binary: d ascending, then p in the binary's impl_mode order, then tails
+    (asc_opc's order: `d=0,p=1`, `d=0,p=0`, `d=1,p=1`, `d=1,p=0`)."""
     tails = binary_tails(spec, binary)
-    return [full_key(spec.op, d, p, tail) for p in binary.p_values for d in sorted(binary.d_values) for tail in tails]
+    return [full_key(spec.op, d, p, tail) for d in sorted(binary.d_values) for p in binary.p_values for tail in tails]
 
 
 def all_binary_keys(spec: OpSpec) -> dict[str, list[str]]:
@@ -178,16 +188,29 @@ def describe_call(spec: OpSpec, ctx: KeyContext) -> str:
 
 # ---- default mode ---------------------------------------------------------------------------
 
-def default_tail(spec: OpSpec, ctx: KeyContext) -> str:
-    """Default-mode tail of a call: `dt,fmt` of each input then output (first list element; `_` if absent)."""
+def default_groups(spec: OpSpec, ctx: KeyContext) -> list[tuple[str, str]]:
+    """(dtype, storage format) of each keyed parameter of a call (keyed_params; a list by its
+    first element). KeyRuleError for an empty list, which has no group."""
     if ctx.num_inputs != len(spec.inputs) or ctx.num_outputs != len(spec.outputs):
         raise KeyRuleError(
             f"{spec.op}: the call has {ctx.num_inputs} inputs and {ctx.num_outputs} outputs, "
             f"the op has {len(spec.inputs)} and {len(spec.outputs)}"
         )
-    groups = [(ctx.input_dtype(i), ctx.input_format(i)) for i in range(ctx.num_inputs)]
-    groups += [(ctx.output_dtype(i), ctx.output_format(i)) for i in range(ctx.num_outputs)]
-    return default_tail_of(groups)
+    groups = []
+    for is_out, i, p in keyed_params(spec):
+        dtype = ctx.output_dtype(i) if is_out else ctx.input_dtype(i)
+        fmt = ctx.output_format(i) if is_out else ctx.input_format(i)
+        if dtype is None:
+            kind = "output" if is_out else "input"
+            raise KeyRuleError(f"{spec.op}: {kind} {p.name!r} has no tensor, and a default-mode key needs its "
+                               f"dtype and format ({p.param_type} parameters always have one)")
+        groups.append((dtype, fmt or DEFAULT_FORMAT))
+    return groups
+
+
+def default_tail(spec: OpSpec, ctx: KeyContext) -> str:
+    """Default-mode tail of a call: `dt,fmt` of each keyed parameter (keyed_params), inputs then outputs."""
+    return default_tail_of(default_groups(spec, ctx))
 
 
 # ---- customized mode: the table -------------------------------------------------------------

@@ -23,18 +23,18 @@ from typing import Any
 import numpy as np
 
 from opbuild.abi import package_layout as layout
-from opbuild.nonfinite import dumps, to_json
+from opbuild.nonfinite import to_json
 from opbuild.abi.ge_types import numpy_dtype
 from opbuild.abi.vocabulary import IMPL_MODE_INDEX
 from opbuild.om import format as omf
-from opbuild.om import so_store, tables
+from opbuild.om import kernel_store, so_store, tables
+from opbuild.om import model_def as model_def_proto
 from opbuild.om.errors import OmError
 from opbuild.om.model import Model, Node
 from opbuild.runtime.binaries.package import binary_index, read_load_priority
 from opbuild.spec.serialize import spec_to_dict
 
-FORMAT = "opbuild-om"
-FORMAT_VERSION = 1
+FORMAT, FORMAT_VERSION = model_def_proto.FORMAT, model_def_proto.FORMAT_VERSION
 IMPL_MODES = IMPL_MODE_INDEX
 
 
@@ -131,7 +131,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
     """The .om bytes of `model`, built against the OPP tree `opp` (e.g. out/opp)."""
     from opbuild.runtime.call import executor as ex
     from opbuild.runtime.errors import AclnnError
-    from opbuild.runtime.shapes import infer_output_dtype, infer_output_shape
+    from opbuild.runtime.infer import infer_outputs
 
     opp = Path(opp)
     soc = model.soc
@@ -193,26 +193,19 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
             attr_values = ex.normalize_attrs(op_rt, attrs)
         except AclnnError as exc:
             raise OmError(f"node {node.label}: {exc}") from None
-        attr_map = {a.name: v for a, v in zip(spec.attrs, attr_values)}
-        in_dtypes: dict[str, str] = {}
-        in_shapes: dict[str, tuple[int, ...]] = {}
+        in_groups = []
         for param, t in zip(spec.inputs, node.inputs):
-            first = t[0] if isinstance(t, list) else t
-            if first is None:
-                continue
-            in_dtypes[param.name] = tensors[first][0]
-            if tensors[first][1] is not None:
-                in_shapes[param.name] = tensors[first][1]
-        out_meta = []
-        try:
-            for param in spec.outputs:
-                dtype = infer_output_dtype(spec, param, in_dtypes)
-                shape = None if dynamic else infer_output_shape(spec, param, in_shapes, attr_map)
-                if not dynamic and shape is None:
-                    raise OmError(f"node {node.label}: output {param.name} of {node.op} has no shape rule")
-                out_meta.append((dtype, shape))
+            names = t if isinstance(t, list) else ([] if t is None else [t])
+            in_groups.append([(tensors[n][0], param.format_at(0), tensors[n][1] or ()) for n in names])
+        try:  # the package's op_proto library: the same inference the runtime uses
+            inferred = infer_outputs(op_rt, in_groups, attr_values, shapes=not dynamic)
         except AclnnError as exc:
             raise OmError(f"node {node.label}: {exc}") from None
+        out_meta = []
+        for param, (shape, dtype) in zip(spec.outputs, inferred):
+            if not dynamic and shape is None:
+                raise OmError(f"node {node.label}: output {param.name} of {node.op} has no shape rule")
+            out_meta.append((dtype, shape))
         for t, meta in zip(node.outputs, out_meta):
             tensors[t] = meta
 
@@ -259,6 +252,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
             "attrs": {a.name: to_json(v) for a, v in zip(spec.attrs, attr_values)},
             "preprocess": node.preprocess, "autofuse_so": autofuse, "selected": selected, "tiling": tiling_ref,
             "output_dtypes": [dt for dt, _ in out_meta],
+            "output_shapes": None if dynamic else [list(shape) for _, shape in out_meta],
         })
     if dynamic:
         for vendor in used_vendors:
@@ -277,17 +271,17 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
         "format": FORMAT, "format_version": FORMAT_VERSION, "name": model.name, "soc": soc, "dynamic": dynamic,
         "deterministic": d, "impl_mode": p, "so_in_om_flag": flag, "so_in_om_info": info,
         "inputs": [{"name": n, "dtype": dt, "shape": list(s)} for n, dt, s in model.inputs],
-        "weights": [{"name": n} for n in model.weights],
+        "weights": [{"name": n, "dtype": dtype_name(a.dtype), "shape": list(a.shape)} for n, a in model.weights.items()],
         "outputs": model.outputs, "packages": {v: {"version": _version_info(packages.root(v))} for v in used_vendors},
         "ops": ops, "nodes": node_defs,
     }
     weights = [tables.Item(n, {"dtype": dtype_name(a.dtype), "shape": list(a.shape)},
                            np.ascontiguousarray(a).tobytes()) for n, a in model.weights.items()]
-    parts: list[tuple[int, bytes]] = [(omf.MODEL_DEF, dumps(model_def, sort_keys=True).encode())]
+    items = sorted(kernels.values(), key=lambda i: i.name)
+    parts: list[tuple[int, Any]] = [(omf.MODEL_DEF, model_def_proto.encode(model_def, {i.name: i.meta for i in items}))]
     if weights:
         parts.append((omf.WEIGHTS_DATA, tables.build(weights, tables.WEIGHT_MAGIC, "WEIGHTS_DATA")))
-    parts.append((omf.TBE_KERNELS, tables.build(sorted(kernels.values(), key=lambda i: i.name), tables.KERNEL_MAGIC,
-                                                "TBE_KERNELS", allow_empty=False)))
+    parts.append((omf.TBE_KERNELS, kernel_store.build((i.name, i.data) for i in items)))
     if so_bins:
         parts.append((omf.SO_BINS, so_store.build(so_bins)))
     if tiling_items:

@@ -30,7 +30,18 @@ MAX_PARTITIONS = 64
 MODEL_DEF, WEIGHTS_DATA, TASK_INFO, TBE_KERNELS, CUST_AICPU_KERNELS, SO_BINS, TILING_DATA = 0, 1, 2, 3, 4, 5, 12
 PARTITION_NAMES = {MODEL_DEF: "MODEL_DEF", WEIGHTS_DATA: "WEIGHTS_DATA", TBE_KERNELS: "TBE_KERNELS",
                    SO_BINS: "SO_BINS", TILING_DATA: "TILING_DATA"}
-"""The partition types this implementation writes and reads (others are rejected)."""
+"""The partition types this implementation writes and reads."""
+GE_PARTITION_NAMES = {
+    **PARTITION_NAMES, TASK_INFO: "TASK_INFO", CUST_AICPU_KERNELS: "CUST_AICPU_KERNELS", 6: "FLOW_MODEL",
+    7: "FLOW_SUBMODEL", 8: "MODEL_INOUT_INFO", 9: "STATIC_TASK_DESC", 10: "DYNAMIC_TASK_DESC", 11: "TASK_PARAM",
+    20: "PRE_MODEL_DESC", 21: "PRE_MODEL_SQE", 22: "PRE_KERNEL_ARGS", 23: "PRE_MODEL_DESC_EXTEND",
+    24: "BUNDLE_MODEL_INFO", 25: "BUNDLE_MODEL_VAR_INFO", 26: "CUSTOM_OPS",
+}
+"""Every ModelPartitionType of GE. A file may hold any of them (GE's own files carry TASK_INFO);
+the reader checks their bounds and ignores those not in PARTITION_NAMES. Other numbers are
+rejected."""
+NO_CHECKSUM = b"\0" * 64
+"""A checksum field of zeros: the writer computed none (GE's files). Not verified."""
 
 # name: (struct format, offset)
 HEADER_FIELDS: dict[str, tuple[str, int]] = {
@@ -94,7 +105,7 @@ class Partition:
 
     @property
     def name(self) -> str:
-        return PARTITION_NAMES.get(self.type, f"type {self.type}")
+        return GE_PARTITION_NAMES.get(self.type, f"type {self.type}")
 
 
 @dataclass
@@ -167,7 +178,9 @@ def read_om(data: bytes | bytearray | memoryview, *, verify_checksum: bool = Tru
 
     The sha256 in checksum[0:32] covers the partition table and every partition; it is verified
     whatever `is_checksum` says (a header flag may add checks, never remove them: the flag is
-    part of the unverified header). `verify_checksum=False` is for benchmarks of the parser only.
+    part of the unverified header). A checksum field of 64 zero bytes is what GE writes when it
+    computes none: such a file is read unverified, as GE reads it (integrity is then the
+    caller's to establish; loading code still needs trust). `verify_checksum=False` is for benchmarks of the parser only.
     """
     buf = memoryview(data).cast("B") if not isinstance(data, memoryview) or data.format != "B" else data
     n = len(buf)
@@ -200,7 +213,7 @@ def read_om(data: bytes | bytearray | memoryview, *, verify_checksum: bool = Tru
             raise _bad("length", off["length"][1], f"{h.length} disagrees with model_length {h.model_length}")
     elif h.length != body_len:
         raise _bad("length", off["length"][1], f"{h.length}, but the file has {body_len} bytes after the header")
-    if verify_checksum:
+    if verify_checksum and h.checksum != NO_CHECKSUM:
         digest = hashlib.sha256(buf[HEADER_SIZE:]).digest()
         if h.checksum[:32] != digest:
             note = " (is_checksum=1 does not turn the check off)" if h.is_checksum else ""
@@ -221,10 +234,10 @@ def read_om(data: bytes | bytearray | memoryview, *, verify_checksum: bool = Tru
     for i in range(num):
         epos = pos + TABLE_HEAD + ENTRY_SIZE * i
         ptype, _pad, moff, msize = _PART_ENTRY.unpack_from(buf, epos)
-        if ptype not in PARTITION_NAMES:
+        if ptype not in GE_PARTITION_NAMES:
             raise _bad(f"partition[{i}].type", epos, f"unknown partition type {ptype}")
         if ptype in seen:
-            raise _bad(f"partition[{i}].type", epos, f"partition {PARTITION_NAMES[ptype]} appears twice")
+            raise _bad(f"partition[{i}].type", epos, f"partition {GE_PARTITION_NAMES[ptype]} appears twice")
         seen.add(ptype)
         if moff != expect:
             raise _bad(f"partition[{i}].mem_offset", epos + 8,

@@ -12,14 +12,15 @@ from opbuild.om.so_store import flag_types
 def describe(m: OmModel) -> str:
     h = m.om.header
     md = m.model_def
+    encoding = "JSON (format 1)" if md["format_version"] == 1 else "ge.proto.ModelDef"
     lines = [f"model {md['name']} ({'dynamic' if md['dynamic'] else 'static'} shape, soc {md['soc']}, "
-             f"{len(md['nodes'])} nodes)", "header:"]
+             f"{len(md['nodes'])} nodes, MODEL_DEF {encoding})", "header:"]
     for name, (fmt, off) in omf.HEADER_FIELDS.items():
         if name in ("padd", "reserved", "userdefineinfo"):
             continue
         value = getattr(h, name)
         if name == "checksum":
-            shown = value[:32].hex()
+            shown = value[:32].hex() if value != omf.NO_CHECKSUM else "none (zeros: not verified)"
         elif isinstance(value, bytes):
             shown = repr(h.text(name))
         elif name in ("magic", "version"):

@@ -21,7 +21,8 @@ from opbuild.abi.vocabulary import DTYPE_NAMES, IMPL_MODE_BY_INDEX
 from opbuild.nonfinite import dumps
 from opbuild.om import build as ombuild
 from opbuild.om import format as omf
-from opbuild.om import so_store, tables
+from opbuild.om import kernel_store, so_store, tables
+from opbuild.om import model_def as model_def_proto
 from opbuild.om.errors import OmCompatError, OmError, OmTrustError
 from opbuild.om.so_store import OpSoBin, SoBinType
 
@@ -33,7 +34,7 @@ _MODEL_DEF_SCHEMA = {
     "required": ["format", "format_version", "name", "soc", "dynamic", "deterministic", "impl_mode", "so_in_om_flag",
                  "so_in_om_info", "inputs", "weights", "outputs", "ops", "nodes"],
     "properties": {
-        "format": {"const": ombuild.FORMAT}, "format_version": {"const": ombuild.FORMAT_VERSION},
+        "format": {"const": ombuild.FORMAT}, "format_version": {"enum": [1, ombuild.FORMAT_VERSION]},
         "name": {"type": "string"}, "soc": _NAME, "dynamic": {"type": "boolean"},
         "deterministic": {"enum": [0, 1]}, "impl_mode": {"enum": sorted(IMPL_MODE_BY_INDEX)},
         "so_in_om_flag": {"type": "integer", "minimum": 0, "maximum": 0xFFFF},
@@ -327,16 +328,27 @@ def parse_om(data: bytes | bytearray | memoryview, verify_checksum: bool = True)
     """Parse and route (zero-copy); OmError naming the field and offset of any problem."""
     om = omf.read_om(data, verify_checksum=verify_checksum)
     md_part = om.get(omf.MODEL_DEF)
-    try:
-        model_def = json.loads(bytes(md_part.data).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise OmError(f"not UTF-8 JSON: {str(exc)[:200]}", "MODEL_DEF", md_part.file_offset) from None
+    part = om.get(omf.TBE_KERNELS)
+    if bytes(md_part.data[:1]) == b"{":  # format 1: JSON MODEL_DEF, TBE_KERNELS as our item table
+        try:
+            model_def = json.loads(bytes(md_part.data).decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise OmError(f"not UTF-8 JSON: {str(exc)[:200]}", "MODEL_DEF", md_part.file_offset) from None
+        kernels = ({i.name: i for i in tables.load(part.data, tables.KERNEL_MAGIC, "TBE_KERNELS", part.file_offset,
+                                                    allow_empty=False, check_name=_check_item_name)}
+                   if part is not None else {})
+    else:  # GE's ge.proto.ModelDef; kernels in the KernelStore, their descriptors in MODEL_DEF
+        try:
+            model_def, descs = model_def_proto.decode(md_part.data)
+        except OmError as exc:
+            raise OmError(exc.detail, "MODEL_DEF", md_part.file_offset) from None
+        binaries = kernel_store.load(part.data, part.file_offset, _check_item_name) if part is not None else {}
+        if set(binaries) != set(descs):
+            raise OmError(f"TBE_KERNELS items and MODEL_DEF kernel descriptors differ: "
+                          f"{sorted(set(binaries) ^ set(descs))}", "MODEL_DEF", md_part.file_offset)
+        kernels = {name: tables.Item(name, descs[name], data) for name, data in binaries.items()}
     part = om.get(omf.SO_BINS)
     so_bins = so_store.load(part.data, part.file_offset) if part is not None else []
-    part = om.get(omf.TBE_KERNELS)
-    kernels = ({i.name: i for i in tables.load(part.data, tables.KERNEL_MAGIC, "TBE_KERNELS", part.file_offset,
-                                                allow_empty=False, check_name=_check_item_name)}
-               if part is not None else {})
     part = om.get(omf.TILING_DATA)
     tilings = ({i.name: i for i in tables.load(part.data, tables.TILING_MAGIC, "TILING_DATA", part.file_offset,
                                                 check_name=None)} if part is not None else {})

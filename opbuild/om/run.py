@@ -79,6 +79,37 @@ class NodeProvider:
                                               f"tiling library, and the call differs from the one tiled at build time")
         return lib.library
 
+    def op_proto_library(self):
+        """Dynamic models: the packed SpaceRegistry .so (the package's tiling library, which holds
+        the generated inference functions too); static models carry none (inferred_outputs).
+        Format-1 models: built from their embedded definitions (opbuild/om/legacy.py)."""
+        md = self.model.model_def
+        if md["format_version"] == 1:
+            from opbuild.om import legacy
+
+            specs = [self._spec(op) for op in md["ops"].values() if op["package"] == self.vendor]
+            try:
+                return legacy.op_proto_library(specs, self.vendor)
+            except OmError as exc:
+                raise AclnnError(ACLNN_ERR_INNER, f"model {self.model.name}: {exc}") from None
+        lib = self.model.space_registry.get(self.vendor)
+        return lib.library if lib is not None else None
+
+    @staticmethod
+    def _spec(op_def):
+        return spec_from_dict(op_def["definition"], Path(f"/nonexistent/om/{op_def['op']}/op.yaml"))
+
+    def inferred_outputs(self, spec, inputs):
+        """Static nodes: the outputs the op_proto library gave when the model was built, for the
+        inputs it was built with (other inputs: None)."""
+        sel = self.node.get("selected")
+        shapes = self.node.get("output_shapes")
+        if sel is None or shapes is None or self.model.model_def["dynamic"]:
+            return None
+        if [[list(i[2]) for i in g] for g in inputs] != sel.get("input_shapes"):
+            return None
+        return [(tuple(s), dt) for s, dt in zip(shapes, self.node["output_dtypes"])]
+
     def fragment_fn(self, spec):
         sel = self.node.get("selected")
         if sel is not None and not self.model.model_def["dynamic"]:

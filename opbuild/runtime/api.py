@@ -25,7 +25,7 @@ from opbuild.runtime.errors import (
     as_aclnn_error,
 )
 from opbuild.runtime.binaries.selection import OpRuntime
-from opbuild.runtime.shapes import infer_output_dtype, infer_output_shape
+from opbuild.runtime.infer import infer_outputs
 from opbuild.runtime.tensor import Tensor, as_array
 from opbuild.spec.serialize import spec_from_dict
 
@@ -78,60 +78,35 @@ phase1_function = _executor.phase1_function
 phase2_function = _executor.phase2_function
 
 
-def _c_infer_shape(op: OpRuntime, symbol: str, inputs: Sequence[Any], attr_values: tuple, index: int) -> tuple[int, ...]:
-    """An output shape from the op's C infer-shape function in its package's tiling library."""
-    from opbuild.abi.c_callbacks import CallbackError, run_infer_shape
-    from opbuild.abi.platform import platform
-    from opbuild.runtime.binaries.selection import current_soc
-
-    soc = current_soc()
-    package, _ = op.resolve_package(soc)
-    instances = []
-    for param, value in zip(op.spec.inputs, inputs):
-        values = value if param.param_type == "dynamic" else ([] if value is None else [value])
-        group = []
-        for v in values:
-            array, fmt = as_array(v, f"{op.spec.op} input '{param.name}'")
-            group.append((dtype_name(array.dtype), fmt, tuple(array.shape), None))
-        instances.append(group)
-    info = platform(soc)
-    try:
-        return run_infer_shape(op.tiling_library(package), symbol, op.spec, instances, attr_values, index,
-                               soc=soc, core_num=info.core_num, ub_size=info.ub_size)
-    except CallbackError as exc:
-        raise AclnnError(ACLNN_ERR_INNER, str(exc)) from None
-
-
 def _output_specs(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any]) -> tuple[tuple[tuple[int, ...], np.dtype], ...]:
-    """(shape, dtype) of each output of a one-shot call, by the spec's rules."""
+    """(shape, dtype) of each output of a one-shot call, from the op's package op_proto library."""
     spec = op.spec
     attr_values = _executor.normalize_attrs(op, attrs)
-    attr_map = {a.name: v for a, v in zip(spec.attrs, attr_values)}
-    shapes: dict[str, tuple[int, ...]] = {}
-    dtypes: dict[str, str] = {}
     if inputs is None or len(inputs) != len(spec.inputs):
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op} takes {len(spec.inputs)} inputs, got {0 if inputs is None else len(inputs)}")
+    groups = []
     for param, value, what in zip(spec.inputs, inputs, op.input_what):
-        first = value[0] if param.param_type == "dynamic" and isinstance(value, (list, tuple)) and value else value
-        if first is None:
-            if param.param_type == "optional":
-                continue
-            raise AclnnError(ACLNN_ERR_PARAM_NULLPTR, f"{what} is a null pointer")
-        array, _ = as_array(first, what)
-        shapes[param.name] = array.shape
-        try:
-            dtypes[param.name] = dtype_name(array.dtype)
-        except ValueError as exc:
-            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: {exc}") from None
+        values = value if param.param_type == "dynamic" and isinstance(value, (list, tuple)) else [value]
+        group = []
+        for v in values:
+            if v is None:
+                if param.param_type == "optional":
+                    break
+                raise AclnnError(ACLNN_ERR_PARAM_NULLPTR, f"{what} is a null pointer")
+            array, fmt = as_array(v, what)
+            try:
+                group.append((dtype_name(array.dtype), fmt, array.shape))
+            except ValueError as exc:
+                raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: {exc}") from None
+        groups.append(group)
+    inferred = infer_outputs(op, groups, attr_values)
     specs = []
     for index, param in enumerate(spec.outputs):
-        shape = infer_output_shape(spec, param, shapes, attr_map)
-        if shape is None and param.shape is not None and param.shape.kind == "function":
-            shape = _c_infer_shape(op, param.shape.operands[0], inputs, attr_values, index)
+        shape, dtype = inferred[index] if inferred is not None else (None, None)
         if shape is None:
             raise AclnnError(ACLNN_ERR_PARAM_INVALID,
                              f"{spec.op}: output '{param.name}' has no shape rule; use the two-phase API with an output tensor")
-        specs.append((tuple(shape), numpy_dtype(infer_output_dtype(spec, param, dtypes))))
+        specs.append((shape, numpy_dtype(dtype)))
     return tuple(specs)
 
 

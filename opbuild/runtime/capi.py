@@ -430,6 +430,22 @@ def run(workspace: int, workspace_size: int, executor: Any, stream: int, repeata
         return _failure(exc)
 
 
+def set_address(executor: Any, kind: int, index: int, address: int):
+    """aclSet{Input,Output,}TensorAddr on an executor of the Python path (kind 0 input, 1 output,
+    2 inputs-then-outputs index): (0, "") or (status, message)."""
+    try:
+        n_in = executor.op.n_inputs
+        slot = n_in + index if kind == 1 else index
+        if (kind == 0 and index >= n_in) or index < 0:
+            return ACLNN_ERR_PARAM_INVALID, f"index {index} out of range"
+        if executor.set_arg(slot, address):
+            return 0, ""
+        return (ACLNN_ERR_PARAM_INVALID, "this executor prepares its tensors in phase 2 (non-contiguous, misaligned "
+                                         "or listed tensors): their addresses cannot be changed; call phase 1 again")
+    except Exception as exc:  # noqa: BLE001
+        return _failure(exc)
+
+
 def reset_cache() -> None:
     from opbuild.runtime.call.executor import reset_cache_thread_local
 

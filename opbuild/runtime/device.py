@@ -40,6 +40,7 @@ __all__ = [
     "make_args",
     "launch",
     "set_threads",
+    "set_isolation",
     "threads",
     "mem_in_use",
     "mem_peak",
@@ -118,6 +119,8 @@ def _declare(lib: ctypes.CDLL) -> None:
         "sim_stream_enqueue_host": (i32, [vp, vp, vp]),
         "sim_stream_pending": (u64, [vp]),
         "sim_register_kernel": (i32, [vp, ctypes.c_char_p]),
+        "sim_register_kernel_args": (i32, [vp, ctypes.c_char_p]),
+        "sim_set_isolation": (i32, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]),
         "sim_install_interrupt": (i32, [ctypes.c_ulong]),
         "sim_stream_wait": (i32, [vp, u32]),
     }
@@ -334,6 +337,20 @@ def set_threads(n: int) -> None:
         _raise(rc)
 
 
+def set_isolation(mode: str | None = None, timeout: str | float | None = None,
+                  memcheck: str | int | None = None) -> None:
+    """Set how launches run, as the environment variables do (None: the variable's value):
+    `mode` OPBUILD_ISOLATION ("process" or "in-process"), `timeout` OPBUILD_KERNEL_TIMEOUT
+    (seconds), `memcheck` OPBUILD_MEMCHECK (1 or 0). See docs/runtime.md, "Buggy kernels".
+    A bad value raises DeviceError (and launches fail with it until set again)."""
+    def arg(value: object) -> bytes | None:
+        return None if value is None else str(value).encode()
+
+    rc = _L().sim_set_isolation(arg(mode), arg(timeout), arg(memcheck))
+    if rc:
+        _raise(rc)
+
+
 def threads() -> int:
     """Threads that run blocks (the launching thread included)."""
     n = _L().sim_threads()
@@ -538,17 +555,26 @@ class KernelBinary:
         return f"<KernelBinary {self.path}:{self.symbol}>"
 
 
-def load_kernel(path: str | os.PathLike, symbol: str = LAUNCH_SYMBOL, label: str | None = None) -> KernelBinary:
+def load_kernel(path: str | os.PathLike, symbol: str = LAUNCH_SYMBOL, label: str | None = None,
+                arg_names: Sequence[str] = ()) -> KernelBinary:
     """dlopen a kernel binary (RTLD_NOW | RTLD_LOCAL) and find its launch function.
 
     `label` ("op X, binary Y (path)"; default: the path) names the kernel in the one line the
     simulator writes to stderr when one of its blocks crashes the process (sim_register_kernel).
+    `arg_names` ("input x", "output y", "workspace", "tiling") name its arguments in the memory
+    checker's reports. A kernel built with the memory checker (AddressSanitizer) is refused unless
+    the sanitizer's runtime is loaded (dlopen would abort the process).
     Note that dlopen returns the already loaded library for a path loaded before, even if the file
     changed since.
     """
     path = Path(path)
     if not path.is_file():
         raise DeviceError(f"kernel binary {path} does not exist")
+    if _needs_sanitizer(path):
+        raise DeviceError(f"kernel binary {path} is built with the memory checker (AddressSanitizer), whose runtime "
+                          "is not loaded: run with LD_PRELOAD=$(cc -print-file-name=libasan.so) "
+                          "ASAN_OPTIONS=halt_on_error=0:suppress_equal_pcs=0:detect_leaks=0 OPBUILD_MEMCHECK=1 "
+                          "(docs/runtime.md, kernel memory checker)")
     try:
         dll = ctypes.CDLL(str(path), mode=os.RTLD_NOW | os.RTLD_LOCAL)
     except OSError as e:
@@ -559,7 +585,23 @@ def load_kernel(path: str | os.PathLike, symbol: str = LAUNCH_SYMBOL, label: str
         raise DeviceError(f"kernel binary {path} does not export {symbol}") from None
     address = ctypes.cast(fn, ctypes.c_void_p).value
     _L().sim_register_kernel(address, (label or f"binary {path}").encode("utf-8", "replace"))
+    if arg_names:
+        _L().sim_register_kernel_args(address, ",".join(arg_names).encode("utf-8", "replace"))
     return KernelBinary(path, symbol, dll, address)
+
+
+def _needs_sanitizer(path: Path) -> bool:
+    """Is `path` linked against AddressSanitizer's runtime while this process has none loaded?"""
+    if _sanitizer_loaded():
+        return False
+    try:
+        return b"libasan.so" in path.read_bytes()
+    except OSError:
+        return False
+
+
+def _sanitizer_loaded() -> bool:
+    return hasattr(ctypes.CDLL(None), "__asan_init")
 
 
 _ARRAY_TYPES = [ctypes.c_void_p * n for n in range(65)]

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from opbuild.abi.ge_types import DTYPE_TO_GE, FORMAT_TO_GE
-from opbuild.keys import KeyContext, describe_call, full_key
+from opbuild.keys import KeyContext, describe_call
 from opbuild.runtime import settings
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from opbuild.runtime.binaries.selection import OpRuntime, current_soc, nearest_keys
-from opbuild.runtime.shapes import infer_output_dtype, infer_output_shape
+from opbuild.runtime.infer import infer_outputs
 
 _TENSOR_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<dtype>[a-z0-9]+)\[(?P<dims>[-0-9, ]*)\](?:@(?P<fmt>[A-Z]+))?$")
 
@@ -102,38 +102,42 @@ def explain(package_dir: Path, op_name: str, tensor_args: list[str], attr_args: 
         if p.name not in given and p.param_type != "optional":
             raise ValueError(f"{spec.op}: input {p.name} not given (--input {p.name}=DTYPE[dims])")
         inputs.append([(a.dtype, a.format, a.shape) for a in given.get(p.name, [])])
-    shapes = {p.name: g[0][2] for p, g in zip(spec.inputs, inputs) if g}
-    dtypes = {p.name: g[0][0] for p, g in zip(spec.inputs, inputs) if g}
     outputs = []
     lines = []
-    for p in spec.outputs:
+    attr_values = [attrs[a.name] for a in spec.attrs]
+    unknown = [(None, None)] * len(spec.outputs)
+    shapes = dtypes = unknown
+    if any(p.name not in given for p in spec.outputs):  # inferred by the package's op_proto library
+        shapes = infer_outputs(op, inputs, attr_values, dtypes=False) or unknown
+        try:
+            dtypes = infer_outputs(op, inputs, attr_values, shapes=False) or unknown
+        except AclnnError:
+            pass
+    for p, (shape, _), (_, dtype) in zip(spec.outputs, shapes, dtypes):
         if p.name in given:
             outputs.append([(a.dtype, a.format, a.shape) for a in given[p.name]])
             continue
-        shape = infer_output_shape(spec, p, shapes, attrs)
         if shape is None:
             raise ValueError(f"{spec.op}: output {p.name} has no shape rule; give it with --input {p.name}=DTYPE[dims]")
-        try:
-            dtype = infer_output_dtype(spec, p, dtypes)
-        except AclnnError:
+        if dtype is None:
             dtype = p.dtypes[0]
             lines.append(f"note: no declared combination has these input dtypes; assuming output {p.name}={dtype}")
         outputs.append([(dtype, p.format_at(0), shape)])
 
-    d, p_mode = settings.resolve(deterministic, impl_mode)
+    d, p_mode, fallback = settings.resolve(deterministic, impl_mode)
     soc = current_soc()
     ctx = KeyContext(inputs, outputs, attrs, d, p_mode, soc)
     lines += [f"op:        {spec.op} ({spec.key_rule.mode} keys, callback {spec.key_rule.callback or 'none'})",
               f"package:   {op.package}", f"soc:       {soc}", f"call:      {describe_call(spec, ctx)}"]
     package, index = op.resolve_package(soc)
     try:
-        fragment = op.fragment(ctx, package)
+        _, fragment, key, entry, tried = op.lookup(ctx, package, index, fallback)
     except AclnnError as exc:
         lines.append(f"fragment:  FAILED: {exc.message}")
         return 1, "\n".join(lines)
-    key = full_key(spec.op, d, p_mode, fragment)
+    if len(tried) > 1:
+        lines.append(f"p=1 key:   {tried[0]} has no binary; no impl mode set, so p=0 was tried")
     lines += [f"fragment:  {fragment}", f"full key:  {key}"]
-    entry = index.by_key.get(key)
     if entry is None:
         existing = index.keys_by_op.get(spec.op, ())
         lines.append("binary:    NONE: no binary_info_config.json entry has this key")

@@ -1,7 +1,9 @@
 """Process-wide execution settings: deterministic computing and the impl (precision) mode.
 
 They are the `d=` and `p=` of every simplified key. The default impl mode is high_performance
-(p=1), as in the seeds' example; both can also be given per call.
+(p=1), as in the seeds' example; both can also be given per call. While the caller has set no
+impl mode (neither set_impl_mode nor a per-call impl_mode), a call whose p=1 key has no binary
+is retried with p=0 before it fails: real configs (opbase's Mul, MemSetV2) carry only p=0 keys.
 """
 
 from __future__ import annotations
@@ -11,15 +13,22 @@ import numpy as np
 from opbuild.abi.vocabulary import DEFAULT_IMPL_MODE, IMPL_MODE_INDEX
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 
-_state = {"deterministic": 0, "impl_mode": IMPL_MODE_INDEX[DEFAULT_IMPL_MODE]}
+_state: dict[str, int | None] = {"deterministic": 0, "impl_mode": None}  # impl_mode None: not set
+
+AUTO_P = 3
+"""The p slot of a dp code while no impl mode is set (p=1 with the p=0 retry); above every index."""
+
+DEFAULT_P = IMPL_MODE_INDEX[DEFAULT_IMPL_MODE]
+FALLBACK_P = IMPL_MODE_INDEX["default"]
 
 DP: list[int] = [0]
 """`[dp_code(d, p)]` of the process-wide settings: what the executor's hot path reads (one index)."""
 
 
-def dp_code(d: int, p: int) -> int:
-    """One int for a (d, p) pair, part of every op-parameter cache key."""
-    return d * 4 + p
+def dp_code(d: int, p: int, fallback: bool = False) -> int:
+    """One int for a (d, p) pair, part of every op-parameter cache key; a call with the p=0
+    retry (no impl mode set) has its own code, so its plans never serve an explicit p=1."""
+    return d * 4 + (AUTO_P if fallback else p)
 
 
 DP_LISTENERS: list = []
@@ -28,7 +37,8 @@ DP_LISTENERS: list = []
 
 
 def _update() -> None:
-    DP[0] = dp_code(_state["deterministic"], _state["impl_mode"])
+    mode = _state["impl_mode"]
+    DP[0] = dp_code(_state["deterministic"], DEFAULT_P if mode is None else mode, mode is None)
     for listener in DP_LISTENERS:
         listener(DP[0])
 
@@ -65,21 +75,30 @@ def impl_mode_index(mode: str | int) -> int:
                          f"unknown impl mode {mode!r}; known: {', '.join(IMPL_MODE_INDEX)}") from None
 
 
-def set_impl_mode(mode: str | int) -> None:
-    """Select the impl mode (p=) for later calls."""
-    _state["impl_mode"] = impl_mode_index(mode)
+def set_impl_mode(mode: str | int | None) -> None:
+    """Select the impl mode (p=) for later calls; None: back to not set (p=1, then p=0)."""
+    _state["impl_mode"] = None if mode is None else impl_mode_index(mode)
     _update()
 
 
 def get_impl_mode() -> int:
-    return _state["impl_mode"]
+    """The p= of calls that name no impl mode (1 while none is set)."""
+    mode = _state["impl_mode"]
+    return DEFAULT_P if mode is None else mode
 
 
-def resolve(deterministic: bool | None, impl_mode: str | int | None) -> tuple[int, int]:
-    """(d, p) of one call: per-call values win over the process-wide ones."""
+def impl_mode_is_set() -> bool:
+    return _state["impl_mode"] is not None
+
+
+def resolve(deterministic: bool | None, impl_mode: str | int | None) -> tuple[int, int, bool]:
+    """(d, p, fallback) of one call: per-call values win over the process-wide ones; fallback is
+    True when no impl mode is set at all (then p is 1 and a missing p=1 key is retried as p=0)."""
     d = _state["deterministic"] if deterministic is None else deterministic_flag(deterministic)
-    p = _state["impl_mode"] if impl_mode is None else impl_mode_index(impl_mode)
-    return d, p
+    if impl_mode is not None:
+        return d, impl_mode_index(impl_mode), False
+    mode = _state["impl_mode"]
+    return (d, DEFAULT_P, True) if mode is None else (d, mode, False)
 
 
 _update()

@@ -9,9 +9,11 @@ their defaults), a CPU kernel and a fake (meta) kernel:
   the same memory (zero-copy; bfloat16 through an int16 view) and returns the outputs as torch
   tensors over the runtime's arrays (zero-copy again). Key selection, the caches and the errors
   (AclnnError) are the runtime's own;
-* the fake kernel gives each output's shape and dtype from the spec's rules
-  (`runtime.shapes`, the rules the one-shot call allocates by), so `torch.compile(fullgraph=True)`
-  traces functions using the ops without graph breaks.
+* the fake kernel gives each output's shape and dtype from the op's own inference
+  (`runtime.infer.infer_outputs`: the package's op_proto library, what the one-shot call
+  allocates by), so `torch.compile(fullgraph=True)` traces functions using the ops without graph
+  breaks. A symbolic (dynamic) dim is specialized to its value first (a guard, not a break): the
+  compiled inference takes concrete shapes.
 
 Why here: torch is optional; nothing imports this module unless `register_torch()` is called.
 """
@@ -30,7 +32,7 @@ from opbuild.runtime import api
 from opbuild.runtime.binaries.selection import OpRuntime
 from opbuild.runtime.call.arguments import normalize_attrs
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
-from opbuild.runtime.shapes import infer_output_dtype, infer_output_shape
+from opbuild.runtime.infer import infer_outputs
 from opbuild.spec.model import OpSpec
 
 _SCHEMA_TYPES = {"int": "int", "float": "float", "bool": "bool", "str": "str", "list_int": "int[]",
@@ -156,29 +158,26 @@ def _fake_kernel(torch: Any, op: OpRuntime):
     spec = op.spec
     n_inputs = op.n_inputs
     bind = _binder(op)
+    formats = [p.format_at(0) for p in spec.inputs]
 
     def fake(*args: Any, **kwargs: Any) -> Any:
         args = bind(args, kwargs)
         inputs, attrs = args[:n_inputs], args[n_inputs:]
         attr_values = normalize_attrs(op, list(attrs))
-        attr_map = {a.name: v for a, v in zip(spec.attrs, attr_values)}
-        shapes: dict[str, tuple[Any, ...]] = {}
-        dtypes: dict[str, str] = {}
-        for p, t in zip(spec.inputs, inputs):
-            first = t[0] if isinstance(t, (list, tuple)) and t else t
-            if first is None or isinstance(first, (list, tuple)):
-                continue
-            shapes[p.name] = tuple(first.shape)
-            dtypes[p.name] = str(first.dtype).removeprefix("torch.")
+        groups, like = [], None
+        for p, t, fmt in zip(spec.inputs, inputs, formats):
+            tensors = list(t) if isinstance(t, (list, tuple)) else ([] if t is None else [t])
+            like = like if like is not None or not tensors else tensors[0]
+            groups.append([(str(x.dtype).removeprefix("torch."), fmt, tuple(int(d) for d in x.shape))
+                           for x in tensors])
+        inferred = infer_outputs(op, groups, attr_values)
         outs = []
-        for p in spec.outputs:
-            shape = infer_output_shape(spec, p, shapes, attr_map)
+        for index, p in enumerate(spec.outputs):
+            shape, dtype = inferred[index] if inferred is not None else (None, None)
             if shape is None:
                 raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op}: output '{p.name}' has no shape rule in the "
                                                           f"spec, so torch cannot trace it")
-            dtype = getattr(torch, infer_output_dtype(spec, p, dtypes))
-            outs.append(inputs[0].new_empty(shape, dtype=dtype) if not isinstance(inputs[0], (list, tuple))
-                        else inputs[0][0].new_empty(shape, dtype=dtype))
+            outs.append(like.new_empty(shape, dtype=getattr(torch, dtype)))
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     return fake

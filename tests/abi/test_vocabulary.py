@@ -77,7 +77,7 @@ def test_dtype_facts():
     f64, f32, bf16 = v.DTYPE["float64"], v.DTYPE["float32"], v.DTYPE["bfloat16"]
     assert (f64.ge, f64.ge_name, f64.acl_name, f64.c_type, f64.kernel_json, f64.ops_info) == (
         11, "DT_DOUBLE", "ACL_DOUBLE", "double", "double", "double")
-    assert (f32.ge, f32.acl_name, f32.c_type, f32.kernel_json, f32.ops_info) == (0, "ACL_FLOAT", "float", "float", "float")
+    assert (f32.ge, f32.acl_name, f32.c_type, f32.kernel_json, f32.ops_info) == (0, "ACL_FLOAT", "float", "float32", "float32")
     assert (bf16.ge, bf16.ge_name, bf16.acl_name, bf16.c_enum, bf16.c_type) == (
         27, "DT_BF16", "ACL_BF16", "OPBUILD_DT_BF16", "bfloat16_t")
     assert v.DTYPE["float16"].c_type == "half" and v.DTYPE["bool"].c_type == "uint8_t"
@@ -131,9 +131,8 @@ def test_acl_base_h_enums_equal_the_vocabulary():
     dtypes = _c_enum(text, "aclDataType")
     assert dtypes == {k: val for k, val in v.ACL_DATA_TYPES.items() if k in dtypes}
     assert {d.acl_name for d in v.DTYPES} <= set(dtypes)
-    # the header declares the acl types up to ACL_COMPLEX32; the newer narrow floats only op_fallback names
-    assert set(v.ACL_DATA_TYPES) - set(dtypes) == {t.acl_name for t in v.CANN_DATA_TYPES
-                                                    if t.acl is not None and t.acl > dtypes["ACL_COMPLEX32"]}
+    # the header declares every aclDataType CANN's acl_base.h has, the narrow floats included
+    assert set(v.ACL_DATA_TYPES) == set(dtypes)
     assert _c_enum(text, "aclFormat") == v.ACL_FORMATS
 
 

@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from opbuild.abi import package_layout as layout
+
 REPO = Path(__file__).resolve().parents[2]
 VENDOR = "customize"
 SOC = "ascend910b"
@@ -266,7 +268,7 @@ def subpackage(op: str, kind: str) -> str:
 def expected_package_files(ops: dict[str, list[str]] = SAMPLE_BINARIES, kind: str = CUSTOM) -> set[str]:
     """Every file (docs/package-format.md §1) that `scons ops` must produce for those of `ops` in the package
     `kind` (relative to the package directory), except the arch-dependent tiling library (checked
-    separately). The built-in package keeps each op's kernels and configs in the ops_<domain>
+    separately); the op_proto library is listed for this machine's arch. The built-in package keeps each op's kernels and configs in the ops_<domain>
     sub-package of its domain and its aclnn functions in libopapi_<domain>.so (libopapi.so always)."""
     kernel = f"op_impl/ai_core/tbe/kernel/{SOC}"
     config = f"op_impl/ai_core/tbe/kernel/config/{SOC}"
@@ -279,6 +281,8 @@ def expected_package_files(ops: dict[str, list[str]] = SAMPLE_BINARIES, kind: st
         "framework/onnx/opbuild_onnx_plugins.json",
         f"op_impl/ai_core/tbe/config/{SOC}/aic-{SOC}-ops-info.json",
         "op_impl/ai_core/tbe/op_tiling/liboptiling.so",
+        "op_proto/inc/op_proto.h",
+        str(layout.op_proto_lib()),
     }
     if kind == CUSTOM:
         files.add("op_api/lib/libcust_opapi.so")

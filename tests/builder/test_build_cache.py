@@ -18,6 +18,8 @@ BUNDLED = {
 def _package_links_from_cache(cached: list[str]) -> None:
     for where in (CUSTOM_WHERE, BUILTIN):
         assert f"CACHE LINK libcust_opmaster_rt2.0.so ({where})" in cached
+        assert f"CACHE LINK libcust_opsproto_rt2.0.so ({where})" in cached
+        assert f"CACHE CC op_proto.c ({where})" in cached
     for lib, where in (("libcust_opapi.so", CUSTOM_WHERE), ("libopapi.so", BUILTIN), ("libopapi_math.so", BUILTIN)):
         assert f"CACHE LINK {lib} ({where})" in cached
 
@@ -36,7 +38,8 @@ def test_a_second_project_restores_every_op_from_its_bundle(project, tmp_path):
     assert compiled == [], f"compiled instead of retrieving: {compiled}\n{result}"
     assert result.bundles() == BUNDLED, result.steps
     _package_links_from_cache([s for s in result.steps if s.startswith("CACHE ")])
-    compiles = sum(3 * len(b) * (2 if op == "MulCustom" else 1) + 1 for op, b in ops.items()) + 5
+    # + the package links (5) and, per package, op_proto.c's object and its library
+    compiles = sum(3 * len(b) * (2 if op == "MulCustom" else 1) + 1 for op, b in ops.items()) + 5 + 2 * 2
     assert f"(0 compiled, {compiles} from cache, 0 remote)" in result.stdout.strip().splitlines()[-1]
     assert tree(second.out / "opp") == tree(first.out / "opp")
     assert second.build(OPS, env=cache).steps == []

@@ -36,7 +36,7 @@ def test_corrupt_entries_are_reported_replaced_and_never_used(project, tmp_path,
     first = project()
     first.build(OPS, env=env)
     entries = _entries(cache, per_file_only=True)
-    assert len(entries) == 12  # 3 kernels and their 6 objects, 1 tiling object, 2 libraries
+    assert len(entries) == 14  # 3 kernels and their 6 objects, 1 tiling and 1 op_proto object, 3 libraries
     [bundle] = list(cache.glob("*/*.opbundle"))  # and the op's bundle
     assert len(list(cache.glob("*/*.opspec"))) == 5  # and every sample spec, checked
     for e in [*entries, bundle]:  # every entry has its hash beside it
@@ -56,20 +56,20 @@ def test_corrupt_entries_are_reported_replaced_and_never_used(project, tmp_path,
 
     assert bundle.exists()  # stored again by the second build
     stats = json.loads(_opbuild(code, "cache", "stats", "--json", cache=cache).stdout)
-    # per-file: 12 + 1 misses (the corrupt one), 11 hits, 12 + 1 pushes; the bundle: a miss and a
+    # per-file: 14 + 1 misses (the corrupt one), 13 hits, 14 + 1 pushes; the bundle: a miss and a
     # push in each build
-    assert stats["entries"] == 18 and stats["bundles"] == 1 and stats["specs"] == 5
-    assert stats["corrupt"] == 1 and stats["hits"] == 11
-    assert stats["misses"] == 15 and stats["pushes"] == 15
+    assert stats["entries"] == 20 and stats["bundles"] == 1 and stats["specs"] == 5
+    assert stats["corrupt"] == 1 and stats["hits"] == 13
+    assert stats["misses"] == 17 and stats["pushes"] == 17
     assert stats["bytes"] == sum(e.stat().st_size for e in _entries(cache))
     assert stats["bundle_bytes"] == bundle.stat().st_size
 
     verified = _opbuild(code, "cache", "verify", cache=cache)
-    assert verified.returncode == 0 and "18 entries checked, 0 corrupt" in verified.stdout, verified
+    assert verified.returncode == 0 and "20 entries checked, 0 corrupt" in verified.stdout, verified
     Path(f"{victim}.sha256").write_text("0" * 64 + "\n")
     verified = _opbuild(code, "cache", "verify", cache=cache)
     assert verified.returncode == 1 and victim.name in verified.stdout, verified
-    assert not victim.exists() and len(_entries(cache)) == 17
+    assert not victim.exists() and len(_entries(cache)) == 19
 
     old = _entries(cache)[0]
     os.utime(old, (1, 1))
@@ -94,7 +94,7 @@ def test_another_compiler_version_never_hits(project, tmp_path):
     env = {"OPBUILD_CACHE_DIR": str(cache), "PATH": f"{bindir}:{os.environ['PATH']}", "CC": "cc"}
     result = project().build(OPS, env=env)
     assert not [s for s in result.steps if s.startswith("CACHE ")], result.steps
-    assert "(12 compiled, 0 from cache" in result.stdout.strip().splitlines()[-1]
+    assert "(14 compiled, 0 from cache" in result.stdout.strip().splitlines()[-1]
 
 
 def test_a_cache_dir_that_is_not_a_directory_stops_the_build_before_anything_is_written(project, tmp_path):
@@ -117,6 +117,6 @@ def test_a_compiler_environment_variable_is_part_of_the_key(project, tmp_path):
     headers.mkdir()
     result = project().build(OPS, env={**cache, "CPATH": str(headers)})
     assert not [s for s in result.steps if s.startswith("CACHE ")], result.steps
-    assert "(12 compiled, 0 from cache" in result.stdout.strip().splitlines()[-1]
+    assert "(14 compiled, 0 from cache" in result.stdout.strip().splitlines()[-1]
     result = first.build(OPS, env={**cache, "CPATH": str(headers)})  # not "nothing changed"
     assert "nothing changed" not in result.stdout and result.bundles() == {"AddNCustom": (14, 11)}

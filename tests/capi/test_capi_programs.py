@@ -75,6 +75,23 @@ def test_add_sample(package):
     assert proc.stderr == ""
 
 
+def test_fp16_sample_converters_getters_and_repointed_input(package):
+    """CANN's AclNNInvocationNaive style: aclFloat16 data through aclFloatToFloat16 /
+    aclFloat16ToFloat, aclnnInit/aclnnFinalize, the tensor getters, aclSetInputTensorAddr."""
+    exe = _build("sample_fp16.c", app_flags(package.root), package.work)
+    proc = _run(exe)
+    out = _fields(proc.stdout)
+    assert _floats(out["result"]) == [i + 0.5 * i + 1.0 for i in range(8)]
+    assert _floats(out["repointed"]) == [100 + 0.5 * i + 1.0 for i in range(8)]
+    assert _floats(out["repointed_again"]) == [2.0 * i for i in range(8)]  # x + x
+    assert out["view_shape"] == "2 4" and out["strides"] == "4 1" and out["storage_shape"] == "2 4"
+    assert out["offset_dtype_format"] == "0 1 2"  # ACL_FLOAT16, ACL_FORMAT_ND
+    assert out["raw_is_data"] == "1" and out["null_getter"] == "161001"
+    assert out["int_array_size"] == "3" and out["fp16_sizes"] == "2 4"
+    assert out["bad_index"] == "161002"
+    assert proc.stdout.rstrip().endswith("done")
+
+
 @pytest.fixture(scope="module")
 def ops_exe(package):
     libs = package.libs_for(*SAMPLE_OPS_OPS)

@@ -127,13 +127,21 @@ def test_attr_rule_that_ignores_the_attr_leaves_binary_unreachable():
     ]
 
 
-def test_optional_absent_variant_reaches_no_bias_binary():
+def test_optional_input_cannot_split_default_mode_binaries():
+    """A default-mode key has no group for an optional input, so two binaries that differ only in
+    it share every key: the check reports the conflict (a table rule can tell them apart)."""
     spec = make_spec(
         "Opt", inputs=[("x", ["float32"]), ("bias", ["float32"], "optional")], outputs=[("y", ["float32"])],
         binaries=[Binary("WithBias", when(x="float32", bias="float32", y="float32")),
                   Binary("NoBias", when(x="float32", y="float32"))],
     )
-    assert check_key_consistency(spec, make_fragment_fn(spec)) == []
+    msgs = check_key_consistency(spec, make_fragment_fn(spec))
+    assert "Opt: key 'Opt/d=0,p=1/0,2/0,2' belongs to several binaries: WithBias, NoBias" in msgs
+    one = make_spec(
+        "Opt", inputs=[("x", ["float32"]), ("bias", ["float32"], "optional")], outputs=[("y", ["float32"])],
+        binaries=[Binary("Any", when(x="float32", y="float32"))],
+    )
+    assert check_key_consistency(one, make_fragment_fn(one)) == []
 
 
 def test_add_n_real_c_callback(tmp_path):

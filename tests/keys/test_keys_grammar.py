@@ -29,9 +29,7 @@ def test_groups_use_ge_enums():
     assert tensor_group("float16", "ND") == "1,2"
     assert tensor_group("float32", "NCHW") == "0,0"
     assert tensor_group("bfloat16", "NHWC") == "27,1"
-    assert tensor_group(None, None) == "_"
     assert default_tail_of([("float16", "ND"), ("float32", "ND"), ("float32", "ND")]) == "1,2/0,2/0,2"
-    assert default_tail_of([("int32", "ND"), (None, None), ("int32", "ND")]) == "3,2/_/3,2"
     with pytest.raises(KeyGrammarError, match="complex"):
         tensor_group("complex128", "ND")
 
@@ -40,7 +38,6 @@ def test_parse():
     k = parse_full_key("MulCustom/d=1,p=0/1,2/0,2/0,2")
     assert (k.op, k.d, k.p, k.tail) == ("MulCustom", 1, 0, "1,2/0,2/0,2")
     assert parse_default_tail(k.tail) == [("float16", "ND"), ("float32", "ND"), ("float32", "ND")]
-    assert parse_default_tail("3,2/_") == [("int32", "ND"), None]
     assert parse_full_key("MemSetV2/d=0,p=0/diy,99").tail == "diy,99"
     for bad in ["", "Op", "Op/d=0,p=1", "Op/d=0,p=1/", "Op/p=1,d=0/x", "Op/d=a,p=1/x", "Op/d=2,p=1/x",
                 "Op/d=0,p=3/x", "/d=0,p=0/x", "Op/d=0/x"]:

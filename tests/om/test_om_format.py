@@ -141,3 +141,15 @@ def test_om_bad_input(mutate, field):
         omf.read_om(mutate(_good()))
     assert exc.value.field == field, str(exc.value)
     assert "@" in str(exc.value)
+
+
+def test_ge_ir_proto_matches_the_schema_tables():
+    """opbuild/om/ge_ir.proto is generated from opbuild/om/ge_ir.py (`python -m opbuild.om.ge_ir`)."""
+    from opbuild.om import ge_ir
+
+    assert ge_ir.main(["--check"]) == 0
+    text = ge_ir.PROTO_FILE.read_text()
+    for line in ("repeated GraphDef graph = 7;", "repeated OpDef op = 6;", "repeated string input = 5;",
+                 "repeated TensorDescriptor input_desc = 33;", "repeated TensorDescriptor output_desc = 34;",
+                 "map<string, AttrDef> attr = 10;", "DataType dtype = 2;", "ShapeDef shape = 3;"):
+        assert line in text

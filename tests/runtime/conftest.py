@@ -40,6 +40,10 @@ PROBE_MODES = {
     -11.0: "the kernel loops forever",
     -12.0: "the kernel calls abort() (SIGABRT)",
     -13.0: "the kernel recurses without end (stack overflow, SIGSEGV)",
+    -14.0: "the kernel writes one element past the end of its output y",
+    -15.0: "the kernel reads the element before the start of its input x",
+    -16.0: "tiling asks for a 4096-byte workspace; the kernel writes 8 bytes at its offset 4096",
+    -17.0: "the kernel reads the byte after its tiling argument (tiling data, then the 8-byte tiling key)",
 }
 """ProbeCustom's `scale` attribute values that make its tiling misbehave."""
 
@@ -53,6 +57,7 @@ _PROBE_TILING_MODES = """    tiling_set_workspace_size(ctx, 0);
     if (td->scale == -6.0f) tiling_set_block_dim(ctx, 0x7fffffffu);
     if (td->scale == -7.0f) tiling_set_workspace_size(ctx, (uint64_t)-4096);
     if (td->scale == -8.0f) tiling_set_workspace_size(ctx, 1ull << 50);
+    if (td->scale == -16.0f) tiling_set_workspace_size(ctx, 4096);
     if (td->scale == -9.0f)
         for (unsigned i = 0; i < 8; ++i) ((volatile unsigned char *)(td + 1))[i] = 0x5a;
     return OPBUILD_GRAPH_SUCCESS;
@@ -75,6 +80,10 @@ _PROBE_KERNEL_MODES = """    const float scale = td.scale;
         }
     if (scale == -12.0f) abort();
     if (scale == -13.0f) yp[begin] = (DTYPE_Y)probe_recurse(1);
+    if (scale == -14.0f && GetBlockIdx() == 0) ((volatile DTYPE_Y *)yp)[td.total_length] = yp[0];
+    if (scale == -15.0f) yp[begin] = ((const volatile DTYPE_X *)xp)[-1];
+    if (scale == -16.0f) ((volatile uint64_t *)workspace)[4096 / 8] = 1;
+    if (scale == -17.0f) yp[begin] = ((const volatile uint8_t *)tiling)[(sizeof td + 7) / 8 * 8 + 8];
 """
 
 
@@ -150,9 +159,20 @@ def builtin_copy(builtin_package: Path, tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def probe_package(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """ProbeCustom (`opbuild new ProbeCustom`, y = scale * x) with the PROBE_MODES tiling hooks."""
+    return build_probe_package(tmp_path_factory.mktemp("probe_project"))
+
+
+@pytest.fixture(scope="session")
+def probe_builder():
+    """build_probe_package, for tests that build a variant of ProbeCustom (env set around it)."""
+    return build_probe_package
+
+
+def build_probe_package(where: Path) -> Path:
+    """Make and build the ProbeCustom project in `where` (a new directory); its package."""
     from opbuild.codegen.scaffold import scaffold_op
 
-    root = pkgbuild.new_project(tmp_path_factory.mktemp("probe_project"), ops=())
+    root = pkgbuild.new_project(where, ops=())
     op_dir = scaffold_op("ProbeCustom", root / "ops")
     tiling = op_dir / "tiling.c"
     text = tiling.read_text()

@@ -1,15 +1,29 @@
-"""Buggy kernels in the default (in-process) mode (issue 13, item 2): a crash names op, binary
-and block on stderr before the process dies. Each case runs in a child process."""
+"""Buggy kernels (issue 13). Default (in-process) mode: a crash names op, binary and block on
+stderr before the process dies, Ctrl-C interrupts an endless kernel (each case in a child
+process). OPBUILD_ISOLATION=process: each crash, hang (OPBUILD_KERNEL_TIMEOUT) or abort is an
+AclnnError 361001 / the C ABI's status naming the block and the signal, and the caller's next call
+works (Python one-shot and two-phase calls in this process, the C ABI in a program).
+OPBUILD_MEMCHECK=1: each out-of-bounds access is named by buffer, offset and access size.
+The buggy kernels are ProbeCustom's PROBE_MODES (conftest.py)."""
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+import opbuild.runtime as rt
+from opbuild.runtime import device
+
+HERE = Path(__file__).resolve().parent
 
 _CHILD = """
 import sys
@@ -74,14 +88,13 @@ except KeyboardInterrupt:
 """
 
 
-@pytest.mark.parametrize("n,mode", [(16, "sync"), (1 << 20, "sync"), (16, "stream")],
-                         ids=["one-block", "pool", "stream-synchronize"])
-def test_ctrl_c_interrupts_an_endless_kernel(probe_package, n, mode):
+@pytest.mark.parametrize("n,mode,isolation", [(16, "sync", ""), (1 << 20, "sync", ""), (16, "stream", ""),
+                                              (16, "sync", "process")],
+                         ids=["one-block", "pool", "stream-synchronize", "isolated-worker"])
+def test_ctrl_c_interrupts_an_endless_kernel(probe_package, n, mode, isolation):
     """SIGINT to a child stuck in an endless kernel: it exits with KeyboardInterrupt (no timing
-    assertion beyond the subprocess timeout)."""
-    import os
-
-    env = {**os.environ, "OPBUILD_SIM_THREADS": "2"}
+    assertion beyond the subprocess timeout). In isolation mode the worker is killed."""
+    env = {**os.environ, "OPBUILD_SIM_THREADS": "2", "OPBUILD_ISOLATION": isolation}
     child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(_ENDLESS), str(probe_package), str(n), mode],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
@@ -98,3 +111,223 @@ def test_ctrl_c_interrupts_an_endless_kernel(probe_package, n, mode):
     assert "KeyboardInterrupt" in out, (out, err)
     assert err.rstrip().endswith("KeyboardInterrupt"), err
     assert child.returncode != 0
+
+
+# ---- OPBUILD_ISOLATION=process ------------------------------------------------------------------
+
+_WORKER_DIED = r"; the isolated worker \(pid \d+\) died of it"
+ISOLATED_CASES = {
+    -10.0: r"block 0 of 1: SIGSEGV \(invalid memory access\) at address 0x0" + _WORKER_DIED,
+    -11.0: r"block 0 of 1: still running after OPBUILD_KERNEL_TIMEOUT=1 s; the isolated worker \(pid \d+\) was killed",
+    -12.0: r"block 0 of 1: SIGABRT \(abort\)" + _WORKER_DIED,
+    -13.0: r"block 0 of 1: SIGSEGV \(invalid memory access\) at address 0x[0-9a-f]+ \(stack overflow\)" + _WORKER_DIED,
+}
+"""What each crashing or endless PROBE_MODES kernel gives in isolation mode (after
+'ProbeCustom: kernel ProbeCustom_FP32 failed: ', before ' [kernel <path>]')."""
+
+_FAILED = r"ProbeCustom: kernel ProbeCustom_FP32 failed: "
+
+
+@pytest.fixture
+def isolated():
+    """Launches of this test run in a worker process, killed after 1 s."""
+    device.set_isolation("process", 1)
+    yield
+    device.set_isolation()
+
+
+def _ok(probe, x: np.ndarray) -> None:
+    """The caller's next call works."""
+    np.testing.assert_array_equal(probe.probe_custom(x, scale=2.0), 2 * x)
+
+
+@pytest.mark.parametrize("scale", sorted(ISOLATED_CASES, reverse=True), ids=lambda s: f"scale{s:g}")
+def test_isolated_kernel_fault_is_an_aclnn_error(probe_package, isolated, scale):
+    """One-shot call, then the two-phase call twice (the second a cache hit of the C fast path):
+    each 361001 naming op, binary, block and signal; every next call works."""
+    probe = rt.import_ops(probe_package)
+    x = np.arange(16, dtype=np.float32)
+    expected = _FAILED + ISOLATED_CASES[scale] + r" \[kernel .*ProbeCustom_FP32\.so\]"
+    with pytest.raises(rt.AclnnError) as exc:
+        probe.probe_custom(x, scale=scale)
+    assert exc.value.status == 361001
+    assert re.fullmatch(expected, exc.value.message), exc.value.message
+    _ok(probe, x)
+    for _ in range(2):
+        y = np.empty_like(x)
+        size, executor = probe.aclnnProbeCustomGetWorkspaceSize(x, scale, y)
+        with pytest.raises(rt.AclnnError) as exc:
+            probe.aclnnProbeCustom(None, size, executor, None)
+        assert exc.value.status == 361001 and re.fullmatch(expected, exc.value.message), exc.value.message
+        _ok(probe, x)
+
+
+def test_isolated_launches_compute_in_shared_memory(probe_package, isolated, sim_threads):
+    """Results written by the worker are the caller's (no copies): many blocks, a created stream."""
+    sim_threads(2)
+    probe = rt.import_ops(probe_package)
+    x = np.linspace(-1, 1, 1 << 16, dtype=np.float32)
+    np.testing.assert_array_equal(probe.probe_custom(x, scale=3.0), 3 * x)
+    stream = rt.Stream()
+    y = np.empty_like(x)
+    size, executor = probe.aclnnProbeCustomGetWorkspaceSize(x, 0.5, y)
+    probe.aclnnProbeCustom(None, size, executor, stream)
+    stream.synchronize()
+    np.testing.assert_array_equal(y, 0.5 * x)
+
+
+def test_isolation_settings_are_checked():
+    with pytest.raises(device.DeviceError, match="OPBUILD_ISOLATION='thread' is neither 'process' nor 'in-process'"):
+        device.set_isolation("thread")
+    with pytest.raises(device.DeviceError, match="OPBUILD_KERNEL_TIMEOUT needs OPBUILD_ISOLATION=process"):
+        device.set_isolation("in-process", 2)
+    with pytest.raises(device.DeviceError, match=r"OPBUILD_KERNEL_TIMEOUT='-1' is not a number of seconds"):
+        device.set_isolation("process", -1)
+    with pytest.raises(device.DeviceError, match="OPBUILD_MEMCHECK='yes' is neither 1 nor 0"):
+        device.set_isolation(memcheck="yes")
+    if not hasattr(__import__("ctypes").CDLL(None), "__asan_init"):
+        with pytest.raises(device.DeviceError, match="the AddressSanitizer runtime is not loaded; run with LD_PRELOAD="):
+            device.set_isolation(memcheck=1)
+    device.set_isolation()
+
+
+def test_bad_isolation_setting_fails_every_launch(probe_package):
+    probe = rt.import_ops(probe_package)
+    with pytest.raises(device.DeviceError):
+        device.set_isolation("thread")
+    try:
+        with pytest.raises(rt.AclnnError, match="OPBUILD_ISOLATION='thread'") as exc:
+            probe.probe_custom(np.ones(4, np.float32), scale=2.0)
+        assert exc.value.status == 361001
+    finally:
+        device.set_isolation()
+
+
+def test_c_abi_isolated_kernel_faults(probe_package, tmp_path):
+    """The aclnn C ABI (misses and native cache hits): each fault is status 361001 with the
+    message, and the next call of the program works."""
+    from opbuild.abi.native_libs import app_flags
+
+    exe = tmp_path / "probe_faults"
+    cc = shutil.which(os.environ.get("CC", "cc")) or "gcc"
+    subprocess.run([cc, "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-pthread", "-o", str(exe),
+                    str(HERE / "probe_faults.c"), *app_flags(probe_package)], check=True)
+    scales = [str(s) for scale in sorted(ISOLATED_CASES, reverse=True) for s in (scale, 2.0)]
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OPBUILD_ISOLATION": "process",
+           "OPBUILD_KERNEL_TIMEOUT": "1"}
+    r = subprocess.run([str(exe), "2.0", *scales], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0 and r.stdout.endswith("done\n"), r.stdout + r.stderr
+    lines = r.stdout.splitlines()[:-1]
+    assert lines[0] == "scale 2.0: status 0: ok (y[0] 2)"
+    for scale, line, after in zip(sorted(ISOLATED_CASES, reverse=True), lines[1::2], lines[2::2]):
+        expected = (rf"scale {scale}: status 361001: aclnnProbeCustom failed \(361001 ACLNN_ERR_RUNTIME_ERROR\): "
+                    + _FAILED + ISOLATED_CASES[scale] + r" \[kernel .*\] \(y\[0\] 2\)")
+        assert re.fullmatch(expected, line), line
+        assert after == "scale 2.0: status 0: ok (y[0] 2)", after
+
+
+# ---- OPBUILD_MEMCHECK=1 -------------------------------------------------------------------------
+
+MEMCHECK_CASES = {
+    -14.0: "WRITE of 4 bytes at offset 64 of output y (a 64-byte buffer: 0 bytes past its end) "
+           "[AddressSanitizer: heap-buffer-overflow]",
+    -15.0: "READ of 4 bytes at offset -4 of input x (a 64-byte buffer: 4 bytes before its start) "
+           "[AddressSanitizer: heap-buffer-overflow]",
+    -16.0: "WRITE of 8 bytes at offset 4096 of workspace (a 4096-byte buffer: 0 bytes past its end) "
+           "[AddressSanitizer: heap-buffer-overflow]",
+    -17.0: "READ of 1 byte at offset 32 of tiling (a 32-byte buffer: 0 bytes past its end) "
+           "[AddressSanitizer: heap-buffer-overflow]",
+}
+"""What each out-of-bounds PROBE_MODES kernel gives under the memory checker (after
+'ProbeCustom: kernel ProbeCustom_FP32 failed: block 0: memcheck: ')."""
+
+_MEMCHECK_CHILD = """
+import sys
+import numpy as np
+import opbuild.runtime as rt
+from opbuild.runtime import device
+probe = rt.import_ops(sys.argv[1])
+x = np.ones(16, np.float32)
+for arg in sys.argv[2:]:
+    isolation, scale = arg.split(":")
+    device.set_isolation(isolation, 1 if isolation == "process" else "")
+    try:
+        probe.probe_custom(x, scale=float(scale))
+        print(arg, "ok", flush=True)
+    except rt.AclnnError as exc:
+        print(arg, exc.status, exc.message, flush=True)
+    assert (probe.probe_custom(x, scale=2.0) == 2).all()
+print("done")
+"""
+
+
+def _libasan() -> str:
+    cc = shutil.which(os.environ.get("CC", "cc")) or "gcc"
+    path = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    if not os.path.isabs(path) or not os.path.exists(path):
+        pytest.skip(f"no AddressSanitizer runtime ({cc} -print-file-name=libasan.so)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def memcheck_probe(tmp_path_factory: pytest.TempPathFactory, probe_builder) -> Path:
+    """ProbeCustom built with OPBUILD_MEMCHECK=1 (kernels instrumented by AddressSanitizer)."""
+    _libasan()
+    saved = os.environ.get("OPBUILD_MEMCHECK")
+    os.environ["OPBUILD_MEMCHECK"] = "1"
+    try:
+        return probe_builder(tmp_path_factory.mktemp("memcheck_probe"))
+    finally:
+        if saved is None:
+            del os.environ["OPBUILD_MEMCHECK"]
+        else:
+            os.environ["OPBUILD_MEMCHECK"] = saved
+
+
+@pytest.mark.slow
+def test_memcheck_names_buffer_offset_and_size(memcheck_probe):
+    """Under LD_PRELOAD=libasan + OPBUILD_MEMCHECK=1 each out-of-bounds access is a 361001 naming
+    the buffer, the offset and the access size, in-process and in the isolated worker (where the
+    crashing kernels are still reported as such); every next call works."""
+    cases = [("in-process", scale) for scale in sorted(MEMCHECK_CASES, reverse=True)]
+    cases += [("process", scale) for scale in sorted({**MEMCHECK_CASES, **ISOLATED_CASES}, reverse=True)]
+    env = {**os.environ, "LD_PRELOAD": _libasan(), "ASAN_OPTIONS": "halt_on_error=0:suppress_equal_pcs=0:detect_leaks=0",
+           "OPBUILD_MEMCHECK": "1", "PYTHONMALLOC": "malloc"}
+    r = subprocess.run([sys.executable, "-c", _MEMCHECK_CHILD, str(memcheck_probe),
+                        *(f"{isolation}:{scale}" for isolation, scale in cases)],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0 and r.stdout.endswith("done\n"), r.stdout + r.stderr[-3000:]
+    got = dict(line.split(" ", 1) for line in r.stdout.splitlines()[:-1])
+    assert len(got) == len(cases)
+    for isolation, scale in cases:
+        status, message = got[f"{isolation}:{scale}"].split(" ", 1)
+        assert status == "361001", (isolation, scale, status, message)
+        if scale in MEMCHECK_CASES:
+            assert message.startswith(_FAILED + "block 0: memcheck: " + MEMCHECK_CASES[scale] + " [kernel "), message
+        else:
+            assert re.fullmatch(_FAILED + ISOLATED_CASES[scale] + r" \[kernel .*\]", message), message
+    assert "ERROR: AddressSanitizer: heap-buffer-overflow" in r.stderr  # its own report too
+
+
+@pytest.mark.slow
+def test_memcheck_kernel_needs_the_sanitizer_runtime(memcheck_probe):
+    """An instrumented kernel in a process without the ASan runtime: refused (dlopen would abort)."""
+    if hasattr(__import__("ctypes").CDLL(None), "__asan_init"):
+        pytest.skip("this process has the AddressSanitizer runtime")
+    probe = rt.import_ops(memcheck_probe)
+    with pytest.raises(rt.AclnnError, match=r"built with the memory checker \(AddressSanitizer\), whose runtime is "
+                                            r"not loaded: run with LD_PRELOAD="):
+        probe.probe_custom(np.ones(4, np.float32), scale=2.0)
+
+
+def test_memcheck_build_flags(monkeypatch):
+    from opbuild.builder.toolchain import MEMCHECK_FLAGS, HostToolchain, ToolchainError
+
+    monkeypatch.setenv("OPBUILD_MEMCHECK", "1")
+    command = HostToolchain().kernel_command(["k.c"], "k.so", {}, [])
+    assert all(flag in command for flag in MEMCHECK_FLAGS)
+    monkeypatch.setenv("OPBUILD_MEMCHECK", "0")
+    assert "-fsanitize=address" not in HostToolchain().kernel_command(["k.c"], "k.so", {}, [])
+    monkeypatch.setenv("OPBUILD_MEMCHECK", "on")
+    with pytest.raises(ToolchainError, match="OPBUILD_MEMCHECK='on' is neither 1 nor 0"):
+        HostToolchain()

@@ -123,7 +123,6 @@ def test_missing_binary_info_config(package_copy):
     ("{\"AddCustomTemplate\": ", ["corrupt binary_info_config.json"]),
     ("[1, 2]", ["corrupt", "not an object"]),
     ("\xff\xfe\x00", ["corrupt"]),
-    ("{\"AddCustomTemplate\": {\"binaryList\": [{\"binPath\": \"a.so\"}]}}", ["corrupt", "simplifiedKey"]),
 ])
 def test_corrupt_binary_info_config(package_copy, text, words):
     package_copy.joinpath(CONFIG).write_bytes(text.encode("latin-1"))
@@ -166,16 +165,41 @@ def test_bin_path_symlink_escaping_the_package(package_copy, tmp_path):
     assert "points outside the package" in msg
 
 
-def test_duplicate_key_in_binary_info_config(package_copy):
+def test_entry_without_key_is_skipped_and_named(package_copy, caplog):
+    """nnopbase skips a malformed entry and goes on: the other entries still serve; a call that
+    needed the skipped one fails naming it."""
+    def edit(data):
+        del data["AddCustomTemplate"]["binaryList"][1]["simplifiedKey"]
+
+    _edit_config(package_copy, edit)
+    ops = rt.import_ops(package_copy)
+    with caplog.at_level("WARNING", logger="opbuild.runtime"):
+        fn, *args = _add32(ops)
+        msg = _raises(ACLNN_ERR_PARAM_INVALID, fn, *args)
+    assert "op AddCustomTemplate: binaryList[1] has no simplifiedKey; skipped" in msg
+    warnings = [r.getMessage() for r in caplog.records if "binaryList[1]" in r.getMessage()]
+    assert len(warnings) == 1 and "AddCustomTemplate" in warnings[0]
+
+
+def test_duplicate_key_in_binary_info_config(package_copy, caplog):
+    """A key listed twice stays with the first entry (nnopbase: first inserted wins), one warning."""
     def edit(data):
         lst = data["AddCustomTemplate"]["binaryList"]
         lst[1]["simplifiedKey"].append(lst[0]["simplifiedKey"][0])
 
     _edit_config(package_copy, edit)
+    from opbuild.runtime.binaries.package import binary_index
+
+    with caplog.at_level("WARNING", logger="opbuild.runtime"):
+        index = binary_index(package_copy, "ascend910b")
+    assert index.by_key["AddCustomTemplate/d=0,p=1/custom_fp16"].name == "AddCustomTemplate_FP16"
+    assert index.by_key["AddCustomTemplate/d=0,p=1/custom_fp32"].name == "AddCustomTemplate_FP32"
+    warnings = [r.getMessage() for r in caplog.records if "repeats key" in r.getMessage()]
+    assert len(warnings) == 1 and "AddCustomTemplate/d=0,p=1/custom_fp16" in warnings[0]
     ops = rt.import_ops(package_copy)
     fn, *args = _add32(ops)
-    msg = _raises(ACLNN_ERR_INNER, fn, *args)
-    assert "AddCustomTemplate/d=0,p=1/custom_fp16" in msg and "both" in msg
+    size, _ = fn(*args)  # the second entry's own keys still serve
+    assert size >= 0
 
 
 def test_kernel_descriptor_with_too_small_tiling_buffer(package_copy):

@@ -13,15 +13,18 @@ key to binary, so a lookup is one dict access.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import posixpath
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from opbuild.abi import package_layout as layout
 from opbuild.runtime.errors import ACLNN_ERR_INNER, AclnnError
+
+log = logging.getLogger("opbuild.runtime")
 
 
 class BinaryEntry:
@@ -83,6 +86,10 @@ class BinaryIndex:
     by_key: dict[str, BinaryEntry]
     keys_by_op: dict[str, tuple[str, ...]]
     key_modes: dict[str, int]
+    skipped: dict[str, list[str]] = field(default_factory=dict)
+    """Op -> one note per binaryList entry the reader skipped (malformed, or a repeated key)."""
+    skipped_keys: dict[str, AclnnError] = field(default_factory=dict)
+    """Key -> why the entry that had it was skipped (its path left the package)."""
 
 
 def search_roots(explicit: str | os.PathLike[str] | None = None) -> list[Path]:
@@ -164,7 +171,54 @@ def _lexically_inside(relative: Any, what: str, config: Path, root: Path) -> str
     return norm
 
 
-def _parse_config(package: Path, soc: str, config: Path) -> tuple[dict[str, BinaryEntry], dict[str, tuple[str, ...]], dict[str, int]]:
+class _Skip(Exception):
+    """One binaryList entry is malformed: the reader skips it (as nnopbase does) and says why."""
+
+
+def _entry(op: str, item: Any, config: Path, package: Path, kernel_root: Path,
+           subpackage: str | None) -> BinaryEntry:
+    """One binaryList item as a BinaryEntry; _Skip naming what is wrong with it.
+
+    A binPath/jsonPath that leaves the package is an AclnnError carried inside the _Skip, so a call
+    whose key only that entry had fails with 561000 naming it (nothing is loaded from it).
+    """
+    if not isinstance(item, dict):
+        raise _Skip(f"is a {type(item).__name__}, not an object")
+    if "simplifiedKey" not in item:
+        raise _Skip("has no simplifiedKey")
+    keys = item["simplifiedKey"]
+    keys = (keys,) if isinstance(keys, str) else keys
+    if not isinstance(keys, (list, tuple)) or not keys or not all(isinstance(k, str) and k for k in keys):
+        raise _Skip(f"simplifiedKey {item['simplifiedKey']!r} is not a key or a list of keys")
+    keys = tuple(keys)
+    for field in ("binPath", "coreType"):
+        if field not in item:
+            raise _Skip(f"has no {field}", keys)
+    try:
+        core_type = int(item["coreType"])
+        bin_rel = _lexically_inside(item["binPath"], "binPath", config, package)
+        json_rel = item.get("jsonPath") or posixpath.splitext(bin_rel)[0] + ".json"
+        json_rel = _lexically_inside(json_rel, "jsonPath", config, package)
+    except AclnnError as exc:
+        raise _Skip(exc.message, keys, exc) from None
+    except (TypeError, ValueError) as exc:
+        raise _Skip(f"bad field: {exc}", keys) from None
+    if subpackage:
+        bin_rel, json_rel = (layout.insert_subpackage(r, subpackage) for r in (bin_rel, json_rel))
+    name = posixpath.splitext(posixpath.basename(bin_rel))[0]
+    return BinaryEntry(op, name, bin_rel, json_rel, core_type, keys, kernel_root, config)
+
+
+def _parse_config(package: Path, soc: str, config: Path) -> tuple[dict[str, BinaryEntry], dict[str, tuple[str, ...]],
+                                                                  dict[str, int], dict[str, list[str]],
+                                                                  dict[str, AclnnError]]:
+    """Parse one binary_info_config.json: (key -> entry, op -> keys, op -> simplifiedKeyMode,
+    op -> notes on skipped entries, key -> error of the skipped entry that had it).
+
+    A file that is not a JSON object is an error (561000). Within it, as nnopbase: an op or a
+    binaryList entry that is malformed is skipped with one warning naming op and entry, a key an
+    earlier entry already has stays with the first, and reading goes on.
+    """
     try:
         data = json.loads(config.read_text())
     except OSError as exc:
@@ -180,34 +234,46 @@ def _parse_config(package: Path, soc: str, config: Path) -> tuple[dict[str, Bina
     by_key: dict[str, BinaryEntry] = {}
     keys_by_op: dict[str, tuple[str, ...]] = {}
     modes: dict[str, int] = {}
+    skipped: dict[str, list[str]] = {}
+    skipped_keys: dict[str, AclnnError] = {}
+
+    def skip(op: str, what: str, why: str) -> None:
+        note = f"{config}: op {op}: {what} {why}; skipped"
+        log.warning("%s", note)
+        skipped.setdefault(op, []).append(note)
+
     for op, info in data.items():
+        if not isinstance(info, dict) or not isinstance(info.get("binaryList"), list):
+            skip(op, "entry", "has no binaryList list")
+            continue
         try:
             modes[op] = int(info.get("simplifiedKeyMode", 0))
-            op_keys: list[str] = []
-            for item in info["binaryList"]:
-                keys = item["simplifiedKey"]
-                keys = (keys,) if isinstance(keys, str) else tuple(keys)
-                bin_rel = _lexically_inside(item["binPath"], "binPath", config, package)
-                json_rel = item.get("jsonPath") or posixpath.splitext(bin_rel)[0] + ".json"
-                json_rel = _lexically_inside(json_rel, "jsonPath", config, package)
-                if subpackage:
-                    bin_rel, json_rel = (layout.insert_subpackage(r, subpackage) for r in (bin_rel, json_rel))
-                name = posixpath.splitext(posixpath.basename(bin_rel))[0]
-                entry = BinaryEntry(op, name, bin_rel, json_rel, int(item["coreType"]), keys, kernel_root, config)
-                for key in keys:
-                    if not isinstance(key, str):
-                        raise TypeError(f"simplifiedKey {key!r} is not a string")
-                    other = by_key.get(key)
-                    if other is not None and other is not entry:
-                        raise ValueError(f"simplifiedKey {key} is listed for both {other.name} and {name}")
+        except (TypeError, ValueError):
+            skip(op, "entry", f"has a bad simplifiedKeyMode {info.get('simplifiedKeyMode')!r}")
+            continue
+        op_keys: list[str] = []
+        for i, item in enumerate(info["binaryList"]):
+            what = f"binaryList[{i}]"
+            try:
+                entry = _entry(op, item, config, package, kernel_root, subpackage)
+            except _Skip as exc:
+                why, *rest = exc.args
+                skip(op, what, why)
+                if len(rest) == 2:  # it left the package: a call with its key says so
+                    for key in rest[0]:
+                        skipped_keys.setdefault(key, rest[1])
+                continue
+            taken = [k for k in entry.keys if k in by_key]
+            if taken:
+                skip(op, f"{what} ({entry.name})", f"repeats key(s) {', '.join(taken)} of "
+                     f"{', '.join(sorted({by_key[k].name for k in taken}))}: the first keeps them; its other keys are")
+                skipped[op][-1] = skipped[op][-1].removesuffix("; skipped") + " kept"
+            for key in entry.keys:
+                if key not in by_key:
                     by_key[key] = entry
-                op_keys += keys
-            keys_by_op[op] = tuple(op_keys)
-        except KeyError as exc:
-            raise AclnnError(ACLNN_ERR_INNER, f"corrupt binary_info_config.json {config}: op {op}: missing field {exc}") from None
-        except (TypeError, ValueError, AttributeError) as exc:
-            raise AclnnError(ACLNN_ERR_INNER, f"corrupt binary_info_config.json {config}: op {op}: bad field: {exc}") from None
-    return by_key, keys_by_op, modes
+                    op_keys.append(key)
+        keys_by_op[op] = tuple(op_keys)
+    return by_key, keys_by_op, modes, skipped, skipped_keys
 
 
 _INDEX_CACHE: dict[tuple[str, str], tuple[tuple[tuple[str, int], ...], BinaryIndex]] = {}
@@ -244,12 +310,17 @@ def binary_index(package: Path, soc: str) -> BinaryIndex:
     by_key: dict[str, BinaryEntry] = {}
     keys_by_op: dict[str, tuple[str, ...]] = {}
     modes: dict[str, int] = {}
+    skipped: dict[str, list[str]] = {}
+    skipped_keys: dict[str, AclnnError] = {}
     for f in files:
-        k, o, m = _parse_config(package, soc, f)
+        k, o, m, sk, sk_keys = _parse_config(package, soc, f)
         by_key.update(k)
         keys_by_op.update(o)
         modes.update(m)
-    index = BinaryIndex(package, soc, tuple(files), by_key, keys_by_op, modes)
+        for op, notes in sk.items():
+            skipped.setdefault(op, []).extend(notes)
+        skipped_keys.update(sk_keys)
+    index = BinaryIndex(package, soc, tuple(files), by_key, keys_by_op, modes, skipped, skipped_keys)
     with _INDEX_LOCK:
         _INDEX_CACHE[cache_key] = (stamps, index)
     return index

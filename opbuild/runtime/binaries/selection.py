@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from opbuild.abi import package_layout as layout
 from opbuild.abi.vocabulary import DEFAULT_SOC
+from opbuild.runtime.settings import DEFAULT_P, FALLBACK_P
 from opbuild.keys import KeyContext, KeyRuleError, check_fragment, describe_call, full_key, make_fragment_fn
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
 from opbuild.runtime.binaries.package import (BinaryEntry, BinaryIndex, binary_index, find_op_package, inside_package,
@@ -38,6 +39,8 @@ class Selection:
     full_key: str
     entry: BinaryEntry
     package: Path
+    impl_mode: int = 0
+    """The p of the selected key (0 after the p=0 retry)."""
 
 
 def nearest_keys(wanted: str, keys: tuple[str, ...], limit: int = 5) -> list[str]:
@@ -70,7 +73,7 @@ class OpRuntime:
         self.package = package
         self._lock = threading.Lock()
         self._fragment_fn: Callable[[KeyContext], str] | None = None
-        self._tiling_libs: dict[Path, Any] = {}
+        self._tiling_libs: dict[tuple[Path, str], Any] = {}
         # Precomputed once, read by the executor on every call.
         self.name = spec.op
         self.n_inputs = len(spec.inputs)
@@ -109,24 +112,34 @@ class OpRuntime:
         """The package's tiling library (tiling functions and C key callbacks), opened once."""
         if hasattr(package, "tiling_library"):  # a provider (see resolve_package)
             return package.tiling_library()
-        lib = self._tiling_libs.get(package)
+        return self._library(package, layout.tiling_lib(), "tiling library")
+
+    def op_proto_library(self, package: Path):
+        """The package's op_proto library (each op's shape and dtype inference), opened once; a
+        provider's `op_proto_library()` (None: it has none, see runtime/infer.py)."""
+        if hasattr(package, "op_proto_library"):
+            return package.op_proto_library()
+        return self._library(package, layout.op_proto_lib(), "op_proto library")
+
+    def _library(self, package: Path, relative, what: str):
+        """A library of the package (checked to stay inside it), opened once per package."""
+        key = (package, what)
+        lib = self._tiling_libs.get(key)
         if lib is None:
-            from opbuild.abi.c_callbacks import TilingLibrary
+            from opbuild.abi.c_callbacks import CallbackError, TilingLibrary
 
             with self._lock:
-                lib = self._tiling_libs.get(package)
+                lib = self._tiling_libs.get(key)
                 if lib is None:
-                    path = package / layout.tiling_lib()
+                    path = package / relative
                     if not path.is_file():
-                        raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: tiling library missing: {path}")
-                    inside_package(package, path, "tiling library", self.spec.op)
-                    from opbuild.abi.c_callbacks import CallbackError
-
+                        raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: {what} missing: {path}")
+                    inside_package(package, path, what, self.spec.op)
                     try:
                         lib = TilingLibrary(path)
                     except CallbackError as exc:
                         raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: {exc}") from None
-                    self._tiling_libs[package] = lib
+                    self._tiling_libs[key] = lib
         return lib
 
     # ---- key ----------------------------------------------------------------------------------
@@ -174,31 +187,58 @@ class OpRuntime:
                 raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: GenSimplifiedKey fragment {fragment!r} {problem}")
         return fragment
 
-    def select(self, ctx: KeyContext, soc: str) -> Selection:
+    def lookup(self, ctx: KeyContext, package: Path, index: BinaryIndex,
+               fallback: bool = False) -> tuple[KeyContext, str, str, BinaryEntry | None, list[str]]:
+        """Fragment, full key and entry of a call (entry None: no binary has it), and the keys tried.
+
+        With `fallback` (the caller set no impl mode) a p=1 key without a binary is retried as the
+        same call with p=0 (fragment recomputed, since a customized rule may look at p).
+        """
+        fragment = self.fragment(ctx, package)
+        key = full_key(self.spec.op, ctx.deterministic, ctx.impl_mode, fragment)
+        entry = index.by_key.get(key)
+        tried = [key]
+        if entry is None and fallback and ctx.impl_mode == DEFAULT_P:
+            retry = ctx.with_impl_mode(FALLBACK_P)
+            fragment0 = self.fragment(retry, package)
+            key0 = full_key(self.spec.op, retry.deterministic, FALLBACK_P, fragment0)
+            tried.append(key0)
+            entry = index.by_key.get(key0)
+            if entry is not None:
+                return retry, fragment0, key0, entry, tried
+        return ctx, fragment, key, entry, tried
+
+    def select(self, ctx: KeyContext, soc: str, fallback: bool = False) -> Selection:
         """Steps 3-5: fragment, full key `Op/d=..,p=../...`, lookup in the binary index."""
         package, index = self.resolve_package(soc)
         if not index.config_files:
             raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: package {package} has no binary_info_config.json for "
                                               f"{soc} (looked for {package / layout.binary_info_config(soc)})")
-        fragment = self.fragment(ctx, package)
-        key = full_key(self.spec.op, ctx.deterministic, ctx.impl_mode, fragment)
-        entry = index.by_key.get(key)
+        used, fragment, key, entry, tried = self.lookup(ctx, package, index, fallback)
         if entry is None:
-            raise AclnnError(ACLNN_ERR_PARAM_INVALID, self.miss_message(key, index, package))
+            for k in tried:
+                if k in index.skipped_keys:  # the entry with this key was skipped: its path left the package
+                    raise index.skipped_keys[k]
+            message = self.miss_message(tried[0], index, package)
+            if len(tried) > 1:
+                message += f"\n(no impl mode set: {tried[1]} was tried too)"
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID, message)
         config = ", ".join(str(f) for f in index.config_files)
         bin_path = entry.checked_bin_path(config)
         if not bin_path.is_file():
             raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: key {key} selects {entry.name}, but its binary is missing: {bin_path}")
-        return Selection(fragment, key, entry, package)
+        return Selection(fragment, key, entry, package, used.impl_mode)
 
     def miss_message(self, key: str, index: BinaryIndex, package: Path) -> str:
         existing = index.keys_by_op.get(self.spec.op, ())
+        skipped = "".join(f"\n  ({note})" for note in index.skipped.get(self.spec.op, ()))
         if not existing:
             where = ", ".join(str(f) for f in index.config_files) or f"no binary_info_config.json under {package / layout.kernel_config_dir(index.soc)}"
-            return f"no binary for key {key}: op {self.spec.op} is not in {where}"
+            return f"no binary for key {key}: op {self.spec.op} is not in {where}{skipped}"
         nearest = "\n    ".join(nearest_keys(key, existing))
         files = ", ".join(str(f) for f in index.config_files)
-        return (f"no binary for key {key} in package {package} ({files}); nearest existing keys of {self.spec.op}:\n    {nearest}")
+        return (f"no binary for key {key} in package {package} ({files}); nearest existing keys of {self.spec.op}:\n    {nearest}"
+                f"{skipped}")
 
 
 def searched_roots_text(explicit: Path | None) -> str:

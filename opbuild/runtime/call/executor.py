@@ -158,6 +158,19 @@ class PyExecutor:
         self.repeatable = repeatable
         return self
 
+    def set_arg(self, slot: int, address: int) -> bool:
+        """Re-point tensor launch argument `slot` at `address` (aclSetInputTensorAddr & co); False
+        when phase 2 prepares the arguments (then the tensors cannot be re-pointed)."""
+        if self.args is None:
+            return False
+        n = len(self.args) // 8
+        if not 0 <= slot < n - 2:
+            raise IndexError(f"tensor slot {slot} out of range: the executor has {n - 2} tensors")
+        words = list(packer(n).unpack(self.args))
+        words[slot] = address
+        self.args = packer(n).pack(*words)
+        return True
+
     fast = False  # made by the C fast path (never, without it)
 
     def __repr__(self) -> str:
@@ -186,11 +199,8 @@ def _direct_args(plan: Plan, arrays: Sequence[np.ndarray]) -> bytes | None:
 def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], outputs: Sequence[Any],
                        deterministic: bool | None = None, impl_mode: str | int | None = None) -> tuple[int, Executor]:
     """Phase 1: (workspace_size, executor) for one call."""
-    if deterministic is None and impl_mode is None:
-        d, p = settings.resolve(None, None)
-    else:
-        d, p = settings.resolve(deterministic, impl_mode)
-    dp = settings.dp_code(d, p)
+    d, p, fallback = settings.resolve(deterministic, impl_mode)
+    dp = settings.dp_code(d, p, fallback)
     simple = simple_key(op, dp, inputs, attrs, outputs) if inputs is not None and outputs is not None and attrs is not None else None
     plans = _CACHE.plans
     if simple is not None:
@@ -212,7 +222,7 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
         key = (op, dp, "generic", attr_values, _signature(in_params), _signature(out_params), _search_env())
     plan = plans.get(key)
     if plan is None or not plan_fresh(plan):
-        plan = build_plan(op, in_params, out_params, attr_values, d, p)
+        plan = build_plan(op, in_params, out_params, attr_values, d, p, fallback)
         _store(key, plan, PARAM_CACHE_CAPACITY)
     else:
         plan.hot = True

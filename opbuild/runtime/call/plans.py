@@ -28,7 +28,7 @@ from opbuild.runtime.call.arguments import _dtype_name
 from opbuild.runtime.call.tiling_bounds import check_tiling_result
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
 from opbuild.runtime.binaries.selection import OpRuntime, Selection, current_soc
-from opbuild.runtime.shapes import infer_output_shape
+from opbuild.runtime.infer import infer_outputs
 
 
 # ---- kernels --------------------------------------------------------------------------------------
@@ -47,8 +47,16 @@ _KERNELS: dict[Path, KernelInfo] = {}
 _KERNELS_LOCK = threading.Lock()
 
 
-def load_kernel_info(selection: Selection, op: str) -> KernelInfo:
+def kernel_arg_names(spec: Any) -> list[str]:
+    """The kernel's arguments in launch order (inputs, outputs, workspace, tiling), named for the
+    memory checker's reports."""
+    return ([f"input {p.name}" for p in spec.inputs] + [f"output {p.name}" for p in spec.outputs]
+            + ["workspace", "tiling"])
+
+
+def load_kernel_info(selection: Selection, spec: Any) -> KernelInfo:
     """Open the selected binary (once per path) and read its descriptor JSON."""
+    op = spec.op
     path = selection.entry.bin_path
     info = _KERNELS.get(path)
     if info is not None:
@@ -66,7 +74,8 @@ def load_kernel_info(selection: Selection, op: str) -> KernelInfo:
             except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
                 raise AclnnError(ACLNN_ERR_INNER, f"{op}: kernel descriptor {json_path} unusable: {exc}") from None
             try:
-                binary = device.load_kernel(path, label=f"op {op}, binary {selection.entry.name} ({path})")
+                binary = device.load_kernel(path, label=f"op {op}, binary {selection.entry.name} ({path})",
+                                            arg_names=kernel_arg_names(spec))
             except device.DeviceError as exc:
                 raise AclnnError(ACLNN_ERR_INNER, f"{op}: cannot load kernel {path}: {exc}") from None
             info = KernelInfo(binary, op_para_size, sync, selection.entry.name)
@@ -177,11 +186,11 @@ def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int) -> Plan:
-    """Cache miss: check shapes, select the binary by simplified key, run tiling."""
+def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fallback: bool = False) -> Plan:
+    """Cache miss: check shapes, select the binary by simplified key (with the p=0 retry when
+    `fallback`: no impl mode set), run tiling with the selected key's p."""
     spec = op.spec
     attr_map = {a.name: v for a, v in zip(spec.attrs, attrs)}
-    in_shapes = {param.name: inst[0][0].shape for param, inst in zip(spec.inputs, inputs) if inst}
     for param, instances in zip(spec.inputs, inputs):
         if param.param_type == "dynamic":
             first = instances[0][0]
@@ -190,16 +199,17 @@ def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int) -> 
                     raise AclnnError(ACLNN_ERR_PARAM_INVALID,
                                      f"{spec.op}: {param.name}[{k}] is {dtype_name(a.dtype)}{list(a.shape)}, "
                                      f"{param.name}[0] is {dtype_name(first.dtype)}{list(first.shape)}")
-    for param, instances in zip(spec.outputs, outputs):
-        expected = infer_output_shape(spec, param, in_shapes, attr_map)
+    in_inst = _instances(inputs, contiguous=True)
+    inferred = infer_outputs(op, in_inst, attrs, dtypes=False)  # dtypes: the key selection says which exist
+    for param, instances, (expected, _) in zip(spec.outputs, outputs, inferred or [(None, None)] * len(outputs)):
         if expected is not None and instances and instances[0][0].shape != expected:
             raise AclnnError(ACLNN_ERR_PARAM_INVALID,
                              f"{spec.op}: output '{param.name}' has shape {list(instances[0][0].shape)}, expected {list(expected)}")
-    in_inst = _instances(inputs, contiguous=True)
     out_inst = _instances(outputs, contiguous=True)
     soc = current_soc()
     ctx = KeyContext([[i[:3] for i in g] for g in in_inst], [[i[:3] for i in g] for g in out_inst], attr_map, d, p, soc)
-    selection = op.select(ctx, soc)
+    selection = op.select(ctx, soc, fallback)
+    p = selection.impl_mode
     groups = inputs + outputs
     contiguous = all(a.flags.c_contiguous for group in groups for a, _ in group)
     nargs = len(inputs) + len(outputs) + 2
@@ -207,7 +217,7 @@ def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int) -> 
         # Nothing to compute (an empty input with a non-empty output, e.g. a sum over an empty
         # axis, still runs: the kernel writes the identity).
         return Plan(op, selection, None, 0, 0, 0, None, True, contiguous, nargs)
-    kernel = load_kernel_info(selection, spec.op)
+    kernel = load_kernel_info(selection, spec)
     try:
         info = platform(soc)
     except ValueError as exc:

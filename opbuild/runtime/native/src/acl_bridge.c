@@ -362,7 +362,7 @@ const char *opbuild_aclnn_executor_key(const aclOpExecutor *executor) {
 
 /* ---- the process-wide deterministic / impl mode (mirrored from opbuild.runtime.settings) ----- */
 
-static int g_dp = 1; /* settings.dp_code(0, high_performance) until Python says otherwise */
+static int g_dp = 3; /* settings.dp_code(0, high_performance, fallback=True): no impl mode set, until Python says otherwise */
 
 void opbuild_aclnn_set_dp(int dp) { __atomic_store_n(&g_dp, dp, __ATOMIC_RELEASE); }
 
@@ -790,4 +790,136 @@ const char *opbuild_aclnn_package_root(const void *anchor, const char *relative)
     g_roots = r;
     pthread_mutex_unlock(&g_roots_lock);
     return r->root;
+}
+
+/* ---- aclnnInit / aclnnFinalize ---------------------------------------------------------------- */
+
+aclnnStatus aclnnInit(const char *configPath) {
+    if (configPath != NULL) {
+        FILE *f = fopen(configPath, "r");
+        if (f == NULL) return aclnn_fail(ACLNN_ERR_PARAM_INVALID, "aclnnInit", "config file %s cannot be read", configPath);
+        fclose(f);
+    }
+    return ACLNN_SUCCESS; /* the runtime starts on the first aclnn call */
+}
+
+aclnnStatus aclnnFinalize(void) {
+    ResetCacheThreadLocal();
+    return ACLNN_SUCCESS;
+}
+
+/* ---- aclSet*TensorAddr ------------------------------------------------------------------------ */
+
+enum { ADDR_INPUT = 0, ADDR_OUTPUT = 1, ADDR_ANY = 2 };
+
+/* Point `tensor` at `addr`, then the executor's launch argument for it: kind/index as the API
+ * names them (input index, output index, or inputs-then-outputs index). */
+static aclnnStatus set_tensor_addr(aclOpExecutor *executor, int kind, size_t index, aclTensor *tensor, void *addr,
+                                   const char *api) {
+    if (executor == NULL || tensor == NULL)
+        return aclnn_fail(ACLNN_ERR_INNER_NULLPTR, api, "%s is a null pointer", executor == NULL ? "executor" : "tensor");
+    aclnnStatus st = aclSetRawTensorAddr(tensor, addr);
+    if (st != ACLNN_SUCCESS) return st;
+    pthread_mutex_lock(&shard_of(executor)->lock);
+    int live = exec_live_locked(executor);
+    if (live) executor->busy++; /* not freed while we update it */
+    pthread_mutex_unlock(&shard_of(executor)->lock);
+    if (!live) return aclnn_fail(ACLNN_ERR_PARAM_INVALID, api, NOT_LIVE_EXECUTOR, (void *)executor);
+
+    char *msg = NULL;
+    if (executor->plan != NULL) { /* a native hit: no lists, inputs then outputs */
+        uint32_t n_in = opcache_n_inputs(executor->op), n = executor->plan->ntensors;
+        size_t slot = kind == ADDR_OUTPUT ? n_in + index : index;
+        if ((kind == ADDR_INPUT && index >= n_in) || slot >= n) {
+            st = ACLNN_ERR_PARAM_INVALID;
+            msg = strdup("index out of range");
+        } else {
+            size_t item = aclDataTypeSize((aclDataType)tensor->dataType);
+            executor->args[slot] = (char *)addr + tensor->offset * (int64_t)item;
+        }
+    } else {
+        PyGILState_STATE g = gil_enter();
+        PyObject *mod = PyImport_ImportModule(CAPI_MODULE);
+        PyObject *r = mod ? PyObject_CallMethod(mod, "set_address", "OinK", executor->py, kind, (Py_ssize_t)index,
+                                                (unsigned long long)((uintptr_t)addr + (uintptr_t)(tensor->offset *
+                                                    (int64_t)aclDataTypeSize((aclDataType)tensor->dataType))))
+                          : NULL;
+        st = unpack_status(r, 2, &msg);
+        Py_XDECREF(r);
+        Py_XDECREF(mod);
+        PyGILState_Release(g);
+    }
+    pthread_mutex_lock(&shard_of(executor)->lock);
+    executor->busy--;
+    int doomed = executor->destroy_pending && executor->busy == 0;
+    pthread_mutex_unlock(&shard_of(executor)->lock);
+    if (doomed) exec_free(executor, 0);
+    if (st != ACLNN_SUCCESS) aclnn_fail(st, api, "%s", msg ? msg : "(no message)");
+    free(msg);
+    return st;
+}
+
+/* Element relativeIndex of the list of dynamic parameter irIndex: the simulator's executors pass
+ * lists through phase 2's argument preparation, so only the tensor itself is re-pointed when the
+ * executor cannot be; the status says so. */
+static aclnnStatus set_list_addr(aclOpExecutor *executor, size_t irIndex, size_t relativeIndex, aclTensorList *tensors,
+                                 void *addr, const char *api) {
+    (void)irIndex;
+    if (executor == NULL || tensors == NULL)
+        return aclnn_fail(ACLNN_ERR_INNER_NULLPTR, api, "%s is a null pointer", executor == NULL ? "executor" : "tensors");
+    uint64_t size = 0;
+    aclnnStatus st = aclGetTensorListSize(tensors, &size);
+    if (st != ACLNN_SUCCESS) return st;
+    if (relativeIndex >= size)
+        return aclnn_fail(ACLNN_ERR_PARAM_INVALID, api, "relativeIndex %zu out of range: the list has %llu tensors",
+                          relativeIndex, (unsigned long long)size);
+    st = aclSetRawTensorAddr(tensors->tensors[relativeIndex], addr);
+    if (st != ACLNN_SUCCESS) return st;
+    return aclnn_fail(ACLNN_ERR_PARAM_INVALID, api, "the tensor now points at %p, but an executor with a tensor list "
+                      "prepares its arguments when it is made: call phase 1 again", addr);
+}
+
+aclnnStatus aclSetInputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor, void *addr) {
+    return set_tensor_addr(executor, ADDR_INPUT, index, tensor, addr, "aclSetInputTensorAddr");
+}
+aclnnStatus aclSetOutputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor, void *addr) {
+    return set_tensor_addr(executor, ADDR_OUTPUT, index, tensor, addr, "aclSetOutputTensorAddr");
+}
+aclnnStatus aclSetTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor, void *addr) {
+    return set_tensor_addr(executor, ADDR_ANY, index, tensor, addr, "aclSetTensorAddr");
+}
+aclnnStatus aclSetDynamicInputTensorAddr(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex,
+                                         aclTensorList *tensors, void *addr) {
+    return set_list_addr(executor, irIndex, relativeIndex, tensors, addr, "aclSetDynamicInputTensorAddr");
+}
+aclnnStatus aclSetDynamicOutputTensorAddr(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex,
+                                          aclTensorList *tensors, void *addr) {
+    return set_list_addr(executor, irIndex, relativeIndex, tensors, addr, "aclSetDynamicOutputTensorAddr");
+}
+aclnnStatus aclSetDynamicTensorAddr(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex,
+                                    aclTensorList *tensors, void *addr) {
+    return set_list_addr(executor, irIndex, relativeIndex, tensors, addr, "aclSetDynamicTensorAddr");
+}
+
+/* CANN's reserved capitalized aliases. */
+aclnnStatus AclSetInputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor, void *addr) {
+    return aclSetInputTensorAddr(executor, index, tensor, addr);
+}
+aclnnStatus AclSetOutputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor, void *addr) {
+    return aclSetOutputTensorAddr(executor, index, tensor, addr);
+}
+aclnnStatus AclSetTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor, void *addr) {
+    return aclSetTensorAddr(executor, index, tensor, addr);
+}
+aclnnStatus AclSetDynamicInputTensorAddr(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex,
+                                         aclTensorList *tensors, void *addr) {
+    return aclSetDynamicInputTensorAddr(executor, irIndex, relativeIndex, tensors, addr);
+}
+aclnnStatus AclSetDynamicOutputTensorAddr(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex,
+                                          aclTensorList *tensors, void *addr) {
+    return aclSetDynamicOutputTensorAddr(executor, irIndex, relativeIndex, tensors, addr);
+}
+aclnnStatus AclSetDynamicTensorAddr(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex,
+                                    aclTensorList *tensors, void *addr) {
+    return aclSetDynamicTensorAddr(executor, irIndex, relativeIndex, tensors, addr);
 }

@@ -19,6 +19,7 @@
 
 #include "acl/acl.h"
 #include "aclnn/acl_meta.h"
+#include "aclnn/aclnn_base.h"
 #include "aclnn/opbuild_acl.h"
 #include "sim.h"
 
@@ -30,6 +31,8 @@
 /* Magic numbers at the start of each object ("opbuild" + kind); cleared on destruction. */
 #define ACL_MAGIC_BASE 0x6F706275696C6400ull
 #define ACL_MAGIC(kind) (ACL_MAGIC_BASE | (uint64_t)(kind))
+/* The magic kind of an aclScalarList (not one of the counted kinds of opbuild_acl.h). */
+#define OPBUILD_ACL_SCALAR_LIST 0x20
 
 struct aclTensor {
     uint64_t magic;
@@ -63,6 +66,13 @@ struct aclTensorList {
     uint64_t size;
     aclTensor **tensors;  /* size entries, owned */
     aclTensor *items[];
+};
+
+struct aclScalarList {
+    uint64_t magic;
+    uint64_t size;
+    aclScalar **scalars;  /* size entries, owned */
+    aclScalar *items[];
 };
 
 struct aclIntArray {

@@ -15,7 +15,8 @@ static int dtype_known(int64_t dt) {
     case ACL_FLOAT: case ACL_FLOAT16: case ACL_INT8: case ACL_INT32: case ACL_UINT8: case ACL_INT16:
     case ACL_UINT16: case ACL_UINT32: case ACL_INT64: case ACL_UINT64: case ACL_DOUBLE: case ACL_BOOL:
     case ACL_STRING: case ACL_COMPLEX64: case ACL_COMPLEX128: case ACL_BF16: case ACL_INT4: case ACL_UINT1:
-    case ACL_COMPLEX32:
+    case ACL_COMPLEX32: case ACL_HIFLOAT8: case ACL_FLOAT8_E5M2: case ACL_FLOAT8_E4M3FN: case ACL_FLOAT8_E8M0:
+    case ACL_FLOAT6_E3M2: case ACL_FLOAT6_E2M3: case ACL_FLOAT4_E2M1: case ACL_FLOAT4_E1M2:
         return 1;
     default:
         return 0;
@@ -37,7 +38,8 @@ static int format_known(int64_t f) {
 /* Bytes of one scalar value of `dt`; 0 for types a scalar cannot hold. */
 static size_t scalar_size(int64_t dt) {
     switch (dt) {
-    case ACL_INT8: case ACL_UINT8: case ACL_BOOL: return 1;
+    case ACL_INT8: case ACL_UINT8: case ACL_BOOL: case ACL_HIFLOAT8: case ACL_FLOAT8_E5M2: case ACL_FLOAT8_E4M3FN:
+    case ACL_FLOAT8_E8M0: return 1;
     case ACL_FLOAT16: case ACL_INT16: case ACL_UINT16: case ACL_BF16: return 2;
     case ACL_FLOAT: case ACL_INT32: case ACL_UINT32: case ACL_COMPLEX32: return 4;
     case ACL_INT64: case ACL_UINT64: case ACL_DOUBLE: case ACL_COMPLEX64: return 8;
@@ -257,6 +259,239 @@ aclnnStatus aclDestroyTensorList(const aclTensorList *array) {
 DEFINE_ARRAY(aclIntArray, int64_t, OPBUILD_ACL_INT_ARRAY, IntArray)
 DEFINE_ARRAY(aclFloatArray, float, OPBUILD_ACL_FLOAT_ARRAY, FloatArray)
 DEFINE_ARRAY(aclBoolArray, bool, OPBUILD_ACL_BOOL_ARRAY, BoolArray)
+
+/* ---- scalar lists ----------------------------------------------------------------------------- */
+
+aclScalarList *aclCreateScalarList(const aclScalar *const *value, uint64_t size) {
+    if (value == NULL && size > 0) {
+        acl_error("OP", "aclCreateScalarList: value is a null pointer (size %llu)", (unsigned long long)size);
+        return NULL;
+    }
+    if (size > (1u << 20)) {
+        acl_error("OP", "aclCreateScalarList: size %llu is too large", (unsigned long long)size);
+        return NULL;
+    }
+    for (uint64_t i = 0; i < size; i++) {
+        if (value[i] == NULL || value[i]->magic != ACL_MAGIC(OPBUILD_ACL_SCALAR)) {
+            acl_error("OP", "aclCreateScalarList: value[%llu] is not a live aclScalar", (unsigned long long)i);
+            return NULL;
+        }
+    }
+    aclScalarList *l = malloc(sizeof *l + sizeof(aclScalar *) * size);
+    if (l == NULL) {
+        acl_error("OP", "aclCreateScalarList: out of memory");
+        return NULL;
+    }
+    l->size = size;
+    l->scalars = l->items;
+    for (uint64_t i = 0; i < size; i++) l->items[i] = (aclScalar *)value[i];
+    l->magic = ACL_MAGIC(OPBUILD_ACL_SCALAR_LIST);
+    return l;
+}
+
+aclnnStatus aclDestroyScalarList(const aclScalarList *array) {
+    if (array == NULL) return ACLNN_SUCCESS;
+    if (array->magic != ACL_MAGIC(OPBUILD_ACL_SCALAR_LIST))
+        return aclnn_fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyScalarList", "%p is not a live aclScalarList (destroyed "
+                          "already?)", (const void *)array);
+    aclnnStatus status = ACLNN_SUCCESS;
+    for (uint64_t i = 0; i < array->size; i++) {
+        aclnnStatus s = aclDestroyScalar(array->scalars[i]);
+        if (s != ACLNN_SUCCESS) status = s;
+    }
+    uint64_t *magic = (uint64_t *)&array->magic;
+    *magic = 0;
+    free((void *)array);
+    return status;
+}
+
+/* ---- getters -------------------------------------------------------------------------------- */
+
+/* ACLNN_SUCCESS if `obj` is a live object of `kind` and `out` is not NULL; else the failure. */
+static aclnnStatus check_get(const void *obj, int kind, const void *out, const char *api, const char *what) {
+    if (obj == NULL || out == NULL)
+        return aclnn_fail(ACLNN_ERR_PARAM_NULLPTR, api, "%s is a null pointer", obj == NULL ? what : "the result");
+    if (*(const uint64_t *)obj != ACL_MAGIC(kind))
+        return aclnn_fail(ACLNN_ERR_PARAM_INVALID, api, "%p is not a live %s", obj, what);
+    return ACLNN_SUCCESS;
+}
+
+/* *out = a malloc'ed copy of n dims (the caller frees it). */
+static aclnnStatus copy_dims(const int64_t *dims, uint64_t n, int64_t **out, uint64_t *num, const char *api) {
+    if (num == NULL) return aclnn_fail(ACLNN_ERR_PARAM_NULLPTR, api, "the dims count is a null pointer");
+    int64_t *copy = malloc(sizeof(int64_t) * (n ? n : 1));
+    if (copy == NULL) return aclnn_fail(ACLNN_ERR_INNER, api, "out of memory");
+    if (n) memcpy(copy, dims, sizeof(int64_t) * n);
+    *out = copy;
+    *num = n;
+    return ACLNN_SUCCESS;
+}
+
+#define GET_TENSOR(api, out)                                                              \
+    aclnnStatus st_ = check_get(tensor, OPBUILD_ACL_TENSOR, out, api, "aclTensor");     \
+    if (st_ != ACLNN_SUCCESS) return st_
+
+aclnnStatus aclGetViewShape(const aclTensor *tensor, int64_t **viewDims, uint64_t *viewDimsNum) {
+    GET_TENSOR("aclGetViewShape", viewDims);
+    return copy_dims(tensor->viewDims, tensor->viewDimsNum, viewDims, viewDimsNum, "aclGetViewShape");
+}
+
+aclnnStatus aclGetStorageShape(const aclTensor *tensor, int64_t **storageDims, uint64_t *storageDimsNum) {
+    GET_TENSOR("aclGetStorageShape", storageDims);
+    return copy_dims(tensor->storageDims, tensor->storageDimsNum, storageDims, storageDimsNum, "aclGetStorageShape");
+}
+
+aclnnStatus aclGetViewStrides(const aclTensor *tensor, int64_t **stridesValue, uint64_t *stridesNum) {
+    GET_TENSOR("aclGetViewStrides", stridesValue);
+    return copy_dims(tensor->strides, tensor->viewDimsNum, stridesValue, stridesNum, "aclGetViewStrides");
+}
+
+aclnnStatus aclGetViewOffset(const aclTensor *tensor, int64_t *offset) {
+    GET_TENSOR("aclGetViewOffset", offset);
+    *offset = tensor->offset;
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclGetFormat(const aclTensor *tensor, aclFormat *format) {
+    GET_TENSOR("aclGetFormat", format);
+    *format = (aclFormat)tensor->format;
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclGetDataType(const aclTensor *tensor, aclDataType *dataType) {
+    GET_TENSOR("aclGetDataType", dataType);
+    *dataType = (aclDataType)tensor->dataType;
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclSetRawTensorAddr(aclTensor *tensor, void *addr) {
+    aclnnStatus st = check_get(tensor, OPBUILD_ACL_TENSOR, &st, "aclSetRawTensorAddr", "aclTensor");
+    if (st != ACLNN_SUCCESS) return st;
+    tensor->data = addr;
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclGetRawTensorAddr(const aclTensor *tensor, void **addr) {
+    GET_TENSOR("aclGetRawTensorAddr", addr);
+    *addr = tensor->data;
+    return ACLNN_SUCCESS;
+}
+
+#define DEFINE_SIZE_GETTER(Type, Kind, Name)                                                     \
+    aclnnStatus aclGet##Name##Size(const Type *array, uint64_t *size) {                          \
+        aclnnStatus st = check_get(array, Kind, size, "aclGet" #Name "Size", #Type);              \
+        if (st != ACLNN_SUCCESS) return st;                                                      \
+        *size = array->size;                                                                     \
+        return ACLNN_SUCCESS;                                                                    \
+    }
+
+DEFINE_SIZE_GETTER(aclIntArray, OPBUILD_ACL_INT_ARRAY, IntArray)
+DEFINE_SIZE_GETTER(aclFloatArray, OPBUILD_ACL_FLOAT_ARRAY, FloatArray)
+DEFINE_SIZE_GETTER(aclBoolArray, OPBUILD_ACL_BOOL_ARRAY, BoolArray)
+DEFINE_SIZE_GETTER(aclTensorList, OPBUILD_ACL_TENSOR_LIST, TensorList)
+DEFINE_SIZE_GETTER(aclScalarList, OPBUILD_ACL_SCALAR_LIST, ScalarList)
+
+aclnnStatus aclInitTensor(aclTensor *tensor, const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType,
+                          const int64_t *stride, int64_t offset, aclFormat format, const int64_t *storageDims,
+                          uint64_t storageDimsNum, void *tensorDataAddr) {
+    aclnnStatus st = check_get(tensor, OPBUILD_ACL_TENSOR, &st, "aclInitTensor", "aclTensor");
+    if (st != ACLNN_SUCCESS) return st;
+    /* Build the new description as a new tensor (same checks), then copy it in if it fits. */
+    aclTensor *fresh = aclCreateTensor(viewDims, viewDimsNum, dataType, stride, offset, format, storageDims,
+                                       storageDimsNum, tensorDataAddr);
+    if (fresh == NULL) return aclnn_fail(ACLNN_ERR_PARAM_INVALID, "aclInitTensor", "invalid tensor description");
+    uint64_t room = 2 * tensor->viewDimsNum + tensor->storageDimsNum;
+    uint64_t need = 2 * fresh->viewDimsNum + fresh->storageDimsNum;
+    if (need > room) {
+        aclDestroyTensor(fresh);
+        return aclnn_fail(ACLNN_ERR_PARAM_INVALID, "aclInitTensor", "%llu view / %llu storage dims do not fit a tensor "
+                          "created with %llu / %llu", (unsigned long long)viewDimsNum, (unsigned long long)storageDimsNum,
+                          (unsigned long long)tensor->viewDimsNum, (unsigned long long)tensor->storageDimsNum);
+    }
+    tensor->dataType = fresh->dataType;
+    tensor->format = fresh->format;
+    tensor->offset = fresh->offset;
+    tensor->data = fresh->data;
+    tensor->viewDimsNum = fresh->viewDimsNum;
+    tensor->storageDimsNum = fresh->storageDimsNum;
+    tensor->viewDims = tensor->dims;
+    tensor->strides = tensor->dims + fresh->viewDimsNum;
+    tensor->storageDims = tensor->dims + 2 * fresh->viewDimsNum;
+    memcpy(tensor->dims, fresh->dims, sizeof(int64_t) * need);
+    aclDestroyTensor(fresh);
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclDumpOpTensors(const char *opType, const char *opName, const aclTensor *tensors, size_t inputTensorNum,
+                             size_t outputTensorNum, aclrtStream stream) {
+    (void)opName;
+    (void)stream;
+    if (opType == NULL) return aclnn_fail(ACLNN_ERR_PARAM_NULLPTR, "aclDumpOpTensors", "opType is a null pointer");
+    if (tensors == NULL && inputTensorNum + outputTensorNum > 0)
+        return aclnn_fail(ACLNN_ERR_PARAM_NULLPTR, "aclDumpOpTensors", "tensors is a null pointer");
+    return ACLNN_SUCCESS;
+}
+
+/* ---- aclFloat16 and element sizes ------------------------------------------------------------ */
+
+aclFloat16 aclFloatToFloat16(float value) {
+    uint32_t x;
+    memcpy(&x, &value, sizeof x);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t exp = (x >> 23) & 0xFFu;
+    uint32_t man = x & 0x7FFFFFu;
+    if (exp == 0xFFu) return (aclFloat16)(sign | 0x7C00u | (man ? 0x200u | (man >> 13) : 0)); /* inf / NaN */
+    int32_t e = (int32_t)exp - 127 + 15;
+    if (e >= 31) return (aclFloat16)(sign | 0x7C00u); /* overflow: infinity */
+    if (e <= 0) {                                      /* subnormal half (or zero) */
+        if (e < -10) return (aclFloat16)sign;
+        man |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - e);
+        uint32_t half = man >> shift;
+        uint32_t rest = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rest > mid || (rest == mid && (half & 1u))) half++;
+        return (aclFloat16)(sign | half);
+    }
+    uint32_t half = ((uint32_t)e << 10) | (man >> 13);
+    uint32_t rest = man & 0x1FFFu;
+    if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) half++; /* may carry into the exponent: fine */
+    return (aclFloat16)(sign | half);
+}
+
+float aclFloat16ToFloat(aclFloat16 value) {
+    uint32_t sign = ((uint32_t)value & 0x8000u) << 16;
+    uint32_t exp = ((uint32_t)value >> 10) & 0x1Fu;
+    uint32_t man = (uint32_t)value & 0x3FFu;
+    uint32_t x;
+    if (exp == 0x1Fu) {
+        x = sign | 0x7F800000u | (man << 13);
+    } else if (exp == 0) {
+        if (man == 0) {
+            x = sign;
+        } else { /* subnormal: normalize */
+            int e = -1;
+            do {
+                e++;
+                man <<= 1;
+            } while (!(man & 0x400u));
+            x = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3FFu) << 13);
+        }
+    } else {
+        x = sign | ((exp - 15 + 127) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+size_t aclDataTypeSize(aclDataType dataType) {
+    switch (dataType) {
+    case ACL_STRING: case ACL_DT_UNDEFINED: return 0;
+    case ACL_INT4: case ACL_UINT1: case ACL_FLOAT6_E3M2: case ACL_FLOAT6_E2M3: case ACL_FLOAT4_E2M1:
+    case ACL_FLOAT4_E1M2: return 1;
+    default: return dtype_known(dataType) ? scalar_size(dataType) : 0;
+    }
+}
 
 /* ---- layout for the Python side ------------------------------------------------------------- */
 

@@ -844,9 +844,27 @@ static PyGetSetDef executor_getset[] = {
     {NULL},
 };
 
+/* executor.set_arg(slot, address): re-point launch argument `slot` (a tensor) at `address`
+ * (aclSetInputTensorAddr & co). False when the executor prepares its arguments in phase 2. */
+static PyObject *executor_set_arg(Executor *self, PyObject *args) {
+    unsigned int slot;
+    unsigned long long address;
+    if (!PyArg_ParseTuple(args, "IK:set_arg", &slot, &address)) return NULL;
+    if (!self->has_args) Py_RETURN_FALSE;
+    if (self->nargs < 2 || slot >= self->nargs - 2) { /* the last two: workspace, tiling */
+        PyErr_Format(PyExc_IndexError, "tensor slot %u out of range: the executor has %u tensors", slot,
+                     self->nargs < 2 ? 0 : self->nargs - 2);
+        return NULL;
+    }
+    self->data[self->ntensors + slot] = (uint64_t)address;
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef executor_methods[] = {
     {"set_repeatable", (PyCFunction)(void (*)(void))executor_set_repeatable, METH_VARARGS | METH_KEYWORDS,
      "Allow phase 2 to run this executor more than once (aclSetAclOpExecutorRepeatable)."},
+    {"set_arg", (PyCFunction)executor_set_arg, METH_VARARGS,
+     "Re-point tensor launch argument `slot` at `address` (aclSetInputTensorAddr); False if phase 2 prepares them."},
     {NULL},
 };
 

@@ -1,6 +1,7 @@
 /* sim.c: the opbuild device simulator (see sim.h for the model). C11 + pthreads. */
 #define _GNU_SOURCE
 #include "sim.h"
+#include "sim_internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -25,7 +26,7 @@ static __thread char last_error[SIM_ERROR_LEN];
 SIM_API uint32_t sim_abi_version(void) { return SIM_ABI_VERSION; }
 SIM_API const char *sim_last_error(void) { return last_error; }
 
-static void copy_msg(char *dst, uint32_t dstlen, const char *msg) {
+SIM_HIDDEN void copy_msg(char *dst, uint32_t dstlen, const char *msg) {
     if (!dst || dstlen == 0) return;
     size_t n = strlen(msg);
     if (n >= dstlen) n = dstlen - 1;
@@ -127,41 +128,54 @@ SIM_API uint64_t sim_mem_blocks(void) { return atomic_load(&mem_blocks); }
 
 /* ---- crash reports ------------------------------------------------------------------------ */
 
-/* The block this thread is running (fn NULL: none). initial-exec: the signal handler reads it
- * without the lazy TLS allocation of a dlopened library. */
-typedef struct current_block {
-    opbuild_kernel_launch_fn fn;
-    uint32_t idx;
-    uint32_t block_dim;
-    int altstack;       /* this thread has a signal stack (stack overflows are reported too) */
-    void *altstack_mem; /* ours, when we made it */
-    sigjmp_buf *jmp;    /* set while the main thread is in an interruptible launch */
-    struct pool_job *job; /* the pool job the main thread runs blocks of (abandoned on interrupt) */
-} current_block;
-
-static __thread current_block cur __attribute__((tls_model("initial-exec")));
+SIM_HIDDEN __thread current_block cur __attribute__((tls_model("initial-exec")));
 
 #define SIM_MAX_LABELS 4096u
 static struct {
     opbuild_kernel_launch_fn fn;
     char label[SIM_LABEL_LEN];
+    char args[SIM_LABEL_LEN];
 } labels[SIM_MAX_LABELS];
 static atomic_uint nlabels;
 static pthread_mutex_t labels_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* The entry of fn (added if new and add is set), or -1. */
+static int label_slot(opbuild_kernel_launch_fn fn, int add) {
+    unsigned n = atomic_load_explicit(&nlabels, memory_order_acquire);
+    for (unsigned i = 0; i < n; ++i)
+        if (labels[i].fn == fn) return (int)i;
+    if (!add || n >= SIM_MAX_LABELS) return -1;
+    labels[n].fn = fn;
+    atomic_store_explicit(&nlabels, n + 1, memory_order_release);
+    return (int)n;
+}
+
 SIM_API int sim_register_kernel(opbuild_kernel_launch_fn fn, const char *label) {
     if (!fn || !label) return report(SIM_EINVAL, NULL, 0, "sim_register_kernel: NULL kernel or label");
     pthread_mutex_lock(&labels_mu);
-    unsigned n = atomic_load(&nlabels);
-    int known = 0;
-    for (unsigned i = 0; i < n && !known; ++i) known = labels[i].fn == fn;
-    if (!known && n < SIM_MAX_LABELS) {
-        labels[n].fn = fn;
-        copy_msg(labels[n].label, SIM_LABEL_LEN, label);
-        atomic_store_explicit(&nlabels, n + 1, memory_order_release);
-    }
+    int i = label_slot(fn, 1);
+    if (i >= 0 && !labels[i].label[0]) copy_msg(labels[i].label, SIM_LABEL_LEN, label);
     pthread_mutex_unlock(&labels_mu);
     return SIM_OK;
+}
+
+SIM_API int sim_register_kernel_args(opbuild_kernel_launch_fn fn, const char *names) {
+    if (!fn || !names) return report(SIM_EINVAL, NULL, 0, "sim_register_kernel_args: NULL kernel or names");
+    pthread_mutex_lock(&labels_mu);
+    int i = label_slot(fn, 1);
+    if (i >= 0) copy_msg(labels[i].args, SIM_LABEL_LEN, names);
+    pthread_mutex_unlock(&labels_mu);
+    return SIM_OK;
+}
+
+SIM_HIDDEN const char *kernel_label(opbuild_kernel_launch_fn fn) {
+    int i = label_slot(fn, 0);
+    return i >= 0 && labels[i].label[0] ? labels[i].label : NULL;
+}
+
+SIM_HIDDEN const char *kernel_arg_names(opbuild_kernel_launch_fn fn) {
+    int i = label_slot(fn, 0);
+    return i >= 0 && labels[i].args[0] ? labels[i].args : NULL;
 }
 
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
@@ -183,7 +197,7 @@ static void put_num(char *buf, size_t *n, uint64_t v, unsigned base) {
     while (k && *n < SIM_ERROR_LEN - 2) buf[(*n)++] = tmp[--k];
 }
 
-static const char *signal_name(int sig) {
+SIM_HIDDEN const char *signal_name(int sig) {
     switch (sig) {
     case SIGSEGV: return "SIGSEGV (invalid memory access)";
     case SIGBUS: return "SIGBUS (bus error)";
@@ -201,10 +215,7 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *uctx) {
     if (fn) {
         char line[SIM_ERROR_LEN];
         size_t n = 0;
-        const char *label = NULL;
-        unsigned count = atomic_load_explicit(&nlabels, memory_order_acquire);
-        for (unsigned i = 0; i < count && !label; ++i)
-            if (labels[i].fn == fn) label = labels[i].label;
+        const char *label = kernel_label(fn);
         put_str(line, &n, "opbuild: kernel crashed: ");
         if (label) {
             put_str(line, &n, label);
@@ -287,16 +298,26 @@ static int run_block(opbuild_kernel_launch_fn fn, void *const *args, uint32_t na
         sync = sync_misuse;
         sync_ctx = &misuse;
     }
+    char note[OPBUILD_KERNEL_ERROR_LEN];
+    note[0] = '\0';
     kerr[0] = '\0';
     if (!cur.altstack) ensure_altstack();
+    cur.note = note;
     cur.idx = idx;
     cur.block_dim = block_dim;
+    cur.args = args;
+    cur.nargs = nargs;
     cur.fn = fn;
     atomic_signal_fence(memory_order_seq_cst);
     int32_t rc = fn(args, nargs, idx, block_dim, sync, sync_ctx, kerr, OPBUILD_KERNEL_ERROR_LEN);
     atomic_signal_fence(memory_order_seq_cst);
     cur.fn = NULL;
+    cur.note = NULL;
     kerr[OPBUILD_KERNEL_ERROR_LEN - 1] = '\0';
+    if (note[0]) { /* the memory checker's report (sim_isolate.c) */
+        copy_msg(kerr, OPBUILD_KERNEL_ERROR_LEN, note);
+        return 1;
+    }
     if (rc != 0) {
         if (kerr[0] == '\0') snprintf(kerr, OPBUILD_KERNEL_ERROR_LEN, "kernel failed with status %d", (int)rc);
         return 1;
@@ -509,7 +530,7 @@ SIM_API uint32_t sim_threads(void) {
     return n;
 }
 
-static int run_inline(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs, uint32_t block_dim,
+SIM_HIDDEN int run_inline(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs, uint32_t block_dim,
                       char *msg) {
     char kerr[OPBUILD_KERNEL_ERROR_LEN];
     failure f = {.idx = SIM_NO_BLOCK};
@@ -537,7 +558,7 @@ static int interrupted_msg(char *msg) {
     return SIM_EINTR;
 }
 
-static atomic_int interrupt_requested;
+SIM_HIDDEN atomic_int interrupt_requested;
 
 static int run_pool(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs, uint32_t block_dim,
                     char *msg) {
@@ -806,6 +827,11 @@ static int run_gang(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nar
 /* Runs a validated launch in the calling thread; msg gets the error. */
 static int execute(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs, uint32_t block_dim,
                    int intercore_sync, char *msg) {
+    int process = 0;
+    int rc = isolation_config(&process, msg);
+    if (rc != SIM_OK) return rc;
+    /* the one place that decides: every launch (default stream, streams, Python and C callers) */
+    if (process && !intercore_sync) return execute_isolated(fn, args, nargs, block_dim, msg);
     if (intercore_sync) return run_gang(fn, args, nargs, block_dim, msg);
     if (block_dim == 1) return run_inline(fn, args, nargs, block_dim, msg);
     return run_pool(fn, args, nargs, block_dim, msg);
@@ -839,9 +865,9 @@ static int stream_enqueue_launch(sim_stream *s, opbuild_kernel_launch_fn fn, voi
 
 /* ---- interrupts ---------------------------------------------------------------------------- */
 
-static pthread_t interrupt_thread;
-static atomic_int interrupt_ready;
-static atomic_int main_in_launch;
+SIM_HIDDEN pthread_t interrupt_thread;
+SIM_HIDDEN atomic_int interrupt_ready;
+SIM_HIDDEN atomic_int main_in_launch;
 static struct sigaction previous_int;
 
 static void on_sigint(int sig, siginfo_t *info, void *uctx) {
@@ -861,7 +887,9 @@ static void on_sigint(int sig, siginfo_t *info, void *uctx) {
         p->sa_handler(sig);
     }
     if (pthread_equal(pthread_self(), interrupt_thread)) {
-        if (cur.jmp) {
+        if (isolated_wait_interrupt()) {
+            atomic_store(&interrupt_requested, 1); /* the waiting main thread kills its worker */
+        } else if (cur.jmp) {
             atomic_store(&interrupt_requested, 1);
             if (cur.fn) { /* inside a kernel block: leave it */
                 sigjmp_buf *jb = cur.jmp;
@@ -926,12 +954,13 @@ static int execute_interruptible(opbuild_kernel_launch_fn fn, void *const *args,
 SIM_API int sim_launch(sim_stream *stream, opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs,
                        uint32_t block_dim, int intercore_sync, char *err, uint32_t errlen) {
     char msg[SIM_ERROR_LEN];
+    int process = 0;
     int rc = validate(fn, args, nargs, block_dim, intercore_sync, msg);
     if (rc == SIM_OK) {
         if (stream)
             rc = stream_enqueue_launch(stream, fn, args, nargs, block_dim, intercore_sync, msg);
         else if (!intercore_sync && atomic_load_explicit(&interrupt_ready, memory_order_relaxed) && !cur.jmp &&
-                 pthread_equal(pthread_self(), interrupt_thread))
+                 pthread_equal(pthread_self(), interrupt_thread) && !isolation_config(&process, msg) && !process)
             rc = execute_interruptible(fn, args, nargs, block_dim, msg);
         else
             rc = execute(fn, args, nargs, block_dim, intercore_sync, msg);

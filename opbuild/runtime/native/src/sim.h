@@ -97,6 +97,19 @@ SIM_API int sim_launch(sim_stream *stream, opbuild_kernel_launch_fn fn, void *co
  * (async-signal-safe) before the signal's previous action runs (the process dies as before). */
 #define SIM_LABEL_LEN 256u
 SIM_API int sim_register_kernel(opbuild_kernel_launch_fn fn, const char *label);
+/* Name a kernel's arguments for the memory checker: "input x,output y,workspace,tiling". */
+SIM_API int sim_register_kernel_args(opbuild_kernel_launch_fn fn, const char *names);
+
+/* ---- isolation and the memory checker (sim_isolate.c) ------------------------------------- */
+
+/* Set the launch mode; NULL takes the environment variable (read at the first launch otherwise):
+ * mode OPBUILD_ISOLATION ("process": launches that are not intercore_sync run in a worker
+ * process sharing this one's memory, whose crash or timeout is a SIM_EKERNEL error naming the
+ * block and the signal; "in-process" or unset: the caller's threads), timeout
+ * OPBUILD_KERNEL_TIMEOUT (seconds; set alone it implies "process"), memcheck OPBUILD_MEMCHECK
+ * ("1": AddressSanitizer's reports of kernel blocks name the buffer, offset and access size; the
+ * ASan runtime must be loaded). A bad value is SIM_EINVAL, and every launch fails with it. */
+SIM_API int sim_set_isolation(const char *mode, const char *timeout, const char *memcheck);
 
 /* ---- interrupts ---------------------------------------------------------------------------- */
 

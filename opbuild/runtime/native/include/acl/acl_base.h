@@ -71,6 +71,14 @@ typedef enum {
     ACL_INT4 = 29,
     ACL_UINT1 = 30,
     ACL_COMPLEX32 = 33,
+    ACL_HIFLOAT8 = 34,
+    ACL_FLOAT8_E5M2 = 35,
+    ACL_FLOAT8_E4M3FN = 36,
+    ACL_FLOAT8_E8M0 = 37,
+    ACL_FLOAT6_E3M2 = 38,
+    ACL_FLOAT6_E2M3 = 39,
+    ACL_FLOAT4_E2M1 = 40,
+    ACL_FLOAT4_E1M2 = 41,
 } aclDataType;
 
 typedef enum {
@@ -90,6 +98,16 @@ typedef enum {
     ACL_FORMAT_NC = 35,
     ACL_FORMAT_NCL = 47,
 } aclFormat;
+
+/* IEEE 754 half precision, as bits (CANN's aclFloat16). */
+typedef uint16_t aclFloat16;
+
+/* float -> half, rounded to nearest even (overflow gives infinity, NaN stays NaN). */
+ACL_FUNC_VISIBILITY aclFloat16 aclFloatToFloat16(float value);
+/* half -> float (exact). */
+ACL_FUNC_VISIBILITY float aclFloat16ToFloat(aclFloat16 value);
+/* Bytes of one element of `dataType` (1 for the sub-byte types, as CANN; 0 for unknown ones). */
+ACL_FUNC_VISIBILITY size_t aclDataTypeSize(aclDataType dataType);
 
 /* The message of this thread's most recent failure (printed to stderr when it happened), or
  * NULL if there was none since the last call. Reading clears it; the pointer stays valid until

@@ -1,0 +1,302 @@
+"""MODEL_DEF as GE's `ge.proto.ModelDef` (opbuild/om/ge_ir.py), to and from the model dict the
+rest of opbuild/om works with (its JSON schema: loader._MODEL_DEF_SCHEMA).
+
+The graph is GE's: `graph[0]` holds one `Data` op per model input (attr `index`), one `Const`
+op per weight (attr `value`: a TensorDef whose descriptor gives dtype and shape; the bytes stay
+in WEIGHTS_DATA), one op per node (`type` = op type, `input` = "producer:output index",
+`input_desc`/`output_desc` with dtype, layout and shape, the op's attributes typed as GE types
+them) and a `NetOutput` op whose inputs are the model outputs. A tensor is named by its
+producer's `output_desc[k].name`.
+
+What only opbuild needs rides in attributes whose names start with `_opbuild_` (GE's
+convention for private attributes): on the model, the op definitions, key rules, binaries and
+kernel descriptors; on a node, its package op, preprocess/autofuse flags, selected binary and
+tiling. Tools that read GE's schema see the whole graph and skip these.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from opbuild.abi.vocabulary import DTYPE, DTYPES
+from opbuild.nonfinite import dumps, from_json, to_json
+from opbuild.om import ge_ir
+from opbuild.om.errors import OmError
+
+FORMAT = "opbuild-om"
+FORMAT_VERSION = 2
+"""1: MODEL_DEF as JSON and TBE_KERNELS as our item table (still read, opbuild/om/legacy.py);
+2: MODEL_DEF as GE's ge.proto.ModelDef and TBE_KERNELS in GE's KernelStore layout."""
+
+IR_VERSION = 1
+"""ModelDef.version: the version of this mapping (GE: the IR proto version)."""
+
+DATA, CONST, NET_OUTPUT = "Data", "Const", "NetOutput"
+NET_OUTPUT_NAME = "Node_Output"
+PRIVATE = "_opbuild_"
+"""Prefix of the attributes only opbuild reads."""
+
+_PROTO_DTYPE = {d.name: dict(ge_ir.DATA_TYPES)[d.ge_name] for d in DTYPES}
+_DTYPE_BY_PROTO = {v: k for k, v in _PROTO_DTYPE.items()}
+UNKNOWN_RANK = [-2]
+
+
+def _desc(name: str, dtype: str, shape, layout: str = "ND"):
+    d = ge_ir.TensorDescriptor(name=name, dtype=_PROTO_DTYPE[dtype], layout=layout)
+    d.shape.dim.extend(UNKNOWN_RANK if shape is None else shape)
+    return d
+
+
+def _set_attr(attr, attr_type: str, value: Any) -> None:
+    """A spec attribute value (JSON form) as GE types it: int i, float f, bool b, str s, lists."""
+    value = from_json(attr_type, value)
+    if attr_type == "int":
+        attr.i = value
+    elif attr_type == "float":
+        attr.f = value
+    elif attr_type == "bool":
+        attr.b = value
+    elif attr_type == "str":
+        attr.s = value.encode()
+    else:
+        kind = attr_type.split("_", 1)[1]
+        lst = attr.list
+        lst.val_type = {"int": 2, "float": 3, "bool": 4}[kind]
+        getattr(lst, kind[0]).extend(value)
+
+
+def _get_attr(attr, attr_type: str) -> Any:
+    """The JSON form of an attribute value written by `_set_attr` (float32: the shortest decimal)."""
+    def f32(v: float) -> float:
+        return float(str(np.float32(v))) if np.isfinite(v) else v
+
+    if attr_type == "int":
+        return attr.i
+    if attr_type == "float":
+        return to_json(f32(attr.f))
+    if attr_type == "bool":
+        return attr.b
+    if attr_type == "str":
+        return attr.s.decode()
+    kind = attr_type.split("_", 1)[1]
+    values = list(getattr(attr.list, kind[0]))
+    return to_json([f32(v) for v in values]) if kind == "float" else values
+
+
+def _json_attr(attr, value: Any) -> None:
+    attr.s = dumps(value, sort_keys=True, separators=(",", ":")).encode()
+
+
+def encode(md: dict[str, Any], kernel_descs: dict[str, dict[str, Any]]) -> bytes:
+    """The ModelDef bytes of the model dict `md` (weights with dtype and shape) and the
+    descriptors of its TBE_KERNELS items."""
+    model = ge_ir.ModelDef(name=md["name"], version=IR_VERSION)
+    a = model.attr
+    a["soc_version"].s = md["soc"].encode()
+    a["dynamic"].b = md["dynamic"]
+    a["deterministic"].i = md["deterministic"]
+    a["impl_mode"].i = md["impl_mode"]
+    a["so_in_om_flag"].i = md["so_in_om_flag"]
+    info = md["so_in_om_info"]
+    for key, name in (("cpu_info", "host_env_cpu"), ("os_info", "host_env_os"), ("opp_version", "opp_version"),
+                      ("compiler_version", "compiler_version")):
+        a[name].s = info[key].encode()
+    for vendor, meta in sorted(md.get("packages", {}).items()):
+        a[f"{PRIVATE}packages"].func.attr[vendor].s = meta["version"].encode()
+    ops = a[f"{PRIVATE}ops"].list
+    ops.val_type = 9
+    for ref, op in md["ops"].items():
+        na = ops.na.add(name=ref)
+        na.attr["package"].s = op["package"].encode()
+        na.attr["op"].s = op["op"].encode()
+        _json_attr(na.attr["definition"], op["definition"])
+        if op.get("key_rule_source") is not None:
+            na.attr["key_rule_source"].s = op["key_rule_source"].encode()
+        na.attr["binaries"].func.name = "binaries"
+        for key, item in sorted(op["binaries"].items()):
+            na.attr["binaries"].func.attr[key].s = item.encode()
+    kernels = a[f"{PRIVATE}kernels"].func
+    kernels.name = "kernels"
+    for item, desc in sorted(kernel_descs.items()):
+        _json_attr(kernels.attr[item], desc)
+
+    graph = model.graph.add(name=md["name"])
+    producer: dict[str, str] = {}  # tensor name -> "op:index"
+    descs: dict[str, Any] = {}  # tensor name -> its producer's output descriptor
+    taken = {i["name"] for i in md["inputs"]} | {w["name"] for w in md["weights"]} | {n["name"] for n in md["nodes"]}
+    for index, t in enumerate(md["inputs"]):
+        op = graph.op.add(name=t["name"], type=DATA)
+        op.attr["index"].i = index
+        op.output_desc.append(_desc(t["name"], t["dtype"], t["shape"]))
+        graph.input.append(t["name"])
+        producer[t["name"]] = f"{t['name']}:0"
+        descs[t["name"]] = op.output_desc[0]
+    for w in md["weights"]:
+        op = graph.op.add(name=w["name"], type=CONST)
+        desc = _desc(w["name"], w["dtype"], w["shape"])
+        op.output_desc.append(desc)
+        op.attr["value"].t.desc.CopyFrom(desc)
+        producer[w["name"]] = f"{w['name']}:0"
+        descs[w["name"]] = op.output_desc[0]
+    for node in md["nodes"]:
+        op_def = md["ops"][node["op"]]
+        spec = op_def["definition"]
+        op = graph.op.add(name=node["name"], type=node["type"])
+        counts = []
+        for param, t in zip(spec["inputs"], node["inputs"]):
+            names = t if isinstance(t, list) else ([] if t is None else [t])
+            counts.append(len(names) if isinstance(t, list) else (0 if t is None else 1))
+            for n in names:
+                op.input.append(producer[n])
+                src = descs[n]
+                op.input_desc.append(_desc(param["name"], _DTYPE_BY_PROTO[src.dtype], list(src.shape.dim),
+                                           param.get("formats", ["ND"])[0]))
+        shapes = node.get("output_shapes") or [None] * len(node["outputs"])
+        for k, (param, name) in enumerate(zip(spec["outputs"], node["outputs"])):
+            op.output_desc.append(_desc(name, node["output_dtypes"][k], shapes[k], param.get("formats", ["ND"])[0]))
+            producer[name] = f"{node['name']}:{k}"
+            descs[name] = op.output_desc[k]
+        types = {x["name"]: x["type"] for x in spec["attrs"]}
+        for name, value in node["attrs"].items():
+            if value is not None:
+                _set_attr(op.attr[name], types[name], value)
+        p = PRIVATE
+        op.attr[f"{p}op"].s = node["op"].encode()
+        op.attr[f"{p}preprocess"].b = node["preprocess"]
+        op.attr[f"{p}input_counts"].list.i.extend(counts)
+        if node.get("autofuse_so") is not None:
+            op.attr[f"{p}autofuse_so"].s = node["autofuse_so"].encode()
+        if node.get("tiling") is not None:
+            op.attr[f"{p}tiling"].s = node["tiling"].encode()
+        if node.get("selected") is not None:
+            _json_attr(op.attr[f"{p}selected"], node["selected"])
+    name = NET_OUTPUT_NAME
+    while name in taken:
+        name += "_"
+    out = graph.op.add(name=name, type=NET_OUTPUT)
+    for t in md["outputs"]:
+        out.input.append(producer[t])
+        graph.output.append(producer[t])
+    return model.SerializeToString(deterministic=True)
+
+
+def _str(attr) -> str:
+    return attr.s.decode("utf-8")
+
+
+def _json(attr, what: str) -> Any:
+    try:
+        return json.loads(attr.s.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise OmError(f"{what}: not UTF-8 JSON: {str(exc)[:200]}", "MODEL_DEF") from None
+
+
+def decode(data: bytes | memoryview) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """(model dict, kernel descriptors by TBE_KERNELS item name) of ModelDef bytes; OmError
+    naming what is missing or malformed (the dict is checked against the schema afterwards)."""
+    from google.protobuf.message import DecodeError
+
+    try:
+        model = ge_ir.ModelDef.FromString(bytes(data))
+    except (DecodeError, RecursionError) as exc:
+        raise OmError(f"not a ge.proto.ModelDef: {exc}", "MODEL_DEF") from None
+    try:
+        return _decode(model)
+    except OmError:
+        raise
+    except (KeyError, IndexError, ValueError, TypeError, UnicodeDecodeError) as exc:
+        raise OmError(f"ModelDef is not an opbuild model or is inconsistent: {type(exc).__name__}: {exc}",
+                      "MODEL_DEF") from None
+
+
+def _decode(model) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    a = model.attr
+    for key in ("soc_version", f"{PRIVATE}ops", f"{PRIVATE}kernels"):
+        if key not in a:
+            raise OmError(f"ModelDef has no attribute {key!r} (not written by opbuild om)", "MODEL_DEF")
+    if len(model.graph) != 1:
+        raise OmError(f"{len(model.graph)} graphs, expected 1", "MODEL_DEF")
+    ops = {}
+    for na in a[f"{PRIVATE}ops"].list.na:
+        op = {"package": _str(na.attr["package"]), "op": _str(na.attr["op"]),
+              "definition": _json(na.attr["definition"], f"op {na.name} definition"),
+              "key_rule_source": _str(na.attr["key_rule_source"]) if "key_rule_source" in na.attr else None,
+              "binaries": {k: _str(v) for k, v in na.attr["binaries"].func.attr.items()}}
+        ops[na.name] = op
+    kernels = {k: _json(v, f"kernel {k} descriptor") for k, v in a[f"{PRIVATE}kernels"].func.attr.items()}
+    graph = model.graph[0]
+    by_name = {}
+    for op in graph.op:
+        if op.name in by_name:
+            raise OmError(f"op name {op.name!r} appears twice in the graph", "MODEL_DEF")
+        by_name[op.name] = op
+
+    def tensor(edge: str) -> str:
+        name, sep, index = edge.rpartition(":")
+        if not sep or name not in by_name or not index.isdigit() or int(index) >= len(by_name[name].output_desc):
+            raise OmError(f"edge {edge!r} names no output of an op", "MODEL_DEF")
+        return by_name[name].output_desc[int(index)].name
+
+    def dims(desc) -> list[int] | None:
+        d = list(desc.shape.dim)
+        return None if d == UNKNOWN_RANK else d
+
+    inputs, weights, nodes, outputs = [], [], [], []
+    for op in graph.op:
+        if op.type == DATA:
+            d = op.output_desc[0]
+            inputs.append((op.attr["index"].i, {"name": d.name, "dtype": _DTYPE_BY_PROTO[d.dtype], "shape": dims(d)}))
+        elif op.type == CONST:
+            d = op.attr["value"].t.desc
+            weights.append({"name": op.output_desc[0].name, "dtype": _DTYPE_BY_PROTO[d.dtype], "shape": dims(d)})
+        elif op.type == NET_OUTPUT:
+            outputs = [tensor(e) for e in op.input]
+        else:
+            nodes.append(_decode_node(op, ops, tensor, dims))
+    md = {
+        "format": FORMAT, "format_version": FORMAT_VERSION, "name": model.name, "soc": _str(a["soc_version"]),
+        "dynamic": a["dynamic"].b, "deterministic": a["deterministic"].i, "impl_mode": a["impl_mode"].i,
+        "so_in_om_flag": a["so_in_om_flag"].i,
+        "so_in_om_info": {key: _str(a[name]) for key, name in (
+            ("cpu_info", "host_env_cpu"), ("os_info", "host_env_os"), ("opp_version", "opp_version"),
+            ("compiler_version", "compiler_version"))},
+        "inputs": [t for _, t in sorted(inputs, key=lambda x: x[0])], "weights": weights, "outputs": outputs,
+        "packages": {k: {"version": _str(v)} for k, v in a[f"{PRIVATE}packages"].func.attr.items()},
+        "ops": ops, "nodes": nodes,
+    }
+    return md, kernels
+
+
+def _decode_node(op, ops, tensor, dims) -> dict[str, Any]:
+    p = PRIVATE
+    ref = _str(op.attr[f"{p}op"])
+    spec = ops[ref]["definition"] if ref in ops else {"inputs": [], "outputs": [], "attrs": []}
+    counts = list(op.attr[f"{p}input_counts"].list.i)
+    edges = [tensor(e) for e in op.input]
+    if sum(counts) != len(edges) or len(counts) != len(spec["inputs"]):
+        raise OmError(f"node {op.name}: {len(edges)} inputs do not fit the counts {counts}", "MODEL_DEF")
+    node_inputs: list[Any] = []
+    pos = 0
+    for param, n in zip(spec["inputs"], counts):
+        group = edges[pos:pos + n]
+        pos += n
+        if param.get("param_type") == "dynamic":
+            node_inputs.append(group)
+        else:
+            node_inputs.append(group[0] if group else None)
+    types = {x["name"]: x["type"] for x in spec["attrs"]}
+    shapes = [dims(d) for d in op.output_desc]
+    return {
+        "name": op.name, "op": ref, "type": op.type, "inputs": node_inputs,
+        "outputs": [d.name for d in op.output_desc],
+        "attrs": {name: _get_attr(op.attr[name], t) for name, t in types.items() if name in op.attr},
+        "preprocess": op.attr[f"{p}preprocess"].b,
+        "autofuse_so": _str(op.attr[f"{p}autofuse_so"]) if f"{p}autofuse_so" in op.attr else None,
+        "tiling": _str(op.attr[f"{p}tiling"]) if f"{p}tiling" in op.attr else None,
+        "selected": _json(op.attr[f"{p}selected"], f"node {op.name} selected") if f"{p}selected" in op.attr else None,
+        "output_dtypes": [_DTYPE_BY_PROTO[d.dtype] for d in op.output_desc],
+        "output_shapes": None if any(s is None for s in shapes) else shapes,
+    }

@@ -1,0 +1,69 @@
+"""Output shapes and dtypes of a call, from the op's package op_proto library.
+
+The spec's shape and dtype rules are compiled into each package's `libcust_opsproto_rt2.0.so`
+(opbuild/codegen/op_proto.py); this module only marshals a call's inputs to it
+(opbuild/abi/op_proto.py) and turns its refusals into aclnn errors. A package provider (an
+`.om` node) may answer instead: `inferred_outputs(spec, inputs)` (what was inferred when it was
+built, for the same inputs) or its own `op_proto_library()`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from opbuild.abi.op_proto import InferError, infer_outputs as _infer
+from opbuild.abi.platform import platform
+from opbuild.runtime.binaries.selection import OpRuntime, current_soc
+from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
+
+
+_CACHE: dict[tuple, list] = {}
+CACHE_CAPACITY = 4096
+"""Inferred outputs by (op, inputs' dtypes/formats/shapes, attributes, halves asked for): a
+call's first miss asks twice (the one-shot allocation, then the plan's shape check), and a
+model run asks once per node per new input shape. Cleared when full."""
+
+
+def infer_outputs(op: OpRuntime, inputs: Sequence[Sequence[tuple]], attr_values: Sequence[Any], *,
+                  shapes: bool = True, dtypes: bool = True) -> list[tuple[tuple[int, ...] | None, str | None]] | None:
+    """(shape or None, dtype name) per output of `op` for `inputs` (per IR input, a list of
+    (dtype name, format name, shape) instances) and normalized attribute values. None when the
+    package has no inference for this call (a static `.om` node called with other inputs).
+    `shapes`/`dtypes` False: that half is not inferred (None)."""
+    soc = current_soc()
+    try:
+        key = (op, soc, tuple(tuple((i[0], i[1], tuple(i[2])) for i in g) for g in inputs), tuple(
+            tuple(v) if isinstance(v, list) else v for v in attr_values))
+        hash(key)
+    except TypeError:
+        key = None
+    if key is not None:
+        for wanted in ((True, True), (shapes, dtypes)):  # a full answer serves a half question
+            found = _CACHE.get((key, wanted))
+            if found is not None:
+                return [(s if shapes else None, d if dtypes else None) for s, d in found]
+    result = _infer_uncached(op, soc, inputs, attr_values, shapes, dtypes)
+    if key is not None and result is not None:
+        if len(_CACHE) >= CACHE_CAPACITY:
+            _CACHE.clear()
+        _CACHE[(key, (shapes, dtypes))] = result
+    return result
+
+
+def _infer_uncached(op: OpRuntime, soc: str, inputs, attr_values, shapes: bool, dtypes: bool):
+    package, _ = op.resolve_package(soc)
+    fixed = getattr(package, "inferred_outputs", None)
+    if fixed is not None:
+        found = fixed(op.spec, inputs)
+        if found is not None:
+            return found
+    library = op.op_proto_library(package)
+    if library is None:
+        return None
+    info = platform(soc)
+    instances = [[(i[0], i[1], tuple(i[2]), None) for i in group] for group in inputs]  # contiguous
+    try:
+        return _infer(library, op.spec, instances, attr_values, soc=soc, core_num=info.core_num, ub_size=info.ub_size,
+                      shapes=shapes, dtypes=dtypes)
+    except InferError as exc:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID if exc.invalid else ACLNN_ERR_INNER, str(exc)) from None
