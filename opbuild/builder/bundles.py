@@ -3,15 +3,16 @@
 An op's outputs (tiling object, aclnn C sources and header, kernel binaries and their JSONs, in
 every package and SoC) are a function of its *op key*: the sha256 of
 
-  * opbuild's own code, templates, schemas and C headers (`manifest.code_files`), and the
-    toolchain's identity and version (the compile steps' OPBUILD_KEY);
+  * our code (`fingerprint.code_files`: opbuild's modules, templates, schemas and C headers), and
+    the toolchain's identity and version (the compile steps' OPBUILD_KEY);
   * every planned step of the op: its kind, targets and sources (relative to the project) and
     its signature (the command line, macros, SoC, ...);
   * the content of every file the steps read: the spec, the kernel and tiling sources, every file
     in the op's directory, and every header they `#include` (found the way SCons's C scanner finds
     them; headers the include path does not resolve are the toolchain's, covered by its version).
 
-With that key, at declaration time each op is one of
+The key is a `fingerprint.Key`: files named relative to the project, hashed by content, so a
+checkout at another path computes the same key. With it, at declaration time each op is one of
 
   * **current**: `<out>/.opbuild/ops.json` says its outputs were made from this key and every
     one of them has the stat recorded then: nothing of the op is declared to SCons;
@@ -36,7 +37,6 @@ working package).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -46,9 +46,10 @@ from pathlib import Path
 
 from opbuild.atomic import atomic_write
 from opbuild.builder import cache
-from opbuild.builder.manifest import FileStat, file_stat
 from opbuild.builder.plan import OpPlan
 from opbuild.builder.portable import portable_path
+from opbuild.builder.stores import LAYERS, LocalStore, SharedStore
+from opbuild.fingerprint import ContentHashes, FileStat, Key, file_stat
 
 FORMAT = 1
 MAGIC = b"OPBUNDLE1\n"
@@ -63,26 +64,13 @@ class BundleError(Exception):
     """A bundle that cannot be used (malformed, or naming paths outside the output directory)."""
 
 
-class InputHasher:
+class InputHasher(ContentHashes):
     """Content hashes and #include lists of input files, each computed once per build."""
 
     def __init__(self) -> None:
-        self._hashes: dict[str, str] = {}
+        super().__init__()
         self._includes: dict[str, list[tuple[bool, str]]] = {}
         self._scans: dict[tuple, frozenset[str]] = {}
-
-    def digest(self, path: str) -> str:
-        found = self._hashes.get(path)
-        if found is None:
-            try:
-                with open(path, "rb") as f:
-                    found = hashlib.sha256(f.read()).hexdigest()
-            except FileNotFoundError:
-                found = "missing"
-            except OSError as exc:
-                found = f"unreadable: {exc.strerror}"
-            self._hashes[path] = found
-        return found
 
     def includes(self, path: str) -> list[tuple[bool, str]]:
         """(quoted, name) of each #include / #import line of a C file."""
@@ -127,14 +115,8 @@ class InputHasher:
 
 
 def common_key(base: dict) -> str:
-    """The part of every op key that is not the op's: opbuild's code and the toolchain."""
-    from opbuild.builder.manifest import code_files
-
-    h = hashlib.sha256(json.dumps({"format": FORMAT, "base": base}, sort_keys=True).encode())
-    for name in code_files():
-        with open(name, "rb") as f:
-            h.update(f"{os.path.basename(name)}\0".encode() + hashlib.sha256(f.read()).digest())
-    return h.hexdigest()
+    """The part of every op key that is not the op's: our code and the toolchain."""
+    return Key("op-common").text(str(FORMAT)).code().json(base).hexdigest()
 
 
 def op_inputs(plan: OpPlan, root: Path, hasher: InputHasher, global_inputs: set[str]) -> list[str]:
@@ -159,20 +141,29 @@ def op_key(plan: OpPlan, inputs: list[str], root: Path, common: str, hasher: Inp
     def rel(path: str) -> str:  # the plan's paths are absolute and normalised; keys never name them
         return portable_path(path, root)
 
-    h = hashlib.sha256(f"{FORMAT}\0{common}\0{plan.spec.op}\0".encode())
+    key = Key("op", hasher).text(common, plan.spec.op)
     for step in plan.steps:
-        record = [step.kind, [rel(t) for t in step.targets], [rel(s) for s in step.sources],
-                  step.overrides["OPBUILD_SIG"], step.stored]
-        h.update(json.dumps(record, separators=(",", ":")).encode())
+        key.json([step.kind, [rel(t) for t in step.targets], [rel(s) for s in step.sources],
+                  step.overrides["OPBUILD_SIG"], step.stored])
     for path in inputs:
-        h.update(f"{rel(path)}\0{hasher.digest(path)}\0".encode())
-    return h.hexdigest()
+        key.file(path, root)
+    return key.hexdigest()
+
+
+def input_digests(inputs: list[str], root: Path, hasher: InputHasher) -> dict[str, str]:
+    """{name relative to the project: content digest} of an op's inputs (kept in the ops record, so
+    EXPLAIN=1 can name the input whose change made the op's key differ)."""
+    return {portable_path(path, root): hasher.digest(path) for path in inputs}
 
 
 # ---- the bundle file ---------------------------------------------------------------------------------
 
+def bundle_store(cache_dir: str | Path) -> SharedStore:
+    return SharedStore(str(cache_dir), "bundles")
+
+
 def bundle_path(cache_dir: str | Path, key: str) -> str:
-    return os.path.join(cache_dir, key[:2].upper(), key + SUFFIX)
+    return bundle_store(cache_dir).path(key)
 
 
 def pack(op: str, key: str, files: list[str], out: Path) -> bytes:
@@ -222,39 +213,31 @@ def unpack(data: bytes, out: Path, key: str) -> list[tuple[Path, int, memoryview
 
 def store(cache_dir: str, plan: OpPlan, key: str, out: Path) -> bool:
     """Pack the op's outputs into its bundle (unless the cache has it). False if a file is missing."""
-    path = bundle_path(cache_dir, key)
-    if os.path.exists(path) and os.path.exists(cache.hash_path(path)):
+    store = bundle_store(cache_dir)
+    if store.has(key):
         return True
     try:
         data = pack(plan.spec.op, key, plan.stored_files(), out)
     except FileNotFoundError:
         return False
-    cache.store(path, data)
-    cache.log_event(cache_dir, "push", os.path.relpath(path, cache_dir), plan.spec.op)
+    store.put(key, data, target=plan.spec.op)
     return True
 
 
 def restore(cache_dir: str, key: str, op: str, out: Path, expected: list[str]) -> list[str] | None:
     """Write the op's files from its bundle; their paths, or None when the cache has no usable
     bundle (a corrupt one is reported on stderr, logged, removed: the op is then built)."""
-    path = bundle_path(cache_dir, key)
-    rel = os.path.relpath(path, cache_dir)
-    data, problem = cache.load_verified(path)
-    files = None
-    if data is not None:
-        try:
-            files = unpack(data, out, key)
-            if sorted(str(p) for p, _, _ in files) != sorted(expected):
-                raise BundleError("its files are not the op's outputs")
-        except BundleError as exc:
-            problem, files = str(exc), None
-    if files is None:
-        if problem is not None:
-            sys.stderr.write(f"opbuild: cache: corrupt op bundle {path} for {op} ({problem}): not used, removed; "
-                             "building the op\n")
-            cache.remove_entry(path)
-            cache.log_event(cache_dir, "corrupt", rel, op)
-        cache.log_event(cache_dir, "miss", rel, op)
+    store = bundle_store(cache_dir)
+    path = store.path(key)
+    data = store.get(key, target=op)
+    if data is None:
+        return None
+    try:
+        files = unpack(data, out, key)
+        if sorted(str(p) for p, _, _ in files) != sorted(expected):
+            raise BundleError("its files are not the op's outputs")
+    except BundleError as exc:
+        store.reject(path, op, str(exc))
         return None
     try:
         for target, mode, blob in files:
@@ -263,11 +246,6 @@ def restore(cache_dir: str, key: str, op: str, out: Path, expected: list[str]) -
     except OSError as exc:  # out/ not writable, disk full: the op is built (and says why if it fails too)
         sys.stderr.write(f"opbuild: cache: cannot restore {op} from {path}: {exc}; building the op\n")
         return None
-    try:
-        os.utime(path, None)  # recently used: pruned last
-    except OSError:
-        pass
-    cache.log_event(cache_dir, "hit", rel, op)
     return [str(p) for p, _, _ in files]
 
 
@@ -279,21 +257,27 @@ class Installed:
     origin: str
     """"build" (SCons wrote the files, and its .sconsign describes them) or "bundle"."""
     files: tuple[FileStat, ...]
+    common: str = ""
+    """The common key (our code, the toolchain) the op's key was made with."""
+    inputs: dict[str, str] = field(default_factory=dict)
+    """{input named relative to the project: its content digest} when the key was made."""
 
 
 class InstalledOps:
-    """`<out>/.opbuild/ops.json`: per op, the key its outputs were made from, who wrote them
-    (SCons, or a bundle restore) and their stat. Plain JSON: readable by any later opbuild (an
-    unreadable record makes every op's outputs suspect: they would all be deleted and built)."""
+    """`<out>/.opbuild/ops.json` (the ops record): per op, the key its outputs were made from, who
+    wrote them (SCons, or a bundle restore), their stat, and what the key was made of (to say
+    why an op is rebuilt). Plain JSON in the build's local store: readable by any later opbuild
+    (an unreadable record makes every op's outputs suspect: they would all be deleted and built)."""
 
     def __init__(self, out: Path) -> None:
-        self.path = out / INSTALLED_FILE
+        self.store = LocalStore(out / INSTALLED_FILE.parent, "ops")
+        self.path = Path(self.store.path(INSTALLED_FILE.name))
         self.ops: dict[str, Installed] = {}
         try:
-            with open(self.path, encoding="utf-8") as f:
-                data = json.load(f)
+            data = json.loads(self.store.get(INSTALLED_FILE.name) or b"{}")
             if data.get("format") == FORMAT:
-                self.ops = {op: Installed(e["key"], e["origin"], tuple(tuple(s) for s in e["files"]))  # type: ignore[misc]
+                self.ops = {op: Installed(e["key"], e["origin"], tuple(tuple(s) for s in e["files"]),  # type: ignore[misc]
+                                          e.get("common", ""), dict(e.get("inputs", {})))
                             for op, e in data["ops"].items()}
         except Exception:  # noqa: BLE001 - missing or unreadable: nothing is known to be current
             self.ops = {}
@@ -308,12 +292,13 @@ class InstalledOps:
         entry = self.ops.get(op)
         return entry is not None and entry.origin == "build"
 
-    def set(self, op: str, key: str, origin: str, files: list[str]) -> bool:
+    def set(self, op: str, key: str, origin: str, files: list[str], common: str = "",
+            inputs: dict[str, str] | None = None) -> bool:
         stats = [file_stat(f) for f in files]
         if any(s is None for s in stats):
             self.ops.pop(op, None)
             return False
-        self.ops[op] = Installed(key, origin, tuple(stats))  # type: ignore[arg-type]
+        self.ops[op] = Installed(key, origin, tuple(stats), common, dict(inputs or {}))  # type: ignore[arg-type]
         return True
 
     def forget(self, op: str) -> None:
@@ -324,13 +309,30 @@ class InstalledOps:
         kept, so that files SCons wrote stay vouched for by SCons after a failed build."""
         entry = self.ops.get(op)
         if entry is not None:
-            self.ops[op] = Installed("", entry.origin, entry.files)
+            self.ops[op] = Installed("", entry.origin, entry.files, entry.common, entry.inputs)
+
+    def why_not_current(self, op: str, key: str, common: str, inputs: dict[str, str]) -> tuple[str, str]:
+        """(reason, layer) an op is not current: what differs between its recorded key and `key`."""
+        entry = self.ops.get(op)
+        if entry is None or not entry.key:
+            return ("not built yet" if entry is None else "its last build did not finish"), "ops"
+        if entry.key == key:
+            return "its outputs in out/ changed", "ops"
+        if entry.common and entry.common != common:
+            return "opbuild's code or the toolchain changed", "fingerprint"
+        changed = [n for n in sorted(inputs) if n in entry.inputs and entry.inputs[n] != inputs[n]]
+        added = [n for n in sorted(inputs) if n not in entry.inputs]
+        removed = [n for n in sorted(entry.inputs) if n not in inputs]
+        parts = ([f"{', '.join(changed)} changed"] if changed else []) + \
+                ([f"{', '.join(added)} new"] if added and entry.inputs else []) + \
+                ([f"{', '.join(removed)} removed"] if removed else [])
+        return ("; ".join(parts) if parts else "its steps or options changed"), "fingerprint"
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = {"format": FORMAT, "ops": {op: {"key": e.key, "origin": e.origin, "files": [list(s) for s in e.files]}
+        data = {"format": FORMAT, "ops": {op: {"key": e.key, "origin": e.origin, "files": [list(s) for s in e.files],
+                                               "common": e.common, "inputs": e.inputs}
                                           for op, e in sorted(self.ops.items())}}
-        atomic_write(self.path, json.dumps(data, separators=(",", ":"), allow_nan=False).encode(), prefix=".ops.")
+        self.store.put(INSTALLED_FILE.name, json.dumps(data, separators=(",", ":"), allow_nan=False, sort_keys=True).encode())
 
 
 # ---- deciding, per op, what the build does with it -------------------------------------------------------
@@ -355,6 +357,11 @@ class Decision:
     """Not selected, built before, no longer current: left out of the packages."""
     rebuild: list[OpPlan] = field(default_factory=list)
     """Of `to_build`, those whose files SCons did not write: every step of theirs runs."""
+    common: str = ""
+    digests: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Per op, its inputs' content digests (recorded with the op, for the next build's reasons)."""
+    verdicts: dict[str, str] = field(default_factory=dict)
+    """Per op: what the build does with it and which layer decided (EXPLAIN=1)."""
 
     def undeclared(self) -> tuple[set[str], set[str], set[str]]:
         """Input files, output files and op directories of every op not in the SCons graph."""
@@ -379,7 +386,8 @@ class Decision:
                     self.installed.forget(op)  # (files SCons did not write may remain)
                 else:
                     self.installed.unfinished(op)
-            elif self.installed.set(op, self.keys[op], "build", plan.stored_files()) and cache_dir:
+            elif self.installed.set(op, self.keys[op], "build", plan.stored_files(), self.common,
+                                    self.digests.get(op)) and cache_dir:
                 try:
                     store(cache_dir, plan, self.keys[op], self.out)
                 except OSError as exc:
@@ -396,21 +404,31 @@ def decide(plans: list[OpPlan], others: list[OpPlan], root: Path, out: Path, bas
     hasher = InputHasher()
     keys: dict[str, str] = {}
     inputs: dict[str, list[str]] = {}
+    digests: dict[str, dict[str, str]] = {}
     for plan in [*plans, *others]:
         op = plan.spec.op
         inputs[op] = op_inputs(plan, root, hasher, {stamp})
         keys[op] = op_key(plan, inputs[op], root, common, hasher)
+        digests[op] = input_digests(inputs[op], root, hasher)
+    verdicts: dict[str, str] = {}
     current = [p for p in plans if installed.is_current(p.spec.op, keys[p.spec.op], p.stored_files())]
     current_ops = {p.spec.op for p in current}
+    for plan in current:
+        verdicts[plan.spec.op] = f"up to date ({LAYERS['ops']})"
     wanted = [p for p in plans if p.spec.op not in current_ops]
+    why = {p.spec.op: installed.why_not_current(p.spec.op, keys[p.spec.op], common, digests[p.spec.op]) for p in wanted}
     found = restore_all(cache_dir, wanted, keys, out, jobs)
     restored, to_build, rebuild = [], [], []
     for plan in wanted:
         op, stored = plan.spec.op, plan.stored_files()
+        reason, layer = why[op]
         if found.get(op):
-            installed.set(op, keys[op], "bundle", stored)
+            installed.set(op, keys[op], "bundle", stored, common, digests[op])
             restored.append((plan, keys[op]))
+            verdicts[op] = f"restored ({LAYERS['bundles']}); out/ was not current: {reason} ({LAYERS[layer]})"
             continue
+        bundle = f"; no bundle in the {LAYERS['bundles']}" if cache_dir else ""
+        verdicts[op] = f"rebuilt: {reason} ({LAYERS[layer]}){bundle}; its steps: as SCons decides ({LAYERS['scons']})"
         if installed.built_by_scons(op):
             installed.unfinished(op)
         else:
@@ -423,8 +441,15 @@ def decide(plans: list[OpPlan], others: list[OpPlan], root: Path, out: Path, bas
     kept = [p for p in others if installed.is_current(p.spec.op, keys[p.spec.op], p.stored_files())]
     kept_ops = {p.spec.op for p in kept}
     dropped = sorted(p.spec.op for p in others if p.spec.op not in kept_ops and p.spec.op in installed.ops)
+    for plan in kept:
+        verdicts[plan.spec.op] = f"not selected (OPS=), kept as built ({LAYERS['ops']})"
+    for plan in others:
+        if plan.spec.op in dropped:
+            reason, layer = installed.why_not_current(plan.spec.op, keys[plan.spec.op], common, digests[plan.spec.op])
+            verdicts[plan.spec.op] = f"not selected (OPS=), left out: {reason} ({LAYERS[layer]})"
     installed.save()
-    return Decision(installed, out, keys, inputs, to_build, restored, current, kept, dropped, rebuild)
+    return Decision(installed, out, keys, inputs, to_build, restored, current, kept, dropped, rebuild,
+                    common, digests, verdicts)
 
 
 def restore_all(cache_dir: str | None, plans: list[OpPlan], keys: dict[str, str], out: Path, jobs: int) -> dict[str, bool]:

@@ -32,7 +32,10 @@ its MAC checks (a rewritten or renamed entry is reported as corrupt, removed and
 `opbuild cache verify` reports it); builds without the secret cannot make entries those readers
 accept.
 
-`opbuild cache stats|verify|prune` (opbuild/cli.py) work on the same directory.
+Every reader and writer of the directory (SCons's per-file entries here, op bundles, checked
+specs) goes through `stores.SharedStore`, the shared side of the one cache interface, which
+uses the functions below. `opbuild cache stats|verify|prune` (opbuild/cli.py) work on the same
+directory.
 """
 
 from __future__ import annotations
@@ -165,8 +168,11 @@ def verified_cache_class():
 
         _lock = threading.Lock()
 
-        def _rel(self, cache_file: str) -> str:
-            return os.path.relpath(cache_file, self.path)
+        def __init__(self, path) -> None:
+            from opbuild.builder.stores import SharedStore
+
+            super().__init__(path)
+            self.store = SharedStore(self.path, "compile")  # verified reads and writes, events
 
         def retrieve(self, node) -> bool:
             if not self.is_enabled() or not SCons.Action.execute_actions:
@@ -175,26 +181,18 @@ def verified_cache_class():
             target = node.get_internal_path()
             with self._lock:
                 self.requests += 1
-            data, problem = load_verified(cache_file)
+            data = self.store.read(cache_file, target)
             if data is None:
-                if problem is not None:
-                    sys.stderr.write(f"opbuild: cache: corrupt entry {cache_file} for {target} ({problem}): "
-                                     "not used, removed; building it\n")
-                    remove_entry(cache_file)
-                    log_event(self.path, "corrupt", self._rel(cache_file), target)
-                log_event(self.path, "miss", self._rel(cache_file), target)
                 return False
             try:
                 mode = os.stat(cache_file).st_mode & 0o777
                 os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
                 _write_atomic(os.path.dirname(os.path.abspath(target)), os.path.abspath(target), data, mode | 0o200)
-                os.utime(cache_file, None)  # recently used: pruned last
             except OSError as exc:
                 sys.stderr.write(f"opbuild: cache: cannot retrieve {target} from {cache_file}: {exc}; building it\n")
                 return False
             with self._lock:
                 self.hits += 1
-            log_event(self.path, "hit", self._rel(cache_file), target)
             env = node.get_build_env()
             text = f"Retrieved `{target}' from cache"
             show = env.get("PRINT_CMD_LINE_FUNC")
@@ -214,12 +212,10 @@ def verified_cache_class():
             try:
                 with open(target, "rb") as f:
                     data = f.read()
-                store(cache_file, data, os.stat(target).st_mode & 0o777)
+                self.store.write(cache_file, data, os.stat(target).st_mode & 0o777, target)
             except OSError as exc:
                 SCons.Warnings.warn(SCons.Warnings.CacheWriteErrorWarning,
                                     f"opbuild: cache: cannot push {target} to {cache_file}: {exc}")
-                return None
-            log_event(self.path, "push", self._rel(cache_file), target)
             return None
 
     return VerifiedCacheDir

@@ -8,8 +8,8 @@ with hundreds of ops that takes seconds although nothing changed. After a comple
     VENDOR, TOOLCHAIN, OUT, CC), OPBUILD_CACHE_DIR, the compiler found on PATH, the Python and
     SCons versions and the root;
   * the stat (size, mtime, ctime, inode) of every file node of the graph: sources, implicit
-    dependencies found by the C scanner, generated files and outputs; of opbuild's own code,
-    templates, schemas and headers; of the SConstruct; and of the compiler;
+    dependencies found by the C scanner, generated files and outputs; of our code
+    (`fingerprint.code_files`); of the SConstruct; and of the compiler;
   * the stat of the directories sources are looked up in (`ops/`, each op directory, the
     include directories), so a new op, or a new file in one, is noticed.
 
@@ -20,11 +20,15 @@ a changed or missing file, other options, `-c`, `-n`, `--tree`, `--debug`, other
 the normal SCons path, which first deletes the manifest; it is written again only when every
 target ended up built or up to date. Sources modified during (or just before) the build are not
 trusted: the manifest is then not written, and the next run is a normal SCons run.
+
+The manifest is an entry of the build's local store (`stores.LocalStore`); stats and the list of
+our code come from opbuild/fingerprint.py. It names absolute paths and the machine's Python: it
+is only ever read by the checkout that wrote it (what is shared between checkouts is keyed by
+content, bundles.py).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import pickle
@@ -33,8 +37,9 @@ import sys
 import time
 from pathlib import Path
 
-from opbuild.atomic import atomic_write
+from opbuild.builder.stores import LocalStore
 from opbuild.builder.toolchain import COMPILER_ENVIRONMENT
+from opbuild.fingerprint import FileStat, Key, code_files, file_stat
 
 MANIFEST_FILE = Path(".opbuild") / "uptodate.pickle"
 """Relative to the build's output directory."""
@@ -48,36 +53,6 @@ DISABLE_ENV = "OPBUILD_FULL_CHECK"
 """Set to 1 to skip the manifest and always let SCons check the graph (benchmarks, debugging)."""
 
 _PKG = Path(__file__).resolve().parent.parent
-
-FileStat = tuple[str, int, int, int, int]
-
-
-def file_stat(path: str) -> FileStat | None:
-    """(path, size, mtime_ns, ctime_ns, inode), or None if the file cannot be stat'ed: equal
-    stats mean an unchanged file (the content-timestamp rule)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-
-
-BUILD_PACKAGES = ("builder", "codegen", "spec", "keys", "abi")
-"""The opbuild packages a build imports (the runtime, om and CLI are not part of it)."""
-
-
-def code_files() -> list[str]:
-    """opbuild's own Python code that builds use, templates, schemas and C headers: what the
-    graph and its actions are made of."""
-    from opbuild.runtime_paths import native_include_dir, schemas_dir, templates_dir
-
-    files = sorted(str(p) for p in _PKG.glob("*.py"))
-    tops = [(_PKG / sub, (".py",)) for sub in BUILD_PACKAGES]
-    for top, suffixes in (*tops, (templates_dir(), None), (schemas_dir(), None), (native_include_dir(), None)):
-        for dirpath, dirnames, filenames in os.walk(top):
-            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-            files += [os.path.join(dirpath, f) for f in sorted(filenames) if suffixes is None or f.endswith(suffixes)]
-    return files
 
 
 def config_key(options: dict[str, str], compiler: str | None) -> str:
@@ -95,7 +70,7 @@ def config_key(options: dict[str, str], compiler: str | None) -> str:
         "package": str(_PKG),
         "format": FORMAT,
     }
-    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+    return Key("manifest").text(json.dumps(data, sort_keys=True)).hexdigest()
 
 
 def resolve_compiler(cc: str) -> str | None:
@@ -126,11 +101,14 @@ def fast_path_allowed(get_option, targets: list[str]) -> bool:
     return not get_option("taskmastertrace_file")
 
 
+def _store(path: Path) -> LocalStore:
+    return LocalStore(path.parent, "manifest")
+
+
 def check(path: Path, key: str) -> dict | None:
     """The recorded summary if the manifest at `path` says the build is up to date, else None."""
     try:
-        with open(path, "rb") as f:
-            data = pickle.load(f)
+        data = pickle.loads(_store(path).get(path.name) or b"")
         if data.get("format") != FORMAT or data.get("key") != key:
             return None
         for entry in data["files"]:
@@ -149,10 +127,7 @@ def check(path: Path, key: str) -> dict | None:
 
 def discard(path: Path) -> None:
     """Forget the manifest (the normal SCons path is about to run and may change anything)."""
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
+    _store(path).discard(path.name)
 
 
 def record(path: Path, key: str, file_nodes: list[str], derived: set[str], dirs: list[str], summary: dict,
@@ -181,6 +156,5 @@ def record(path: Path, key: str, file_nodes: list[str], derived: set[str], dirs:
         code.append(st)
     data = {"format": FORMAT, "key": key, "files": files, "code": code, "summary": summary,
             "written": time.time()}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL), prefix=".uptodate.")
+    _store(path).put(path.name, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
     return True

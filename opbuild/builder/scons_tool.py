@@ -4,8 +4,10 @@
 binary per declared binary, kernel descriptor JSONs, the tiling library, the per-SoC configs and
 the package metadata) into SCons targets under `out/`, leaving out the ops that need no step
 (bundles.py: current, or restored whole from the cache). Every action is a module-level function that finds its
-op by name, so action signatures stay stable and cheap (one shared Action object per kind of
-step; the per-step values that affect the output are its `varlist`, the label is not).
+op by name in the build's state (`BuildState`, passed in the SCons environment as OPBUILD_STATE:
+no module global), so action signatures stay stable and cheap (one shared Action object per kind
+of step; the per-step values that affect the output are its `varlist`, the label and the state
+are not).
 
 The generator's own modules and templates (`codegen.GENERATOR_FILES`) are dependencies of one
 stamp file, `out/build/<vendor>/generator.stamp`, which lists their content hashes; every
@@ -51,17 +53,6 @@ class BuildOptions:
     """opbuild.builder.distcc.Distcc when DISTCC_HOSTS is set: runs the `-c` compiles."""
 
 
-@dataclass
-class _Registry:
-    """Objects the actions need, keyed by name (kept out of action signatures)."""
-
-    specs: dict[str, OpSpec] = field(default_factory=dict)
-    options: BuildOptions | None = None
-
-
-_REGISTRY = _Registry()
-
-
 class Progress:
     """Prints one short line per executed step: `[n/total] WHAT`, or `[n/total] CACHE WHAT` when
     the step's outputs were retrieved from the shared cache. Thread-safe (`scons -j`).
@@ -94,11 +85,7 @@ class Progress:
         with self._lock:
             self.done += steps_
             self.cached += compiles
-            why = ""
-            if self.explain is not None:
-                why = (f"       because: out/ holds no outputs of its inputs as they are (op key {key[:12]}...);\n"
-                       f"                the cache does (op bundle)\n")
-            sys.stdout.write(f"[{self.done}/{self.total}] CACHE {op}: {steps_} steps, {files} files (op bundle)\n{why}")
+            sys.stdout.write(f"[{self.done}/{self.total}] CACHE {op}: {steps_} steps, {files} files (op bundle)\n")
 
     def step_of(self, path: str) -> PlannedStep | None:
         return self.by_target.get(os.path.abspath(path))
@@ -120,7 +107,7 @@ class Progress:
                     self._seen_cached.add(id(step))
                     text = step.label
                 self.cached += 1
-                text = f"CACHE {text}"
+                text = f"CACHE {text}" + (" (shared compile cache)" if self.explain is not None else "")
             else:
                 if step is not None and step.kind == "compile":
                     self.compiled += 1
@@ -134,7 +121,7 @@ class Progress:
                 out.flush()
 
 
-def enable_explain(root: Path) -> None:
+def enable_explain(root: Path, progress: Progress) -> None:
     """EXPLAIN=1: SCons's `--debug=explain`, made readable. SCons asks a task's first target why
     it is out of date (`Node.explain`) when the task becomes ready, before its old outputs are
     removed; the answer is kept here and printed under the step's `[n/N]` line instead of as
@@ -149,11 +136,11 @@ def enable_explain(root: Path) -> None:
             text = original(node) or ""
         except Exception as exc:  # noqa: BLE001 - an explanation must never fail the build
             text = f"(no explanation: {exc})"
-        with PROGRESS._lock:
-            PROGRESS.reasons[str(node)] = explain_text(text, root)
+        with progress._lock:
+            progress.reasons[str(node)] = explain_text(text, root)
         return None  # nothing for SCons to print
 
-    PROGRESS.explain = root
+    progress.explain = root
     SCons.Node.FS.File.explain = explain_file
     SCons.Script.Main.OptionsParser.values.debug_explain = True
 
@@ -200,7 +187,18 @@ def explain_text(text: str, root: Path) -> list[str]:
     return list(dict.fromkeys(reasons))
 
 
-PROGRESS = Progress()
+@dataclass
+class BuildState:
+    """What the actions read besides their targets, sources and variables: the specs by op name
+    and the build's options. One per build, in the SCons environment as OPBUILD_STATE (not part
+    of any signature; the progress is the environment's PRINT_CMD_LINE_FUNC)."""
+
+    options: BuildOptions
+    specs: dict[str, OpSpec] = field(default_factory=dict)
+
+
+def _state(env) -> BuildState:
+    return env["OPBUILD_STATE"]
 
 
 def _flushes_itself(stream) -> bool:
@@ -239,7 +237,7 @@ def _generator_stamp(target, source, env):
 
 
 def _render_op_sources(target, source, env):
-    spec = _REGISTRY.specs[env["OPBUILD_OP"]]
+    spec = _state(env).specs[env["OPBUILD_OP"]]
     try:
         steps.render_op_sources(spec, Path(str(target[0])), Path(str(target[1])))
     except Exception as exc:  # noqa: BLE001 - reported with the op's name
@@ -248,7 +246,7 @@ def _render_op_sources(target, source, env):
 
 
 def _compile(target, source, env):
-    options = _REGISTRY.options
+    options = _state(env).options
     produces = env.get("OPBUILD_PRODUCES") or None
     try:
         if produces:  # the command writes a file of its own choosing (asc_opc --output=DIR)
@@ -264,9 +262,9 @@ def _compile(target, source, env):
 
 
 def _kernel_descriptors(target, source, env):
-    spec = _REGISTRY.specs[env["OPBUILD_OP"]]
+    spec = _state(env).specs[env["OPBUILD_OP"]]
     soc = env["OPBUILD_SOC"]
-    options = _REGISTRY.options
+    options = _state(env).options
     root, sub = Path(env["OPBUILD_PKG_ROOT"]), env["OPBUILD_SUBPACKAGE"] or None
     suffix = options.toolchain.binary_suffix
     binaries = {b.name: root / layout.kernel_binary(soc, spec.snake, b.name, suffix, sub) for b in spec.binaries}
@@ -281,7 +279,7 @@ def _kernel_descriptors(target, source, env):
 def _install_tiling_lib(target, source, env):
     """The linked tiling library (source[0], outside the package), checked against the specs of
     the package, then copied into it atomically; a library that fails a check is not installed."""
-    specs = [_REGISTRY.specs[name] for name in env["OPBUILD_OPS"]]
+    specs = [_state(env).specs[name] for name in env["OPBUILD_OPS"]]
     from opbuild.builder.consistency import check_c_callbacks, check_tiling_symbols
 
     linked = Path(source[0].abspath)
@@ -300,8 +298,8 @@ def _install_tiling_lib(target, source, env):
 
 
 def _binary_info_config(target, source, env):
-    options = _REGISTRY.options
-    specs = [_REGISTRY.specs[name] for name in env["OPBUILD_OPS"]]
+    options = _state(env).options
+    specs = [_state(env).specs[name] for name in env["OPBUILD_OPS"]]
     try:
         text = codegen.render_binary_info_config(specs, env["OPBUILD_SOC"], options.toolchain.binary_suffix)
     except Exception as exc:  # noqa: BLE001
@@ -311,7 +309,7 @@ def _binary_info_config(target, source, env):
 
 
 def _ops_info(target, source, env):
-    specs = [_REGISTRY.specs[name] for name in env["OPBUILD_OPS"]]
+    specs = [_state(env).specs[name] for name in env["OPBUILD_OPS"]]
     try:
         steps.write_file(Path(str(target[0])), codegen.render_ops_info(specs, env["OPBUILD_SOC"]))
     except Exception as exc:  # noqa: BLE001
@@ -322,7 +320,7 @@ def _ops_info(target, source, env):
 def _python_api(target, source, env):
     from opbuild.codegen.python_api import keyrule_path, render_python_api
 
-    specs = [_REGISTRY.specs[name] for name in env["OPBUILD_OPS"]]
+    specs = [_state(env).specs[name] for name in env["OPBUILD_OPS"]]
     python_dir = Path(env["OPBUILD_PKG_ROOT"]) / layout.python_api_dir()
     try:  # everything rendered and read before anything is written
         files = [(Path(str(target[0])), render_python_api(specs))]
@@ -352,7 +350,7 @@ def _onnx_plugins(target, source, env):
 def _aclnn_sources(target, source, env):
     from opbuild.codegen.aclnn_c import render_aclnn_header, render_aclnn_source
 
-    spec = _REGISTRY.specs[env["OPBUILD_OP"]]
+    spec = _state(env).specs[env["OPBUILD_OP"]]
     try:
         header, source_text = render_aclnn_header(spec), render_aclnn_source(spec)
     except Exception as exc:  # noqa: BLE001
@@ -459,6 +457,8 @@ class DeclaredBuild:
     op_dirs: set[str] = field(default_factory=set)
     finish: Any = None
     """finish(): after the build, records the ops SCons built and stores their bundles."""
+    progress: Any = None
+    """The build's Progress (what the summary line counts)."""
 
 
 @dataclass
@@ -474,20 +474,45 @@ class OpsCache:
     """Ops restored at once."""
 
 
+def explain_ops(decision, specs: list[OpSpec], spec_layers: dict[str, str], ops_cache: OpsCache) -> None:
+    """EXPLAIN=1: one line per op, before the steps, naming the layer that decided what the build
+    does with it (stores.LAYERS), and where its checked spec came from."""
+    from opbuild.builder.stores import LAYERS
+
+    lines = []
+    for spec in sorted(specs, key=lambda s: s.op):
+        if decision is not None:
+            verdict = decision.verdicts.get(spec.op)
+            if verdict is None:
+                continue
+        elif not ops_cache.enabled:
+            verdict = f"declared whole (-c, -n or -q): as SCons decides ({LAYERS['scons']})"
+        else:
+            continue
+        where = spec_layers.get(spec.op)
+        lines.append(f"opbuild: explain: {spec.op}: {verdict}" + (f"; spec: {where}" if where else "") + "\n")
+    sys.stdout.write("".join(lines))
+
+
 def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: OpsCache | None = None,
-                  others: list[OpSpec] = ()) -> DeclaredBuild:
+                  others: list[OpSpec] = (), progress: Progress | None = None,
+                  spec_layers: dict[str, str] | None = None) -> DeclaredBuild:
     """Declare the build's steps to SCons (see plan.py for the steps, bundles.py for the ops that
     need none: current or restored from the cache). `others`: with OPS=, the ops not selected;
-    those whose outputs are current stay in their packages. Also sets up `PROGRESS`."""
+    those whose outputs are current stay in their packages. `progress` prints the steps (and,
+    with its `explain` set, one line per op naming the layer that decided; `spec_layers`: where
+    each op's checked spec came from). The actions find the specs and options in
+    env["OPBUILD_STATE"]."""
     from SCons.Builder import Builder
 
     from opbuild.abi.native_libs import acl_library
     from opbuild.builder import bundles
     from opbuild.builder.plan import COMPILED, Planner
 
-    _REGISTRY.specs = {s.op: s for s in specs}
-    _REGISTRY.options = options
-    env["PRINT_CMD_LINE_FUNC"] = PROGRESS
+    progress = progress or Progress()
+    state = BuildState(options, {s.op: s for s in specs})
+    env["OPBUILD_STATE"] = state
+    env["PRINT_CMD_LINE_FUNC"] = progress
     ops_cache = ops_cache or OpsCache(enabled=False)
     actions = _actions()
     scanner = _cached_c_scanner()
@@ -514,7 +539,7 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: Op
     ops = {spec.op: planner.plan_op(spec, everything) for spec in specs}
 
     to_build, restored, decision, kept = list(ops.values()), [], None, []
-    result = DeclaredBuild(targets=[])
+    result = DeclaredBuild(targets=[], progress=progress)
     if ops_cache.enabled:
         other_plans = [planner.plan_op(spec, everything) for spec in others]
         decision = bundles.decide(list(ops.values()), other_plans, options.root, options.out, base_key, stamp,
@@ -524,7 +549,9 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: Op
         if decision.dropped:
             sys.stdout.write(f"opbuild: OPS: left out of the packages, changed since they were built: "
                              f"{', '.join(decision.dropped)} (build them to put them back)\n")
-    _REGISTRY.specs.update({p.spec.op: p.spec for p in kept})
+    state.specs.update({p.spec.op: p.spec for p in kept})
+    if progress.explain is not None:
+        explain_ops(decision, [*specs, *others], spec_layers or {}, ops_cache)
     packages = planner.packages([*specs, *(p.spec for p in kept)])  # OPS=: the current ops left out stay in
     acl_lib = str(acl_library())
     plans = {**ops, **{p.spec.op: p for p in kept}}
@@ -562,9 +589,9 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: Op
         for step in package.steps:
             declare(step)
 
-    PROGRESS.reset(declared, extra_total=sum(len(plan.steps) for plan, _ in restored))
+    progress.reset(declared, extra_total=sum(len(plan.steps) for plan, _ in restored))
     for plan, key in restored:
-        PROGRESS.restored(plan.spec.op, len(plan.steps), plan.compile_steps(), len(plan.stored_files()), key)
+        progress.restored(plan.spec.op, len(plan.steps), plan.compile_steps(), len(plan.stored_files()), key)
 
     def finish() -> None:
         """After the build: an op whose every target was built or found up to date is recorded

@@ -59,11 +59,14 @@ Options (NAME=value on the command line):
                  $ASCEND_HOME_PATH, kernels built by asc_opc into .o binaries)
   OUT=dir        build output directory (default: out)
   CC=cc          host C compiler (default: $CC or cc)
-  EXPLAIN=1      print under each step why it runs (a changed source, a new option, ...)
+  EXPLAIN=1      per op, which layer decided: up to date (manifest, ops record), restored
+                 (shared bundle cache) or rebuilt and why (fingerprint: the input that
+                 changed); where its checked spec came from; under each step why it runs
+                 (SCons signatures) or that it came from the shared compile cache
   DISTCC_HOSTS="h1/4 h2:3633/8"   run every C compile through distcc (also from the environment);
                  without -j, the build runs as many jobs as the hosts have slots
 Environment:
-  OPBUILD_CACHE_DIR   shared SCons cache directory (CacheDir) for compiled files
+  OPBUILD_CACHE_DIR   shared cache directory: compiled files (SCons CacheDir), op bundles, checked specs
   OPBUILD_CACHE_SECRET  entries carry an HMAC keyed by it; entries whose HMAC does not check are rebuilt
   OPBUILD_FULL_CHECK  1: always let SCons check every file (skip the up-to-date manifest)
 """
@@ -100,6 +103,11 @@ def main() -> None:
     if fast_ok:
         recorded = manifest.check(manifest_path, key)
         if recorded is not None:  # nothing changed since the last complete build: skip the graph
+            if env["EXPLAIN"]:
+                from opbuild.builder.stores import LAYERS
+
+                sys.stdout.write("".join(f"opbuild: explain: {op}: up to date ({LAYERS['manifest']})\n"
+                                         for op in recorded.get("names", [])))
             sys.stdout.write("scons: `ops' is up to date.\n")
             sys.stdout.write(f"opbuild: ok: {recorded['ops']} ops, {recorded['binaries']} kernel binaries, "
                              f"0/{recorded['steps']} steps run (nothing changed: 0 compiled, 0 from cache, 0 remote), "
@@ -127,7 +135,7 @@ def main() -> None:
             Exit(1)
         env.CacheDir(cache_dir, custom_class=verified_cache_class())
 
-    from opbuild.builder.scons_tool import BuildOptions, OpsCache, declare_build
+    from opbuild.builder.scons_tool import BuildOptions, OpsCache, Progress, declare_build
     from opbuild.builder.select import CACHE_FILE, SelectionError, SharedSpecs, SpecCache, select_specs
 
     cleaning = bool(GetOption("clean"))
@@ -148,24 +156,23 @@ def main() -> None:
         sys.stderr.write(f"{exc}\n")
         Exit(1)
 
+    progress = Progress()  # the build's progress lines and counts (passed on, never a global)
     distcc = None
     if env["DISTCC_HOSTS"].strip() and not cleaning:
         from opbuild.builder.distcc import Distcc, DistccError
-        from opbuild.builder.scons_tool import PROGRESS
 
         try:
-            distcc = Distcc(env["DISTCC_HOSTS"], on_remote=PROGRESS.count_remote)
+            distcc = Distcc(env["DISTCC_HOSTS"], on_remote=progress.count_remote)
         except DistccError as exc:
             sys.stderr.write(f"error: {exc}\n")
             Exit(1)
         SetOption("num_jobs", distcc.slots())  # -j given on the command line wins
         sys.stdout.write(f"opbuild: distcc: {distcc.hosts} ({distcc.slots()} slots), -j{GetOption('num_jobs')}\n")
     options = BuildOptions(root=root, out=out, vendor=env["VENDOR"], socs=socs, toolchain=toolchain, distcc=distcc)
-    _REGISTRY_TOOLS[:] = toolchain.tool_files()
     if env["EXPLAIN"]:
         from opbuild.builder.scons_tool import enable_explain
 
-        enable_explain(root)
+        enable_explain(root, progress)
     # Ops whose outputs are current, or restored from their bundle, are not declared (bundles.py);
     # not when cleaning (everything must be declared to be removed) or only looking (-n, -q).
     looking = cleaning or bool(GetOption("no_exec")) or bool(GetOption("question"))
@@ -176,7 +183,8 @@ def main() -> None:
 
     try:
         lock_output(out)  # from here on the build writes under out/: one build at a time
-        build = declare_build(env, specs, options, ops_cache, others=others)
+        build = declare_build(env, specs, options, ops_cache, others=others, progress=progress,
+                              spec_layers=selection.layers)
     except OSError as exc:
         sys.stderr.write(f"error: {_os_error(exc, out)}\n")
         Exit(1)
@@ -191,19 +199,17 @@ def main() -> None:
         spec_cache.save()  # everything is declared: from here on, the build may write
     if cleaning or GetOption("no_exec") or GetOption("question"):
         return
-    record = (functools.partial(_record_manifest, manifest_path, key, compiler, build, root, started_ns=started_ns)
+    record = (functools.partial(_record_manifest, manifest_path, key, [compiler, *toolchain.tool_files()], build, root,
+                                started_ns=started_ns)
               if fast_ok else None)  # record(summary), after a complete build
     atexit.register(_summary, specs, options, started, build, record)
 
 
-_REGISTRY_TOOLS: list[str] = []
-"""The toolchain's own programs and files (recorded in the up-to-date manifest)."""
-
-
-def _record_manifest(path: Path, key: str, compiler: str | None, build, root: Path, summary: dict,
+def _record_manifest(path: Path, key: str, tools: list[str | None], build, root: Path, summary: dict,
                      started_ns: int) -> None:
     """After a complete build: the files of the graph, and of the ops left out of it (current or
-    restored), for the next run's up-to-date check."""
+    restored), and the compiler and the toolchain's own programs and files (`tools`), for the
+    next run's up-to-date check."""
     from SCons.Node.FS import File  # type: ignore[import-not-found]
 
     from opbuild.builder import manifest
@@ -223,7 +229,7 @@ def _record_manifest(path: Path, key: str, compiler: str | None, build, root: Pa
         stack.extend(node.children())
     sources = files - derived
     dirs = {str(root / "ops")} | {os.path.dirname(f) for f in sources} | build.op_dirs
-    for tool in [compiler, *_REGISTRY_TOOLS]:
+    for tool in tools:
         if tool:
             sources.add(tool)
             files.add(tool)
@@ -349,8 +355,7 @@ def _summary(specs, options, started: float, build, record) -> None:
     from SCons.Node import executed, up_to_date  # type: ignore[import-not-found]
     from SCons.Script import GetBuildFailures  # type: ignore[import-not-found]
 
-    from opbuild.builder.scons_tool import PROGRESS
-
+    progress = build.progress
     targets = build.targets
     try:
         build.finish()
@@ -366,13 +371,14 @@ def _summary(specs, options, started: float, build, record) -> None:
     complete = all(t.get_state() in (executed, up_to_date) for t in targets)
     status = "FAILED" if failures else "ok" if complete else "INCOMPLETE"
     line = (f"opbuild: {status}: {len(specs)} ops, {binaries} kernel binaries, "
-            f"{PROGRESS.done}/{PROGRESS.total} steps run ({PROGRESS.compiled} compiled, {PROGRESS.cached} from cache, "
-            f"{PROGRESS.remote} remote), {seconds:.1f} s\n")
+            f"{progress.done}/{progress.total} steps run ({progress.compiled} compiled, {progress.cached} from cache, "
+            f"{progress.remote} remote), {seconds:.1f} s\n")
     try:
         if not failures:
             if complete and record is not None:
                 try:
-                    record({"ops": len(specs), "binaries": binaries, "steps": PROGRESS.total})
+                    record({"ops": len(specs), "binaries": binaries, "steps": progress.total,
+                            "names": sorted(s.op for s in specs)})
                 except Exception as exc:  # noqa: BLE001 - a full disk, a read-only out/: say so, exit 1
                     sys.stdout.write(line)
                     _fatal(f"error: cannot write the up-to-date manifest: {_os_error(exc, options.out)}")
@@ -383,7 +389,7 @@ def _summary(specs, options, started: float, build, record) -> None:
         out = [line, f"opbuild: {len(failures)} step(s) failed:\n"]
         for bf in failures:
             node = getattr(bf, "node", None)
-            step = PROGRESS.step_of(str(node)) if node is not None else None
+            step = progress.step_of(str(node)) if node is not None else None
             what = step.label if step is not None else str(node or bf.filename or "?")
             out.append(f"  {what}: {bf.errstr}\n")
         out.append(_stale_report(targets, failures, options))

@@ -5,26 +5,25 @@ validate`: YAML with marks, JSON schema, semantics, C symbols, aclnn names, the 
 consistency check) costs a few milliseconds; for hundreds of ops that would
 dominate a no-op `scons ops`. So checked specs are cached in `<out>/.opbuild/specs.pickle`,
 each keyed by the stat (size, mtime, ctime, inode) of every file it was read from (the files of
-its op directory and the sources it names) and by the stat of the checker's own code and
-schemas. A spec whose files changed, or that was written too recently for its mtime to be
-trusted, is loaded again. Only valid specs are cached, and the cache is written only after the
+its op directory and the sources it names) and by the stat of our code (`fingerprint.code_files`).
+A spec whose files changed, or that was written too recently for its mtime to be trusted, is
+loaded again. Both spec caches go through the one cache interface (stores.py): the stat cache is
+an entry of the build's local store, the shared one entries of OPBUILD_CACHE_DIR by content key. Only valid specs are cached, and the cache is written only after the
 whole selection passed, so a broken spec leaves nothing under `out/`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import pickle
-import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from opbuild import nonfinite
-from opbuild.atomic import atomic_write
-from opbuild.builder import cache as build_cache
+from opbuild.builder.stores import LAYERS, LocalStore, SharedStore
+from opbuild.fingerprint import FileStat, Key, code_files, stats
 from opbuild.spec import SpecError, find_specs, load_specs
 from opbuild.validate import validate_op
 from opbuild.spec.model import OpSpec
@@ -38,38 +37,11 @@ RACY_SECONDS = 2.0
 """A file modified less than this before the cache is written may change again within the same
 mtime tick; its spec is not cached (it is loaded again next time)."""
 
-_PKG = Path(__file__).resolve().parent.parent
-
-
 class SelectionError(Exception):
     """The specs cannot be built: invalid, unknown op names, or keys that disagree with binaries."""
 
 
-Stamp = tuple[tuple[str, int, int, int, int], ...]
-
-
-def _stamp(files: list[str]) -> Stamp | None:
-    out = []
-    for f in files:
-        try:
-            st = os.stat(f)
-        except OSError:
-            return None
-        out.append((f, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
-    return tuple(out)
-
-
-def _checker_files() -> list[str]:
-    """The code and data that decide whether a spec is valid (a change invalidates the cache)."""
-    files: list[str] = []
-    for sub in ("spec", "keys", "abi", "builder", "validate", "codegen"):
-        d = _PKG / sub
-        files += sorted(str(p) for p in d.glob("*.py"))
-    from opbuild.runtime_paths import schemas_dir
-
-    files.append(str(_PKG / "suggest.py"))
-    files += sorted(str(p) for p in schemas_dir().glob("*.json"))
-    return files
+Stamp = tuple[FileStat, ...]
 
 
 def _spec_files(spec_file: Path, spec: OpSpec | None = None) -> list[str]:
@@ -101,14 +73,14 @@ class SpecCache:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self.checker = _stamp(_checker_files())
+        self.store = LocalStore(path.parent, "specs") if path is not None else None
+        self.checker = stats(code_files())
         self.entries: dict[str, _Entry] = {}
         self.dirty = False
-        if path is None:
+        if path is None or self.store is None:
             return
         try:
-            with open(path, "rb") as f:
-                data = pickle.load(f)
+            data = pickle.loads(self.store.get(path.name) or b"")
             if data.get("format") == CACHE_FORMAT and data.get("checker") == self.checker:
                 self.entries = data["entries"]
         except Exception:  # noqa: BLE001 - a missing or unreadable cache is just empty
@@ -119,13 +91,13 @@ class SpecCache:
         if entry is None:
             return None
         files = sorted(set(entry.files) | set(_spec_files(spec_file)))
-        if files != entry.files or _stamp(files) != entry.stamp:
+        if files != entry.files or stats(files) != entry.stamp:
             return None
         return entry.spec
 
     def put(self, spec_file: Path, spec: OpSpec) -> None:
         files = _spec_files(spec_file, spec)
-        stamp = _stamp(files)
+        stamp = stats(files)
         if stamp is None:
             return
         newest = max(s[2] for s in stamp) / 1e9
@@ -143,11 +115,10 @@ class SpecCache:
             self.dirty = True
 
     def save(self) -> None:
-        if self.path is None or not self.dirty:
+        if self.path is None or self.store is None or not self.dirty:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         data = {"format": CACHE_FORMAT, "checker": self.checker, "entries": self.entries}
-        atomic_write(self.path, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL), prefix=".specs.")
+        self.store.put(self.path.name, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 class SharedSpecs:
@@ -155,58 +126,47 @@ class SharedSpecs:
     checkout loads the specs some build already checked without checking them again (the stat
     cache above lives in `out/`, which a clean checkout does not have).
 
-    Key: the sha256 of the checker's code and schemas, the op directory's name and the name and
-    content of every file in it. Entry `<XX>/<key>.opspec`: the spec as `spec_to_dict` JSON,
+    Key (`fingerprint.Key`): our code, the op directory's name and the name and content of every
+    file in it. Entry `<XX>/<key>.opspec`: the spec as `spec_to_dict` JSON,
     stored and verified like every cache entry (a corrupt one is reported, removed, and the spec
     checked). Only specs whose sources all live in their op directory are stored: nothing outside
     the key can change their validity. Marks (file:line of each field) are not kept; no check
     after loading reports them."""
 
     def __init__(self, cache_dir: str, readonly: bool = False) -> None:
-        self.cache_dir = cache_dir
+        self.store = SharedStore(cache_dir, "shared_specs", readonly=readonly)
         self.readonly = readonly
-        h = hashlib.sha256(f"opspec {CACHE_FORMAT}".encode())
-        for name in _checker_files():
-            with open(name, "rb") as f:
-                h.update(f"{os.path.basename(name)}\0".encode() + hashlib.sha256(f.read()).digest())
-        self.checker = h.hexdigest()
+        self.checker = Key("opspec").text(str(CACHE_FORMAT)).code()
 
-    def _entry(self, spec_file: Path) -> str | None:
-        h = hashlib.sha256(f"{self.checker}\0{spec_file.parent.name}\0{spec_file.name}\0".encode())
+    def _key(self, spec_file: Path) -> str | None:
+        key = self.checker.copy().text(spec_file.parent.name, spec_file.name)
         for name in _spec_files(spec_file):
-            try:
-                with open(name, "rb") as f:
-                    data = f.read()
-            except OSError:
+            if not os.access(name, os.R_OK):
                 return None
-            h.update(f"{os.path.basename(name)}\0".encode() + hashlib.sha256(data).digest())
-        key = h.hexdigest()
-        return os.path.join(self.cache_dir, key[:2].upper(), key + build_cache.SPEC_SUFFIX)
+            key.file(name, spec_file.parent)
+        return key.hexdigest()
 
     def get(self, spec_file: Path) -> OpSpec | None:
-        entry = self._entry(spec_file)
-        if entry is None:
+        key = self._key(spec_file)
+        if key is None:
             return None
-        data, problem = build_cache.load_verified(entry)
-        if data is not None:
-            try:
-                return spec_from_dict(json.loads(data), spec_path=spec_file)
-            except (ValueError, KeyError, TypeError) as exc:
-                problem = f"unreadable: {exc}"
-        if problem is not None:
-            sys.stderr.write(f"opbuild: cache: corrupt spec entry {entry} for {spec_file} ({problem}): not used, "
-                             "removed; checking the spec\n")
-            build_cache.remove_entry(entry)
+        data = self.store.get(key, target=str(spec_file))
+        if data is None:
+            return None
+        try:
+            return spec_from_dict(json.loads(data), spec_path=spec_file)
+        except (ValueError, KeyError, TypeError) as exc:
+            self.store.reject(self.store.path(key), str(spec_file), f"unreadable: {exc}")
         return None
 
     def put(self, spec: OpSpec) -> None:
         if self.readonly or set(_spec_files(spec.spec_path, spec)) != set(_spec_files(spec.spec_path)):
             return  # (a source outside the op directory: its validity would not be covered by the key)
-        entry = self._entry(spec.spec_path)
-        if entry is None or os.path.exists(entry):
+        key = self._key(spec.spec_path)
+        if key is None or self.store.has(key):
             return
         try:
-            build_cache.store(entry, nonfinite.dumps(spec_to_dict(spec), sort_keys=True).encode())
+            self.store.put(key, nonfinite.dumps(spec_to_dict(spec), sort_keys=True).encode(), target=spec.op)
         except OSError:
             pass  # a read-only or full cache: the spec is simply checked next time
 
@@ -220,16 +180,19 @@ def _shown(file: Path) -> Path:
         return file
 
 
-def _load_all(files: list[Path], cache: SpecCache, shared: SharedSpecs | None = None) -> list[OpSpec]:
-    """Every spec, from the caches where still valid; SelectionError listing every problem."""
+def _load_all(files: list[Path], cache: SpecCache, shared: SharedSpecs | None = None,
+              layers: dict[str, str] | None = None) -> list[OpSpec]:
+    """Every spec, from the caches where still valid; SelectionError listing every problem.
+    `layers` gets, per op, where its checked spec came from (EXPLAIN=1)."""
     specs: list[OpSpec] = []
     fresh: list[OpSpec] = []
     reused: list[OpSpec] = []
     problems = []
+    layers = {} if layers is None else layers
     for file in files:
-        spec = cache.get(file)
+        spec, layer = cache.get(file), LAYERS["specs"]
         if spec is None and shared is not None:
-            spec = shared.get(file)
+            spec, layer = shared.get(file), LAYERS["shared_specs"]
             if spec is not None:
                 reused.append(spec)
         if spec is None:  # the checks of `opbuild validate`, exactly (one source of truth)
@@ -238,6 +201,8 @@ def _load_all(files: list[Path], cache: SpecCache, shared: SharedSpecs | None = 
             if spec is None:
                 continue
             fresh.append(spec)
+            layer = "checked now"
+        layers[spec.op] = layer
         specs.append(spec)
     by_op: dict[str, list[OpSpec]] = {}
     for spec in specs:
@@ -268,6 +233,8 @@ class Selection:
     others: list[OpSpec]
     """Every other valid spec under ops/: with OPS=, an op left out that was built earlier and is
     still current stays in its packages as it was built (scons_tool.declare_build)."""
+    layers: dict[str, str] = field(default_factory=dict)
+    """Per op, where its checked spec came from: a spec cache's layer name, or "checked now"."""
 
 
 def select_specs(ops_dir: Path, wanted: str = "", cache: SpecCache | None = None,
@@ -283,7 +250,8 @@ def select_specs(ops_dir: Path, wanted: str = "", cache: SpecCache | None = None
     if not ops_dir.is_dir():
         raise SelectionError(f"error: no ops directory at {ops_dir}")
     files = [f.absolute() for f in find_specs([ops_dir])]
-    specs = _load_all(files, cache if cache is not None else SpecCache(None), shared)
+    layers: dict[str, str] = {}
+    specs = _load_all(files, cache if cache is not None else SpecCache(None), shared, layers)
     others: list[OpSpec] = []
     names = [n.strip() for n in wanted.split(",") if n.strip()]
     if names:
@@ -296,4 +264,4 @@ def select_specs(ops_dir: Path, wanted: str = "", cache: SpecCache | None = None
         specs, others = [s for s in specs if s.op in chosen], [s for s in specs if s.op not in chosen]
     if not specs:
         raise SelectionError(f"error: no op specs found under {ops_dir}")
-    return Selection(specs, others)
+    return Selection(specs, others, layers)

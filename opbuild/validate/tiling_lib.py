@@ -5,15 +5,16 @@ asks which functions the tiling source really exports; both need the compiled so
 the package or any kernel. The library is compiled as the build compiles the tiling object (the
 host toolchain's `tiling_object_command`, the generated `<op>_tiling.h` beside it) and linked
 alone (`tiling_link_command`). It is cached under `$OPBUILD_VALIDATE_CACHE`, else
-`$XDG_CACHE_HOME/opbuild/validate`, else `~/.cache/opbuild/validate`, keyed by the sha256 of
-everything that goes into it: the compile commands, the compiler's identity, the generated
-header, every file of the op directory (headers it includes) and of opbuild's include directory.
-A warm `opbuild validate` therefore compiles nothing; an entry is written atomically.
+`$XDG_CACHE_HOME/opbuild/validate`, else `~/.cache/opbuild/validate` (a `stores.LocalStore`,
+the build's cache interface), keyed by a `fingerprint.Key` of everything that goes into it: the
+compile commands, the compiler's identity, the generated header, every file of the op directory
+(headers it includes) and of opbuild's include directory, named relative to their directory (an
+op at another path shares the entry). A warm `opbuild validate` therefore compiles nothing; an
+entry is written atomically.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -21,6 +22,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from opbuild.builder.stores import LocalStore
+from opbuild.fingerprint import Key
 from opbuild.runtime_paths import native_include_dir
 from opbuild.spec.errors import Problem
 from opbuild.spec.model import OpSpec
@@ -55,13 +58,6 @@ def _files_of(directory: Path) -> list[Path]:
         return []
 
 
-def _digest(parts: list[bytes]) -> str:
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(len(part).to_bytes(8, "little") + part)
-    return h.hexdigest()
-
-
 _TOOLCHAIN = None
 
 
@@ -85,24 +81,20 @@ def compile_tiling_source(spec: OpSpec, shown_source: str) -> Compiled:
     include = native_include_dir()
     obj_cmd = tc.tiling_object_command("SOURCE", "OBJECT", [str(include), "GEN"])
     link_cmd = tc.tiling_link_command(["OBJECT"], "LIBRARY")
-    parts = [FORMAT.encode(), "\0".join(obj_cmd + link_cmd).encode(), tc.identity().encode(), header,
-             spec.tiling.source.encode()]
+    key = Key("validate-tiling").text(FORMAT, *obj_cmd, *link_cmd, tc.identity()).data(header).text(spec.tiling.source)
     for path in [*_files_of(spec.op_dir), *_files_of(include)]:
-        try:
-            parts += [str(path.relative_to(spec.op_dir if path.is_relative_to(spec.op_dir) else include)).encode(),
-                      path.read_bytes()]
-        except OSError:
-            continue
-    key = _digest(parts)
-    where = cache_dir()
-    library = where / f"{spec.snake}-{key[:32]}.so"
+        key.file(str(path), spec.op_dir)
+    store = LocalStore(cache_dir(), "validate")
+    name = f"{spec.snake}-{key.hexdigest()[:32]}.so"
+    library = Path(store.path(name))
     if library.is_file():
         return Compiled(library)
     try:
-        where.mkdir(parents=True, exist_ok=True)
+        store.directory.mkdir(parents=True, exist_ok=True)
     except OSError:  # no writable cache (a read-only home): compile for this process only
-        where = Path(tempfile.mkdtemp(prefix="opbuild-validate-"))
-        library = where / library.name
+        store = LocalStore(tempfile.mkdtemp(prefix="opbuild-validate-"), "validate")
+        library = Path(store.path(name))
+    where = store.directory
     work = Path(tempfile.mkdtemp(prefix=".compile.", dir=where))
     try:
         (work / tiling_header_name(spec)).write_bytes(header)
@@ -114,7 +106,7 @@ def compile_tiling_source(spec: OpSpec, shown_source: str) -> Compiled:
         if result.returncode != 0:
             last = (result.output.strip().splitlines() or ["the linker failed"])[-1]
             return Compiled(None, (Problem(shown_source, 1, 1, f"tiling source does not link: {last}", ""),))
-        os.replace(lib, library)
+        store.put(name, lib.read_bytes(), mode=0o755)
         return Compiled(library)
     finally:
         shutil.rmtree(work, ignore_errors=True)
