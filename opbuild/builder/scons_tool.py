@@ -338,7 +338,7 @@ def _python_api(target, source, env):
 def _onnx_plugins(target, source, env):
     from opbuild.codegen.framework_json import render_onnx_plugins
 
-    specs = [_REGISTRY.specs[name] for name in env["OPBUILD_OPS"]]
+    specs = [_state(env).specs[name] for name in env["OPBUILD_OPS"]]
     try:
         text = render_onnx_plugins(specs)
     except Exception as exc:  # noqa: BLE001
@@ -363,7 +363,7 @@ def _aclnn_sources(target, source, env):
 def _op_proto_sources(target, source, env):
     from opbuild.codegen.op_proto import render_op_proto_header, render_op_proto_source
 
-    specs = [_REGISTRY.specs[name] for name in env["OPBUILD_OPS"]]
+    specs = [_state(env).specs[name] for name in env["OPBUILD_OPS"]]
     try:
         source_text = render_op_proto_source(specs, env["OPBUILD_WHERE"])
         header = render_op_proto_header(specs, env["OPBUILD_WHERE"])
