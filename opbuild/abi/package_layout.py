@@ -125,3 +125,11 @@ def aclnn_header(op_snake: str) -> PurePosixPath:
 
 
 VERSION_INFO = PurePosixPath("version.info")
+
+
+ONNX_PLUGINS_NAME = "opbuild_onnx_plugins.json"
+
+
+def onnx_plugins() -> PurePosixPath:
+    """The package's ONNX adapter plugins (CANN: framework/onnx/libcust_onnx_parsers.so)."""
+    return PurePosixPath("framework/onnx") / ONNX_PLUGINS_NAME

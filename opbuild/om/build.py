@@ -112,7 +112,7 @@ def _attr_values(op_rt, node: Node) -> list[Any]:
     known = {a.name for a in op_rt.spec.attrs}
     unknown = set(node.attrs) - known
     if unknown:
-        raise OmError(f"node {node.name}: {op_rt.spec.op} has no attribute(s) {sorted(unknown)} (has {sorted(known)})")
+        raise OmError(f"node {node.label}: {op_rt.spec.op} has no attribute(s) {sorted(unknown)} (has {sorted(known)})")
     return [node.attrs.get(a.name) for a in op_rt.spec.attrs]
 
 
@@ -186,13 +186,13 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
                            "key_rule_source": _key_rule_source(spec), "binaries": {}}
         op_def = ops[op_ref]
         if len(node.inputs) != len(spec.inputs) or len(node.outputs) != len(spec.outputs):
-            raise OmError(f"node {node.name}: {node.op} takes {len(spec.inputs)} inputs and {len(spec.outputs)} "
+            raise OmError(f"node {node.label}: {node.op} takes {len(spec.inputs)} inputs and {len(spec.outputs)} "
                           f"outputs, the node has {len(node.inputs)} and {len(node.outputs)}")
         attrs = _attr_values(op_rt, node)
         try:
             attr_values = ex.normalize_attrs(op_rt, attrs)
         except AclnnError as exc:
-            raise OmError(f"node {node.name}: {exc}") from None
+            raise OmError(f"node {node.label}: {exc}") from None
         in_groups = []
         for param, t in zip(spec.inputs, node.inputs):
             names = t if isinstance(t, list) else ([] if t is None else [t])
@@ -200,11 +200,11 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
         try:  # the package's op_proto library: the same inference the runtime uses
             inferred = infer_outputs(op_rt, in_groups, attr_values, shapes=not dynamic)
         except AclnnError as exc:
-            raise OmError(f"node {node.name}: {exc}") from None
+            raise OmError(f"node {node.label}: {exc}") from None
         out_meta = []
         for param, (shape, dtype) in zip(spec.outputs, inferred):
             if not dynamic and shape is None:
-                raise OmError(f"node {node.name}: output {param.name} of {node.op} has no shape rule")
+                raise OmError(f"node {node.label}: output {param.name} of {node.op} has no shape rule")
             out_meta.append((dtype, shape))
         for t, meta in zip(node.outputs, out_meta):
             tensors[t] = meta
@@ -227,7 +227,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
             try:
                 _, executor = ex.get_workspace_size(op_rt, call_inputs, attrs, outputs, bool(d), p)
             except AclnnError as exc:
-                raise OmError(f"node {node.name}: {exc}") from None
+                raise OmError(f"node {node.label}: {exc}") from None
             plan = executor.plan
             sel = plan.selection
             item = add_kernel(vendor, sel.entry)
