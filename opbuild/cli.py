@@ -309,9 +309,13 @@ def _config(args: argparse.Namespace) -> int:
 
 def _configure_om(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="om_command", metavar="OM_COMMAND", required=True)
-    b = sub.add_parser("build", help="compile a model (YAML) against an OPP tree into a self-contained .om")
-    b.add_argument("model", metavar="MODEL.yaml")
+    b = sub.add_parser("build", help="compile a model (YAML, or ONNX through the packages' plugins) against an OPP "
+                                     "tree into a self-contained .om")
+    b.add_argument("model", metavar="MODEL.yaml|MODEL.onnx")
     b.add_argument("--opp", default="out/opp", help="the OPP tree the ops come from (default: out/opp)")
+    b.add_argument("--input-shape", default=None, metavar="NAME:D1,D2;...",
+                   help="ONNX only: fix the inputs' dynamic dims, as ATC's --input_shape (e.g. \"x:1,3;y:1,3\")")
+    b.add_argument("--soc", default=DEFAULT_SOC, help=f"ONNX only: the SoC to build for (default: {DEFAULT_SOC})")
     b.add_argument("-o", "--output", required=True, metavar="MODEL.om")
     r = sub.add_parser("run", help="execute an .om (no op package needed)")
     r.add_argument("om", metavar="MODEL.om")

@@ -140,3 +140,11 @@ def aicpu_kernel_lib() -> PurePosixPath:
 def aicpu_op_info() -> PurePosixPath:
     """op_impl/cpu/config/cust_aicpu_kernel.json"""
     return PurePosixPath("op_impl/cpu/config") / AICPU_OP_INFO
+
+
+ONNX_PLUGINS_NAME = "opbuild_onnx_plugins.json"
+
+
+def onnx_plugins() -> PurePosixPath:
+    """The package's ONNX adapter plugins (CANN: framework/onnx/libcust_onnx_parsers.so)."""
+    return PurePosixPath("framework/onnx") / ONNX_PLUGINS_NAME

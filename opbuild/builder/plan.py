@@ -37,6 +37,7 @@ VARLISTS: dict[str, tuple[str, ...]] = {
     "binary_info": ("OPBUILD_OPS", "OPBUILD_SOC", "OPBUILD_TOOLCHAIN"),
     "ops_info": ("OPBUILD_OPS", "OPBUILD_SOC"),
     "python_api": ("OPBUILD_OPS", "OPBUILD_PKG_ROOT"),
+    "onnx_plugins": ("OPBUILD_OPS",),
     "aclnn_sources": ("OPBUILD_OP",),
     "copy": (),
     "text": ("OPBUILD_TEXT",),
@@ -338,6 +339,9 @@ class Planner:
                 py_sources.append(spec.op_dir / f"{spec.key_rule.py_module}.py")
         step("python_api", py_targets, py_sources, f"GEN op_api/python/aclnn_ops.py ({where})",
              OPBUILD_OPS=tuple(s.op for s in package.specs), OPBUILD_PKG_ROOT=str(pkg_root))
+
+        step("onnx_plugins", [pkg_root / layout.onnx_plugins()], [*(s.spec_path for s in package.specs), self.stamp],
+             f"GEN {layout.onnx_plugins()} ({where})", OPBUILD_OPS=tuple(s.op for s in package.specs))
 
         # aclnn C API: the libraries exporting aclnn<Op>GetWorkspaceSize / aclnn<Op>.
         if package.kind == "custom":

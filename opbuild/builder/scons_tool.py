@@ -335,6 +335,18 @@ def _python_api(target, source, env):
     return 0
 
 
+def _onnx_plugins(target, source, env):
+    from opbuild.codegen.framework_json import render_onnx_plugins
+
+    specs = [_state(env).specs[name] for name in env["OPBUILD_OPS"]]
+    try:
+        text = render_onnx_plugins(specs)
+    except Exception as exc:  # noqa: BLE001
+        return _fail(RuntimeError(f"error: generating {Path(str(target[0])).name}: {exc}"))
+    steps.write_file(Path(str(target[0])), text)
+    return 0
+
+
 def _aclnn_sources(target, source, env):
     from opbuild.codegen.aclnn_c import render_aclnn_header, render_aclnn_source
 
@@ -380,7 +392,7 @@ def _symlink(target, source, env):
 _FUNCTIONS = {
     "stamp": _generator_stamp, "gen_sources": _render_op_sources, "compile": _compile,
     "kernel_json": _kernel_descriptors, "tiling_lib": _install_tiling_lib, "binary_info": _binary_info_config, "ops_info": _ops_info,
-    "python_api": _python_api, "aclnn_sources": _aclnn_sources, "op_proto": _op_proto_sources, "copy": _copy_file, "text": _text_file,
+    "python_api": _python_api, "onnx_plugins": _onnx_plugins, "aclnn_sources": _aclnn_sources, "op_proto": _op_proto_sources, "copy": _copy_file, "text": _text_file,
     "symlink": _symlink,
 }
 

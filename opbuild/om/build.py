@@ -122,7 +122,7 @@ def _attr_values(op_rt, node: Node) -> list[Any]:
     known = {a.name for a in op_rt.spec.attrs}
     unknown = set(node.attrs) - known
     if unknown:
-        raise OmError(f"node {node.name}: {op_rt.spec.op} has no attribute(s) {sorted(unknown)} (has {sorted(known)})")
+        raise OmError(f"node {node.label}: {op_rt.spec.op} has no attribute(s) {sorted(unknown)} (has {sorted(known)})")
     return [node.attrs.get(a.name) for a in op_rt.spec.attrs]
 
 
@@ -199,13 +199,13 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
                            "key_rule_source": _key_rule_source(spec), "binaries": {}}
         op_def = ops[op_ref]
         if len(node.inputs) != len(spec.inputs) or len(node.outputs) != len(spec.outputs):
-            raise OmError(f"node {node.name}: {node.op} takes {len(spec.inputs)} inputs and {len(spec.outputs)} "
+            raise OmError(f"node {node.label}: {node.op} takes {len(spec.inputs)} inputs and {len(spec.outputs)} "
                           f"outputs, the node has {len(node.inputs)} and {len(node.outputs)}")
         attrs = _attr_values(op_rt, node)
         try:
             attr_values = ex.normalize_attrs(op_rt, attrs)
         except AclnnError as exc:
-            raise OmError(f"node {node.name}: {exc}") from None
+            raise OmError(f"node {node.label}: {exc}") from None
         in_groups = []
         unknown = []  # inputs whose shape is known only at run time (a data-dependent output)
         for param, t in zip(spec.inputs, node.inputs):
@@ -213,19 +213,19 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
             in_groups.append([(tensors[n][0], param.format_at(0), tensors[n][1] or ()) for n in names])
             unknown += [n for n in names if not dynamic and tensors[n][1] is None and n not in unknown]
         if unknown and not spec.is_aicpu:
-            raise OmError(f"node {node.name}: input(s) {', '.join(unknown)} have a data-dependent shape (an AI CPU "
+            raise OmError(f"node {node.label}: input(s) {', '.join(unknown)} have a data-dependent shape (an AI CPU "
                           f"node's output), but {node.op} is an AI Core op of a static model: build it with dynamic "
                           f"inputs (-1 dims), or let only AI CPU nodes consume it")
         try:  # the package's op_proto library: the same inference the runtime uses
             inferred = infer_outputs(op_rt, in_groups, attr_values, shapes=not (dynamic or unknown))
         except AclnnError as exc:
-            raise OmError(f"node {node.name}: {exc}") from None
+            raise OmError(f"node {node.label}: {exc}") from None
         out_meta = []
         for param, (shape, dtype) in zip(spec.outputs, inferred):
             if param.shape is not None and param.shape.kind == "data_dependent":
                 shape = None  # (op_proto gives its bound; the real shape is known after the run)
             elif not (dynamic or unknown) and shape is None:
-                raise OmError(f"node {node.name}: output {param.name} of {node.op} has no shape rule")
+                raise OmError(f"node {node.label}: output {param.name} of {node.op} has no shape rule")
             out_meta.append((dtype, shape))
         for t, meta in zip(node.outputs, out_meta):
             tensors[t] = meta
@@ -260,7 +260,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
             try:
                 _, executor = ex.get_workspace_size(op_rt, call_inputs, attrs, outputs, bool(d), p)
             except AclnnError as exc:
-                raise OmError(f"node {node.name}: {exc}") from None
+                raise OmError(f"node {node.label}: {exc}") from None
             plan = executor.plan
             sel = plan.selection
             item = add_kernel(vendor, sel.entry)

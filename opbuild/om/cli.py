@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -21,9 +22,8 @@ def run_om_command(args: argparse.Namespace) -> int:
     try:
         if args.om_command == "build":
             from opbuild.om.build import build_om
-            from opbuild.om.model import load_model
 
-            data = build_om(load_model(args.model), Path(args.opp))
+            data = build_om(_model(args), Path(args.opp))
             _write(Path(args.output), data)
             print(f"wrote {args.output} ({len(data)} bytes)")
         elif args.om_command == "single-op":
@@ -56,8 +56,9 @@ def run_om_command(args: argparse.Namespace) -> int:
             out_dir = Path(args.output_dir)
             out_dir.mkdir(parents=True, exist_ok=True)
             for name, value in outputs.items():
-                np.save(out_dir / f"{name}.npy", np.asarray(value))
-                print(f"{name}: {np.asarray(value).dtype}{list(np.shape(value))} -> {out_dir / (name + '.npy')}")
+                path = out_dir / f"{output_file_stem(name)}.npy"
+                np.save(path, np.asarray(value))
+                print(f"{name}: {np.asarray(value).dtype}{list(np.shape(value))} -> {path}")
     except (OmError, AclnnError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 1
@@ -65,6 +66,29 @@ def run_om_command(args: argparse.Namespace) -> int:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def output_file_stem(name: str) -> str:
+    """The file name (without .npy) `om run` writes an output to: the tensor name with every
+    character but letters, digits, `_`, `-` and `.` made `_` and no leading dot, so that a name
+    from an ONNX graph (`/block/Add_output_0`) or an untrusted .om never leaves --output-dir."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name).lstrip(".") or "_"
+
+
+def _model(args: argparse.Namespace):
+    """The model to build: an ONNX file (by its .onnx suffix) mapped through the OPP tree's
+    plugins, else a model YAML."""
+    from opbuild.om.errors import OmError
+
+    if Path(args.model).suffix.lower() == ".onnx":
+        from opbuild.om.onnx_model import onnx_model, parse_input_shapes
+
+        return onnx_model(args.model, args.opp, parse_input_shapes(args.input_shape), soc=args.soc)
+    if args.input_shape:
+        raise OmError("--input-shape is for ONNX models (a model YAML gives its shapes itself)")
+    from opbuild.om.model import load_model
+
+    return load_model(args.model)
 
 
 def _read(path: str) -> bytes:

@@ -41,6 +41,14 @@ class Node:
     package: str | None = None
     preprocess: bool = False
     bin_file_path: Path | None = None
+    origin: str | None = None
+    """Where the node came from when not from a model YAML (an ONNX node: its type, opset, the
+    package whose plugin mapped it and the packages searched); every error about it says so."""
+
+    @property
+    def label(self) -> str:
+        """The node as errors name it."""
+        return f"{self.name} ({self.origin})" if self.origin else self.name
 
 
 @dataclass

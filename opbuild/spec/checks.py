@@ -25,7 +25,9 @@ from .model import (
     DEFAULT_IMPL_MODES,
     Attr,
     Binary,
+    Framework,
     KeyRule,
+    OnnxOrigin,
     Mark,
     OpSpec,
     Param,
@@ -111,6 +113,7 @@ class SpecChecker:
         self.sources: dict[str, SourceRef] = {}
         self.binaries: list[Binary] = []
         self.duplicate_names = False
+        self.framework = Framework()
 
     # ---- helpers ---------------------------------------------------------------------------
 
@@ -147,6 +150,7 @@ class SpecChecker:
             (("inputs", "outputs", "attrs", "engine"), self.build_shapes),
             (("simplified_key",), self.build_key_rule),
             (("binaries", "inputs", "outputs", "attrs", "simplified_key"), self.build_binaries),
+            (("framework", "inputs", "outputs", "attrs"), self.build_framework),
         ]
         aicore_only = {self.build_key_rule, self.build_binaries}
         for sections, step in steps:
@@ -606,6 +610,83 @@ class SpecChecker:
                                               f"({column}) with {dp}, and {how} can't tell them apart "
                                               f"(set deterministic or impl_mode to separate them)")
 
+    # ---- framework adapter plugins -----------------------------------------------------------
+
+    def build_framework(self) -> None:
+        """The `framework.onnx` entries: names that exist, defaults of the attrs' types, every
+        input and output mapped once, and no two entries for one ONNX op with overlapping opsets."""
+        inputs = {p.name: p for p in self.params["inputs"]}
+        outputs = [p.name for p in self.params["outputs"]]
+        attrs = {a.name: a for a in self.attrs or ()}
+        origins: list[OnnxOrigin] = []
+        for i, item in enumerate(self.d.get("framework", {}).get("onnx", [])):
+            base = ("framework", "onnx", i)
+            what = f"framework.onnx[{i}] ({item['domain'] if 'domain' in item else 'ai.onnx'}::{item['op_type']})"
+            lo, hi = item.get("min_opset", 1), item.get("max_opset")
+            if hi is not None and hi < lo:
+                self.err(base + ("max_opset",), f"{what}: max_opset {hi} is below min_opset {lo}")
+            renamed: dict[str, str] = {}
+            for onnx_name, attr in item.get("attrs", {}).items():
+                if attr not in attrs:
+                    self.err(base + ("attrs", onnx_name), f"{what}: attrs maps ONNX attribute {onnx_name!r} to "
+                                                         f"{attr!r}, which is not an attr of the op (attrs: "
+                                                         f"{_names(attrs)}){did_you_mean(attr, list(attrs))}")
+                elif attr in renamed:
+                    self.err(base + ("attrs", onnx_name), f"{what}: ONNX attributes {renamed[attr]!r} and "
+                                                         f"{onnx_name!r} both map to attr {attr!r}", at_key=True)
+                renamed.setdefault(attr, onnx_name)
+            defaults = []
+            for attr, value in item.get("defaults", {}).items():
+                path = base + ("defaults", attr)
+                if attr not in attrs:
+                    self.err(path, f"{what}: defaults names {attr!r}, which is not an attr of the op (attrs: "
+                                   f"{_names(attrs)}){did_you_mean(attr, list(attrs))}", at_key=True)
+                    continue
+                ok, coerced = coerce_attr_value(attrs[attr].type, value)
+                if not ok:
+                    self.err(path, f"{what}: default {value!r} of attr {attr!r} is not a {attrs[attr].type}")
+                defaults.append((attr, coerced))
+            in_names = list(item.get("inputs", list(inputs)))
+            for k, name in enumerate(in_names):
+                if name not in inputs and name not in attrs:
+                    self.err(base + ("inputs", k), f"{what}: inputs names {name!r}, which is neither an input nor "
+                                                   f"an attr of the op{did_you_mean(name, [*inputs, *attrs])}")
+                elif name in attrs and name in renamed:
+                    self.err(base + ("inputs", k), f"{what}: attr {name!r} comes from ONNX input {k} and from "
+                                                   f"ONNX attribute {renamed[name]!r}")
+            missing = [n for n, p in inputs.items() if n not in in_names and p.param_type != "optional"]
+            if missing:
+                self.err(base + (("inputs",) if "inputs" in item else ()),
+                         f"{what}: inputs must map every required input of the op; missing: {_names(missing)}",
+                         at_key=True)
+            dynamic = [n for n in in_names if n in inputs and inputs[n].param_type == "dynamic"]
+            if len(dynamic) > 1:
+                self.err(base + ("inputs",), f"{what}: more than one dynamic input ({_names(dynamic)}): the ONNX "
+                                             f"inputs can't be divided between them", at_key=True)
+            out_names = list(item.get("outputs", outputs))
+            unknown = False
+            for k, name in enumerate(out_names):
+                if name not in outputs:
+                    unknown = True
+                    self.err(base + ("outputs", k), f"{what}: outputs names {name!r}, which is not an output of the "
+                                                    f"op (outputs: {_names(outputs)}){did_you_mean(name, outputs)}")
+            if not unknown:
+                missing_out = [n for n in outputs if n not in out_names]
+                if missing_out:
+                    self.err(base + ("outputs",), f"{what}: outputs must map every output of the op; missing: "
+                                                  f"{_names(missing_out)}", at_key=True)
+            origin = OnnxOrigin(op_type=item["op_type"], inputs=tuple(in_names), outputs=tuple(out_names),
+                                domain=item.get("domain", "ai.onnx"), min_opset=lo, max_opset=hi,
+                                attrs=tuple(item.get("attrs", {}).items()), defaults=tuple(defaults),
+                                mark=self.mark(base))
+            for j, other in enumerate(origins):
+                if other.overlaps(origin):
+                    self.err(base, f"{what}: opsets {origin.opset_range()} overlap those of framework.onnx[{j}] "
+                                   f"{other.opset_range()} (line {self.line(('framework', 'onnx', j))}) for the "
+                                   f"same ONNX op: which one maps a node would be ambiguous")
+            origins.append(origin)
+        self.framework = Framework(onnx=tuple(origins))
+
     # ---- the model -------------------------------------------------------------------------
 
     def assemble(self) -> OpSpec:
@@ -634,6 +715,7 @@ class SpecChecker:
             intercore_sync=bool(d.get("kernel", {}).get("intercore_sync", False)),
             engine=d.get("engine", "aicore"),
             compute=self.sources.get("compute"),
+            framework=self.framework,
         )
 
 

@@ -181,6 +181,25 @@ class List(SpecType):
 
 
 @dataclass(frozen=True)
+class Map(SpecType):
+    """A YAML mapping from names (`keys`) to values of one type; the model stores it as a tuple
+    of (name, value) pairs, in the order written."""
+
+    keys: SpecType
+    values: SpecType
+    doc: str
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "object", "propertyNames": self.keys.schema(), "additionalProperties": self.values.schema()}
+
+    def describe(self, defs: Mapping[str, SpecType]) -> str:
+        return self.doc
+
+    def py_type(self, defs: Mapping[str, SpecType]) -> Any:
+        return tuple[tuple[self.keys.py_type(defs), self.values.py_type(defs)], ...]
+
+
+@dataclass(frozen=True)
 class OneOf(SpecType):
     """Exactly one of several types (`package: custom` or `package: [custom, built-in]`); the model
     stores the last, most general one (a tuple for `package`)."""

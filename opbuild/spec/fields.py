@@ -27,13 +27,15 @@ from opbuild.abi.vocabulary import DTYPE_NAMES as DTYPES
 from opbuild.abi.vocabulary import FORMAT_NAMES as FORMATS
 from opbuild.abi.vocabulary import TILING_FIELD_TYPE_NAMES as TILING_FIELD_TYPES
 
-from .field_types import AnyValue, Bool, Enum, Field, Int, List, OneOf, Record, Ref, SpecType, Str, WhenMap
+from .field_types import AnyValue, Bool, Enum, Field, Int, List, Map, OneOf, Record, Ref, SpecType, Str, WhenMap
 from .model import (
     DEFAULT_IMPL_MODES,
     IMPL_MODE_INDEX,
     Attr,
     Binary,
+    Framework,
     KeyRule,
+    OnnxOrigin,
     OpSpec,
     Param,
     ShapeRule,
@@ -177,6 +179,45 @@ BINARY = _define("binary", Record("binary", "One precompiled kernel binary and t
           model_type=int),
 ), model=Binary, derived=("attr_when",)))
 
+ONNX_DOMAIN = r"^(ai\.onnx|[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*)$"
+"""`ai.onnx` (the standard ops; ONNX writes it "") or a custom domain such as `com.example.custom`."""
+DEFAULT_ONNX_DOMAIN = "ai.onnx"
+
+ONNX_ORIGIN = _define("onnx_origin", Record(
+    "onnx_origin", "One ONNX op this op is converted from (an adapter plugin of `opbuild om build model.onnx`).", (
+        Field("op_type", Str(r"^[A-Za-z_][A-Za-z0-9_]*$", "ONNX op type {instance} is not an identifier",
+                             doc="ONNX op type, e.g. `Mul`"),
+              "the ONNX node's op_type", required=True, model="op_type", check="build_framework"),
+        Field("domain", Str(ONNX_DOMAIN, "ONNX domain {instance} is not ai.onnx or a dotted name",
+                            doc="`ai.onnx` or a dotted custom domain"),
+              "the node's domain (`ai.onnx` also matches ONNX's empty domain)", default=DEFAULT_ONNX_DOMAIN,
+              model="domain", check="build_framework"),
+        Field("min_opset", Int(minimum=1), "the lowest opset version of `domain` the mapping holds for", default=1,
+              model="min_opset", check="build_framework"),
+        Field("max_opset", Int(minimum=1), "the highest one (left out: no upper bound)", model="max_opset",
+              check="build_framework"),
+        Field("attrs", Map(Str(), Ref("name"), "map: ONNX attribute name → attr name"),
+              "ONNX attributes renamed to the op's attrs (one named like an attr maps to it as is)", default={},
+              model="attrs", model_type=tuple[tuple[str, str], ...], check="build_framework"),
+        Field("defaults", Map(Ref("name"), AnyValue("a value of the attr's type"), "map: attr name → value"),
+              "an attr's value when the ONNX node leaves its attribute out (ONNX's default)", default={},
+              model="defaults", model_type=tuple[tuple[str, Any], ...], check="build_framework"),
+        Field("inputs", List(Ref("name"), unique=True),
+              "the op's input (or attr, from a constant input) each ONNX input is, in ONNX order "
+              "(default: the op's inputs in order)", model="inputs", model_type=tuple[str, ...],
+              check="build_framework"),
+        Field("outputs", List(Ref("name"), unique=True),
+              "the op's output each ONNX output is, in ONNX order (default: the op's outputs in order)",
+              model="outputs", model_type=tuple[str, ...], check="build_framework"),
+    ),
+    model=OnnxOrigin,
+))
+
+FRAMEWORK = Record("framework", "The framework ops this op is converted from (CANN's adapter plugins).", (
+    Field("onnx", List(ONNX_ORIGIN, min_items=1), "ONNX ops mapped to this op (checked in order)", default=[],
+          model="onnx", check="build_framework"),
+), model=Framework)
+
 # ---- the sections of op.yaml ------------------------------------------------------------------
 
 KERNEL = Record("kernel", "The kernel source and its entry function.", (
@@ -248,6 +289,8 @@ OP_SPEC = Record(
                                            f"{DEFAULT_SOC})", doc="lowercase SoC name"), min_items=1, unique=True),
               "the SoCs the op is built for", default=list(DEFAULT_SOCS), model="socs"),
         Field("core_type", Enum(CORE_TYPES), "the cores the kernel runs on", default=DEFAULT_CORE_TYPE, model="core_type"),
+        Field("framework", FRAMEWORK, "adapter plugins: the ONNX ops `opbuild om build model.onnx` converts to this op",
+              default={}, model="framework", check="build_framework"),
     ),
     model=OpSpec,
     derived=("snake", "spec_path", "infer_shape", "intercore_sync"),
@@ -260,7 +303,7 @@ SCHEMA_DESCRIPTION = (
 SECTIONS: tuple[str, ...] = tuple(f.name for f in OP_SPEC.fields)
 """The top-level sections of op.yaml, in order."""
 
-RECORDS: tuple[Record, ...] = (OP_SPEC, COMPUTE, KERNEL, TILING, SIMPLIFIED_KEY,
+RECORDS: tuple[Record, ...] = (OP_SPEC, COMPUTE, KERNEL, TILING, SIMPLIFIED_KEY, FRAMEWORK,
                                *(t for t in DEFS.values() if isinstance(t, Record)))
 """Every record of the format: the top level, its inline sections, then the named ones."""
 

@@ -187,6 +187,48 @@ class Binary:
 
 
 @dataclass(frozen=True)
+class OnnxOrigin:
+    """One ONNX op this op is converted from: an adapter plugin (`framework.onnx` entry).
+
+    A node of `domain`::`op_type` in a model whose opset import for `domain` is in
+    [min_opset, max_opset] becomes this op. `attrs` renames ONNX attributes (ONNX name -> attr
+    name; an ONNX attribute named like an attr maps to it unrenamed), `defaults` gives an attr
+    its value when the node leaves the ONNX attribute out (ONNX's defaults can differ from the
+    op's), `inputs`/`outputs` name, in ONNX order, the op's tensor each ONNX input/output is (an
+    input may name an attr instead: that input must be a constant whose value is the attr)."""
+
+    op_type: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    domain: str = "ai.onnx"
+    min_opset: int = 1
+    max_opset: int | None = None
+    attrs: tuple[tuple[str, str], ...] = ()
+    defaults: tuple[tuple[str, Any], ...] = ()
+    mark: Mark | None = field(default=None, compare=False)
+
+    def covers(self, opset: int) -> bool:
+        return self.min_opset <= opset and (self.max_opset is None or opset <= self.max_opset)
+
+    def overlaps(self, other: "OnnxOrigin") -> bool:
+        """Whether both map the same ONNX op for some opset (which one maps a node is ambiguous)."""
+        if (self.domain, self.op_type) != (other.domain, other.op_type):
+            return False
+        inf = float("inf")
+        return max(self.min_opset, other.min_opset) <= min(self.max_opset or inf, other.max_opset or inf)
+
+    def opset_range(self) -> str:
+        return f"[{self.min_opset}, ∞)" if self.max_opset is None else f"[{self.min_opset}, {self.max_opset}]"
+
+
+@dataclass(frozen=True)
+class Framework:
+    """The `framework` section: the framework ops this op is converted from."""
+
+    onnx: tuple[OnnxOrigin, ...] = ()
+
+
+@dataclass(frozen=True)
 class OpSpec:
     """A whole validated op: the unit every later stage works on."""
 
@@ -210,6 +252,8 @@ class OpSpec:
     infer_shape: str | None = None
     intercore_sync: bool = False
     """`kernel.intercore_sync`: the kernel uses SyncAll, so all blocks must run concurrently."""
+    framework: Framework = Framework()
+    """Adapter plugins: the ONNX ops `opbuild om build model.onnx` maps to this op."""
     engine: Literal["aicore", "aicpu"] = "aicore"
     """`aicore`: kernel binaries selected by key; `aicpu`: `compute` run by the AI CPU."""
     compute: SourceRef | None = None

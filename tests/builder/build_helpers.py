@@ -294,6 +294,7 @@ def expected_package_files(ops: dict[str, list[str]] = SAMPLE_BINARIES, kind: st
     files = {
         "version.info",
         "op_api/python/aclnn_ops.py",
+        "framework/onnx/opbuild_onnx_plugins.json",
         f"op_impl/ai_core/tbe/config/{SOC}/aic-{SOC}-ops-info.json",
         "op_impl/ai_core/tbe/op_tiling/liboptiling.so",
         "op_proto/inc/op_proto.h",

@@ -1,0 +1,208 @@
+"""A package's ops as PyTorch operators: `torch.ops.<namespace>.<op_snake>` (optional extra
+`pip install 'opbuild[torch]'`).
+
+What: `register(ops, namespace)` (called by a generated module's `register_torch()`) defines one
+torch.library operator per op, with a schema derived from the spec (inputs, then attrs with
+their defaults), a CPU kernel and a fake (meta) kernel:
+
+* the CPU kernel hands the tensors to the runtime's one-shot call (`api.call`) as numpy views of
+  the same memory (zero-copy; bfloat16 through an int16 view) and returns the outputs as torch
+  tensors over the runtime's arrays (zero-copy again). Key selection, the caches and the errors
+  (AclnnError) are the runtime's own;
+* the fake kernel gives each output's shape and dtype from the op's own inference
+  (`runtime.infer.infer_outputs`: the package's op_proto library, what the one-shot call
+  allocates by), so `torch.compile(fullgraph=True)` traces functions using the ops without graph
+  breaks. A symbolic (dynamic) dim is specialized to its value first (a guard, not a break): the
+  compiled inference takes concrete shapes.
+
+Why here: torch is optional; nothing imports this module unless `register_torch()` is called.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from opbuild.runtime import api
+from opbuild.runtime.binaries.selection import OpRuntime
+from opbuild.runtime.call.arguments import normalize_attrs
+from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
+from opbuild.runtime.infer import infer_outputs
+from opbuild.spec.model import OpSpec
+
+_SCHEMA_TYPES = {"int": "int", "float": "float", "bool": "bool", "str": "str", "list_int": "int[]",
+                 "list_float": "float[]", "list_bool": "bool[]"}
+"""Spec attr type -> torch schema type."""
+
+_LIBRARIES: dict[str, Any] = {}
+"""namespace -> its torch.library.Library (kept alive: dropping it unregisters the ops)."""
+_LOCK = threading.Lock()
+
+
+def namespace_of(package: Path | None) -> str:
+    """The default namespace of a package's ops: its directory name as an identifier
+    (`vendors/customize` -> `customize`, `built-in` -> `built_in`)."""
+    name = re.sub(r"\W", "_", package.name if package is not None else "opbuild")
+    return f"_{name}" if name[:1].isdigit() else name
+
+
+def _default(attr_type: str, value: Any) -> str | None:
+    """A default in torch schema syntax; None when the schema cannot spell it (non-finite)."""
+    if isinstance(value, (tuple, list)):
+        items = [_default(attr_type[5:], v) for v in value]
+        return None if None in items else "[" + ", ".join(items) + "]"
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else None
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return repr(value)
+
+
+def schema(spec: OpSpec) -> str:
+    """The torch schema of an op: `(Tensor x, Tensor y, *, float negative_slope=0.01) -> Tensor`."""
+    params = []
+    for p in spec.inputs:
+        kind = {"required": "Tensor", "optional": "Tensor?", "dynamic": "Tensor[]"}[p.param_type]
+        params.append(f"{kind} {p.name}")
+    for a in spec.attrs:
+        text = f"{_SCHEMA_TYPES[a.type]} {a.name}"
+        if not a.required:
+            default = _default(a.type, a.default)
+            text += f"={default}" if default is not None else "=None"
+            if default is None:
+                text = f"{_SCHEMA_TYPES[a.type]}? {a.name}=None"
+        params.append(text)
+    outs = ["Tensor[]" if p.param_type == "dynamic" else "Tensor" for p in spec.outputs]
+    result = outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ")"
+    return f"({', '.join(params)}) -> {result}"
+
+
+def _to_numpy(torch: Any, t: Any, what: str) -> Any:
+    """A numpy view of a CPU tensor's memory (no copy). The common case is one `t.numpy()`
+    (it refuses non-CPU, grad-requiring and bfloat16 tensors, handled after it)."""
+    try:
+        return t.numpy()
+    except (TypeError, RuntimeError, AttributeError):
+        pass
+    if t is None:
+        return None
+    if isinstance(t, (list, tuple)):
+        return [_to_numpy(torch, x, what) for x in t]
+    if t.device.type != "cpu":
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: a {t.device.type} tensor; the ops take CPU tensors")
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    try:
+        return t.numpy()
+    except TypeError as exc:  # a dtype numpy has no view of
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: dtype {t.dtype} is not supported: {exc}") from None
+
+
+def _to_torch(torch: Any, a: Any) -> Any:
+    """A torch tensor over an output's memory (no copy)."""
+    try:
+        return torch.from_numpy(a)
+    except TypeError:  # bfloat16 (numpy's via ml_dtypes), a list, or a runtime Tensor
+        pass
+    if isinstance(a, (list, tuple)):
+        return [_to_torch(torch, x) for x in a]
+    a = np.asarray(a)
+    if a.dtype.name == "bfloat16":
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
+
+
+def _binder(op: OpRuntime):
+    """(args, kwargs) as torch passes them to a kernel (keywords as given, defaults left out) ->
+    the positional arguments in schema order; an attr left out is None (the runtime's default)."""
+    names = [p.name for p in op.spec.inputs] + [a.name for a in op.spec.attrs]
+    total = len(names)
+
+    def bind(args: tuple, kwargs: dict[str, Any]) -> tuple:
+        if not kwargs and len(args) == total:
+            return args
+        return tuple(args) + tuple(kwargs.get(n) for n in names[len(args):])
+
+    return bind
+
+
+def _cpu_kernel(torch: Any, op: OpRuntime):
+    n_inputs = op.n_inputs
+    whats = op.input_what
+    call = api.call
+    multi = op.n_outputs > 1
+    bind = _binder(op)
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        args = bind(args, kwargs)
+        inputs = tuple([_to_numpy(torch, t, w) for t, w in zip(args[:n_inputs], whats)])
+        result = call(op, inputs, args[n_inputs:])
+        if multi:
+            return tuple(_to_torch(torch, r) for r in result)
+        return _to_torch(torch, result)
+
+    return kernel
+
+
+def _fake_kernel(torch: Any, op: OpRuntime):
+    spec = op.spec
+    n_inputs = op.n_inputs
+    bind = _binder(op)
+    formats = [p.format_at(0) for p in spec.inputs]
+
+    def fake(*args: Any, **kwargs: Any) -> Any:
+        args = bind(args, kwargs)
+        inputs, attrs = args[:n_inputs], args[n_inputs:]
+        attr_values = normalize_attrs(op, list(attrs))
+        groups, like = [], None
+        for p, t, fmt in zip(spec.inputs, inputs, formats):
+            tensors = list(t) if isinstance(t, (list, tuple)) else ([] if t is None else [t])
+            like = like if like is not None or not tensors else tensors[0]
+            groups.append([(str(x.dtype).removeprefix("torch."), fmt, tuple(int(d) for d in x.shape))
+                           for x in tensors])
+        inferred = infer_outputs(op, groups, attr_values)
+        outs = []
+        for index, p in enumerate(spec.outputs):
+            shape, dtype = inferred[index] if inferred is not None else (None, None)
+            if shape is None:
+                raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op}: output '{p.name}' has no shape rule in the "
+                                                          f"spec, so torch cannot trace it")
+            outs.append(like.new_empty(shape, dtype=getattr(torch, dtype)))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    return fake
+
+
+def register(ops: dict[str, OpRuntime], namespace: str | None = None) -> Any:
+    """Define every op of `ops` (one package's) as torch.ops.<namespace>.<op_snake>; the
+    namespace defaults to the package's directory name. Registering a namespace again returns
+    the library made the first time."""
+    try:
+        import torch
+    except ImportError:
+        raise ImportError("the torch ops need PyTorch: pip install 'opbuild[torch]'") from None
+    if namespace is None:
+        first = next(iter(ops.values()), None)
+        namespace = namespace_of(first.package if first is not None else None)
+    with _LOCK:
+        lib = _LIBRARIES.get(namespace)
+        if lib is not None:
+            return lib
+        lib = torch.library.Library(namespace, "FRAGMENT")
+        for op in ops.values():
+            name = op.spec.snake
+            lib.define(f"{name}{schema(op.spec)}")
+            lib.impl(name, _cpu_kernel(torch, op), "CPU")
+            torch.library.register_fake(f"{namespace}::{name}", _fake_kernel(torch, op), lib=lib)
+        _LIBRARIES[namespace] = lib
+        return lib

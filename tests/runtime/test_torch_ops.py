@@ -1,0 +1,94 @@
+"""The sample packages' ops as torch.ops.<vendor>.<op_snake> (the optional torch extra): results
+equal to torch's own ops, torch.compile(fullgraph=True) without graph breaks, the runtime's errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from opbuild.runtime.errors import AclnnError  # noqa: E402
+from opbuild.runtime.torch_ops import namespace_of, schema  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tops(ops, builtin_ops):
+    """torch.ops.customize (the custom package) and torch.ops.built_in, registered once."""
+    assert ops.register_torch() is ops.register_torch()  # registering again is a no-op
+    builtin_ops.register_torch()
+    return torch.ops.customize, torch.ops.built_in
+
+
+def test_schemas_come_from_the_specs(ops, builtin_ops):
+    assert schema(ops._OPS["AddCustomTemplate"].spec) == "(Tensor x, Tensor y) -> Tensor"
+    assert schema(ops._OPS["AddNCustom"].spec) == "(Tensor[] x) -> Tensor"
+    assert schema(builtin_ops._OPS["ReduceSumCustom"].spec) == "(Tensor x, int[] axes=[], bool keep_dims=False) -> Tensor"
+    assert schema(builtin_ops._OPS["LeakyReluCustom"].spec) == "(Tensor x, float negative_slope=0.01) -> Tensor"
+    assert namespace_of(ops._OPS["AddCustomTemplate"].package) == "customize"
+
+
+def test_results_equal_torch(tops):
+    custom, builtin = tops
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(4, 33, generator=g), torch.randn(4, 33, generator=g)
+    assert torch.equal(custom.add_custom_template(x, y), x + y)
+    assert torch.equal(custom.add_custom_template(x.half(), y.half()), x.half() + y.half())
+    assert torch.equal(custom.mul_custom(x, y[:1]), x * y[:1])  # broadcasting
+    assert torch.equal(custom.add_n_custom([x, y, x]), x + y + x)
+    torch.testing.assert_close(builtin.leaky_relu_custom(x, negative_slope=0.3),
+                               torch.nn.functional.leaky_relu(x, 0.3))
+    torch.testing.assert_close(builtin.leaky_relu_custom(x.bfloat16()), torch.nn.functional.leaky_relu(x.bfloat16()))
+    torch.testing.assert_close(builtin.reduce_sum_custom(x, [1], True), x.sum(1, keepdim=True))
+    out = custom.add_custom_template(x[:, ::2], y[:, ::2])  # strided views go in as they are
+    assert out.dtype == torch.float32 and torch.equal(out, x[:, ::2] + y[:, ::2])
+
+
+def test_tensors_are_shared_not_copied(tops):
+    from opbuild.runtime.torch_ops import _to_numpy, _to_torch
+
+    for dtype in (torch.float32, torch.bfloat16):
+        t = torch.ones(3, 5, dtype=dtype)
+        a = _to_numpy(torch, t, "t")
+        assert a.__array_interface__["data"][0] == t.data_ptr()
+        assert _to_torch(torch, a).data_ptr() == t.data_ptr()
+
+
+def _f(a, b):
+    custom, builtin = torch.ops.customize, torch.ops.built_in
+    t = custom.mul_custom(custom.add_custom_template(a, b), b)
+    return builtin.reduce_sum_custom(builtin.leaky_relu_custom(t + 1.0, negative_slope=0.1), [1], False)
+
+
+def test_compile_traces_without_graph_breaks(tops):
+    x, y = torch.randn(8, 16), torch.randn(8, 16)
+    explained = torch._dynamo.explain(_f)(x, y)
+    assert explained.graph_break_count == 0 and explained.graph_count == 1
+    compiled = torch.compile(_f, fullgraph=True, backend="aot_eager")  # aot_eager runs the fake kernels too
+    want = torch.nn.functional.leaky_relu((x + y) * y + 1.0, 0.1).sum(1)
+    torch.testing.assert_close(compiled(x, y), want)
+    torch.testing.assert_close(compiled(x[:3], y[:3]), want[:3])
+
+
+def test_unsupported_dtype_raises_the_runtime_error(tops):
+    custom, _ = tops
+    x = torch.ones(2, 3, dtype=torch.float64)
+    with pytest.raises(AclnnError, match="AddCustomTemplate: no declared dtype combination has x=float64"):
+        custom.add_custom_template(x, x)
+    # traced: the fake kernel raises it; dynamo wraps it, the runtime's error is the cause
+    with pytest.raises(Exception, match="AddCustomTemplate: no declared dtype combination has x=float64") as exc:
+        torch.compile(lambda a: custom.add_custom_template(a, a), fullgraph=True, backend="aot_eager")(x)
+    causes = [exc.value]
+    while (causes[-1].__cause__ or causes[-1].__context__) is not None:
+        causes.append(causes[-1].__cause__ or causes[-1].__context__)
+    assert any(isinstance(c, AclnnError) for c in causes)
+    with pytest.raises(AclnnError, match="ReduceSumCustom: axis 5 is out of range for rank 2"):
+        tops[1].reduce_sum_custom(torch.ones(2, 3), [5])
+
+
+def test_the_runtime_cache_serves_repeated_calls(tops):
+    custom, _ = tops
+    x = torch.arange(6, dtype=torch.float32)
+    for _ in range(3):
+        assert torch.equal(custom.add_custom_template(x, x), x * 2)
+    np.testing.assert_array_equal(custom.mul_custom(x, x).numpy(), (x * x).numpy())
