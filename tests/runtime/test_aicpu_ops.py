@@ -177,3 +177,31 @@ def test_dimension_bounds_from_op_proto(tmp_path):
         infer_outputs(legacy.op_proto_library([spec3], "probe3"), spec3, [[("float32", "ND", (3, 4, 5), None)]], [],
                       soc="ascend910b", core_num=1, ub_size=1 << 18, dtypes=False)
     assert info.value.invalid
+
+
+def test_isolated_ai_cpu_tasks(ops, tmp_path):
+    """OPBUILD_ISOLATION=process covers AI CPU tasks too: they compute in shared memory in a worker
+    process, and a crashing compute function is an error of that task, not of the caller."""
+    import ctypes
+    import shutil
+    import subprocess
+
+    cc = shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    lib = tmp_path / "crash.so"
+    (tmp_path / "crash.c").write_text("#include <stdint.h>\n"
+                                      "uint32_t crash(void *ctx) { (void)ctx; *(volatile int *)0 = 1; return 0; }\n")
+    subprocess.run([cc, "-shared", "-fPIC", "-O0", "-o", str(lib), str(tmp_path / "crash.c")], check=True)
+    crash = ctypes.cast(ctypes.CDLL(str(lib)).crash, ctypes.c_void_p).value
+    x = np.array([[0, 1, 0], [2, 0, 3]], np.float32)
+    device.set_isolation("process", 5)
+    try:
+        before = device.aicpu_tasks()
+        np.testing.assert_array_equal(ops.non_zero_custom(x), np.array(np.nonzero(x)))
+        with pytest.raises(device.DeviceError, match=r"AI CPU task: block 0 of 1: SIGSEGV .*isolated worker"):
+            device.aicpu_launch(crash, 0, 0)
+        np.testing.assert_array_equal(ops.non_zero_custom(x), np.array(np.nonzero(x)))  # the caller lives on
+        assert device.aicpu_tasks() == before + 3
+    finally:
+        device.set_isolation()

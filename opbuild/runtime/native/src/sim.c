@@ -974,9 +974,35 @@ typedef struct aicpu_job {
     struct aicpu_job *next;
     sim_aicpu_fn fn;
     void *ctx;
-    uint32_t rc;
+    uint32_t rc;       /* fn's status */
     int done;
+    int sim_rc;        /* SIM_OK, or the isolated worker's failure (crash, timeout) / a bad setting */
+    char msg[SIM_ERROR_LEN];
 } aicpu_job;
+
+/* An AI CPU task as a one-block launch shim, so that OPBUILD_ISOLATION=process runs it in a worker
+ * process like a kernel (CLONE_VM: the status it writes is the caller's memory). */
+static int32_t aicpu_shim(void *const *args, uint32_t nargs, uint32_t block_idx, uint32_t block_num,
+                          opbuild_sync_all_fn sync, void *sync_ctx, char *err, uint32_t errlen) {
+    (void)nargs, (void)block_idx, (void)block_num, (void)sync, (void)sync_ctx, (void)err, (void)errlen;
+    aicpu_job *j = args[0];
+    j->rc = j->fn(j->ctx);
+    return 0;
+}
+
+/* Runs one AI CPU task in the AI CPU thread: in place, or isolated like every kernel launch (the
+ * same decision as execute()). */
+static void aicpu_execute(aicpu_job *j) {
+    int process = 0;
+    j->sim_rc = isolation_config(&process, j->msg);
+    if (j->sim_rc != SIM_OK) return;
+    if (!process) {
+        j->rc = j->fn(j->ctx);
+        return;
+    }
+    void *args[1] = {j};
+    j->sim_rc = execute_isolated(aicpu_shim, args, 1, 1, j->msg);
+}
 
 static struct {
     pthread_mutex_t mu;
@@ -995,9 +1021,8 @@ static void *aicpu_worker(void *unused) {
         aicpu.head = j->next;
         if (!aicpu.head) aicpu.tail = NULL;
         pthread_mutex_unlock(&aicpu.mu);
-        uint32_t rc = j->fn(j->ctx);
+        aicpu_execute(j);
         pthread_mutex_lock(&aicpu.mu);
-        j->rc = rc;
         j->done = 1;
         aicpu.tasks++;
         pthread_cond_broadcast(&aicpu.done);
@@ -1007,7 +1032,7 @@ static void *aicpu_worker(void *unused) {
 
 /* Hand fn(ctx) to the AI CPU and wait for it. */
 static int aicpu_run(sim_aicpu_fn fn, void *ctx, const char *errmsg, char *msg) {
-    aicpu_job job = {NULL, fn, ctx, 0, 0};
+    aicpu_job job = {.fn = fn, .ctx = ctx};
     pthread_mutex_lock(&aicpu.mu);
     if (!aicpu.started) {
         pthread_t tid;
@@ -1024,6 +1049,10 @@ static int aicpu_run(sim_aicpu_fn fn, void *ctx, const char *errmsg, char *msg) 
     pthread_cond_signal(&aicpu.work);
     while (!job.done) pthread_cond_wait(&aicpu.done, &aicpu.mu);
     pthread_mutex_unlock(&aicpu.mu);
+    if (job.sim_rc != SIM_OK) {
+        snprintf(msg, SIM_ERROR_LEN, "AI CPU task: %s", job.msg);
+        return job.sim_rc;
+    }
     if (job.rc == 0) return SIM_OK;
     if (errmsg && errmsg[0])
         snprintf(msg, SIM_ERROR_LEN, "AI CPU task failed (%u): %s", job.rc, errmsg);
