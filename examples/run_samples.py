@@ -24,7 +24,8 @@ def check(name: str, got: np.ndarray, want: np.ndarray, rtol: float = 0.0, atol:
 
 def main(opp: str) -> int:
     # AddCustomTemplate, AddNCustom and MulCustom are custom ops (vendors/customize);
-    # ReduceSumCustom (math) and LeakyReluCustom (nn) are built-in ops; MulCustom is both.
+    # ReduceSumCustom (math) and LeakyReluCustom (nn) are built-in ops; MulCustom is both;
+    # NonZeroCustom and SortCustom are custom AI CPU ops (libcust_aicpu_kernels.so).
     ops = rt.import_ops(f"{opp}/vendors/customize")
     builtin = rt.import_ops(f"{opp}/built-in")
     rng = np.random.default_rng(0)
@@ -64,6 +65,21 @@ def main(opp: str) -> int:
     for det in (False, True):
         got = builtin.reduce_sum_custom(x, axes=[0, 2], keep_dims=True, deterministic=det)
         ok &= check(f"ReduceSumCustom axes [0,2] keep_dims d={int(det)}", got, x.sum(axis=(0, 2), keepdims=True), rtol=1e-5, atol=1e-5)
+
+    # AI CPU ops (engine: aicpu): NonZeroCustom has a data-dependent output shape.
+    x = rng.integers(-2, 3, (5, 7)).astype(np.float32)
+    ok &= check("NonZeroCustom fp32 (one shot: real shape)", ops.non_zero_custom(x), np.array(np.nonzero(x)))
+    out = rt.Tensor(np.empty((x.ndim, x.size), np.int64))  # allocated at the bound [rank, size]
+    size, executor = ops.aclnnNonZeroCustomGetWorkspaceSize(x, out)
+    ops.aclnnNonZeroCustom(None, size, executor, None)
+    print(f"     NonZeroCustom two phases: bound [{x.ndim}, {x.size}], real shape {list(executor.view_shape(0))}")
+    ok &= check("NonZeroCustom int32 (two phases: the out Tensor's view shape)", out.array,
+                np.array(np.nonzero(x.astype(np.int32))))
+    v = rng.standard_normal((3, 100)).astype(np.float16)
+    values, indices = ops.sort_custom(v, descending=True)
+    order = np.argsort(-v.astype(np.float32), axis=-1, kind="stable")
+    ok &= check("SortCustom fp16 descending: values", values, np.take_along_axis(v, order, -1))
+    ok &= check("SortCustom fp16 descending: indices", indices, order)
 
     print("all sample ops correct" if ok else "SOME RESULTS WRONG")
     return 0 if ok else 1

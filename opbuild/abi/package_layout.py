@@ -126,6 +126,21 @@ def aclnn_header(op_snake: str) -> PurePosixPath:
 
 VERSION_INFO = PurePosixPath("version.info")
 
+AICPU_KERNELS_LIB = "libcust_aicpu_kernels.so"
+"""The one library holding every AI CPU op of a package (CANN custom op projects' cpukernel/)."""
+AICPU_OP_INFO = "cust_aicpu_kernel.json"
+"""The AI CPU op info library of a package (CANN: built from cpukernel/op_info_cfg/aicpu_kernel/*.ini)."""
+
+
+def aicpu_kernel_lib() -> PurePosixPath:
+    """op_impl/cpu/aicpu_kernel/impl/libcust_aicpu_kernels.so"""
+    return PurePosixPath("op_impl/cpu/aicpu_kernel/impl") / AICPU_KERNELS_LIB
+
+
+def aicpu_op_info() -> PurePosixPath:
+    """op_impl/cpu/config/cust_aicpu_kernel.json"""
+    return PurePosixPath("op_impl/cpu/config") / AICPU_OP_INFO
+
 
 ONNX_PLUGINS_NAME = "opbuild_onnx_plugins.json"
 

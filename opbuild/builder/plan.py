@@ -90,6 +90,8 @@ class OpPlan:
     spec: OpSpec
     steps: list[PlannedStep] = field(default_factory=list)
     tiling_object: str = ""
+    compute_object: str = ""
+    """engine aicpu: the compute object linked into the package's libcust_aicpu_kernels.so."""
     aclnn_source: str = ""
 
     def targets(self) -> list[str]:
@@ -171,6 +173,8 @@ class Planner:
         return None if package.kind == "custom" else layout.subpackage_of(spec.domain)
 
     def plan_op(self, spec: OpSpec, packages: list[PackagePlan]) -> OpPlan:
+        if spec.is_aicpu:
+            return self.plan_aicpu_op(spec, packages)
         tc, rel, step = self.tc, self.rel, self.step
         plan = OpPlan(spec)
         gen_dir = self.work / "gen" / spec.snake
@@ -183,8 +187,6 @@ class Planner:
                                    OPBUILD_CMD=tuple(tc.tiling_object_command(rel(tiling_src), rel(obj), includes)),
                                    OPBUILD_DISTRIBUTE=1, scan_includes=includes,
                                    OPBUILD_WHAT=f"op {spec.op}: compiling tiling source {rel(tiling_src)}")
-        aclnn_h, plan.aclnn_source = step("aclnn_sources", [gen_dir / f"aclnn_{spec.snake}.h", gen_dir / f"aclnn_{spec.snake}.c"],
-                                          [spec.spec_path, self.stamp], f"GEN {spec.op} aclnn C API", OPBUILD_OP=spec.op)
         kernel_src = str(spec.op_dir / spec.kernel.source)
         for package in packages:
             if spec not in package.specs:
@@ -220,22 +222,81 @@ class Planner:
                      [spec.spec_path, self.stamp, *bins], f"GEN {spec.op} kernel JSONs ({soc}, {where})",
                      OPBUILD_OP=spec.op, OPBUILD_SOC=soc, OPBUILD_TOOLCHAIN=tc.name,
                      OPBUILD_PKG_ROOT=str(pkg_root), OPBUILD_SUBPACKAGE=sub or "")
-            step("copy", [pkg_root / "op_api" / "include" / f"aclnn_{spec.snake}.h"], [aclnn_h],
-                 f"GEN op_api/include/aclnn_{spec.snake}.h ({where})")
+        self.aclnn_api(plan, packages)
+        plan.steps = self._take()
+        return plan
+
+    def aclnn_api(self, plan: OpPlan, packages: list[PackagePlan]) -> None:
+        """The op's aclnn C sources, and its header in every package it goes into."""
+        spec, step = plan.spec, self.step
+        gen_dir = self.work / "gen" / spec.snake
+        aclnn_h, plan.aclnn_source = step("aclnn_sources", [gen_dir / f"aclnn_{spec.snake}.h", gen_dir / f"aclnn_{spec.snake}.c"],
+                                          [spec.spec_path, self.stamp], f"GEN {spec.op} aclnn C API", OPBUILD_OP=spec.op)
+        for package in packages:
+            if spec in package.specs:
+                step("copy", [package.root / "op_api" / "include" / f"aclnn_{spec.snake}.h"], [aclnn_h],
+                     f"GEN op_api/include/aclnn_{spec.snake}.h ({package.where})")
+
+    def plan_aicpu_op(self, spec: OpSpec, packages: list[PackagePlan]) -> OpPlan:
+        """An AI CPU op: its compute object (linked into the package's libcust_aicpu_kernels.so
+        by `plan_package`) and its aclnn API; no kernel binaries, no tiling."""
+        rel = self.rel
+        plan = OpPlan(spec)
+        source = spec.op_dir / spec.compute.source
+        obj = self.work / "obj" / f"{spec.snake}_compute.o"
+        includes = [str(self.native_include)]
+        plan.compute_object, = self.step(
+            "compile", [obj], [source], f"CC compute {spec.op}",
+            OPBUILD_CMD=tuple(self.tc.tiling_object_command(rel(source), rel(obj), includes)), OPBUILD_DISTRIBUTE=1,
+            OPBUILD_WHAT=f"op {spec.op}: compiling compute source {rel(source)}", scan_includes=includes)
+        self.aclnn_api(plan, packages)
         plan.steps = self._take()
         return plan
 
     # ---- the steps that combine a package's ops ------------------------------------------------------
 
     def plan_package(self, package: PackagePlan, ops: dict[str, OpPlan], acl_lib: str) -> None:
-        from opbuild.abi.native_libs import opapi_command
-        from opbuild.codegen.python_api import PYTHON_MODULE, keyrule_path
+        op_proto = self._plan_op_proto(package, ops)
+        self.plan_aicpu_lib(package, [ops[s.op] for s in package.specs if s.is_aicpu])
+        aicore = [s for s in package.specs if not s.is_aicpu]
+        if aicore:
+            self.plan_aicore_package(package, aicore, ops, op_proto)
+        self.plan_package_api(package, ops, acl_lib)
+        package.steps = self._take()
 
+    def plan_aicpu_lib(self, package: PackagePlan, plans: list[OpPlan]) -> None:
+        """libcust_aicpu_kernels.so (every AI CPU op's compute object and the generated registry)
+        and the AI CPU op info, cust_aicpu_kernel.json."""
+        if not plans:
+            return
+        rel, step, where = self.rel, self.step, package.where
+        specs = [p.spec for p in plans]
+        names = tuple(s.op for s in specs)
+        registry_src, = step("text", [self.work / "gen" / package.kind / "aicpu_kernels.c"], [],
+                             f"GEN aicpu_kernels.c ({where})", stored=False,
+                             OPBUILD_TEXT=codegen.render_aicpu_registry(specs))
+        registry_obj = self.work / "obj" / package.kind / "aicpu_kernels.o"
+        includes = [str(self.native_include)]
+        registry, = step("compile", [registry_obj], [registry_src], f"CC aicpu_kernels.c ({where})",
+                         OPBUILD_CMD=tuple(self.tc.tiling_object_command(rel(registry_src), rel(registry_obj), includes)),
+                         OPBUILD_WHAT=f"compiling the AI CPU kernel registry of {where}", scan_includes=includes)
+        objects = [registry, *(p.compute_object for p in plans)]
+        target = package.root / layout.aicpu_kernel_lib()
+        step("compile", [target], objects, f"LINK {layout.AICPU_KERNELS_LIB} ({where})",
+             OPBUILD_CMD=tuple(self.tc.tiling_link_command([rel(o) for o in objects], rel(target))),
+             OPBUILD_WHAT=f"linking {layout.AICPU_KERNELS_LIB} of {where} (AI CPU ops: {', '.join(names)})")
+        step("text", [package.root / layout.aicpu_op_info()], [], f"GEN {layout.AICPU_OP_INFO} ({where})",
+             OPBUILD_TEXT=codegen.render_aicpu_op_info(specs))
+
+    def plan_aicore_package(self, package: PackagePlan, specs: list[OpSpec], ops: dict[str, OpPlan],
+                            op_proto: str) -> None:
+        """The tiling library, binary_info_config.json and ops-info of the package's AI Core ops.
+        `op_proto`: the compiled op_proto object (every op's inference), linked in too."""
         tc, rel, step, pkg_root, where = self.tc, self.rel, self.step, package.root, package.where
-        socs_used = sorted({soc for spec in package.specs for soc in self.socs_of(spec)})
+        socs_used = sorted({soc for spec in specs for soc in self.socs_of(spec)})
         # The generated inference functions go into the tiling library too (as CANN's op_host
         # code registers InferShape in both): an .om packs that one library.
-        tiling_objects = [ops[spec.op].tiling_object for spec in package.specs] + [self._plan_op_proto(package, ops)]
+        tiling_objects = [ops[spec.op].tiling_object for spec in specs] + [op_proto]
         tiling_lib = pkg_root / layout.tiling_lib()
         # The tiling library is linked outside the package, then checked (every tiling function and
         # C key callback the specs name, run against the declared binaries) and only then copied
@@ -245,14 +306,14 @@ class Planner:
         linked = step("compile", [staged], tiling_objects, f"LINK libcust_opmaster_rt2.0.so ({where})",
                       OPBUILD_CMD=tuple(tc.tiling_link_command([rel(o) for o in tiling_objects], rel(staged))),
                       OPBUILD_WHAT=f"linking the tiling library of {where}")
-        lib = step("tiling_lib", [tiling_lib], [*linked, *(s.spec_path for s in package.specs), self.stamp],
-                   f"CHECK libcust_opmaster_rt2.0.so ({where})", OPBUILD_OPS=tuple(s.op for s in package.specs))
+        lib = step("tiling_lib", [tiling_lib], [*linked, *(s.spec_path for s in specs), self.stamp],
+                   f"CHECK libcust_opmaster_rt2.0.so ({where})", OPBUILD_OPS=tuple(s.op for s in specs))
         link = pkg_root / layout.optiling_link()
         step("symlink", [link], lib, f"LINK liboptiling.so ({where})",
              OPBUILD_LINK_TO=os.path.relpath(tiling_lib, link.parent))
 
         for soc in socs_used:
-            soc_specs = [s for s in package.specs if soc in s.socs]
+            soc_specs = [s for s in specs if soc in s.socs]
             for sub in sorted({self.subpackage(package, s) or "" for s in soc_specs}):
                 group = [s for s in soc_specs if (self.subpackage(package, s) or "") == sub]
                 name = f"{sub}/binary_info_config.json" if sub else "binary_info_config.json"
@@ -262,6 +323,13 @@ class Planner:
             step("ops_info", [pkg_root / layout.ops_info(soc)], [*(s.spec_path for s in soc_specs), self.stamp],
                  f"GEN aic-{soc}-ops-info.json ({where})", OPBUILD_OPS=tuple(s.op for s in soc_specs), OPBUILD_SOC=soc)
 
+
+    def plan_package_api(self, package: PackagePlan, ops: dict[str, OpPlan], acl_lib: str) -> None:
+        """The package's Python and C aclnn APIs and version.info."""
+        from opbuild.abi.native_libs import opapi_command
+        from opbuild.codegen.python_api import PYTHON_MODULE, keyrule_path
+
+        tc, rel, step, pkg_root, where = self.tc, self.rel, self.step, package.root, package.where
         python_dir = pkg_root / layout.python_api_dir()
         py_targets = [python_dir / PYTHON_MODULE]
         py_sources = [*(s.spec_path for s in package.specs), self.stamp]
@@ -301,7 +369,6 @@ class Planner:
 
         step("text", [pkg_root / layout.VERSION_INFO], [], f"GEN version.info ({where})",
              OPBUILD_TEXT=codegen.render_version_info(tc.version()))
-        package.steps = self._take()
 
     def _plan_op_proto(self, package: PackagePlan, ops: dict[str, OpPlan]) -> str:
         """op_proto/inc/op_proto.h and libcust_opsproto_rt2.0.so: the generated inference

@@ -54,8 +54,7 @@ def _spec_files(spec_file: Path, spec: OpSpec | None = None) -> list[str]:
         files = set()
     files.add(str(spec_file))
     if spec is not None:
-        files.add(str(spec.op_dir / spec.kernel.source))
-        files.add(str(spec.op_dir / spec.tiling.source))
+        files.update(str(spec.op_dir / s.source) for s in spec.sources)
         if spec.key_rule.py_module:
             files.add(str(spec.op_dir / f"{spec.key_rule.py_module}.py"))
     return sorted(files)

@@ -12,6 +12,8 @@ deterministic. No timestamps, no absolute paths. Formats: docs/package-format.md
     render_op_kernel_config(spec, soc, suffix)      kernel/config/<soc>/<op_snake>.json
     render_binary_info_config(specs, soc, suffix)   kernel/config/<soc>/binary_info_config.json
     render_ops_info(specs, soc)                     config/<soc>/aic-<soc>-ops-info.json
+    render_aicpu_registry(specs)                    the registry of libcust_aicpu_kernels.so
+    render_aicpu_op_info(specs)                     op_impl/cpu/config/cust_aicpu_kernel.json
     render_version_info(version)                    version.info
     render_vendors_config(vendors)                  vendors/config.ini
     write_if_changed(path, text)                    atomic write, only when different
@@ -35,6 +37,7 @@ _EXPORTS: dict[str, str] = {
     "render_vendors_config": "package_json", "render_version_info": "package_json",
     "TILING_C_TYPE": "tiling", "render_tiling_header": "tiling", "tiling_header_name": "tiling",
     "tiling_struct_size": "tiling",
+    "render_aicpu_op_info": "aicpu", "render_aicpu_registry": "aicpu",
 }
 """Name -> the submodule defining it. Loaded on first use (PEP 562): `opbuild validate` renders
 the tiling header and the aclnn APIs without importing the kernel-JSON generators (numpy)."""

@@ -2,7 +2,8 @@
 `op_proto.c` linked into `op_proto/lib/linux/<arch>/libcust_opsproto_rt2.0.so`).
 
 Every rule of the spec becomes one call of a helper of opbuild/infer.h (same_as, broadcast,
-reduce, or the op's own infer-shape function from its tiling source); the dtype rule is the
+reduce, the op's own infer-shape function from its tiling source, or the upper bound of a
+data-dependent output of an AI CPU op: the buffer the caller allocates); the dtype rule is the
 table of declared combinations. The runtime and the `.om` builder call these functions
 (opbuild/abi/op_proto.py): the rules are implemented once, in C.
 """
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 from opbuild.abi.vocabulary import DTYPE, DTYPES_BY_GE_ORDER
 from opbuild.codegen.env import render
-from opbuild.spec.model import OpSpec, Param
+from opbuild.spec.model import OpSpec, Param, parse_bound
 
 HEADER_GUARD = "OPBUILD_OP_PROTO_H"
 
@@ -68,11 +69,26 @@ def _shape_call(spec: OpSpec, index: int, param: Param) -> tuple[str | None, str
                 f"{keep} /* {rule.keep_dims_attr or 'none'} */)")
         return call, f"{name} reduced over the axes of {rule.axes_attr or '(all)'}" + (
             f", keep_dims from {rule.keep_dims_attr}" if rule.keep_dims_attr else "")
+    if rule.kind == "data_dependent":
+        kinds = {"": "OPBUILD_BOUND_CONST", "rank": "OPBUILD_BOUND_RANK", "size": "OPBUILD_BOUND_SIZE",
+                 "dim": "OPBUILD_BOUND_DIM"}
+        triples, names = [], []
+        for bound in rule.operands:
+            if not _BOUND.match(bound) or parse_bound(bound)[1] not in (None, *inputs):
+                raise ValueError(f"{spec.op!r}: output {param.name!r}: not a bound: {bound!r}")
+            fn, name, value = parse_bound(bound)
+            triples.append(f"{kinds[fn]}, {inputs[name] if name else 0}, {value or 0}")
+            names.append(name or "")
+        texts = ", ".join(f'"{"".join(b.split())}"' for b in rule.operands)
+        call = (f"infer_bound(ctx, {out}, (const int64_t[]){{{', '.join(triples)}}}, {len(rule.operands)}, "
+                f"(const char *const[]){{{texts}}}, (const char *const[]){{{', '.join(chr(34) + n + chr(34) for n in names)}}})")
+        return call, f"data-dependent, at most [{', '.join(rule.operands)}]"
     symbol = rule.operands[0]
     return f'infer_function(ctx, {out}, {index}, {symbol}, "{symbol}")', f"{symbol}() of the tiling source"
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_BOUND = re.compile(r"\s*(\d+|(rank|size)\(\s*[A-Za-z_]\w*\s*\)|dim\(\s*[A-Za-z_]\w*\s*,\s*-?\d+\s*\))\s*\Z")
 
 
 def _op_context(spec: OpSpec) -> dict:

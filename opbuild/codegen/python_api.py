@@ -91,6 +91,7 @@ def render_python_api(specs: list[OpSpec]) -> str:
             "attr_names": _names(attrs),
             "output_names": _names(outputs),
             "multi_output": len(outputs) > 1,
+            "oneshot": "call_aicpu" if spec.is_aicpu else "call",
         })
     definitions = {spec.op: spec_to_dict(spec) for spec in specs}
     text = nonfinite.dumps(definitions, sort_keys=True, separators=(",", ":"))

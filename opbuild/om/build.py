@@ -9,7 +9,11 @@ Dependency analysis (seed §3): only what the nodes use is packed —
   its precomputed tiling (TILING_DATA);
 * `preprocess: true` nodes: their package's device tiling library as OpMasterDevice (tiling runs
   at execution from it);
-* `bin_file_path` nodes: that .so as Autofuse (it is launched instead of the selected kernel).
+* `bin_file_path` nodes: that .so as Autofuse (it is launched instead of the selected kernel);
+* AI CPU nodes (`engine: aicpu` ops): their package's libcust_aicpu_kernels.so in
+  CUST_AICPU_KERNELS, once per package (nothing is selected or tiled at build time). A
+  data-dependent output has no shape at build time: only AI CPU nodes may consume it in a static
+  model.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from opbuild.om import model_def as model_def_proto
 from opbuild.om.errors import OmError
 from opbuild.om.model import Model, Node
 from opbuild.runtime.binaries.package import binary_index, read_load_priority
+from opbuild.runtime.call.aicpu import package_has_op
 from opbuild.spec.serialize import spec_to_dict
 
 FORMAT, FORMAT_VERSION = model_def_proto.FORMAT, model_def_proto.FORMAT_VERSION
@@ -94,7 +99,7 @@ class _Packages:
         candidates = [wanted] if wanted else self.order
         for vendor in candidates:
             root = self.root(vendor)
-            if root.is_dir() and op in binary_index(root, self.soc).keys_by_op:
+            if root.is_dir() and (op in binary_index(root, self.soc).keys_by_op or package_has_op(root, op)):
                 return vendor
         where = ", ".join(str(self.root(v)) for v in candidates) or f"(no packages under {self.opp})"
         raise OmError(f"op {op} is in no package for {self.soc}; searched {where}")
@@ -106,6 +111,11 @@ class _Packages:
         if module is None:
             module = self._modules[vendor] = import_ops(self.root(vendor))
         return module._OPS[op]
+
+
+def aicpu_item_name(vendor: str) -> str:
+    """The CUST_AICPU_KERNELS item of a package's libcust_aicpu_kernels.so."""
+    return f"{vendor.replace('vendors/', '')}:{layout.AICPU_KERNELS_LIB}"
 
 
 def _attr_values(op_rt, node: Node) -> list[Any]:
@@ -153,8 +163,11 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
     tiling_items: list[tables.Item] = []
     so_bins: list[so_store.OpSoBin] = []
     so_names: set[tuple[str, str]] = set()
+    aicpu_kernels: dict[str, bytes] = {}
     node_defs = []
     used_vendors: list[str] = []
+    aicore_vendors: set[str] = set()
+    aicpu_vendors: set[str] = set()
 
     def add_so(name: str, vendor: str, data: bytes, so_type: so_store.SoBinType) -> None:
         if (name, vendor) not in so_names:
@@ -194,16 +207,24 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
         except AclnnError as exc:
             raise OmError(f"node {node.label}: {exc}") from None
         in_groups = []
+        unknown = []  # inputs whose shape is known only at run time (a data-dependent output)
         for param, t in zip(spec.inputs, node.inputs):
             names = t if isinstance(t, list) else ([] if t is None else [t])
             in_groups.append([(tensors[n][0], param.format_at(0), tensors[n][1] or ()) for n in names])
+            unknown += [n for n in names if not dynamic and tensors[n][1] is None and n not in unknown]
+        if unknown and not spec.is_aicpu:
+            raise OmError(f"node {node.label}: input(s) {', '.join(unknown)} have a data-dependent shape (an AI CPU "
+                          f"node's output), but {node.op} is an AI Core op of a static model: build it with dynamic "
+                          f"inputs (-1 dims), or let only AI CPU nodes consume it")
         try:  # the package's op_proto library: the same inference the runtime uses
-            inferred = infer_outputs(op_rt, in_groups, attr_values, shapes=not dynamic)
+            inferred = infer_outputs(op_rt, in_groups, attr_values, shapes=not (dynamic or unknown))
         except AclnnError as exc:
             raise OmError(f"node {node.label}: {exc}") from None
         out_meta = []
         for param, (shape, dtype) in zip(spec.outputs, inferred):
-            if not dynamic and shape is None:
+            if param.shape is not None and param.shape.kind == "data_dependent":
+                shape = None  # (op_proto gives its bound; the real shape is known after the run)
+            elif not (dynamic or unknown) and shape is None:
                 raise OmError(f"node {node.label}: output {param.name} of {node.op} has no shape rule")
             out_meta.append((dtype, shape))
         for t, meta in zip(node.outputs, out_meta):
@@ -211,10 +232,22 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
 
         selected = None
         tiling_ref = None
-        if dynamic:
+        if spec.is_aicpu:
+            aicpu_vendors.add(vendor)
+            item = aicpu_item_name(vendor)
+            if item not in aicpu_kernels:
+                lib = root / layout.aicpu_kernel_lib()
+                try:
+                    aicpu_kernels[item] = lib.read_bytes()
+                except OSError as exc:
+                    raise OmError(f"{vendor}: cannot read its AI CPU kernels {lib}: {exc.strerror}") from None
+        elif dynamic:
+            aicore_vendors.add(vendor)
             for key in index.keys_by_op.get(node.op, ()):
                 op_def["binaries"][key] = add_kernel(vendor, index.by_key[key])
         else:
+            aicore_vendors.add(vendor)
+
             def arr(name):
                 if name in model.weights:
                     return model.weights[name]
@@ -252,15 +285,18 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
             "attrs": {a.name: to_json(v) for a, v in zip(spec.attrs, attr_values)},
             "preprocess": node.preprocess, "autofuse_so": autofuse, "selected": selected, "tiling": tiling_ref,
             "output_dtypes": [dt for dt, _ in out_meta],
-            "output_shapes": None if dynamic else [list(shape) for _, shape in out_meta],
+            "output_shapes": None if dynamic else [None if shape is None else list(shape) for _, shape in out_meta],
         })
-    if dynamic:
-        for vendor in used_vendors:
-            lib = packages.root(vendor) / layout.tiling_lib()
-            try:
-                add_so(space_registry_name(), vendor, lib.read_bytes(), so_store.SoBinType.SpaceRegistry)
-            except OSError as exc:
-                raise OmError(f"{vendor}: cannot read its tiling library {lib}: {exc.strerror}") from None
+    # SpaceRegistry: a dynamic model's packages' tiling libraries (tiling and inference), and the
+    # inference of every package with AI CPU nodes (their outputs' bounds are inferred at run time):
+    # its tiling library when it has AI Core ops (it holds every op's inference), else its op_proto library.
+    for vendor in (v for v in used_vendors if (dynamic and v in aicore_vendors) or v in aicpu_vendors):
+        root = packages.root(vendor)
+        lib = root / (layout.tiling_lib() if (root / layout.tiling_lib()).is_file() else layout.op_proto_lib())
+        try:
+            add_so(space_registry_name(), vendor, lib.read_bytes(), so_store.SoBinType.SpaceRegistry)
+        except OSError as exc:
+            raise OmError(f"{vendor}: cannot read its SpaceRegistry library {lib}: {exc.strerror}") from None
 
     compiler = sorted({_version_info(packages.root(v)) for v in used_vendors})
     info = {"cpu_info": host_cpu(), "os_info": host_os(), "opp_version": opp_version(),
@@ -282,6 +318,8 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
     if weights:
         parts.append((omf.WEIGHTS_DATA, tables.build(weights, tables.WEIGHT_MAGIC, "WEIGHTS_DATA")))
     parts.append((omf.TBE_KERNELS, kernel_store.build((i.name, i.data) for i in items)))
+    if aicpu_kernels:
+        parts.append((omf.CUST_AICPU_KERNELS, kernel_store.build(sorted(aicpu_kernels.items()), "CUST_AICPU_KERNELS")))
     if so_bins:
         parts.append((omf.SO_BINS, so_store.build(so_bins)))
     if tiling_items:

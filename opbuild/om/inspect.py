@@ -41,6 +41,9 @@ def describe(m: OmModel) -> str:
     lines.append(f"TBE_KERNELS ({len(m.kernels)}):")
     for name, item in sorted(m.kernels.items()):
         lines.append(f"  {name}  size={len(item.data)}  sha256={hashlib.sha256(item.data).hexdigest()}")
+    lines.append(f"CUST_AICPU_KERNELS ({len(m.aicpu_kernels)}):")
+    for name, data in sorted(m.aicpu_kernels.items()):
+        lines.append(f"  {name}  size={len(data)}  sha256={hashlib.sha256(data).hexdigest()}")
     lines.append(f"TILING_DATA ({len(m.tilings)}):")
     for name, item in m.tilings.items():
         meta = item.meta

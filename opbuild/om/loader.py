@@ -177,11 +177,13 @@ class OmModel:
     tilings: dict[str, tables.Item]
     weights: dict[str, tables.Item]
     routed: dict[SoBinType, list[OpSoBin]] = field(default_factory=dict)
+    aicpu_kernels: dict[str, Any] = field(default_factory=dict)         # CUST_AICPU_KERNELS: item -> .so bytes
     # after load()
     space_registry: dict[str, LoadedSo] = field(default_factory=dict)   # vendor -> library
     device: dict[str, LoadedSo] = field(default_factory=dict)           # vendor -> library
     autofuse: dict[str, MemFile] = field(default_factory=dict)          # so name -> memfd
     kernel_files: dict[str, tuple[MemFile, MemFile]] = field(default_factory=dict)
+    aicpu_files: dict[str, MemFile] = field(default_factory=dict)       # CUST_AICPU_KERNELS item -> memfd
     loaded: bool = False
     trusted: bool = False  # set by load(): the caller accepted the code the model carries
 
@@ -220,6 +222,9 @@ class OmModel:
             names = [f"{b.name} of {b.vendor}" for b in self.routed.get(t, [])]
             if names:
                 found.append(f"{len(names)} {t.name} .so file(s) in SO_BINS ({', '.join(sorted(names))})")
+        if self.aicpu_kernels:
+            found.append(f"{len(self.aicpu_kernels)} AI CPU kernel libraries in CUST_AICPU_KERNELS "
+                         f"({', '.join(sorted(self.aicpu_kernels))})")
         if self.kernels:
             found.append(f"{len(self.kernels)} kernel binaries in TBE_KERNELS, host .so files on the CPU simulator "
                          f"({', '.join(sorted(self.kernels))})")
@@ -245,7 +250,7 @@ class OmModel:
             return self
         self.check_trust(trust)
         self.trusted = True
-        if check_compat and (self.om.header.need_check_os_cpu_info or self.so_bins):
+        if check_compat and (self.om.header.need_check_os_cpu_info or self.so_bins or self.aicpu_kernels):
             self.check_compat()
         for b in self.routed.get(SoBinType.SpaceRegistry, []):
             self.space_registry[b.vendor] = _load_so(b)
@@ -253,6 +258,8 @@ class OmModel:
             self.device[b.vendor] = DEVICE_SO.get(b)
         for b in self.routed.get(SoBinType.Autofuse, []):
             self.autofuse[b.name] = memfile(f"om:{b.name}", b.data)
+        for name, data in self.aicpu_kernels.items():
+            self.aicpu_files[name] = memfile(f"om:{name}", data)
         for name, item in self.kernels.items():
             self.kernel_files[name] = (memfile(f"om:{name}", item.data),
                                        memfile(f"om:{name}.json", dumps(item.meta).encode()))
@@ -292,6 +299,9 @@ def _check_model_def(m: OmModel, base: int) -> None:
         for key, item in op["binaries"].items():
             if item not in m.kernels:
                 raise OmError(f"op {ref}: binary {item!r} of key {key} is not in TBE_KERNELS", where, base)
+        if _is_aicpu(op) and ombuild.aicpu_item_name(op["package"]) not in m.aicpu_kernels:
+            raise OmError(f"op {ref}: AI CPU op, but CUST_AICPU_KERNELS has no {ombuild.aicpu_item_name(op['package'])}",
+                          where, base)
     weights = {w["name"] for w in md["weights"]}
     if weights != set(m.weights):
         raise OmError("weights listed in MODEL_DEF and WEIGHTS_DATA differ", where, base)
@@ -313,6 +323,8 @@ def _check_model_def(m: OmModel, base: int) -> None:
         sel = node.get("selected")
         if sel is not None and sel["full_key"] not in op["binaries"]:
             raise OmError(f"{nwhere}: selected key {sel['full_key']} has no packed binary", where, base)
+        if _is_aicpu(op):
+            continue  # (no binary, no tiling, no SpaceRegistry: its package's AI CPU kernels, checked above)
         if sel is None and not md["dynamic"]:
             raise OmError(f"{nwhere}: static model node without a selected binary", where, base)
         if node["preprocess"] and op["package"] not in vendors_by_type.get(SoBinType.OpMasterDevice, ()):
@@ -322,6 +334,11 @@ def _check_model_def(m: OmModel, base: int) -> None:
     for o in md["outputs"]:
         if o not in defined:
             raise OmError(f"output {o!r} is not produced by the model", where, base)
+
+
+def _is_aicpu(op: dict[str, Any]) -> bool:
+    definition = op.get("definition")
+    return isinstance(definition, dict) and definition.get("engine") == "aicpu"
 
 
 def parse_om(data: bytes | bytearray | memoryview, verify_checksum: bool = True) -> OmModel:
@@ -355,7 +372,10 @@ def parse_om(data: bytes | bytearray | memoryview, verify_checksum: bool = True)
     part = om.get(omf.WEIGHTS_DATA)
     weights = ({i.name: i for i in tables.load(part.data, tables.WEIGHT_MAGIC, "WEIGHTS_DATA", part.file_offset,
                                                 check_name=None)} if part is not None else {})
-    m = OmModel(data, om, model_def, so_bins, kernels, tilings, weights)
+    part = om.get(omf.CUST_AICPU_KERNELS)
+    aicpu = (kernel_store.load(part.data, part.file_offset, _check_item_name, "CUST_AICPU_KERNELS")
+             if part is not None else {})
+    m = OmModel(data, om, model_def, so_bins, kernels, tilings, weights, aicpu_kernels=aicpu)
     seen: set[tuple[str, str]] = set()
     for i, b in enumerate(so_bins):
         if (b.name, b.vendor) in seen:

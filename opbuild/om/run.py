@@ -47,6 +47,7 @@ class NodeProvider:
         self.op_def = model.model_def["ops"][node["op"]]
         self.vendor = self.op_def["package"]
         self._index: BinaryIndex | None = None
+        self._aicpu = None  # the AI CPU kernel library, loaded on first use
         self.label = Path(f"<om {model.name}>/{self.vendor}")
 
     def __str__(self) -> str:
@@ -69,6 +70,19 @@ class NodeProvider:
             self._index = BinaryIndex(self.label, soc, (Path(f"<om {self.model.name}>/TBE_KERNELS"),), by_key,
                                       {op: tuple(by_key)}, {})
         return self._index
+
+    def aicpu_library(self):
+        """The package's libcust_aicpu_kernels.so from CUST_AICPU_KERNELS (an AI CPU node)."""
+        from opbuild.om.build import aicpu_item_name
+        from opbuild.runtime.call.aicpu import AicpuLibrary
+
+        if self._aicpu is None:
+            f = self.model.aicpu_files.get(aicpu_item_name(self.vendor))
+            if f is None:
+                raise AclnnError(ACLNN_ERR_INNER, f"node {self.node['name']}: no AI CPU kernels of {self.vendor} in "
+                                                  f"the model")
+            self._aicpu = AicpuLibrary(f.path)
+        return self._aicpu
 
     def tiling_library(self):
         if self.node["preprocess"]:
@@ -216,7 +230,7 @@ class OmRunner:
             args = [[tensors[x] for x in t] if isinstance(t, list) else (None if t is None else tensors[t])
                     for t in node["inputs"]]
             attrs = [from_json(a.type, node["attrs"].get(a.name)) for a in op.spec.attrs]
-            result = api.call(op, args, attrs, self.d, self.p)
+            result = (api.call_aicpu if op.spec.is_aicpu else api.call)(op, args, attrs, self.d, self.p)
             results = result if isinstance(result, tuple) else (result,)
             for name, value in zip(node["outputs"], results):
                 tensors[name] = value

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from opbuild.abi.ge_types import dtype_name, numpy_dtype
+from opbuild.runtime.call import aicpu as _aicpu
 from opbuild.runtime.call import executor as _executor
 from opbuild.runtime.errors import (
     ACLNN_ERR_INNER,
@@ -70,8 +71,15 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
 
 
 def execute(workspace: Any, workspace_size: int, executor: _executor.Executor, stream: Any = None) -> int:
-    _executor.execute(workspace, workspace_size, executor, stream)
+    if type(executor) is _aicpu.AicpuExecutor:
+        _aicpu.execute(workspace, workspace_size, executor, stream)
+    else:
+        _executor.execute(workspace, workspace_size, executor, stream)
     return 0
+
+
+call_aicpu = _aicpu.call
+"""The one-shot call of an AI CPU op (returns data-dependent outputs at their real shapes)."""
 
 
 phase1_function = _executor.phase1_function

@@ -14,6 +14,7 @@ AclnnError, or 561000 (ACLNN_ERR_INNER) with the traceback for any other excepti
 from __future__ import annotations
 
 import ctypes
+import functools
 import struct
 import threading
 import traceback
@@ -382,6 +383,10 @@ def get_workspace_size(package_root: str, op_type: str, inputs: int, attrs: int,
     try:
         call = _OPS.get((package_root, op_type)) or _op(package_root, op_type)
         size, executor = call.phase1(*call.arguments(inputs, attrs, outputs))
+        if executor.plan is None:  # an AI CPU op: the real shapes of its outputs go to the out aclTensors
+            executor.given = ()  # (not to the Tensors read from them: those are shared, cached by content)
+            executor.on_shapes = functools.partial(set_view_shapes, _pointers(outputs, call.n_out, "outputs"))
+            return 0, "", size, executor, "", None
         key = executor.simplified_key if executor.plan.selection is not None else ""
         try:
             native = (call.signature, native_plan(executor))
@@ -391,6 +396,21 @@ def get_workspace_size(package_root: str, op_type: str, inputs: int, attrs: int,
     except Exception as exc:  # noqa: BLE001 - every failure becomes a status for C
         status, message = _failure(exc)
         return status, message, 0, None, "", None
+
+
+def set_view_shapes(tensors: tuple[int, ...], shapes: tuple[tuple[int, ...], ...]) -> None:
+    """Write each output's shape after the run into its aclTensor's view dims, with contiguous
+    strides (a data-dependent output's real shape: what aclGetViewShape then returns). The rank
+    is the one phase 1 checked; the storage is left as it is."""
+    for address, shape in zip(tensors, shapes):
+        header = AclTensor.from_address(address)
+        if header.magic != _TENSOR_MAGIC or header.viewDimsNum != len(shape):
+            continue  # destroyed meanwhile, or not a tensor this call wrote
+        stride = 1
+        for d in reversed(range(len(shape))):
+            header.viewDims[d] = shape[d]
+            header.strides[d] = stride
+            stride *= max(shape[d], 1)
 
 
 def call_key(package_root: str, op_type: str, dp: int, inputs: int, attrs: int, outputs: int) -> list[int]:

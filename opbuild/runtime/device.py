@@ -123,6 +123,8 @@ def _declare(lib: ctypes.CDLL) -> None:
         "sim_set_isolation": (i32, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]),
         "sim_install_interrupt": (i32, [ctypes.c_ulong]),
         "sim_stream_wait": (i32, [vp, u32]),
+        "sim_aicpu_launch": (i32, [vp, vp, vp, vp, ctypes.c_char_p, u32]),
+        "sim_aicpu_tasks": (u64, []),
     }
     for name, (restype, argtypes) in sigs.items():
         fn = getattr(lib, name)
@@ -642,14 +644,34 @@ def launch(
             arr = make_args([None if a is None else operator.index(a) for a in args])
     if block_dim < 0 or block_dim > 0xFFFFFFFF:
         raise DeviceError(f"block_dim {block_dim} is out of range", SIM_EINVAL)
-    if stream is None:
-        sp = None
-    else:
-        sp = stream._ptr
-        if sp is None and stream is not default_stream:
-            raise DeviceError("stream was destroyed", SIM_ESTATE)
+    sp = _stream_pointer(stream)
     rc = _sim_launch(sp, kernel.fn, arr, n, block_dim, 1 if intercore_sync else 0, None, 0)
     if rc:
         if rc == SIM_EINTR:
             interrupted()
         raise DeviceError(f"{_last_error()} [kernel {kernel.path}]", rc)
+
+
+def _stream_pointer(stream: Stream | None) -> int | None:
+    """The sim_stream* to pass for `stream` (None: the default stream)."""
+    if stream is None:
+        return None
+    sp = stream._ptr
+    if sp is None and stream is not default_stream:
+        raise DeviceError("stream was destroyed", SIM_ESTATE)
+    return sp
+
+
+def aicpu_launch(fn: int, ctx: int, errmsg: int, stream: Stream | None = None) -> None:
+    """Run the AI CPU task `fn(ctx)` (addresses) on the simulator's AI CPU, in order with the
+    stream's kernel launches. Default stream: returns when it ran, DeviceError if it failed
+    (the message includes the C string at `errmsg`, e.g. AicpuContext.error); created stream:
+    enqueued, errors surface at `Stream.synchronize()`."""
+    rc = _L().sim_aicpu_launch(_stream_pointer(stream), fn, ctx, errmsg, None, 0)
+    if rc:
+        raise DeviceError(_last_error(), rc)
+
+
+def aicpu_tasks() -> int:
+    """AI CPU tasks the simulator has run in this process."""
+    return _L().sim_aicpu_tasks()

@@ -51,7 +51,7 @@ def infer_outputs(op: OpRuntime, inputs: Sequence[Sequence[tuple]], attr_values:
 
 
 def _infer_uncached(op: OpRuntime, soc: str, inputs, attr_values, shapes: bool, dtypes: bool):
-    package, _ = op.resolve_package(soc)
+    package = op.proto_package(soc)
     fixed = getattr(package, "inferred_outputs", None)
     if fixed is not None:
         found = fixed(op.spec, inputs)

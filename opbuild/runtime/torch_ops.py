@@ -13,7 +13,8 @@ their defaults), a CPU kernel and a fake (meta) kernel:
   (`runtime.infer.infer_outputs`: the package's op_proto library, what the one-shot call
   allocates by), so `torch.compile(fullgraph=True)` traces functions using the ops without graph
   breaks. A symbolic (dynamic) dim is specialized to its value first (a guard, not a break): the
-  compiled inference takes concrete shapes.
+  compiled inference takes concrete shapes. A data-dependent output of an AI CPU op
+  (NonZeroCustom's) gets unbacked sizes bounded by its inferred bound, as torch.nonzero does.
 
 Why here: torch is optional; nothing imports this module unless `register_torch()` is called.
 """
@@ -139,7 +140,7 @@ def _binder(op: OpRuntime):
 def _cpu_kernel(torch: Any, op: OpRuntime):
     n_inputs = op.n_inputs
     whats = op.input_what
-    call = api.call
+    call = api.call_aicpu if op.spec.is_aicpu else api.call  # (as the generated wrappers choose)
     multi = op.n_outputs > 1
     bind = _binder(op)
 
@@ -177,6 +178,11 @@ def _fake_kernel(torch: Any, op: OpRuntime):
             if shape is None:
                 raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op}: output '{p.name}' has no shape rule in the "
                                                           f"spec, so torch cannot trace it")
+            if p.shape is not None and p.shape.kind == "data_dependent":
+                # op_proto gives the bound; the real dims are known after the run: torch's
+                # unbacked sizes, each at most its bound (as for torch.nonzero)
+                ctx = torch.library.get_ctx()
+                shape = [ctx.new_dynamic_size(min=0, max=int(b)) for b in shape]
             outs.append(like.new_empty(shape, dtype=getattr(torch, dtype)))
         return outs[0] if len(outs) == 1 else tuple(outs)
 

@@ -35,12 +35,14 @@ from .model import (
     SourceRef,
     TensorChoice,
     TilingField,
+    parse_bound,
 )
 from . import csource
 from .naming import snake_case
 from opbuild.suggest import closest, did_you_mean
 from .yaml_marks import Marks
 from .schema import schema  # its sections are declared in opbuild/spec/fields.py
+from .fields import AICORE_ONLY, AICORE_REQUIRED
 
 MAX_KEY_FRAGMENT_BYTES = MAX_SIMPLIFIED_KEY_LEN
 """GenSimplifiedKey gets a 256-byte buffer (OPBUILD_MAX_SIMPLIFIED_KEY_LEN)."""
@@ -138,18 +140,22 @@ class SpecChecker:
         steps: list[tuple[tuple[str, ...], Callable[[], None]]] = [
             (("op",), self.check_location),
             (("package", "domain"), self.check_package),
+            (("engine",), self.check_engine),
             (("inputs", "outputs"), self.build_params),
             ((), self.check_names),
             (("attrs",), self.build_attrs),
             (("inputs", "outputs"), self.check_columns),
             (("tiling_data",), self.check_tiling_data),
-            (("kernel", "tiling"), self.check_sources),
-            (("inputs", "outputs", "attrs"), self.build_shapes),
+            (("kernel", "tiling", "compute"), self.check_sources),
+            (("inputs", "outputs", "attrs", "engine"), self.build_shapes),
             (("simplified_key",), self.build_key_rule),
             (("binaries", "inputs", "outputs", "attrs", "simplified_key"), self.build_binaries),
             (("framework", "inputs", "outputs", "attrs"), self.build_framework),
         ]
+        aicore_only = {self.build_key_rule, self.build_binaries}
         for sections, step in steps:
+            if step in aicore_only and (self.aicpu or not self.ok("engine") or "binaries" not in self.d):
+                continue  # (check_engine reports AI Core sections of an AI CPU op, and missing ones)
             if self.ok(*sections):
                 step()
             if step == self.check_names and self.duplicate_names:
@@ -157,6 +163,29 @@ class SpecChecker:
         if self.problems or self.broken:
             return None, self.problems
         return self.assemble(), []
+
+    @property
+    def aicpu(self) -> bool:
+        return self.d.get("engine") == "aicpu"
+
+    def check_engine(self) -> None:
+        """An AI CPU op has `compute` and none of the AI Core sections; an AI Core op the reverse."""
+        if self.aicpu:
+            for section in AICORE_ONLY:
+                if section in self.d:
+                    self.err((section,), f"{section} is for AI Core ops: an engine: aicpu op runs its compute "
+                                         f"function (remove {section})", at_key=True)
+            if "compute" not in self.d:
+                self.err((), "engine: aicpu needs a compute section: {source: <file.c>, entry: <function>}")
+            return
+        if "compute" in self.d:
+            self.err(("compute",), "compute is for engine: aicpu ops (set engine: aicpu, or remove compute)",
+                     at_key=True)
+        missing = [s for s in AICORE_REQUIRED if s not in self.d]
+        for section in missing:
+            self.err((), f"missing required field {section!r} (an AI Core op needs {_names(AICORE_REQUIRED)}; "
+                         f"an engine: aicpu op a compute function instead)")
+        self.broken.update(missing)
 
     def check_location(self) -> None:
         op = self.d["op"]
@@ -268,7 +297,9 @@ class SpecChecker:
 
     def check_sources(self) -> None:
         root = self.op_dir.resolve()
-        for section, symbol_field in (("kernel", "entry"), ("tiling", "function")):
+        for section, symbol_field in (("kernel", "entry"), ("tiling", "function"), ("compute", "entry")):
+            if section not in self.d or (section == "compute") != self.aicpu:
+                continue  # (check_engine reports a missing or misplaced section)
             source = self.d[section]["source"]
             path = (section, "source")
             self.sources[section] = SourceRef(source, self.d[section][symbol_field])
@@ -286,6 +317,21 @@ class SpecChecker:
                     self.tiling_text = full.read_text(encoding="utf-8", errors="replace")
                 except OSError as exc:
                     self.err(path, f"tiling source {source!r} can't be read: {exc.strerror}")
+            elif section == "compute":
+                self.check_compute_entry(full, source)
+
+    def check_compute_entry(self, full: Path, source: str) -> None:
+        """The compute function must be defined (not only declared) in the compute source."""
+        try:
+            text = full.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            self.err(("compute", "source"), f"compute source {source!r} can't be read: {exc.strerror}")
+            return
+        entry = self.d["compute"]["entry"]
+        if not defines_c_function(text, entry):
+            self.err(("compute", "entry"), f"compute function {entry!r} is not defined in compute source {source!r} "
+                                           f"(expected `uint32_t {entry}(AicpuContext *ctx) {{ ... }}`)"
+                                           f"{did_you_mean(entry, _defined(text))}")
 
     def build_shapes(self) -> None:
         inputs = {p.name for p in self.params["inputs"]}
@@ -321,14 +367,37 @@ class SpecChecker:
                         self.err(base + (field,), f"output {out.name!r} shape: reduce {field} attr {name!r} "
                                                   f"must be of type {want}, not {attr_types[name]}")
                 shape = ShapeRule("reduce", (rule["reduce"],), axes_attr=rule["axes"], keep_dims_attr=rule["keep_dims"])
+            elif "data_dependent" in rule:
+                shape = self.data_dependent_shape(out, base, rule, inputs)
             else:
                 symbol = rule["function"]
-                if self.tiling_text is not None and not defines_c_function(self.tiling_text, symbol):
+                if self.aicpu:
+                    self.err(base + ("function",), f"output {out.name!r} shape: an engine: aicpu op has no tiling "
+                                                   f"library for an infer-shape function; use same_as, broadcast, "
+                                                   f"reduce or data_dependent", at_key=True)
+                elif self.tiling_text is not None and not defines_c_function(self.tiling_text, symbol):
                     self.err(base + ("function",), f"output {out.name!r} shape function {symbol!r} is not defined "
                                                    f"in tiling source {self.d['tiling']['source']!r}"
                                                    f"{did_you_mean(symbol, _defined(self.tiling_text))}")
                 shape = ShapeRule("function", (symbol,))
             outputs[j] = replace(out, shape=shape)
+
+    def data_dependent_shape(self, out: Param, base: JsonPath, rule: dict[str, Any], inputs: set[str]) -> ShapeRule:
+        """`{data_dependent: true, max: [...]}`: AI CPU ops only; every bound names an input."""
+        if rule["data_dependent"] is not True:
+            self.err(base + ("data_dependent",), f"output {out.name!r} shape: data_dependent must be true "
+                                                 f"(leave the rule out otherwise)")
+        if not self.aicpu:
+            self.err(base + ("data_dependent",), f"output {out.name!r} shape: data_dependent shapes need "
+                                                 f"engine: aicpu (an AI Core launch has a fixed output size)",
+                     at_key=True)
+        for k, bound in enumerate(rule["max"]):
+            _, name, _ = parse_bound(bound)
+            if name is not None and name not in inputs:
+                self.err(base + ("max", k), f"output {out.name!r} shape: max {bound!r} names {name!r}, which is not "
+                                            f"an input of the op (inputs: {_names(sorted(inputs))})"
+                                            f"{did_you_mean(name, sorted(inputs))}")
+        return ShapeRule("data_dependent", tuple(" ".join(b.split()) for b in rule["max"]))
 
     def build_key_rule(self) -> None:
         spec = self.d.get("simplified_key", {})
@@ -633,8 +702,8 @@ class SpecChecker:
             attrs=tuple(self.attrs or ()),
             tiling_data=tuple(TilingField(t["name"], t["type"], int(t.get("count", 1)))
                               for t in d.get("tiling_data", [])),
-            kernel=self.sources["kernel"],
-            tiling=self.sources["tiling"],
+            kernel=self.sources.get("kernel"),
+            tiling=self.sources.get("tiling"),
             key_rule=self.key_rule or KeyRule("default"),
             binaries=tuple(self.binaries),
             socs=tuple(d.get("socs", (DEFAULT_SOC,))),
@@ -643,7 +712,9 @@ class SpecChecker:
             domain=d.get("domain"),
             core_type=d.get("core_type", DEFAULT_CORE_TYPE),
             infer_shape=functions[0] if functions else None,
-            intercore_sync=bool(d["kernel"].get("intercore_sync", False)),
+            intercore_sync=bool(d.get("kernel", {}).get("intercore_sync", False)),
+            engine=d.get("engine", "aicore"),
+            compute=self.sources.get("compute"),
             framework=self.framework,
         )
 

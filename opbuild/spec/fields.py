@@ -51,11 +51,19 @@ ATTR_TYPES = ("int", "float", "bool", "str", "list_int", "list_float", "list_boo
 INPUT_PARAM_TYPES = ("required", "optional", "dynamic")
 OUTPUT_PARAM_TYPES = ("required", "dynamic")
 KEY_MODES = ("default", "customized")
+ENGINES = ("aicore", "aicpu")
+"""Where an op runs: AI Core kernels (kernel, tiling, binaries) or the AI CPU (a `compute` function)."""
+AICORE_ONLY = ("kernel", "tiling", "simplified_key", "binaries", "tiling_data", "core_type")
+"""Sections only an AI Core op has (an AI CPU op's `compute` function replaces them)."""
+AICORE_REQUIRED = ("kernel", "tiling", "binaries")
+"""Sections every AI Core op must have (not required by the schema: an AI CPU op has none)."""
 DEFAULT_FORMATS = (DEFAULT_FORMAT,)
 
 _ID = r"[A-Za-z_][A-Za-z0-9_]*"
 LOWER_NAME = r"^[a-z][a-z0-9_]*$"
 C_SYMBOL = rf"^{_ID}$"
+MAX_DIM = rf"^([0-9]+|(rank|size)\(\s*{_ID}\s*\)|dim\(\s*{_ID}\s*,\s*-?[0-9]+\s*\))$"
+"""One dimension of a data-dependent output's upper bound: N, rank(x), size(x) or dim(x, i)."""
 
 # ---- named types (the schema's $defs) ---------------------------------------------------------
 
@@ -98,12 +106,20 @@ SHAPE = _define("shape", Record(
               model="keep_dims_attr", check="build_shapes"),
         Field("function", SYMBOL, "a C infer-shape function defined in the tiling source",
               becomes="ShapeRule.kind/operands", check="build_shapes"),
+        Field("data_dependent", Bool(), "AI CPU ops: the compute function reports the real shape (with `max`)",
+              becomes="ShapeRule.kind/operands", check="build_shapes"),
+        Field("max", List(Str(MAX_DIM, "{instance} is not a dimension bound: N, rank(<input>), size(<input>) or "
+                                       "dim(<input>, <axis>)", doc="N | rank(x) | size(x) | dim(x, i)"), min_items=1),
+              "the upper bound of each dimension of a data-dependent shape (with `data_dependent`)",
+              becomes="ShapeRule.kind/operands", check="build_shapes"),
     ),
     model=ShapeRule,
     derived=("kind", "operands"),
-    one_of_required=("same_as", "broadcast", "reduce", "function"),
-    one_of_message="a shape rule needs exactly one of: same_as, broadcast, reduce (with axes, keep_dims), function",
-    dependent_required=(("reduce", ("axes", "keep_dims")), ("axes", ("reduce",)), ("keep_dims", ("reduce",))),
+    one_of_required=("same_as", "broadcast", "reduce", "function", "data_dependent"),
+    one_of_message="a shape rule needs exactly one of: same_as, broadcast, reduce (with axes, keep_dims), function, "
+                   "data_dependent (with max)",
+    dependent_required=(("reduce", ("axes", "keep_dims")), ("axes", ("reduce",)), ("keep_dims", ("reduce",)),
+                        ("data_dependent", ("max",)), ("max", ("data_dependent",))),
 ))
 
 
@@ -218,6 +234,13 @@ TILING = Record("tiling", "The tiling source and its tiling function.", (
     Field("function", SYMBOL, "the tiling function", required=True, model="symbol"),
 ), model=SourceRef)
 
+COMPUTE = Record("compute", "The AI CPU compute source and its compute function (engine: aicpu).", (
+    Field("source", SOURCE, "the compute C source, inside the op directory", required=True, model="source",
+          check="check_sources"),
+    Field("entry", SYMBOL, "the compute function `uint32_t entry(AicpuContext *ctx)` defined in the source",
+          required=True, model="symbol", check="check_sources"),
+), model=SourceRef)
+
 SIMPLIFIED_KEY = Record("simplified_key", "How GenSimplifiedKey chooses a binary.", (
     Field("mode", Enum(KEY_MODES), "`default`: the key is every tensor's dtype and format; `customized`: a callback's "
           "fragment", default="default", model="mode"),
@@ -250,13 +273,18 @@ OP_SPEC = Record(
         Field("attrs", List(ATTR), "the op's attributes, in order", default=[], model="attrs", check="build_attrs"),
         Field("tiling_data", List(TILING_FIELD), "members of the tiling-data C struct shared by tiling and kernel",
               default=[], model="tiling_data", check="check_tiling_data"),
-        Field("kernel", KERNEL, "the kernel source and entry", required=True, model="kernel", check="check_sources"),
-        Field("tiling", TILING, "the tiling source and function", required=True, model="tiling",
+        Field("engine", Enum(ENGINES), "`aicore`: AI Core kernels (kernel, tiling, binaries); `aicpu`: a `compute` "
+              "function run by the AI CPU", default=ENGINES[0], model="engine", check="check_engine"),
+        Field("compute", COMPUTE, "engine aicpu: the compute source and function", model="compute",
+              check="check_engine"),
+        Field("kernel", KERNEL, "engine aicore (required): the kernel source and entry", model="kernel",
+              check="check_sources"),
+        Field("tiling", TILING, "engine aicore (required): the tiling source and function", model="tiling",
               check="check_sources"),
         Field("simplified_key", SIMPLIFIED_KEY, "how GenSimplifiedKey chooses a binary (left out: default mode)", default={},
               model="key_rule", check="build_key_rule"),
-        Field("binaries", List(BINARY, min_items=1), "the precompiled kernel binaries", required=True,
-              model="binaries", check="build_binaries"),
+        Field("binaries", List(BINARY, min_items=1), "engine aicore (required): the precompiled kernel binaries",
+              default=[], model="binaries", check="build_binaries"),
         Field("socs", List(Str(LOWER_NAME, "SoC name {instance} must be lowercase letters, digits and _ (e.g. "
                                            f"{DEFAULT_SOC})", doc="lowercase SoC name"), min_items=1, unique=True),
               "the SoCs the op is built for", default=list(DEFAULT_SOCS), model="socs"),
@@ -275,7 +303,7 @@ SCHEMA_DESCRIPTION = (
 SECTIONS: tuple[str, ...] = tuple(f.name for f in OP_SPEC.fields)
 """The top-level sections of op.yaml, in order."""
 
-RECORDS: tuple[Record, ...] = (OP_SPEC, KERNEL, TILING, SIMPLIFIED_KEY, FRAMEWORK,
+RECORDS: tuple[Record, ...] = (OP_SPEC, COMPUTE, KERNEL, TILING, SIMPLIFIED_KEY, FRAMEWORK,
                                *(t for t in DEFS.values() if isinstance(t, Record)))
 """Every record of the format: the top level, its inline sections, then the named ones."""
 

@@ -52,13 +52,27 @@ class ShapeRule:
 
     kind `same_as` (operands = one input), `broadcast` (operands = inputs, numpy rules),
     `reduce` (operand = one input; axes/keep_dims attrs named by `axes_attr`/`keep_dims_attr`),
-    or `function` (operands = one C symbol in the tiling library).
+    `function` (operands = one C symbol in the tiling library), or `data_dependent` (AI CPU ops:
+    operands = the upper bound of each dimension, `N`, `rank(x)`, `size(x)` or `dim(x, i)`; the
+    compute function reports the real shape).
     """
 
-    kind: Literal["same_as", "broadcast", "reduce", "function"]
+    kind: Literal["same_as", "broadcast", "reduce", "function", "data_dependent"]
     operands: tuple[str, ...]
     axes_attr: str | None = None
     keep_dims_attr: str | None = None
+
+
+def parse_bound(bound: str) -> tuple[str, str | None, int | None]:
+    """One `max` entry of a data-dependent shape (already matched by the schema's pattern) as
+    (function, input, axis): `7` -> ("", None, 7), `size(x)` -> ("size", "x", None),
+    `dim(x, -1)` -> ("dim", "x", -1)."""
+    text = "".join(bound.split())
+    if text.isdigit():
+        return "", None, int(text)
+    fn, _, rest = text.partition("(")
+    name, _, axis = rest.rstrip(")").partition(",")
+    return fn, name, int(axis) if axis else None
 
 
 @dataclass(frozen=True)
@@ -225,8 +239,8 @@ class OpSpec:
     outputs: tuple[Param, ...]
     attrs: tuple[Attr, ...]
     tiling_data: tuple[TilingField, ...]
-    kernel: SourceRef
-    tiling: SourceRef
+    kernel: SourceRef | None
+    tiling: SourceRef | None
     key_rule: KeyRule
     binaries: tuple[Binary, ...]
     socs: tuple[str, ...]
@@ -240,6 +254,24 @@ class OpSpec:
     """`kernel.intercore_sync`: the kernel uses SyncAll, so all blocks must run concurrently."""
     framework: Framework = Framework()
     """Adapter plugins: the ONNX ops `opbuild om build model.onnx` maps to this op."""
+    engine: Literal["aicore", "aicpu"] = "aicore"
+    """`aicore`: kernel binaries selected by key; `aicpu`: `compute` run by the AI CPU."""
+    compute: SourceRef | None = None
+    """engine aicpu: the compute source and function (compiled into libcust_aicpu_kernels.so)."""
+
+    @property
+    def is_aicpu(self) -> bool:
+        return self.engine == "aicpu"
+
+    @property
+    def sources(self) -> tuple[SourceRef, ...]:
+        """The C sources the op names: kernel and tiling (AI Core), or compute (AI CPU)."""
+        return tuple(s for s in (self.kernel, self.tiling, self.compute) if s is not None)
+
+    @property
+    def data_dependent(self) -> bool:
+        """Some output's shape is known only after the compute function ran."""
+        return any(p.shape is not None and p.shape.kind == "data_dependent" for p in self.outputs)
 
     @property
     def op_dir(self) -> Path:

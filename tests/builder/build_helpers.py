@@ -38,7 +38,7 @@ CUSTOM_WHERE = f"vendors/{VENDOR}"
 """How progress lines name the custom package (`built-in` names the built-in one)."""
 SAMPLE_PACKAGES: dict[str, tuple[str, ...]] = {
     "AddCustomTemplate": (CUSTOM,), "AddNCustom": (CUSTOM,), "MulCustom": (CUSTOM, BUILTIN),
-    "ReduceSumCustom": (BUILTIN,), "LeakyReluCustom": (BUILTIN,),
+    "ReduceSumCustom": (BUILTIN,), "LeakyReluCustom": (BUILTIN,), "NonZeroCustom": (CUSTOM,), "SortCustom": (CUSTOM,),
 }
 """The packages each sample op is built into (issue 4: ops/<op>/op.yaml `package:`)."""
 SAMPLE_DOMAINS = {"MulCustom": "math", "ReduceSumCustom": "math", "LeakyReluCustom": "nn"}
@@ -55,9 +55,16 @@ SAMPLE_BINARIES = {
     "ReduceSumCustom": ["ReduceSumCustom_FP32_Det", "ReduceSumCustom_FP32", "ReduceSumCustom_FP16_Det",
                         "ReduceSumCustom_FP16"],
 }
+SAMPLE_AICPU_OPS = ("NonZeroCustom", "SortCustom")
+"""The AI CPU sample ops (engine: aicpu): no kernel binaries, no tiling; their compute sources are
+linked into the package's one libcust_aicpu_kernels.so (SAMPLE_BINARIES lists the AI Core ops)."""
+SAMPLE_OPS = len(SAMPLE_BINARIES) + len(SAMPLE_AICPU_OPS)
+"""How many ops the samples are (the build summary's count)."""
+AICPU_FILES = {"op_impl/cpu/aicpu_kernel/impl/libcust_aicpu_kernels.so", "op_impl/cpu/config/cust_aicpu_kernel.json"}
 SAMPLE_DIRS = {
     "AddCustomTemplate": "add_custom_template", "AddNCustom": "add_n_custom", "LeakyReluCustom": "leaky_relu_custom",
-    "MulCustom": "mul_custom", "ReduceSumCustom": "reduce_sum_custom",
+    "MulCustom": "mul_custom", "ReduceSumCustom": "reduce_sum_custom", "NonZeroCustom": "non_zero_custom",
+    "SortCustom": "sort_custom",
 }
 
 
@@ -265,14 +272,23 @@ def subpackage(op: str, kind: str) -> str:
     return f"ops_{SAMPLE_DOMAINS[op]}/" if kind == BUILTIN else ""
 
 
-def expected_package_files(ops: dict[str, list[str]] = SAMPLE_BINARIES, kind: str = CUSTOM) -> set[str]:
+def expected_package_files(ops: dict[str, list[str]] = SAMPLE_BINARIES, kind: str = CUSTOM,
+                           aicpu: tuple[str, ...] = SAMPLE_AICPU_OPS) -> set[str]:
     """Every file (docs/package-format.md §1) that `scons ops` must produce for those of `ops` in the package
     `kind` (relative to the package directory), except the arch-dependent tiling library (checked
-    separately); the op_proto library is listed for this machine's arch. The built-in package keeps each op's kernels and configs in the ops_<domain>
-    sub-package of its domain and its aclnn functions in libopapi_<domain>.so (libopapi.so always)."""
+    separately); the op_proto library is listed for this machine's arch. The built-in package keeps
+    each op's kernels and configs in the ops_<domain> sub-package of its domain and its aclnn
+    functions in libopapi_<domain>.so (libopapi.so always). The AI CPU ops of `aicpu` add their
+    aclnn headers and the package's op_impl/cpu files."""
     kernel = f"op_impl/ai_core/tbe/kernel/{SOC}"
     config = f"op_impl/ai_core/tbe/kernel/config/{SOC}"
     ops = {op: binaries for op, binaries in ops.items() if kind in SAMPLE_PACKAGES[op]}
+    aicpu = tuple(op for op in aicpu if kind in SAMPLE_PACKAGES[op])
+    if aicpu:
+        aicpu_files = AICPU_FILES | {f"op_api/include/aclnn_{SAMPLE_DIRS[op]}.h" for op in aicpu}
+        if not ops:
+            return aicpu_files | {"version.info", "op_api/python/aclnn_ops.py", "op_api/lib/libcust_opapi.so",
+                                  "op_proto/inc/op_proto.h", str(layout.op_proto_lib())}
     if not ops:
         return set()
     files = {
@@ -297,7 +313,7 @@ def expected_package_files(ops: dict[str, list[str]] = SAMPLE_BINARIES, kind: st
             files.add(f"op_api/python/keyrules/{snake}/key_rule.py")
         for b in binaries:
             files |= {f"{kernel}/{sub}{snake}/{b}.so", f"{kernel}/{sub}{snake}/{b}.json"}
-    return files
+    return files | aicpu_files if aicpu else files
 
 
 def expected_kernel_steps(ops: dict[str, list[str]] = SAMPLE_BINARIES) -> list[tuple[str, str, str]]:

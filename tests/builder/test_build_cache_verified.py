@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from build_helpers import tree
+from build_helpers import SAMPLE_DIRS, tree
 
 OPS = "OPS=AddNCustom"
 
@@ -38,7 +38,7 @@ def test_corrupt_entries_are_reported_replaced_and_never_used(project, tmp_path,
     entries = _entries(cache, per_file_only=True)
     assert len(entries) == 14  # 3 kernels and their 6 objects, 1 tiling and 1 op_proto object, 3 libraries
     [bundle] = list(cache.glob("*/*.opbundle"))  # and the op's bundle
-    assert len(list(cache.glob("*/*.opspec"))) == 5  # and every sample spec, checked
+    assert len(list(cache.glob("*/*.opspec"))) == len(SAMPLE_DIRS)  # and every sample spec, checked
     for e in [*entries, bundle]:  # every entry has its hash beside it
         assert Path(f"{e}.sha256").read_text().strip() == __import__("hashlib").sha256(e.read_bytes()).hexdigest()
 
@@ -58,18 +58,19 @@ def test_corrupt_entries_are_reported_replaced_and_never_used(project, tmp_path,
     stats = json.loads(_opbuild(code, "cache", "stats", "--json", cache=cache).stdout)
     # per-file: 14 + 1 misses (the corrupt one), 13 hits, 14 + 1 pushes; the bundle: a miss and a
     # push in each build
-    assert stats["entries"] == 20 and stats["bundles"] == 1 and stats["specs"] == 5
+    # entries: the 14 per-file ones, the bundle and every sample's checked spec
+    assert stats["entries"] == 15 + len(SAMPLE_DIRS) and stats["bundles"] == 1 and stats["specs"] == len(SAMPLE_DIRS)
     assert stats["corrupt"] == 1 and stats["hits"] == 13
     assert stats["misses"] == 17 and stats["pushes"] == 17
     assert stats["bytes"] == sum(e.stat().st_size for e in _entries(cache))
     assert stats["bundle_bytes"] == bundle.stat().st_size
 
     verified = _opbuild(code, "cache", "verify", cache=cache)
-    assert verified.returncode == 0 and "20 entries checked, 0 corrupt" in verified.stdout, verified
+    assert verified.returncode == 0 and f"{15 + len(SAMPLE_DIRS)} entries checked, 0 corrupt" in verified.stdout, verified
     Path(f"{victim}.sha256").write_text("0" * 64 + "\n")
     verified = _opbuild(code, "cache", "verify", cache=cache)
     assert verified.returncode == 1 and victim.name in verified.stdout, verified
-    assert not victim.exists() and len(_entries(cache)) == 19
+    assert not victim.exists() and len(_entries(cache)) == 14 + len(SAMPLE_DIRS)  # all but the victim
 
     old = _entries(cache)[0]
     os.utime(old, (1, 1))

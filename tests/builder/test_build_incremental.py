@@ -197,3 +197,22 @@ def test_up_to_date_manifest_skips_the_graph_and_notices_edits(project):
     (p.root / "ops" / "empty_dir").mkdir()
     result = p.build(TWO_OPS)
     assert "nothing changed" not in result.stdout
+
+
+def test_edited_compute_source_recompiles_that_op_and_relinks_the_ai_cpu_library(project):
+    """AI CPU ops: one compile per compute source, one library per package; an edit recompiles its
+    op's object and relinks libcust_aicpu_kernels.so, nothing else."""
+    aicpu_ops = "OPS=NonZeroCustom,SortCustom"
+    p = project()
+    p.build(aicpu_ops)
+    library = p.pkg / "op_impl/cpu/aicpu_kernel/impl/libcust_aicpu_kernels.so"
+    before = library.read_bytes()
+    edit(p.op_dir("SortCustom") / "compute.c", "/* comment only */\n")
+    result = p.build(aicpu_ops)
+    assert result.steps == ["CC compute SortCustom"], str(result)  # same object: the link stops there
+    edit(p.op_dir("SortCustom") / "compute.c", MARKER_FN.format(n=5))
+    result = p.build(aicpu_ops)
+    assert sorted(result.steps) == ["CC compute SortCustom", f"LINK libcust_aicpu_kernels.so ({CUSTOM_WHERE})"], \
+        str(result)
+    assert library.read_bytes() != before
+    assert p.build(aicpu_ops).steps == []

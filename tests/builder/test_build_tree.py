@@ -12,9 +12,11 @@ from build_helpers import (
     BUILTIN,
     CUSTOM,
     CUSTOM_WHERE,
+    SAMPLE_AICPU_OPS,
     SAMPLE_BINARIES,
     SAMPLE_DIRS,
     SAMPLE_DOMAINS,
+    SAMPLE_OPS,
     SAMPLE_PACKAGES,
     SOC,
     expected_kernel_steps,
@@ -31,7 +33,8 @@ def _arch() -> str:
 
 
 def _ops_of(kind: str) -> list[str]:
-    return sorted(op for op, kinds in SAMPLE_PACKAGES.items() if kind in kinds)
+    """The AI Core sample ops of a package (those with kernel binaries, configs, ops-info)."""
+    return sorted(op for op, kinds in SAMPLE_PACKAGES.items() if kind in kinds and op in SAMPLE_BINARIES)
 
 
 def _configs(pkg, kind: str, ops=SAMPLE_BINARIES) -> dict[str, dict]:
@@ -77,7 +80,7 @@ def test_clean_build_lays_out_the_whole_package(clean_build):
         ops_info = json.loads((pkg / f"op_impl/ai_core/tbe/config/{SOC}/aic-{SOC}-ops-info.json").read_text())
         assert sorted(ops_info) == _ops_of(kind)
         module = (pkg / "op_api/python/aclnn_ops.py").read_text()
-        for op in SAMPLE_BINARIES:
+        for op in [*SAMPLE_BINARIES, *SAMPLE_AICPU_OPS]:
             assert (f"def aclnn{op}GetWorkspaceSize" in module or f'"aclnn{op}GetWorkspaceSize"' in module) \
                 == (kind in SAMPLE_PACKAGES[op]), (kind, op)
 
@@ -130,6 +133,12 @@ def test_progress_lines_and_summary(clean_build):
         assert f"GEN aic-{SOC}-ops-info.json ({where})" in steps
         assert f"GEN op_api/python/aclnn_ops.py ({where})" in steps
     assert f"LINK libcust_opapi.so ({CUSTOM_WHERE})" in steps
+    # the AI CPU ops: a compile each, then one library for the package
+    assert sorted(s for s in steps if s.startswith("CC compute ")) == [f"CC compute {op}" for op in SAMPLE_AICPU_OPS]
+    assert sorted(s for s in steps if "aicpu" in s) == [f"CC aicpu_kernels.c ({CUSTOM_WHERE})",
+                                                        f"GEN aicpu_kernels.c ({CUSTOM_WHERE})",
+                                                        f"GEN cust_aicpu_kernel.json ({CUSTOM_WHERE})",
+                                                        f"LINK libcust_aicpu_kernels.so ({CUSTOM_WHERE})"]
     for lib in ("libopapi.so", "libopapi_math.so", "libopapi_nn.so"):
         assert f"LINK {lib} ({BUILTIN})" in steps
     assert f"GEN binary_info_config.json ({SOC}, {CUSTOM_WHERE})" in steps
@@ -138,7 +147,7 @@ def test_progress_lines_and_summary(clean_build):
     total = int(result.stdout.split("] ", 1)[0].split("/")[1])
     assert len(steps) <= total
     last = result.stdout.strip().splitlines()[-1]
-    assert last.startswith(f"opbuild: ok: {len(SAMPLE_BINARIES)} ops, {n_binaries} kernel binaries, "), last
+    assert last.startswith(f"opbuild: ok: {SAMPLE_OPS} ops, {n_binaries} kernel binaries, "), last
     assert f"/{total} steps run" in last
 
 
@@ -149,7 +158,7 @@ def test_second_run_changes_nothing(clean_build):
         result = p.build(env=env)
         assert result.steps == [], str(result)
         assert "is up to date" in result.stdout
-        assert result.stdout.strip().splitlines()[-1].startswith("opbuild: ok: 5 ops, 23 kernel binaries, 0/")
+        assert result.stdout.strip().splitlines()[-1].startswith(f"opbuild: ok: {SAMPLE_OPS} ops, 23 kernel binaries, 0/")
         assert mtimes(p.out) == before
 
 
@@ -180,7 +189,7 @@ def test_ops_option_builds_only_those_ops(project):
     assert sorted(result.kernel_steps()) == expected_kernel_steps(mul)  # in both of its packages
     for kind in (CUSTOM, BUILTIN):
         present = set(tree(p.package(kind)))
-        assert expected_package_files(mul, kind) <= present, kind
+        assert expected_package_files(mul, kind, aicpu=()) <= present, kind
         assert not [k for k in present if "/add_custom_template/" in k or "/reduce_sum_custom" in k
                     or "leaky_relu" in k or "add_n" in k]
         assert [list(config) for config in _configs(p.package(kind), kind, mul).values()] == [["MulCustom"]]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 OPAPI_LIBS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("vendors/customize", "libcust_opapi.so"): ("AddCustomTemplate", "AddNCustom", "MulCustom"),
+    ("vendors/customize", "libcust_opapi.so"): ("AddCustomTemplate", "AddNCustom", "MulCustom", "NonZeroCustom",
+                                                   "SortCustom"),
     ("built-in", "libopapi.so"): (),
     ("built-in", "libopapi_math.so"): ("MulCustom", "ReduceSumCustom"),
     ("built-in", "libopapi_nn.so"): ("LeakyReluCustom",),

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from opbuild.abi.native_libs import app_flags, app_flags_for_libraries
@@ -73,6 +74,21 @@ def test_add_sample(package):
     assert values == [i + 0.5 * i + 1.0 for i in range(8)]
     assert proc.stdout.rstrip().endswith("done")
     assert proc.stderr == ""
+
+
+def test_aicpu_sample_real_shape_and_stream_order(package):
+    """AI CPU ops from C: aclGetViewShape gives NonZero's real shape after the run; an AI Core add
+    and an AI CPU sort of its result on one stream run in order."""
+    exe = _build("sample_aicpu.c", app_flags(package.root), package.work)
+    out = _fields(_run(exe).stdout)
+    x = np.array([[0, 1.5, 0], [2, 0, -3]], np.float32)
+    want = np.array(np.nonzero(x))
+    assert out["nonzero_shape"] == f"{want.shape[0]} {want.shape[1]}"
+    assert [int(v) for v in out["nonzero"].split()] == want.reshape(-1).tolist()
+    z = np.array([[1, 7, 3, 5], [0, 2, 9, 4]], np.float32) + np.array([[10] * 4, [20] * 4], np.float32)
+    order = np.argsort(-z, axis=-1, kind="stable")
+    assert _floats(out["sorted"]) == np.take_along_axis(z, order, -1).reshape(-1).tolist()
+    assert [int(v) for v in out["order"].split()] == order.reshape(-1).tolist()
 
 
 def test_fp16_sample_converters_getters_and_repointed_input(package):

@@ -70,9 +70,23 @@ def _cases():
         y = np.zeros((), np.float32)
         return "aclnnReduceSumCustom", (x, [], False, y), [(y, x.sum())]
 
+    def sort_desc():  # an AI CPU op
+        x = rng.integers(-9, 9, (5, 33)).astype(np.int32)
+        values, indices = np.zeros_like(x), np.zeros(x.shape, np.int64)
+        order = x.shape[-1] - 1 - np.flip(np.argsort(np.flip(x, -1), axis=-1, kind="stable"), -1)
+        return "aclnnSortCustom", (x, True, values, indices), [(values, np.take_along_axis(x, order, -1)),
+                                                               (indices, order)]
+
+    def non_zero():  # an AI CPU op with a data-dependent output: written from the start of its bound
+        x = rng.integers(0, 2, (6, 7)).astype(np.float32)
+        y = np.full((2, x.size), -1, np.int64)
+        want = np.array(np.nonzero(x))
+        return "aclnnNonZeroCustom", (x, y), [(y.reshape(-1)[:want.size], want.reshape(-1))]
+
     return {"add_fp32": add(np.float32), "add_fp16": add(np.float16), "add_n_int32": add_n, "leaky_relu": leaky,
             "leaky_relu_bf16_tensor": leaky_bf16_tensor, "mul_broadcast": mul, "mul_fp16_fp32": mul_mixed,
-            "reduce_sum": reduce_sum, "reduce_sum_all": reduce_all}
+            "reduce_sum": reduce_sum, "reduce_sum_all": reduce_all, "sort_aicpu": sort_desc,
+            "non_zero_aicpu": non_zero}
 
 
 CASES = _cases()

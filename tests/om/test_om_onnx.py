@@ -259,3 +259,19 @@ def test_the_example_model(opp, tmp_path):
     om = convert(examples / "models" / "sample_ops.onnx", opp, "x:3,8;y:3,8")
     inputs = _inputs(3, seed=9)
     np.testing.assert_allclose(run(om, inputs)["z"], example.reference(inputs["x"], inputs["y"]), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shapes", ["x:2,5", None])
+def test_non_zero_maps_to_the_ai_cpu_op(opp, tmp_path, shapes):
+    """ONNX NonZero -> NonZeroCustom (an AI CPU node, data-dependent output) after an AI Core Mul,
+    static and dynamic: the .om's result equals onnxruntime's."""
+    w = nh.from_array(np.array([[1, 0, 2, 0, 3]], np.float32), "w")
+    nodes = [h.make_node("Mul", ["x", "w"], ["m"], name="mul0"), h.make_node("NonZero", ["m"], ["nz"], name="nz0")]
+    path = save(tmp_path, nodes, [_tensor("x", ["N", 5])], [_tensor("nz", [2, "K"], T.INT64)], [w], custom=False,
+                name="nonzero.onnx")
+    om = convert(path, opp, shapes)
+    assert {n["name"]: n["op"] for n in parse_om(om).model_def["nodes"]}["nz0"] == "vendors/customize:NonZeroCustom"
+    x = {"x": np.array([[1, 1, 0, 1, 1], [0, 2, 2, 2, 0]], np.float32)}
+    got, want = run(om, x), reference(path, x)
+    assert got["nz"].dtype == np.int64
+    np.testing.assert_array_equal(got["nz"], want["nz"])

@@ -92,3 +92,24 @@ def test_the_runtime_cache_serves_repeated_calls(tops):
     for _ in range(3):
         assert torch.equal(custom.add_custom_template(x, x), x * 2)
     np.testing.assert_array_equal(custom.mul_custom(x, x).numpy(), (x * x).numpy())
+
+
+def test_ai_cpu_ops_eager_and_fake(tops):
+    """AI CPU ops through torch: eager results equal torch's; under fake tensors a data-dependent
+    output has unbacked sizes (its real shape is known only after the run), as torch.nonzero's."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    custom, _ = tops
+    x = torch.tensor([[0.0, 1.5, 0.0], [2.0, 0.0, -3.0]])
+    assert torch.equal(custom.non_zero_custom(x), torch.nonzero(x).T)
+    assert custom.non_zero_custom(torch.zeros(0)).shape == (1, 0)
+    values, indices = custom.sort_custom(x, descending=True)
+    want = torch.sort(x, stable=True, dim=-1, descending=True)
+    assert torch.equal(values, want.values) and torch.equal(indices, want.indices)
+    with FakeTensorMode(shape_env=ShapeEnv()) as mode:
+        y = custom.non_zero_custom(mode.from_tensor(x))
+        assert y.dtype == torch.int64 and y.dim() == 2
+        assert all(isinstance(d, torch.SymInt) for d in y.shape)
+        v, i = custom.sort_custom(mode.from_tensor(x))
+        assert tuple(v.shape) == (2, 3) and i.dtype == torch.int64

@@ -11,7 +11,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 OPS = REPO / "ops"
-SAMPLES = ("add_custom_template", "add_n_custom", "leaky_relu_custom", "mul_custom", "reduce_sum_custom")
+SAMPLES = ("add_custom_template", "add_n_custom", "leaky_relu_custom", "mul_custom", "non_zero_custom",
+           "reduce_sum_custom", "sort_custom")
+AICPU_SAMPLES = ("non_zero_custom", "sort_custom")
+"""The samples with `engine: aicpu` (a compute source instead of kernel and tiling)."""
 
 BASE_SPEC = """\
 op: TestOp

@@ -19,14 +19,15 @@ def load(samples_dir: Path, name: str) -> OpSpec:
 
 SAMPLE_PACKAGES = {
     "AddCustomTemplate": ("custom",), "AddNCustom": ("custom",), "MulCustom": ("custom", "built-in"),
-    "ReduceSumCustom": ("built-in",), "LeakyReluCustom": ("built-in",),
+    "ReduceSumCustom": ("built-in",), "LeakyReluCustom": ("built-in",), "NonZeroCustom": ("custom",),
+    "SortCustom": ("custom",),
 }
 
 
 def test_all_samples_load(samples_dir):
     specs = load_specs([samples_dir])
     assert [s.op for s in specs] == ["AddCustomTemplate", "AddNCustom", "LeakyReluCustom", "MulCustom",
-                                     "ReduceSumCustom"]
+                                     "NonZeroCustom", "ReduceSumCustom", "SortCustom"]
     for spec in specs:
         assert spec.snake == spec.op_dir.name == snake_case(spec.op)
         assert spec.spec_path.is_absolute() and spec.spec_path.name == "op.yaml"
@@ -38,6 +39,18 @@ def test_all_samples_load(samples_dir):
         for b in spec.binaries:
             assert [t for t, _ in b.when] == [p.name for p in spec.tensors]
             assert b.mark is not None and b.mark.file.endswith("op.yaml")
+
+
+def test_ai_cpu_samples(samples_dir):
+    nz = load(samples_dir, "non_zero_custom")
+    assert (nz.engine, nz.compute.source, nz.compute.symbol) == ("aicpu", "compute.c", "non_zero_custom_compute")
+    assert nz.kernel is None and nz.tiling is None and nz.binaries == () and nz.data_dependent
+    shape = nz.outputs[0].shape
+    assert (shape.kind, shape.operands) == ("data_dependent", ("rank(x)", "size(x)"))
+    sort = load(samples_dir, "sort_custom")
+    assert sort.engine == "aicpu" and not sort.data_dependent
+    assert [(a.name, a.type, a.default) for a in sort.attrs] == [("descending", "bool", False)]
+    assert [p.name for p in sort.outputs] == ["values", "indices"]
 
 
 def test_add_custom_template(samples_dir):
@@ -106,7 +119,7 @@ def test_reduce_sum_custom(samples_dir):
 def test_samples_in_the_repository():
     """ops/ itself, once the kernels and tiling sources are there."""
     missing = [n for n in SAMPLES for doc in [yaml.safe_load((OPS / n / "op.yaml").read_text())]
-               if not all((OPS / n / doc[s]["source"]).exists() for s in ("kernel", "tiling"))]
+               if not all((OPS / n / doc[s]["source"]).exists() for s in ("kernel", "tiling", "compute") if s in doc)]
     if missing:
         pytest.skip(f"C sources not written yet for: {', '.join(missing)}")
     assert len(load_specs([OPS])) == len(SAMPLES)

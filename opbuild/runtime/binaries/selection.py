@@ -111,6 +111,15 @@ class OpRuntime:
             raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: no package with this op for {soc}; searched {searched}")
         return root, binary_index(root, soc)
 
+    def proto_package(self, soc: str):
+        """The package (or provider) whose op_proto library infers this op's outputs: an AI CPU
+        op's package has no binaries to resolve by (opbuild/runtime/call/aicpu.py finds it)."""
+        if self.spec.is_aicpu:
+            from opbuild.runtime.call.aicpu import package_of
+
+            return package_of(self)
+        return self.resolve_package(soc)[0]
+
     def tiling_library(self, package: Path):
         """The package's tiling library (tiling functions and C key callbacks), opened once."""
         if hasattr(package, "tiling_library"):  # a provider (see resolve_package)

@@ -50,6 +50,14 @@ def phase1_function(op: OpRuntime, name: str, inputs: Sequence[str], attrs: Sequ
         if not p.isidentifier() or p in ("deterministic", "impl_mode") or p.startswith("_"):
             raise ValueError(f"{op.name}: bad parameter name {p!r} for {name}")
     n_in, n_attr, n_all = len(inputs), len(attrs), len(params)
+    if op.spec.is_aicpu:  # AI CPU ops: their own phases (call/aicpu.py), no plan cache, no fast path
+        from opbuild.runtime.call import aicpu
+
+        fn = _guarded(aicpu.phase1_function(op, name, n_in, n_attr, n_all), name)
+        _dress(fn, name, doc)
+        fn.__signature__ = _signature(params)
+        op.phase1 = fn
+        return fn
     slow = _guarded(get_workspace_size, name)
 
     def phase1(*args: Any, deterministic: Any = None, impl_mode: Any = None) -> tuple[int, Executor]:
@@ -75,15 +83,22 @@ def phase2_function(op: OpRuntime, name: str, doc: str | None = None) -> Callabl
     if not name.isidentifier():
         raise ValueError(f"{op.name}: bad function name {name!r}")
 
+    aicpu_execute = None
+    if op.spec.is_aicpu:
+        from opbuild.runtime.call.aicpu import execute as aicpu_execute
+
     @_guard(name)
     def phase2(workspace: Any, workspaceSize: Any, executor: Any, stream: Any = None) -> int:  # noqa: N803
         check_executor_op(executor, op, name)
-        execute(workspace, workspaceSize, executor, stream)
+        if aicpu_execute is None:
+            execute(workspace, workspaceSize, executor, stream)
+        else:
+            aicpu_execute(workspace, workspaceSize, executor, stream)
         return 0
 
     _dress(phase2, name, doc)
     fn: Any = phase2
-    if _fastpath_ready():
+    if _fastpath_ready() and not op.spec.is_aicpu:
         fn = _wrap(_fastpath.Phase2(op, phase2), phase2, name, doc)
     op.phase2 = fn
     return fn

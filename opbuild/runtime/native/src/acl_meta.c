@@ -331,6 +331,8 @@ static aclnnStatus copy_dims(const int64_t *dims, uint64_t n, int64_t **out, uin
     aclnnStatus st_ = check_get(tensor, OPBUILD_ACL_TENSOR, out, api, "aclTensor");     \
     if (st_ != ACLNN_SUCCESS) return st_
 
+/* After an op with a data-dependent output shape ran (aclnnNonZeroCustom), its out tensor's view
+ * shape is the real one. */
 aclnnStatus aclGetViewShape(const aclTensor *tensor, int64_t **viewDims, uint64_t *viewDimsNum) {
     GET_TENSOR("aclGetViewShape", viewDims);
     return copy_dims(tensor->viewDims, tensor->viewDimsNum, viewDims, viewDimsNum, "aclGetViewShape");

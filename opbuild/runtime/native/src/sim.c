@@ -968,6 +968,106 @@ SIM_API int sim_launch(sim_stream *stream, opbuild_kernel_launch_fn fn, void *co
     return rc == SIM_OK ? SIM_OK : report(rc, err, errlen, msg);
 }
 
+/* ---- the AI CPU ---------------------------------------------------------------------------- */
+
+typedef struct aicpu_job {
+    struct aicpu_job *next;
+    sim_aicpu_fn fn;
+    void *ctx;
+    uint32_t rc;       /* fn's status */
+    int done;
+    int sim_rc;        /* SIM_OK, or the isolated worker's failure (crash, timeout) / a bad setting */
+    char msg[SIM_ERROR_LEN];
+} aicpu_job;
+
+/* An AI CPU task as a one-block launch shim, so that OPBUILD_ISOLATION=process runs it in a worker
+ * process like a kernel (CLONE_VM: the status it writes is the caller's memory). */
+static int32_t aicpu_shim(void *const *args, uint32_t nargs, uint32_t block_idx, uint32_t block_num,
+                          opbuild_sync_all_fn sync, void *sync_ctx, char *err, uint32_t errlen) {
+    (void)nargs, (void)block_idx, (void)block_num, (void)sync, (void)sync_ctx, (void)err, (void)errlen;
+    aicpu_job *j = args[0];
+    j->rc = j->fn(j->ctx);
+    return 0;
+}
+
+/* Runs one AI CPU task in the AI CPU thread: in place, or isolated like every kernel launch (the
+ * same decision as execute()). */
+static void aicpu_execute(aicpu_job *j) {
+    int process = 0;
+    j->sim_rc = isolation_config(&process, j->msg);
+    if (j->sim_rc != SIM_OK) return;
+    if (!process) {
+        j->rc = j->fn(j->ctx);
+        return;
+    }
+    void *args[1] = {j};
+    j->sim_rc = execute_isolated(aicpu_shim, args, 1, 1, j->msg);
+}
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t work, done;
+    aicpu_job *head, *tail;
+    int started;
+    uint64_t tasks;
+} aicpu = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0};
+
+static void *aicpu_worker(void *unused) {
+    (void)unused;
+    pthread_mutex_lock(&aicpu.mu);
+    for (;;) {
+        while (aicpu.head == NULL) pthread_cond_wait(&aicpu.work, &aicpu.mu);
+        aicpu_job *j = aicpu.head;
+        aicpu.head = j->next;
+        if (!aicpu.head) aicpu.tail = NULL;
+        pthread_mutex_unlock(&aicpu.mu);
+        aicpu_execute(j);
+        pthread_mutex_lock(&aicpu.mu);
+        j->done = 1;
+        aicpu.tasks++;
+        pthread_cond_broadcast(&aicpu.done);
+    }
+    return NULL;
+}
+
+/* Hand fn(ctx) to the AI CPU and wait for it. */
+static int aicpu_run(sim_aicpu_fn fn, void *ctx, const char *errmsg, char *msg) {
+    aicpu_job job = {.fn = fn, .ctx = ctx};
+    pthread_mutex_lock(&aicpu.mu);
+    if (!aicpu.started) {
+        pthread_t tid;
+        int e = start_thread(&tid, aicpu_worker, NULL, 1);
+        if (e != 0) {
+            pthread_mutex_unlock(&aicpu.mu);
+            snprintf(msg, SIM_ERROR_LEN, "cannot start the AI CPU thread: %s", strerror(e));
+            return SIM_ENOMEM;
+        }
+        aicpu.started = 1;
+    }
+    if (aicpu.tail) aicpu.tail->next = &job; else aicpu.head = &job;
+    aicpu.tail = &job;
+    pthread_cond_signal(&aicpu.work);
+    while (!job.done) pthread_cond_wait(&aicpu.done, &aicpu.mu);
+    pthread_mutex_unlock(&aicpu.mu);
+    if (job.sim_rc != SIM_OK) {
+        snprintf(msg, SIM_ERROR_LEN, "AI CPU task: %s", job.msg);
+        return job.sim_rc;
+    }
+    if (job.rc == 0) return SIM_OK;
+    if (errmsg && errmsg[0])
+        snprintf(msg, SIM_ERROR_LEN, "AI CPU task failed (%u): %s", job.rc, errmsg);
+    else
+        snprintf(msg, SIM_ERROR_LEN, "AI CPU task failed (%u)", job.rc);
+    return SIM_EKERNEL;
+}
+
+SIM_API uint64_t sim_aicpu_tasks(void) {
+    pthread_mutex_lock(&aicpu.mu);
+    uint64_t n = aicpu.tasks;
+    pthread_mutex_unlock(&aicpu.mu);
+    return n;
+}
+
 /* ---- streams ------------------------------------------------------------------------------ */
 
 #define TASK_INLINE_ARGS 16
@@ -975,6 +1075,9 @@ SIM_API int sim_launch(sim_stream *stream, opbuild_kernel_launch_fn fn, void *co
 typedef struct sim_task {
     struct sim_task *next;
     int is_host;
+    sim_aicpu_fn aicpu_fn; /* an AI CPU task (fn NULL) */
+    void *aicpu_ctx;
+    const char *aicpu_errmsg;
     opbuild_kernel_launch_fn fn;
     void **args;
     uint32_t nargs;
@@ -1012,6 +1115,8 @@ static void *stream_worker(void *arg) {
         int rc = SIM_OK;
         if (t->is_host)
             t->host_fn(t->host_arg);
+        else if (t->aicpu_fn)
+            rc = aicpu_run(t->aicpu_fn, t->aicpu_ctx, t->aicpu_errmsg, msg);
         else
             rc = execute(t->fn, (void *const *)t->args, t->nargs, t->block_dim, t->intercore_sync, msg);
         if (t->args != t->inline_args) free(t->args);
@@ -1074,6 +1179,7 @@ static int stream_enqueue_launch(sim_stream *s, opbuild_kernel_launch_fn fn, voi
     }
     t->next = NULL;
     t->is_host = 0;
+    t->aicpu_fn = NULL;
     t->fn = fn;
     t->nargs = nargs;
     t->block_dim = block_dim;
@@ -1107,6 +1213,28 @@ SIM_API int sim_stream_enqueue_host(sim_stream *s, sim_host_fn fn, void *arg) {
     if (rc != SIM_OK) {
         free(t);
         return report(rc, NULL, 0, msg);
+    }
+    return SIM_OK;
+}
+
+SIM_API int sim_aicpu_launch(sim_stream *s, sim_aicpu_fn fn, void *ctx, const char *errmsg, char *err,
+                             uint32_t errlen) {
+    char msg[SIM_ERROR_LEN];
+    if (!fn) return report(SIM_EINVAL, err, errlen, "sim_aicpu_launch: function is NULL");
+    if (!s) {
+        int rc = aicpu_run(fn, ctx, errmsg, msg);
+        return rc == SIM_OK ? SIM_OK : report(rc, err, errlen, msg);
+    }
+    sim_task *t = calloc(1, sizeof *t);
+    if (!t) return report(SIM_ENOMEM, err, errlen, "out of memory enqueueing an AI CPU task");
+    t->aicpu_fn = fn;
+    t->aicpu_ctx = ctx;
+    t->aicpu_errmsg = errmsg;
+    t->args = t->inline_args;
+    int rc = stream_push(s, t, msg);
+    if (rc != SIM_OK) {
+        free(t);
+        return report(rc, err, errlen, msg);
     }
     return SIM_OK;
 }
@@ -1195,6 +1323,11 @@ static void atfork_child(void) {
     gang.mu = fresh;
     gang.idle = NULL;
     gang.nidle = 0;
+    aicpu.mu = fresh;
+    aicpu.work = fresh_cv;
+    aicpu.done = fresh_cv;
+    aicpu.head = aicpu.tail = NULL;
+    aicpu.started = 0;
 }
 
 __attribute__((constructor)) static void sim_init(void) {

@@ -89,6 +89,22 @@ SIM_API uint32_t sim_threads(void);
 SIM_API int sim_launch(sim_stream *stream, opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs,
                        uint32_t block_dim, int intercore_sync, char *err, uint32_t errlen);
 
+/* ---- the AI CPU ---------------------------------------------------------------------------- */
+
+/* An AI CPU task: `fn(ctx)` returns 0 or an error code (libcust_aicpu_kernels.so's RunCpuKernel). */
+typedef uint32_t (*sim_aicpu_fn)(void *ctx);
+
+/* Run fn(ctx) on the device's AI CPU: one worker thread with its own task queue, apart from the
+ * AI Core blocks' pool (the AI CPU scheduler). On a created stream the task is enqueued in order
+ * with the stream's kernel launches (the stream hands it to the AI CPU and waits for it, so what
+ * was enqueued before has finished and what comes after starts once it is done); NULL stream:
+ * synchronous. A non-zero return of fn is the task's error (SIM_EKERNEL, message `errmsg` if the
+ * task wrote one there, i.e. AicpuContext.error). */
+SIM_API int sim_aicpu_launch(sim_stream *stream, sim_aicpu_fn fn, void *ctx, const char *errmsg, char *err,
+                             uint32_t errlen);
+/* AI CPU tasks run since the process started (tests: the AI CPU really ran them). */
+SIM_API uint64_t sim_aicpu_tasks(void);
+
 /* ---- crash reports ------------------------------------------------------------------------ */
 
 /* Name a kernel launch function for crash reports ("op X, binary Y (path)"; copied, at most

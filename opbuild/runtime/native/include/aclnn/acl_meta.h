@@ -68,6 +68,8 @@ ACL_FUNC_VISIBILITY aclnnStatus aclDestroyScalarList(const aclScalarList *array)
 
 /* ---- getters (CANN signatures). The shape/stride getters return a new array the caller frees
  * with free(); NULL pointers give ACLNN_ERR_PARAM_NULLPTR, a dead object ACLNN_ERR_PARAM_INVALID. */
+/* aclGetViewShape: after an op with a data-dependent output shape ran and its stream was
+ * synchronized, the out tensor's view shape is the real one (CANN's pattern for aclnnNonzero). */
 ACL_FUNC_VISIBILITY aclnnStatus aclGetViewShape(const aclTensor *tensor, int64_t **viewDims, uint64_t *viewDimsNum);
 ACL_FUNC_VISIBILITY aclnnStatus aclGetStorageShape(const aclTensor *tensor, int64_t **storageDims,
                                                    uint64_t *storageDimsNum);

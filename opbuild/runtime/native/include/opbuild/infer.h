@@ -140,6 +140,54 @@ static inline uint32_t infer_reduce(TilingContext *ctx, OpbuildTensorDesc *out, 
     return OPBUILD_GRAPH_SUCCESS;
 }
 
+/* Kinds of one dimension of a data-dependent output's bound (spec: `shape: {data_dependent: true,
+ * max: [...]}`, AI CPU ops): N, rank(x), size(x), dim(x, i). */
+#define OPBUILD_BOUND_CONST 0
+#define OPBUILD_BOUND_RANK 1
+#define OPBUILD_BOUND_SIZE 2
+#define OPBUILD_BOUND_DIM 3
+
+/* A data-dependent output: its upper bound, the buffer the caller allocates (the compute function
+ * reports the real shape after the run). Dim d is `bounds[3d..3d+2]` = {kind, input, value}:
+ * CONST `value`; RANK or SIZE of input `input`; DIM of input `input` at axis `value` (negative:
+ * from the end). `texts` (the spec's entries) and `names` (their inputs) are for messages. */
+static inline uint32_t infer_bound(TilingContext *ctx, OpbuildTensorDesc *out, const int64_t *bounds, uint32_t rank,
+                                   const char *const *texts, const char *const *names) {
+    if (rank > OPBUILD_MAX_DIMS)
+        return infer_invalid(ctx, "%s: output bound of rank %u (at most %d)", ctx->op_type, rank, OPBUILD_MAX_DIMS);
+    int64_t dims[OPBUILD_MAX_DIMS];
+    for (uint32_t d = 0; d < rank; ++d) {
+        int64_t kind = bounds[3 * d], value = bounds[3 * d + 2];
+        if (kind == OPBUILD_BOUND_CONST) {
+            dims[d] = value;
+            continue;
+        }
+        const OpbuildTensorDesc *x = tiling_input(ctx, (uint32_t)bounds[3 * d + 1]);
+        if (x == NULL) return infer_invalid(ctx, "%s: output bound %s: input '%s' is absent", ctx->op_type, texts[d], names[d]);
+        if (kind == OPBUILD_BOUND_RANK) {
+            dims[d] = x->dim_num;
+        } else if (kind == OPBUILD_BOUND_SIZE) {
+            int64_t total = 1;
+            for (uint32_t i = 0; i < x->dim_num; ++i)
+                if (__builtin_mul_overflow(total, x->dims[i], &total) || total > (int64_t)INTPTR_MAX)
+                    return infer_invalid(ctx, "%s: output bound %s: too large", ctx->op_type, texts[d]);
+            dims[d] = total;
+        } else {
+            int64_t axis = value < 0 ? value + (int64_t)x->dim_num : value;
+            if (axis < 0 || axis >= (int64_t)x->dim_num) {
+                char shape[160];
+                infer_shape_text(x, shape, sizeof shape);
+                return infer_invalid(ctx, "%s: output bound %s: input '%s' of shape %s has no axis %lld", ctx->op_type,
+                                     texts[d], names[d], shape, (long long)value);
+            }
+            dims[d] = x->dims[axis];
+        }
+    }
+    out->dim_num = rank;
+    memcpy(out->dims, dims, rank * sizeof dims[0]);
+    return OPBUILD_GRAPH_SUCCESS;
+}
+
 /* The op's own infer-shape function `fn` (named `symbol` in messages) for output `index`. */
 static inline uint32_t infer_function(TilingContext *ctx, OpbuildTensorDesc *out, uint32_t index,
                                       OpbuildInferShapeFunc fn, const char *symbol) {
