@@ -21,6 +21,7 @@ from opbuild.spec.model import OpSpec
 INFER_INVALID = 1
 """opbuild/infer.h OPBUILD_INFER_INVALID: the inputs or attributes break the op's rules."""
 UNKNOWN_RANK = -2
+"""GE's unknown rank (a shape of one dim -2): the op_proto answer for an output with no rule."""
 
 _INFER_FN = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_void_p)
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from opbuild.abi import op_proto
 from opbuild.abi.vocabulary import DTYPE, DTYPES
 from opbuild.nonfinite import dumps, from_json, to_json
 from opbuild.om import ge_ir
@@ -41,7 +42,7 @@ PRIVATE = "_opbuild_"
 
 _PROTO_DTYPE = {d.name: dict(ge_ir.DATA_TYPES)[d.ge_name] for d in DTYPES}
 _DTYPE_BY_PROTO = {v: k for k, v in _PROTO_DTYPE.items()}
-UNKNOWN_RANK = [-2]
+UNKNOWN_RANK = [op_proto.UNKNOWN_RANK]
 
 
 def _desc(name: str, dtype: str, shape, layout: str = "ND"):

@@ -32,6 +32,7 @@ import numpy as np
 
 from opbuild.abi import package_layout as layout
 from opbuild.abi.ge_types import dtype_name
+from opbuild.abi.op_proto import UNKNOWN_RANK
 from opbuild.abi.vocabulary import DTYPE
 from opbuild.runtime import device
 from opbuild.runtime.binaries.package import inside_package, search_roots
@@ -43,8 +44,6 @@ from opbuild.runtime.infer import infer_outputs
 from opbuild.runtime.tensor import Tensor
 
 MAX_DIMS = 8
-UNKNOWN_RANK = -2
-"""GE's unknown rank: the op_proto library's answer for an output with no rule."""
 ERROR_LEN = 256
 ATTR_TYPES = {"int": 0, "float": 1, "bool": 2, "str": 3}
 """AICPU_ATTR_* of opbuild/aicpu.h (list attributes are not passed to compute functions)."""
