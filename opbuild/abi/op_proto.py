@@ -47,17 +47,26 @@ def infer_outputs(library: TilingLibrary, spec: OpSpec, inputs: Sequence[Sequenc
                                       core_num, ub_size, 0, 0, 0)
     except TilingContextError as exc:
         raise InferError(f"{spec.op}: cannot build the inference context: {exc}", True) from None
-    outputs = (TensorDesc * max(len(spec.outputs), 1))()
-    symbols = ([infer_dtype_symbol(spec)] if dtypes else []) + ([infer_shape_symbol(spec)] if shapes else [])
-    for symbol in symbols:
-        status = library.symbol(symbol, _INFER_FN)(holder.ptr, ctypes.addressof(outputs))
-        if status != GRAPH_SUCCESS:
-            raise InferError(holder.error or f"{spec.op}: {symbol} returned {status}", status == INFER_INVALID)
+    n = len(spec.outputs)
+    outputs = (TensorDesc * max(n, 1))()
+    address = ctypes.addressof(outputs)
+    if dtypes:
+        _run(library, infer_dtype_symbol(spec), holder, address, spec)
+    if shapes:
+        _run(library, infer_shape_symbol(spec), holder, address, spec)
     result = []
-    for k in range(len(spec.outputs)):
+    for k in range(n):
         desc = outputs[k]
         shape = None
-        if shapes and not (desc.dim_num == 1 and desc.dims[0] == UNKNOWN_RANK):
-            shape = tuple(desc.dims[i] for i in range(desc.dim_num))
+        if shapes:
+            dims = desc.dims[:desc.dim_num]
+            if dims != [UNKNOWN_RANK]:
+                shape = tuple(dims)
         result.append((shape, DTYPE_BY_GE[desc.dtype].name if dtypes else None))
     return result
+
+
+def _run(library: TilingLibrary, symbol: str, holder: Any, outputs: int, spec: OpSpec) -> None:
+    status = library.symbol(symbol, _INFER_FN)(holder.ptr, outputs)
+    if status != GRAPH_SUCCESS:
+        raise InferError(holder.error or f"{spec.op}: {symbol} returned {status}", status == INFER_INVALID)

@@ -14,7 +14,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from opbuild.abi import package_layout as layout
 from opbuild.abi.vocabulary import DEFAULT_SOC
@@ -24,6 +24,11 @@ from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, Acl
 from opbuild.runtime.binaries.package import (BinaryEntry, BinaryIndex, binary_index, find_op_package, inside_package,
                                               search_roots)
 from opbuild.spec.model import OpSpec
+
+
+SELECTION_MEMO_CAPACITY = 1024
+"""Signatures an op keeps selections for (OpRuntime.select_call); emptied when full (attribute
+values are part of a signature, so their number is not bounded by the op's binaries)."""
 
 
 def current_soc() -> str:
@@ -92,6 +97,9 @@ class OpRuntime:
         # The op's aclnn functions, set when the package's generated module makes them.
         self.phase1: Callable[..., Any] | None = None
         self.phase2: Callable[..., Any] | None = None
+        # Selections by signature (select_call), when the key rule cannot see shapes.
+        self.selection_by_signature = spec.key_rule is not None and not spec.key_rule.reads_shapes
+        self._selections: dict[tuple, tuple[BinaryIndex, Selection]] = {}
 
     # ---- package ------------------------------------------------------------------------------
     def resolve_package(self, soc: str) -> tuple[Path, BinaryIndex]:
@@ -124,17 +132,18 @@ class OpRuntime:
         """The package's tiling library (tiling functions and C key callbacks), opened once."""
         if hasattr(package, "tiling_library"):  # a provider (see resolve_package)
             return package.tiling_library()
-        return self._library(package, layout.tiling_lib(), "tiling library")
+        return self._library(package, layout.tiling_lib, "tiling library")
 
     def op_proto_library(self, package: Path):
         """The package's op_proto library (each op's shape and dtype inference), opened once; a
         provider's `op_proto_library()` (None: it has none, see runtime/infer.py)."""
         if hasattr(package, "op_proto_library"):
             return package.op_proto_library()
-        return self._library(package, layout.op_proto_lib(), "op_proto library")
+        return self._library(package, layout.op_proto_lib, "op_proto library")
 
-    def _library(self, package: Path, relative, what: str):
-        """A library of the package (checked to stay inside it), opened once per package."""
+    def _library(self, package: Path, relative: Callable[[], Any], what: str):
+        """A library of the package at `relative()` (checked to stay inside it), opened once per
+        package (a miss asks on every call: nothing but the dict lookup runs then)."""
         key = (package, what)
         lib = self._tiling_libs.get(key)
         if lib is None:
@@ -143,7 +152,7 @@ class OpRuntime:
             with self._lock:
                 lib = self._tiling_libs.get(key)
                 if lib is None:
-                    path = package / relative
+                    path = package / relative()
                     if not path.is_file():
                         raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: {what} missing: {path}")
                     inside_package(package, path, what, self.spec.op)
@@ -247,6 +256,33 @@ class OpRuntime:
         selection = Selection(fragment, key, entry, package, used.impl_mode,
                               index.file_stamps.get(str(config_file)) if config_file is not None else None)
         index.selections[key] = selection  # checked once per package index (a rebuilt package is a new index)
+        return selection
+
+    def select_call(self, inputs: Sequence[Sequence[tuple]], outputs: Sequence[Sequence[tuple]],
+                    attr_values: tuple, d: int, p: int, soc: str, fallback: bool = False) -> Selection:
+        """select() for one call given as instances ((dtype name, format name, shape, ...) per
+        tensor, per IR parameter) and normalized attribute values.
+
+        When the key rule cannot see shapes (KeyRule.reads_shapes), the selection is kept per
+        package index and signature (dtypes and formats, attributes, d, p, the p=0 retry, SoC):
+        a call with a new shape of a known signature runs no GenSimplifiedKey. A changed package
+        is a new index, so its calls select again.
+        """
+        memo = None
+        if self.selection_by_signature:
+            index = self.resolve_package(soc)[1]
+            memo = (d, p, fallback, soc, attr_values, tuple([tuple([i[:2] for i in g]) for g in inputs]),
+                    tuple([tuple([i[:2] for i in g]) for g in outputs]))
+            found = self._selections.get(memo)
+            if found is not None and found[0] is index:
+                return found[1]
+        ctx = KeyContext([[i[:3] for i in g] for g in inputs], [[i[:3] for i in g] for g in outputs],
+                         {a.name: v for a, v in zip(self.spec.attrs, attr_values)}, d, p, soc)
+        selection = self.select(ctx, soc, fallback)
+        if memo is not None:
+            if len(self._selections) >= SELECTION_MEMO_CAPACITY:
+                self._selections.clear()
+            self._selections[memo] = (index, selection)
         return selection
 
     def miss_message(self, key: str, index: BinaryIndex, package: Path) -> str:

@@ -90,7 +90,6 @@ from opbuild.runtime.call.plans import (  # noqa: F401
     _KERNELS_LOCK,
     KernelInfo,
     Plan,
-    _contiguous_strides,
     _instances,
     build_plan,
     load_kernel_info,

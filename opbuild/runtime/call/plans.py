@@ -21,14 +21,13 @@ from opbuild.abi import c_callbacks as _c_callbacks
 from opbuild.abi.ge_types import dtype_name
 from opbuild.abi.kernel_launch import tiling_argument, tiling_data_size
 from opbuild.abi.platform import platform
-from opbuild.keys import KeyContext
 from opbuild.runtime import device
 from opbuild.runtime.call.arguments import _dtype_name
 from opbuild.runtime.call.tiling_bounds import check_tiling_result
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
-from opbuild.runtime.binaries.package import file_stamp
+from opbuild.runtime.binaries.package import STAMP_INTERVAL_NS, file_stamp
 from opbuild.runtime.binaries.selection import OpRuntime, Selection, current_soc
-from opbuild.runtime.infer import infer_outputs
+from opbuild.runtime.infer import infer_instances
 
 
 # ---- kernels --------------------------------------------------------------------------------------
@@ -136,11 +135,6 @@ def package_config(selection: Selection) -> str:
     return str(config) if config is not None else ""
 
 
-STAMP_INTERVAL_NS = 1_000_000
-"""A cached plan re-checks its package's stamp at most this often (opkey.h OPKEY_STAMP_INTERVAL_NS:
-file times have a resolution of a few ms, and a stat per hit would cost more than the hit)."""
-
-
 def plan_fresh(plan: Plan) -> bool:
     """Whether the package a cached plan was selected from is unchanged (a stat at most every
     STAMP_INTERVAL_NS; plans are per thread, so `checked_ns` needs no lock)."""
@@ -155,31 +149,15 @@ def plan_fresh(plan: Plan) -> bool:
     return True
 
 
-def _instances(params, contiguous: bool) -> list[list[tuple]]:
-    out = []
-    for instances in params:
-        group = []
-        for a, f in instances:
-            itemsize = a.itemsize
-            strides = _contiguous_strides(a.shape) if contiguous else tuple(s // itemsize for s in a.strides)
-            group.append((_dtype_name(a.dtype), f, tuple(a.shape), strides))
-        out.append(group)
-    return out
+def _instances(params) -> tuple[tuple[tuple, ...], ...]:
+    """Per IR parameter, its instances as (dtype name, format name, shape, None): what tiling,
+    inference and the key rule see of a call. Strides None: the kernel reads C-contiguous
+    tensors (phase 2 copies the others), and the context fills contiguous strides for None."""
+    return tuple([tuple([(_dtype_name(a.dtype), f, a.shape, None) for a, f in instances]) for instances in params])
 
 
-def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc *= max(d, 1)
-    return tuple(reversed(strides))
-
-
-def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fallback: bool = False) -> Plan:
-    """Cache miss: check shapes, select the binary by simplified key (with the p=0 retry when
-    `fallback`: no impl mode set), run tiling with the selected key's p."""
-    spec = op.spec
-    attr_map = {a.name: v for a, v in zip(spec.attrs, attrs)}
+def _check_dynamic_lists(spec: Any, inputs) -> None:
+    """The tensors of one dynamic input all have the first one's shape and dtype."""
     for param, instances in zip(spec.inputs, inputs):
         if param.param_type == "dynamic":
             first = instances[0][0]
@@ -188,19 +166,36 @@ def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fal
                     raise AclnnError(ACLNN_ERR_PARAM_INVALID,
                                      f"{spec.op}: {param.name}[{k}] is {dtype_name(a.dtype)}{list(a.shape)}, "
                                      f"{param.name}[0] is {dtype_name(first.dtype)}{list(first.shape)}")
-    in_inst = _instances(inputs, contiguous=True)
-    inferred = infer_outputs(op, in_inst, attrs, dtypes=False)  # dtypes: the key selection says which exist
-    for param, instances, (expected, _) in zip(spec.outputs, outputs, inferred or [(None, None)] * len(outputs)):
+
+
+def _check_output_shapes(op: OpRuntime, soc: str, in_inst, outputs, attrs: tuple) -> None:
+    """Each output tensor has the shape the op's rules give (op_proto), where they give one."""
+    inferred = infer_instances(op, soc, in_inst, attrs, dtypes=False)  # dtypes: the key selection says which exist
+    if inferred is None:
+        return
+    for param, instances, (expected, _) in zip(op.spec.outputs, outputs, inferred):
         if expected is not None and instances and instances[0][0].shape != expected:
             raise AclnnError(ACLNN_ERR_PARAM_INVALID,
-                             f"{spec.op}: output '{param.name}' has shape {list(instances[0][0].shape)}, expected {list(expected)}")
-    out_inst = _instances(outputs, contiguous=True)
+                             f"{op.spec.op}: output '{param.name}' has shape {list(instances[0][0].shape)}, expected {list(expected)}")
+
+
+def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fallback: bool = False) -> Plan:
+    """Cache miss: check shapes, select the binary by simplified key (with the p=0 retry when
+    `fallback`: no impl mode set), run tiling with the selected key's p."""
+    spec = op.spec
+    if op.has_dynamic:
+        _check_dynamic_lists(spec, inputs)
     soc = current_soc()
-    ctx = KeyContext([[i[:3] for i in g] for g in in_inst], [[i[:3] for i in g] for g in out_inst], attr_map, d, p, soc)
-    selection = op.select(ctx, soc, fallback)
+    in_inst = _instances(inputs)
+    _check_output_shapes(op, soc, in_inst, outputs, attrs)
+    out_inst = _instances(outputs)
+    selection = op.select_call(in_inst, out_inst, attrs, d, p, soc, fallback)
     p = selection.impl_mode
-    groups = inputs + outputs
-    contiguous = all(a.flags.c_contiguous for group in groups for a, _ in group)
+    contiguous = True
+    for group in inputs + outputs:
+        for a, _ in group:
+            if not a.flags.c_contiguous:
+                contiguous = False
     nargs = len(inputs) + len(outputs) + 2
     if all(a.size == 0 for group in outputs for a, _ in group):
         # Nothing to compute (an empty input with a non-empty output, e.g. a sum over an empty
