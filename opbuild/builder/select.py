@@ -24,7 +24,8 @@ from pathlib import Path
 from opbuild import nonfinite
 from opbuild.builder.stores import LAYERS, LocalStore, SharedStore
 from opbuild.fingerprint import FileStat, Key, code_files, stats
-from opbuild.spec import SpecError, find_specs, load_specs
+from opbuild.spec import SpecError, find_specs
+from opbuild.spec.project_checks import project_problems
 from opbuild.validate import validate_op
 from opbuild.spec.model import OpSpec
 from opbuild.spec.serialize import spec_from_dict, spec_to_dict
@@ -203,15 +204,7 @@ def _load_all(files: list[Path], cache: SpecCache, shared: SharedSpecs | None = 
             layer = "checked now"
         layers[spec.op] = layer
         specs.append(spec)
-    by_op: dict[str, list[OpSpec]] = {}
-    for spec in specs:
-        by_op.setdefault(spec.op, []).append(spec)
-    duplicated = [s.spec_path for group in by_op.values() if len(group) > 1 for s in group]
-    if duplicated:  # let the loader word it (file:line:col of each `op:`)
-        try:
-            load_specs(duplicated)
-        except SpecError as exc:
-            problems += exc.problems
+    problems += project_problems(specs)  # between the ops: opbuild validate's checks too
     if problems:
         raise SelectionError(str(SpecError(problems)))
     for spec in [*fresh, *reused]:
