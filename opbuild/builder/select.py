@@ -10,6 +10,10 @@ A spec whose files changed, or that was written too recently for its mtime to be
 loaded again. Both spec caches go through the one cache interface (stores.py): the stat cache is
 an entry of the build's local store, the shared one entries of OPBUILD_CACHE_DIR by content key. Only valid specs are cached, and the cache is written only after the
 whole selection passed, so a broken spec leaves nothing under `out/`.
+
+The checks between the ops (`spec.project_checks.project_problems`, those of `opbuild validate`
+too: an op defined twice, clashing names, overlapping ONNX plugins) run on every spec, cached
+or not, each time: about 0.1 ms per op (they read the ops' C sources).
 """
 
 from __future__ import annotations

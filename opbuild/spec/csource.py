@@ -121,12 +121,9 @@ def _definition(code: str, start: int, end: int) -> list[CFunction]:
     """The function that the file-scope text code[start:end] (ending in its parameter list)
     defines, if a global one."""
     declaration = code[start:end].rstrip()
-    level, i = 0, len(declaration)
-    while i:  # back to the `(` of the parameter list
-        i -= 1
-        level += {")": 1, "(": -1}.get(declaration[i], 0)
-        if not level:
-            break
+    i = declaration.rfind("(")  # the `(` of the parameter list: the last one, unless parameters nest them
+    while declaration.count("(", i) != declaration.count(")", i) and i > 0:
+        i = declaration.rfind("(", 0, i)
     name = _NAME_BEFORE.search(declaration, 0, i)
     if name is None or name.group(1) in _NOT_NAMES or _LOCAL.search(declaration, 0, name.start()):
         return []

@@ -136,14 +136,14 @@ def _source_claims(files: "_Files", space: str, spec: OpSpec, source: str, decla
     """The names one op's C source gives `space`: those its spec declares (at their spec key),
     and every other function the linker takes as a global symbol (at its line in the source)."""
     claims = [_Claim(space, name, spec, what, path) for name, (what, path) in declared.items()]
-    shown = str(Path(_shown(spec)).parent / source)
-    for f in files.global_functions(spec.op_dir / source):
+    for f in files.global_functions(os.path.join(spec.op_dir, source)):
         if f.name not in declared:
+            shown = os.path.join(os.path.dirname(_shown(spec)), source)
             claims.append(_Claim(space, f.name, spec, f"{source}'s global function", source=(shown, f.line, f.col)))
     return claims
 
 
-def _read_global_functions(path: Path) -> tuple[csource.CFunction, ...]:
+def _read_global_functions(path: str) -> tuple[csource.CFunction, ...]:
     try:
         with open(path, "rb") as f:
             text = f.read(MAX_SOURCE_BYTES + 1).decode("utf-8", errors="replace")
@@ -208,9 +208,9 @@ def _onnx_overlaps(files: "_Files", specs: list[OpSpec]) -> list[Problem]:
 def _shown(spec: OpSpec) -> str:
     """The spec's file as its other problems name it: as the user named it where a mark of the
     model remembers that, else relative to the working directory when inside it."""
-    marks = [x.mark for x in (*spec.tensors, *spec.attrs, *spec.binaries, *spec.framework.onnx) if x.mark]
-    if marks:
-        return marks[0].file
+    mark = next((x.mark for x in (*spec.tensors, *spec.attrs, *spec.binaries, *spec.framework.onnx) if x.mark), None)
+    if mark is not None:
+        return mark.file
     try:
         return str(spec.spec_path.relative_to(Path.cwd()))
     except ValueError:
@@ -224,9 +224,9 @@ class _Files:
 
     def __init__(self) -> None:
         self._marks: dict[Path, Marks] = {}
-        self._functions: dict[Path, tuple[csource.CFunction, ...]] = {}
+        self._functions: dict[str, tuple[csource.CFunction, ...]] = {}
 
-    def global_functions(self, path: Path) -> tuple[csource.CFunction, ...]:
+    def global_functions(self, path: str) -> tuple[csource.CFunction, ...]:
         if path not in self._functions:
             self._functions[path] = _read_global_functions(path)
         return self._functions[path]
