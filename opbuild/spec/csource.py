@@ -5,7 +5,8 @@ compiling them: is
 `kernel.entry` defined in the kernel source, is `tiling.function` (the infer-shape function, the
 C key callback) defined in the tiling source, is it declared `OPBUILD_API` (exported from a
 tiling library linked with -fvisibility=hidden), and which functions does one library get from
-it as global symbols (two ops defining one fail to link; spec/project_checks.py). Comments are blanked, keeping every position.
+it as global symbols (two ops defining one fail to link; spec/project_checks.py). Comments are
+blanked, keeping every position.
 """
 
 from __future__ import annotations

@@ -108,13 +108,13 @@ def _package_claims(files: "_Files", specs: list[OpSpec]) -> list[_Claim]:
     aclnn, tiling, aicpu = ACLNN_API, Path(tiling_lib()).name, AICPU_KERNELS_LIB
     claims: list[_Claim] = []
     for spec in specs:
-        claims += [_Claim(aclnn, f"aclnn{spec.op}GetWorkspaceSize", spec, "the aclnn phase-1 function", generated=True),
-                   _Claim(aclnn, f"aclnn{spec.op}", spec, "the aclnn phase-2 function", generated=True)]
+        claims += [_Claim(aclnn, name, spec, f"the aclnn phase-{phase} function", generated=True)
+                   for phase, name in ((1, f"aclnn{spec.op}GetWorkspaceSize"), (2, f"aclnn{spec.op}"))]
     aicore = [s for s in specs if not s.is_aicpu]
     if aicore:  # (op_proto.c is linked into the tiling library, with the inference of every op)
         for spec in specs:
-            claims += [_Claim(tiling, infer_shape_symbol(spec), spec, "the generated infer-shape function", generated=True),
-                       _Claim(tiling, infer_dtype_symbol(spec), spec, "the generated infer-dtype function", generated=True)]
+            claims += [_Claim(tiling, symbol(spec), spec, f"the generated infer-{what} function", generated=True)
+                       for what, symbol in (("shape", infer_shape_symbol), ("dtype", infer_dtype_symbol))]
     for spec in aicore:
         declared: dict[str, tuple[str, JsonPath]] = {spec.tiling.symbol: ("tiling.function", ("tiling", "function"))}
         for j, out in enumerate(spec.outputs):
@@ -128,11 +128,13 @@ def _package_claims(files: "_Files", specs: list[OpSpec]) -> list[_Claim]:
         claims += [_Claim(aicpu, name, None, "the generated AI CPU kernel registry", generated=True)
                    for name in (FUNCTION_NAME, REGISTRY_SYMBOL)]
     for spec in (s for s in specs if s.is_aicpu):
-        claims += _source_claims(files, aicpu, spec, spec.compute.source, {spec.compute.symbol: ("compute.entry", ("compute", "entry"))})
+        entry = {spec.compute.symbol: ("compute.entry", ("compute", "entry"))}
+        claims += _source_claims(files, aicpu, spec, spec.compute.source, entry)
     return claims
 
 
-def _source_claims(files: "_Files", space: str, spec: OpSpec, source: str, declared: dict[str, tuple[str, JsonPath]]) -> list[_Claim]:
+def _source_claims(files: "_Files", space: str, spec: OpSpec, source: str,
+                   declared: dict[str, tuple[str, JsonPath]]) -> list[_Claim]:
     """The names one op's C source gives `space`: those its spec declares (at their spec key),
     and every other function the linker takes as a global symbol (at its line in the source)."""
     claims = [_Claim(space, name, spec, what, path) for name, (what, path) in declared.items()]
@@ -183,22 +185,26 @@ def _consequence(claim: _Claim) -> str:
 
 
 def _onnx_overlaps(files: "_Files", specs: list[OpSpec]) -> list[Problem]:
-    """Two ops of one package mapping the same ONNX op for a common opset (each pair once)."""
+    """Two ops of one package mapping the same ONNX op for a common opset (each pair once, at
+    the later op's entry)."""
     problems = []
-    for j, spec in enumerate(specs):
+    seen: dict[tuple[str, str], list[tuple[OpSpec, int]]] = {}  # ONNX op -> the entries so far
+    for spec in specs:
         for i, origin in enumerate(spec.framework.onnx):
-            for other in specs[:j]:
+            earlier_entries = seen.setdefault((origin.domain, origin.op_type), [])
+            for other, k in earlier_entries:
+                earlier = other.framework.onnx[k]
                 packages = [p for p in PACKAGES if p in spec.packages and p in other.packages]
-                for k, earlier in enumerate(other.framework.onnx):
-                    if not packages or not earlier.overlaps(origin):
-                        continue
-                    scope = " and ".join(packages) + (" packages" if len(packages) > 1 else " package")
-                    problems.append(files.problem(spec, ("framework", "onnx", i), (
-                        f"framework.onnx[{i}] of op {spec.op} (opsets {origin.opset_range()}) and framework.onnx[{k}] "
-                        f"of op {other.op} (opsets {earlier.opset_range()}, {files.at(other, ('framework', 'onnx', k))}) "
-                        f"both map {origin.domain}::{origin.op_type} in the {scope}: which op a node of opset "
-                        f"{max(origin.min_opset, earlier.min_opset)} becomes would be ambiguous (make the opset "
-                        f"ranges disjoint, or put the ops in different packages)")))
+                if other is spec or not packages or not earlier.overlaps(origin):
+                    continue  # (two entries of one op: SpecChecker.build_framework)
+                scope = " and ".join(packages) + (" packages" if len(packages) > 1 else " package")
+                problems.append(files.problem(spec, ("framework", "onnx", i), (
+                    f"framework.onnx[{i}] of op {spec.op} (opsets {origin.opset_range()}) and framework.onnx[{k}] of "
+                    f"op {other.op} (opsets {earlier.opset_range()}, {files.at(other, ('framework', 'onnx', k))}) both "
+                    f"map {origin.domain}::{origin.op_type} in the {scope}: which op a node of opset "
+                    f"{max(origin.min_opset, earlier.min_opset)} becomes would be ambiguous (make the opset ranges "
+                    f"disjoint, or put the ops in different packages)")))
+            earlier_entries.append((spec, i))
     return problems
 
 
