@@ -99,6 +99,9 @@ def test_tiling_functions_of_two_ops_clash(tmp_path):
     assert "fail to link" in p.message
     # in different packages they go into different libraries
     assert project_problems([a, op(tmp_path / "2", "OpB", tiling_fn="shared_tiling", package="built-in")]) == []
+    both = [op(tmp_path / "3", name, tiling_fn="shared_tiling", package="[custom, built-in]") for name in ("OpA", "OpB")]
+    (p,) = project_problems(both)  # said once, for both packages
+    assert "in libcust_opmaster_rt2.0.so of the custom and built-in packages" in p.message
 
 
 def test_global_helper_functions_of_two_tiling_sources_clash_at_their_lines(tmp_path):
