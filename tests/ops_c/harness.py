@@ -421,8 +421,9 @@ class OpRunner:
 
     def run(self, binary: str, inputs: Sequence[np.ndarray | list[np.ndarray]], out_shapes: Sequence[tuple[int, ...]],
             attrs: dict[str, Any] | None = None, core_num: int = 48, deterministic: int | None = None,
-            threads: int = 3) -> tuple[list[np.ndarray], TilingOutcome]:
-        """Tiling + launch of one binary; returns the outputs and the tiling outcome."""
+            threads: int = 3, tiling_key: int | None = None) -> tuple[list[np.ndarray], TilingOutcome]:
+        """Tiling + launch of one binary; returns the outputs and the tiling outcome. `tiling_key`
+        launches with that key instead of the tiling's (to test a kernel's TILING_KEY_IS branches)."""
         b = self.info.binary(binary)
         if deterministic is None:
             deterministic = 1 if b.deterministic == "true" else 0
@@ -453,7 +454,8 @@ class OpRunner:
             args.append(workspace.ctypes.data)
         else:
             args.append(None)
-        argument = tiling_argument(t.data, len(t.data), t.tiling_key)  # TILING_DATA declares sizeof the struct
+        key = t.tiling_key if tiling_key is None else tiling_key
+        argument = tiling_argument(t.data, len(t.data), key)  # TILING_DATA declares sizeof the struct
         tiling_buf = ctypes.create_string_buffer(argument, len(argument))
         args.append(ctypes.addressof(tiling_buf))
         self.launch(binary, args, t.block_dim, threads)
