@@ -17,8 +17,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from opbuild.abi.vocabulary import (DEFAULT_CORE_TYPE, DEFAULT_FORMAT, DEFAULT_SOC, DTYPE_NAMES, FORMAT_NAMES,
-                                    MAX_SIMPLIFIED_KEY_LEN)
+from opbuild.abi.vocabulary import (ATTR_TYPE, DEFAULT_CORE_TYPE, DEFAULT_FORMAT, DEFAULT_SOC, DTYPE_NAMES,
+                                    FORMAT_NAMES, MAX_SIMPLIFIED_KEY_LEN)
 
 from .errors import JsonPath, Problem
 from .model import (
@@ -73,10 +73,13 @@ def _defined(source_text: str) -> list[str]:
 def coerce_attr_value(attr_type: str, value: Any) -> tuple[bool, Any]:
     """(ok, value as stored): a float accepts an int (stored as float); bool is not a number;
     lists are stored as tuples."""
-    if attr_type.startswith("list_"):
+    kind = ATTR_TYPE.get(attr_type)
+    if kind is None:
+        return False, value
+    if kind.is_list:
         if not isinstance(value, list):
             return False, value
-        items = [coerce_attr_value(attr_type[5:], v) for v in value]
+        items = [coerce_attr_value(kind.element, v) for v in value]
         return all(ok for ok, _ in items), tuple(v for _, v in items)
     if isinstance(value, bool):
         return attr_type == "bool", value

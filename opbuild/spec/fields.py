@@ -12,7 +12,8 @@ checks it beyond its structure. Everything else is derived from these declaratio
   attributes with the declared types, and that the committed artefacts are up to date.
 
 Vocabularies that other modules own are imported, never re-listed here: dtypes, formats, impl
-modes, core types, SoCs and tiling-field types (opbuild/abi/vocabulary.py), domains (`DOMAINS`).
+modes, core types, SoCs, tiling-field and attribute types (opbuild/abi/vocabulary.py), domains
+(`DOMAINS`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 from opbuild.abi.kernel_launch import TILING_KEY_MAX
 from opbuild.abi.package_layout import DOMAINS
+from opbuild.abi.vocabulary import ATTR_TYPE_NAMES as ATTR_TYPES
 from opbuild.abi.vocabulary import CORE_TYPE_NAMES as CORE_TYPES
 from opbuild.abi.vocabulary import DEFAULT_CORE_TYPE, DEFAULT_FORMAT, DEFAULT_SOC
 from opbuild.abi.vocabulary import DTYPE_NAMES as DTYPES
@@ -49,7 +51,6 @@ from .model import (
 PACKAGES = ("custom", "built-in")
 """Where an op is built: out/opp/vendors/<vendor> (custom) or out/opp/built-in."""
 DEFAULT_SOCS = (DEFAULT_SOC,)
-ATTR_TYPES = ("int", "float", "bool", "str", "list_int", "list_float", "list_bool")
 INPUT_PARAM_TYPES = ("required", "optional", "dynamic")
 OUTPUT_PARAM_TYPES = ("required", "dynamic")
 KEY_MODES = ("default", "customized")

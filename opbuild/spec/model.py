@@ -29,7 +29,8 @@ KeyMode = Literal["default", "customized"]
 CallbackKind = Literal["table", "c", "python"]
 
 # IMPL_MODE_INDEX (the `p=` of each impl mode) comes from opbuild.abi.vocabulary; the Literals
-# above are asserted equal to the vocabulary by tests/abi/test_vocabulary.py.
+# above are written out for type checkers and asserted equal to the vocabulary by
+# tests/abi/test_vocabulary.py (AttrType: by tests/abi/test_attr_types.py).
 DEFAULT_IMPL_MODES: tuple[str, ...] = DEFAULT_BINARY_IMPL_MODES
 """A binary without `impl_mode` gets p=1 and p=0 keys, as `--impl_mode=high_performance,optional`."""
 DEFAULT_TILING_KEYS: tuple[int, ...] = (0,)
