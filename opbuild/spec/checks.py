@@ -23,6 +23,7 @@ from opbuild.abi.vocabulary import (ATTR_TYPE, DEFAULT_CORE_TYPE, DEFAULT_FORMAT
 from .errors import JsonPath, Problem
 from .model import (
     DEFAULT_IMPL_MODES,
+    DEFAULT_TILING_KEYS,
     Attr,
     Binary,
     Framework,
@@ -150,6 +151,7 @@ class SpecChecker:
             (("inputs", "outputs"), self.check_columns),
             (("tiling_data",), self.check_tiling_data),
             (("kernel", "tiling", "compute"), self.check_sources),
+            (("tiling",), self.check_tiling_keys),
             (("inputs", "outputs", "attrs", "engine"), self.build_shapes),
             (("simplified_key",), self.build_key_rule),
             (("binaries", "inputs", "outputs", "attrs", "simplified_key"), self.build_binaries),
@@ -297,6 +299,17 @@ class SpecChecker:
             elif name in C_KEYWORDS:
                 self.err(path, f"tiling_data field name {name!r} is a C keyword")
             seen.setdefault(name, i)
+
+    def check_tiling_keys(self) -> None:
+        """Declared tiling keys are distinct (their range is the schema's)."""
+        if not isinstance(self.d.get("tiling"), dict):
+            return
+        seen: dict[int, int] = {}
+        for i, key in enumerate(self.d["tiling"].get("keys", [])):
+            if key in seen:
+                first = self.line(("tiling", "keys", seen[key]))
+                self.err(("tiling", "keys", i), f"duplicate tiling key {key} (first at line {first})")
+            seen.setdefault(key, i)
 
     def check_sources(self) -> None:
         root = self.op_dir.resolve()
@@ -716,6 +729,7 @@ class SpecChecker:
             core_type=d.get("core_type", DEFAULT_CORE_TYPE),
             infer_shape=functions[0] if functions else None,
             intercore_sync=bool(d.get("kernel", {}).get("intercore_sync", False)),
+            tiling_keys=tuple(d.get("tiling", {}).get("keys", DEFAULT_TILING_KEYS)),
             engine=d.get("engine", "aicore"),
             compute=self.sources.get("compute"),
             framework=self.framework,
