@@ -14,7 +14,8 @@ such a value its own way, and each has exactly one function here:
   (`opbuild.codegen.naming.c_literal`).
 * Prose (C header comments, ops-info `defaultValue`): `inf`, `-inf`, `nan` (`text`).
 
-Imports nothing of opbuild: the spec serializer, the code generators and the key checks use it.
+Imports nothing of opbuild but the vocabulary (which imports nothing): the spec serializer, the
+code generators and the key checks use it.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ import json
 import math
 from typing import Any
 
+from opbuild.abi.vocabulary import ATTR_TYPES
+
 _SPELLING = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
-FLOAT_ATTR_TYPES = frozenset({"float", "list_float"})
-"""Attribute types whose values are floats (and so may be non-finite)."""
+FLOAT_ATTR_TYPES = frozenset(t.name for t in ATTR_TYPES if t.element == "float")
+"""Attribute types whose values are floats (and so may be non-finite): float, list_float."""
 
 
 def json_spelling(value: float) -> str:

@@ -94,3 +94,31 @@ def test_python_dash_m_opbuild(tmp_path):
     line, col = where(BROKEN, "u64")
     assert lines[1].startswith(f"{path}:{line}:{col}: 'u64' is not one of")
     assert len(lines) == 3
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_validate_checks_the_ops_together(ops_dir, capsys, monkeypatch):
+    # AddCustomTemplate now maps ONNX Mul too, for opsets 11-13: MulCustom maps it from opset 7 on,
+    # in the same (custom) package. Each op alone is valid; `scons ops` refuses the pair, and so must validate.
+    spec = ops_dir / "add_custom_template" / "op.yaml"
+    entry = "{op_type: AddCustomTemplate, domain: com.example.custom, min_opset: 1}"
+    spec.write_text(spec.read_text().replace(entry, "{op_type: Mul, min_opset: 11, max_opset: 13}"))
+    before = _files(ops_dir)
+    monkeypatch.chdir(ops_dir.parent)
+    assert main(["validate", "ops/add_custom_template/op.yaml"]) == 0  # alone it is fine
+    capsys.readouterr()
+    assert main(["validate", "ops"]) == 1
+    out, err = capsys.readouterr()
+    # (at the later op of the two, in the order the ops are found, naming the earlier)
+    line, col = where((ops_dir / "mul_custom" / "op.yaml").read_text(), "{op_type: Mul")
+    other = "ops/add_custom_template/op.yaml:{}:{}".format(*where(spec.read_text(), "{op_type: Mul"))
+    assert out == "" and err.splitlines() == [
+        f"ops/mul_custom/op.yaml:{line}:{col}: framework.onnx[0] of op MulCustom (opsets [7, ∞)) and framework.onnx[0] "
+        f"of op AddCustomTemplate (opsets [11, 13], {other}) both map ai.onnx::Mul in the custom package: which op a "
+        f"node of opset 11 becomes would be ambiguous (make the opset ranges disjoint, or put the ops in different "
+        f"packages) [$.framework.onnx[0]]",
+        "opbuild validate: 1 problem(s) in 1 file(s)"]
+    assert _files(ops_dir) == before  # nothing written

@@ -42,16 +42,8 @@ MAX_SIMPLIFIED_KEY_LEN = vocabulary.MAX_SIMPLIFIED_KEY_LEN
 GRAPH_SUCCESS = 0
 GRAPH_FAILED = 0xFFFFFFFF
 
-ATTR_TYPES: dict[str, int] = {
-    "int": 0,
-    "float": 1,
-    "bool": 2,
-    "str": 3,
-    "list_int": 4,
-    "list_float": 5,
-    "list_bool": 6,
-}
-"""Attribute type name → OPBUILD_ATTR_* value."""
+ATTR_TYPES: dict[str, int] = {t.name: t.tiling for t in vocabulary.ATTR_TYPES}
+"""Attribute type name → OPBUILD_ATTR_* value (vocabulary.AttrType.tiling)."""
 
 IMPL_MODES: dict[str, int] = vocabulary.IMPL_MODE_INDEX
 """impl_mode name → the `p=` value of simplified keys and TilingContext.impl_mode."""

@@ -1,15 +1,18 @@
-"""The vocabulary of opbuild: dtypes, formats, impl modes, core types, SoCs and the key limit.
+"""The vocabulary of opbuild: dtypes, formats, impl modes, core types, SoCs, tiling-field and
+attribute types, and the key limit.
 
 What: one record per dtype (spec name, ge::DataType and aclDataType enumerators, numpy/ml_dtypes
 dtype, kernel C type and OPBUILD_DT_* macro, byte size, and the spelling each output format
-uses), per format, per impl mode, per core type and per SoC, plus the other CANN data types the
-acl C ABI and op_fallback know, and the 256-byte simplified-key limit.
+uses), per format, per impl mode, per core type, per SoC, per tiling-field type and per
+attribute type (its tiling ABI code, aclnn C type, ops-info spelling, cache-key tag, torch schema
+type, AI CPU code, GE AttrDef field, and the runtime's check and conversion of a value), plus the
+other CANN data types the acl C ABI and op_fallback know, and the 256-byte simplified-key limit.
 
 Why: each of these facts used to be written in several tables (ge_types, op_fallback, the C ABI
 module, the spec checker and model, the .om builder, codegen); one of them drifted (the model
-schema said `double` for float64). Every Python table is now derived from the records here; the
-C headers, the C sources and the JSON schemas are hand-written and a test
-(tests/abi/test_vocabulary.py) asserts they equal these records.
+schema said `double` for float64; attribute types had nine tables). Every Python table is now
+derived from the records here; the C headers, the C sources and the JSON schemas are
+hand-written and a test (tests/abi/test_vocabulary.py) asserts they equal these records.
 
 Enum numbers are part of the package format (default-mode simplified keys are made of GE
 numbers, `Op/d=0,p=1/1,2/1,2`) and never change. Spellings are CANN's (`float32` for float32 in
@@ -20,13 +23,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Callable, Final
 
 if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
-    "ACL_DATA_TYPES", "ACL_FORMATS", "CANN_DATA_TYPES", "CORE_TYPE", "CORE_TYPES", "CORE_TYPE_NAMES",
+    "ACL_DATA_TYPES", "ACL_FORMATS", "ATTR_TYPE", "ATTR_TYPES", "ATTR_TYPE_NAMES", "AttrType",
+    "CANN_DATA_TYPES", "CORE_TYPE", "CORE_TYPES", "CORE_TYPE_NAMES",
     "CannDataType", "CoreType", "DEFAULT_BINARY_IMPL_MODES", "DEFAULT_CORE_TYPE", "DEFAULT_FORMAT",
     "DEFAULT_IMPL_MODE", "DEFAULT_SOC", "DTYPE", "DTYPES", "DTYPES_BY_GE_ORDER", "DTYPE_BY_ACL", "DTYPE_BY_GE",
     "DTYPE_BY_NUMPY", "DTYPE_NAMES", "DType", "FORMAT", "FORMATS", "FORMAT_BY_ACL", "FORMAT_BY_GE",
@@ -363,6 +367,100 @@ TILING_FIELD_TYPES: Final[tuple[TilingFieldType, ...]] = (
 )
 TILING_FIELD_TYPE: Final[dict[str, TilingFieldType]] = {t.name: t for t in TILING_FIELD_TYPES}
 TILING_FIELD_TYPE_NAMES: Final[tuple[str, ...]] = tuple(TILING_FIELD_TYPE)
+
+
+# ---- attribute types ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AttrType:
+    """A spec attribute type (`attrs[].type` of op.yaml) and each way it is written or handled.
+
+    element: the type of the value (a scalar type) or of its items (a list type): int, float,
+    bool or str; is_list: whether values are lists. tiling: its OPBUILD_ATTR_* value (tiling.h,
+    OpbuildAttrValue.type); aclnn_c: the C type of the parameter in an aclnn signature (CANN's
+    rules); ops_info: the `type` spelling of aic-<soc>-ops-info.json; key_tag: its tag in the
+    op-parameter cache key (OPKEY_* of native/src/opkey.h: the C fast path builds the same words,
+    so a tag never changes); torch: the type in a torch.library schema; aicpu: its AICPU_ATTR_*
+    value (aicpu.h), None when AI CPU compute functions do not get it (lists); ge_attr: the field
+    of GE's AttrDef (a scalar) or AttrDef.ListValue (a list) holding the value in an .om model.
+
+    `check` and `convert` are what a runtime call does with an attribute argument: whether a
+    value is one of this type (bool is not a number; numpy scalars are accepted; a float takes an
+    int; a list is a list or tuple of such items) and the value as stored (Python scalars; lists
+    become tuples).
+    """
+
+    name: str
+    element: str
+    is_list: bool
+    tiling: int
+    aclnn_c: str
+    ops_info: str
+    key_tag: int
+    torch: str
+    aicpu: int | None
+    ge_attr: str
+
+    @property
+    def c_enum(self) -> str:
+        """Its enumerator in opbuild/tiling.h."""
+        return f"OPBUILD_ATTR_{self.name.upper()}"
+
+    @property
+    def aicpu_c_enum(self) -> str | None:
+        """Its macro in opbuild/aicpu.h (None when AI CPU ops do not take it)."""
+        return None if self.aicpu is None else f"AICPU_ATTR_{self.name.upper()}"
+
+    @property
+    def key_tag_c_enum(self) -> str:
+        """Its cache-key tag's enumerator in native/src/opkey.h (`OPKEY_INT`, `OPKEY_INTS`)."""
+        return f"OPKEY_{self.element.upper()}{'S' if self.is_list else ''}"
+
+    @property
+    def aclnn_by_address(self) -> bool:
+        """Whether the generated aclnn wrapper passes the argument's address (a C value, not a
+        pointer) in the attrs array of opbuild_aclnn_get_workspace_size (aclnn/opbuild_acl.h)."""
+        return not self.aclnn_c.endswith("*")
+
+    @cached_property
+    def check(self) -> Callable[[Any], bool]:
+        """Whether a runtime argument is a value of this type (numpy is imported when first asked)."""
+        import numpy as np
+
+        not_bool = (bool, np.bool_)
+        item: Callable[[Any], bool] = {
+            "int": lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, not_bool),
+            "float": lambda v: isinstance(v, (int, float, np.floating, np.integer)) and not isinstance(v, not_bool),
+            "bool": lambda v: isinstance(v, not_bool),
+            "str": lambda v: isinstance(v, str),
+        }[self.element]
+        if not self.is_list:
+            return item
+        return lambda v: isinstance(v, (list, tuple)) and all(item(x) for x in v)
+
+    @cached_property
+    def convert(self) -> Callable[[Any], Any]:
+        """A checked runtime argument as stored: the Python scalar, or a tuple of them."""
+        item: Callable[[Any], Any] = {"int": int, "float": float, "bool": bool, "str": str}[self.element]
+        if not self.is_list:
+            return item
+        return lambda v: tuple(item(x) for x in v)
+
+
+ATTR_TYPES: Final[tuple[AttrType, ...]] = (
+    # name, element, is_list, tiling, aclnn_c, ops_info, key_tag, torch, aicpu, ge_attr
+    AttrType("int",        "int",   False, 0, "int64_t",               "int",       16, "int",     0,    "i"),
+    AttrType("float",      "float", False, 1, "double",                "float",     17, "float",   1,    "f"),
+    AttrType("bool",       "bool",  False, 2, "bool",                  "bool",      18, "bool",    2,    "b"),
+    AttrType("str",        "str",   False, 3, "char *",                "str",       19, "str",     3,    "s"),
+    AttrType("list_int",   "int",   True,  4, "const aclIntArray *",   "listInt",   20, "int[]",   None, "i"),
+    AttrType("list_float", "float", True,  5, "const aclFloatArray *", "listFloat", 21, "float[]", None, "f"),
+    AttrType("list_bool",  "bool",  True,  6, "const aclBoolArray *",  "listBool",  22, "bool[]",  None, "b"),
+)
+"""The spec's attribute types, in the order the spec docs and schema list them (scalars, lists)."""
+
+ATTR_TYPE: Final[dict[str, AttrType]] = {t.name: t for t in ATTR_TYPES}
+ATTR_TYPE_NAMES: Final[tuple[str, ...]] = tuple(ATTR_TYPE)
 
 
 # ---- limits ------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from opbuild import nonfinite
+from opbuild.abi.vocabulary import ATTR_TYPES
 from opbuild.codegen.env import template
 from opbuild.codegen.naming import c_string, spec_display_path
 from opbuild.codegen.python_api import camel_case, output_names
@@ -26,18 +27,11 @@ from opbuild.spec.model import OpSpec
 DEFAULT_ROOT_HINT = "../.."
 """The package root relative to op_api/lib/ (where libcust_opapi.so is)."""
 
-ATTR_C_TYPE: dict[str, str] = {
-    "int": "int64_t",
-    "float": "double",
-    "bool": "bool",
-    "str": "char *",
-    "list_int": "const aclIntArray *",
-    "list_float": "const aclFloatArray *",
-    "list_bool": "const aclBoolArray *",
-}
-"""C type of each attribute type in an aclnn signature (CANN's rules)."""
+ATTR_C_TYPE: dict[str, str] = {t.name: t.aclnn_c for t in ATTR_TYPES}
+"""C type of each attribute type in an aclnn signature (CANN's rules; vocabulary.AttrType.aclnn_c)."""
 
-_SCALAR_ATTRS = ("int", "float", "bool")
+_SCALAR_ATTRS = tuple(t.name for t in ATTR_TYPES if t.aclnn_by_address)
+"""The attribute types passed by address in the attrs array (a C value, not a pointer)."""
 _RESERVED = {"workspaceSize", "executor", "workspace", "stream", "api", "root", "inputs", "attrs", "outputs"}
 _C_KEYWORDS = {
     "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",

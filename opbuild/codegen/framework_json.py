@@ -41,17 +41,9 @@ def _origin_to_json(origin: OnnxOrigin) -> dict[str, Any]:
 def render_onnx_plugins(specs: list[OpSpec]) -> str:
     """The plugin file of a package holding `specs` (ops without a framework section left out).
 
-    ValueError when two ops of the package map the same ONNX op for a common opset: which one
-    a node becomes would depend on the order of the file."""
-    seen: list[tuple[OpSpec, OnnxOrigin]] = []
-    for spec in specs:
-        for origin in spec.framework.onnx:
-            for other_spec, other in seen:
-                if other_spec is not spec and other.overlaps(origin):
-                    raise ValueError(f"{other_spec.op} ({other.mark or other_spec.spec_path}) and {spec.op} "
-                                     f"({origin.mark or spec.spec_path}) both map {origin.domain}::{origin.op_type} "
-                                     f"for opsets {other.opset_range()} and {origin.opset_range()} in one package")
-            seen.append((spec, origin))
+    Two ops of the package must not map one ONNX op for a common opset (which one a node
+    becomes would depend on the order of the file): `spec.project_checks.project_problems`
+    says so, for `opbuild validate` and the build, before anything is written."""
     ops = {s.op: {"onnx": [_origin_to_json(o) for o in s.framework.onnx]} for s in specs if s.framework.onnx}
     return dumps({"format_version": FORMAT_VERSION, "ops": ops}, indent=2, sort_keys=True) + "\n"
 

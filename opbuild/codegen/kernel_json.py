@@ -7,6 +7,7 @@ import hashlib
 from typing import Any
 
 from opbuild.abi.ge_types import DTYPE_KERNEL_JSON_NAME
+from opbuild.abi.kernel_launch import kernel_list
 from opbuild.abi.vocabulary import CORE_TYPE, CORE_TYPE_NAMES, impl_mode_string, support_impl_mode  # noqa: F401 (re-exported)
 from opbuild.nonfinite import to_json
 from opbuild.abi.package_layout import KERNEL_ROOT, kernel_json
@@ -32,10 +33,6 @@ FORMAT_MATCH_MODE = "FormatAgnostic"
 FORMAT_MODE = {"FormatDefault": "nd_agnostic", "FormatAgnostic": "static_nd_agnostic", "FormatFixed": "normal"}
 """binary_info_config.json `formatMode` of a supportInfo `format_match_mode` (asc-devkit's
 ascendc_ops_config.py, correct_format_mode)."""
-TILING_KEYS = (0,)
-"""The tiling keys a kernel lists in `kernelList` (`<binFileName>_<key>`): specs declare none, and
-one entry serves every key (TILING_KEY_IS branches inside), so the list is asc_opc's for a
-kernel without TILING_KEY_IS."""
 
 
 def has_optional_input(spec: OpSpec) -> bool:
@@ -143,7 +140,7 @@ def render_kernel_json(
         "parameters": [None] * len(spec.tensors),
         "sha256": sha256,
         "workspace": dict(WORKSPACE),
-        "kernelList": [{"kernelName": f"{bin_file_name}_{key}"} for key in TILING_KEYS],
+        "kernelList": kernel_list(bin_file_name, spec.tiling_keys),
         "taskRation": TASK_RATION[core],
     }
     if has_optional_input(spec):

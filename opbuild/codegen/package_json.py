@@ -8,7 +8,7 @@ from typing import Any, Iterable
 from opbuild import nonfinite
 from opbuild.abi.ge_types import DTYPE_OPS_INFO_NAME
 from opbuild.abi.package_layout import KERNEL_ROOT, kernel_binary
-from opbuild.abi.vocabulary import CORE_TYPES
+from opbuild.abi.vocabulary import ATTR_TYPES, CORE_TYPES
 from opbuild.codegen.kernel_json import FORMAT_MODE, kernel_json_path, support_info
 from opbuild.codegen.naming import dumps
 from opbuild.keys.rules import binary_full_keys
@@ -26,11 +26,8 @@ op_build writes into the ops-info library."""
 PREBUILD_PATTERN = "Opaque"
 """`prebuildPattern.value` of an Ascend C op (set by the CANN ops' OpAICoreConfig)."""
 
-OPS_INFO_ATTR_TYPE = {
-    "int": "int", "float": "float", "bool": "bool", "str": "str",
-    "list_int": "listInt", "list_float": "listFloat", "list_bool": "listBool",
-}
-"""Attribute type spelling of the ops-info library."""
+OPS_INFO_ATTR_TYPE = {t.name: t.ops_info for t in ATTR_TYPES}
+"""Attribute type spelling of the ops-info library (vocabulary.AttrType.ops_info)."""
 
 
 def _for_soc(specs: Iterable[OpSpec], soc: str) -> list[OpSpec]:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from opbuild.abi import op_proto
-from opbuild.abi.vocabulary import DTYPE, DTYPES
+from opbuild.abi.vocabulary import ATTR_TYPE, DTYPE, DTYPES
 from opbuild.nonfinite import dumps, from_json, to_json
 from opbuild.om import ge_ir
 from opbuild.om.errors import OmError
@@ -51,22 +51,21 @@ def _desc(name: str, dtype: str, shape, layout: str = "ND"):
     return d
 
 
+_LIST_VALUE_TYPE = dict(ge_ir.LIST_VALUE_TYPES)
+
+
 def _set_attr(attr, attr_type: str, value: Any) -> None:
-    """A spec attribute value (JSON form) as GE types it: int i, float f, bool b, str s, lists."""
+    """A spec attribute value (JSON form) as GE types it: in the AttrDef field of its type
+    (vocabulary.AttrType.ge_attr: int i, float f, bool b, str s), a list in that field of
+    AttrDef.list with the list's VT_LIST_* value type."""
+    t = ATTR_TYPE[attr_type]
     value = from_json(attr_type, value)
-    if attr_type == "int":
-        attr.i = value
-    elif attr_type == "float":
-        attr.f = value
-    elif attr_type == "bool":
-        attr.b = value
-    elif attr_type == "str":
-        attr.s = value.encode()
-    else:
-        kind = attr_type.split("_", 1)[1]
+    if t.is_list:
         lst = attr.list
-        lst.val_type = {"int": 2, "float": 3, "bool": 4}[kind]
-        getattr(lst, kind[0]).extend(value)
+        lst.val_type = _LIST_VALUE_TYPE[f"VT_LIST_{t.element.upper()}"]
+        getattr(lst, t.ge_attr).extend(value)
+    else:
+        setattr(attr, t.ge_attr, value.encode() if t.element == "str" else value)
 
 
 def _get_attr(attr, attr_type: str) -> Any:
@@ -74,17 +73,14 @@ def _get_attr(attr, attr_type: str) -> Any:
     def f32(v: float) -> float:
         return float(str(np.float32(v))) if np.isfinite(v) else v
 
-    if attr_type == "int":
-        return attr.i
-    if attr_type == "float":
-        return to_json(f32(attr.f))
-    if attr_type == "bool":
-        return attr.b
-    if attr_type == "str":
-        return attr.s.decode()
-    kind = attr_type.split("_", 1)[1]
-    values = list(getattr(attr.list, kind[0]))
-    return to_json([f32(v) for v in values]) if kind == "float" else values
+    t = ATTR_TYPE[attr_type]
+    if t.is_list:
+        values = list(getattr(attr.list, t.ge_attr))
+        return to_json([f32(v) for v in values]) if t.element == "float" else values
+    value = getattr(attr, t.ge_attr)
+    if t.element == "float":
+        return to_json(f32(value))
+    return value.decode() if t.element == "str" else value
 
 
 def _json_attr(attr, value: Any) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from opbuild.abi.vocabulary import ACL_DATA_TYPES, DTYPE_BY_ACL, FORMAT_BY_ACL
+from opbuild.abi.vocabulary import ACL_DATA_TYPES, ATTR_TYPES, DTYPE_BY_ACL, FORMAT_BY_ACL
 from opbuild.runtime import settings
 from opbuild.runtime.call import cache_key, plan_cache
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
@@ -244,9 +244,14 @@ def tensor_list(address: int, what: str) -> list[Tensor]:
     return items
 
 
-_SCALAR_ATTR = {"int": ctypes.c_int64, "float": ctypes.c_double, "bool": ctypes.c_bool}
-_ARRAY_ATTR = {"list_int": (AclIntArray, KIND_INT_ARRAY), "list_float": (AclFloatArray, KIND_FLOAT_ARRAY),
-               "list_bool": (AclBoolArray, KIND_BOOL_ARRAY)}
+_C_VALUES = {"int64_t": ctypes.c_int64, "double": ctypes.c_double, "bool": ctypes.c_bool}
+"""The ctypes mirror of each aclnn attribute C type passed by address."""
+_C_ARRAYS = {"const aclIntArray *": (AclIntArray, KIND_INT_ARRAY),
+             "const aclFloatArray *": (AclFloatArray, KIND_FLOAT_ARRAY),
+             "const aclBoolArray *": (AclBoolArray, KIND_BOOL_ARRAY)}
+"""The ctypes mirror and kind of each aclnn array attribute C type."""
+_SCALAR_ATTR = {t.name: _C_VALUES[t.aclnn_c] for t in ATTR_TYPES if t.aclnn_by_address}
+_ARRAY_ATTR = {t.name: _C_ARRAYS[t.aclnn_c] for t in ATTR_TYPES if t.is_list}
 
 
 def attr_value(attr_type: str, address: int, what: str) -> Any:

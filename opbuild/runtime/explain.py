@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from opbuild.abi.ge_types import DTYPE_TO_GE, FORMAT_TO_GE
+from opbuild.abi.vocabulary import ATTR_TYPE
 from opbuild.keys import KeyContext, describe_call
 from opbuild.runtime import settings
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
@@ -57,7 +58,7 @@ def parse_attr_value(attr_type: str, text: str) -> Any:
     if attr_type == "str":
         return text
     items = [t for t in text.strip("[]").split(",") if t.strip()]
-    inner = {"list_int": "int", "list_float": "float", "list_bool": "bool"}[attr_type]
+    inner = ATTR_TYPE[attr_type].element
     return tuple(parse_attr_value(inner, t.strip()) for t in items)
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from opbuild.abi.vocabulary import ATTR_TYPE, ATTR_TYPES
 from opbuild.runtime import api
 from opbuild.runtime.binaries.selection import OpRuntime
 from opbuild.runtime.call.arguments import normalize_attrs
@@ -36,9 +37,8 @@ from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from opbuild.runtime.infer import infer_outputs
 from opbuild.spec.model import OpSpec
 
-_SCHEMA_TYPES = {"int": "int", "float": "float", "bool": "bool", "str": "str", "list_int": "int[]",
-                 "list_float": "float[]", "list_bool": "bool[]"}
-"""Spec attr type -> torch schema type."""
+_SCHEMA_TYPES = {t.name: t.torch for t in ATTR_TYPES}
+"""Spec attr type -> torch schema type (vocabulary.AttrType.torch)."""
 
 _LIBRARIES: dict[str, Any] = {}
 """namespace -> its torch.library.Library (kept alive: dropping it unregisters the ops)."""
@@ -55,7 +55,7 @@ def namespace_of(package: Path | None) -> str:
 def _default(attr_type: str, value: Any) -> str | None:
     """A default in torch schema syntax; None when the schema cannot spell it (non-finite)."""
     if isinstance(value, (tuple, list)):
-        items = [_default(attr_type[5:], v) for v in value]
+        items = [_default(ATTR_TYPE[attr_type].element, v) for v in value]
         return None if None in items else "[" + ", ".join(items) + "]"
     if isinstance(value, bool):
         return "True" if value else "False"

@@ -17,12 +17,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from opbuild.abi.vocabulary import (DEFAULT_CORE_TYPE, DEFAULT_FORMAT, DEFAULT_SOC, DTYPE_NAMES, FORMAT_NAMES,
-                                    MAX_SIMPLIFIED_KEY_LEN)
+from opbuild.abi.vocabulary import (ATTR_TYPE, DEFAULT_CORE_TYPE, DEFAULT_FORMAT, DEFAULT_SOC, DTYPE_NAMES,
+                                    FORMAT_NAMES, MAX_SIMPLIFIED_KEY_LEN)
 
 from .errors import JsonPath, Problem
 from .model import (
     DEFAULT_IMPL_MODES,
+    DEFAULT_TILING_KEYS,
     Attr,
     Binary,
     Framework,
@@ -72,10 +73,13 @@ def _defined(source_text: str) -> list[str]:
 def coerce_attr_value(attr_type: str, value: Any) -> tuple[bool, Any]:
     """(ok, value as stored): a float accepts an int (stored as float); bool is not a number;
     lists are stored as tuples."""
-    if attr_type.startswith("list_"):
+    kind = ATTR_TYPE.get(attr_type)
+    if kind is None:
+        return False, value
+    if kind.is_list:
         if not isinstance(value, list):
             return False, value
-        items = [coerce_attr_value(attr_type[5:], v) for v in value]
+        items = [coerce_attr_value(kind.element, v) for v in value]
         return all(ok for ok, _ in items), tuple(v for _, v in items)
     if isinstance(value, bool):
         return attr_type == "bool", value
@@ -147,6 +151,7 @@ class SpecChecker:
             (("inputs", "outputs"), self.check_columns),
             (("tiling_data",), self.check_tiling_data),
             (("kernel", "tiling", "compute"), self.check_sources),
+            (("tiling",), self.check_tiling_keys),
             (("inputs", "outputs", "attrs", "engine"), self.build_shapes),
             (("simplified_key",), self.build_key_rule),
             (("binaries", "inputs", "outputs", "attrs", "simplified_key"), self.build_binaries),
@@ -294,6 +299,17 @@ class SpecChecker:
             elif name in C_KEYWORDS:
                 self.err(path, f"tiling_data field name {name!r} is a C keyword")
             seen.setdefault(name, i)
+
+    def check_tiling_keys(self) -> None:
+        """Declared tiling keys are distinct (their range is the schema's)."""
+        if not isinstance(self.d.get("tiling"), dict):
+            return
+        seen: dict[int, int] = {}
+        for i, key in enumerate(self.d["tiling"].get("keys", [])):
+            if key in seen:
+                first = self.line(("tiling", "keys", seen[key]))
+                self.err(("tiling", "keys", i), f"duplicate tiling key {key} (first at line {first})")
+            seen.setdefault(key, i)
 
     def check_sources(self) -> None:
         root = self.op_dir.resolve()
@@ -713,6 +729,7 @@ class SpecChecker:
             core_type=d.get("core_type", DEFAULT_CORE_TYPE),
             infer_shape=functions[0] if functions else None,
             intercore_sync=bool(d.get("kernel", {}).get("intercore_sync", False)),
+            tiling_keys=tuple(d.get("tiling", {}).get("keys", DEFAULT_TILING_KEYS)),
             engine=d.get("engine", "aicore"),
             compute=self.sources.get("compute"),
             framework=self.framework,

@@ -104,16 +104,28 @@ class Bool(SpecType):
 
 @dataclass(frozen=True)
 class Int(SpecType):
+    """An integer, optionally within [minimum, maximum] (whose failure message may be
+    `range_message`; `doc` replaces the generated description)."""
+
     minimum: int | None = None
+    maximum: int | None = None
+    range_message: str | None = None
+    doc: str | None = None
 
     def schema(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "integer"}
         if self.minimum is not None:
             out["minimum"] = self.minimum
-        return out
+        if self.maximum is not None:
+            out["maximum"] = self.maximum
+        return out | _messages(minimum=self.range_message, maximum=self.range_message)
 
     def describe(self, defs: Mapping[str, SpecType]) -> str:
-        return "integer" + (f" ≥ {self.minimum}" if self.minimum is not None else "")
+        if self.doc:
+            return self.doc
+        bounds = [f"≥ {self.minimum}"] if self.minimum is not None else []
+        bounds += [f"≤ {self.maximum}"] if self.maximum is not None else []
+        return " ".join(["integer", *bounds])
 
     def py_type(self, defs: Mapping[str, SpecType]) -> Any:
         return int

@@ -12,7 +12,8 @@ checks it beyond its structure. Everything else is derived from these declaratio
   attributes with the declared types, and that the committed artefacts are up to date.
 
 Vocabularies that other modules own are imported, never re-listed here: dtypes, formats, impl
-modes, core types, SoCs and tiling-field types (opbuild/abi/vocabulary.py), domains (`DOMAINS`).
+modes, core types, SoCs, tiling-field and attribute types (opbuild/abi/vocabulary.py), domains
+(`DOMAINS`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from opbuild.abi.kernel_launch import TILING_KEY_MAX
 from opbuild.abi.package_layout import DOMAINS
+from opbuild.abi.vocabulary import ATTR_TYPE_NAMES as ATTR_TYPES
 from opbuild.abi.vocabulary import CORE_TYPE_NAMES as CORE_TYPES
 from opbuild.abi.vocabulary import DEFAULT_CORE_TYPE, DEFAULT_FORMAT, DEFAULT_SOC
 from opbuild.abi.vocabulary import DTYPE_NAMES as DTYPES
@@ -30,6 +33,7 @@ from opbuild.abi.vocabulary import TILING_FIELD_TYPE_NAMES as TILING_FIELD_TYPES
 from .field_types import AnyValue, Bool, Enum, Field, Int, List, Map, OneOf, Record, Ref, SpecType, Str, WhenMap
 from .model import (
     DEFAULT_IMPL_MODES,
+    DEFAULT_TILING_KEYS,
     IMPL_MODE_INDEX,
     Attr,
     Binary,
@@ -47,7 +51,6 @@ from .model import (
 PACKAGES = ("custom", "built-in")
 """Where an op is built: out/opp/vendors/<vendor> (custom) or out/opp/built-in."""
 DEFAULT_SOCS = (DEFAULT_SOC,)
-ATTR_TYPES = ("int", "float", "bool", "str", "list_int", "list_float", "list_bool")
 INPUT_PARAM_TYPES = ("required", "optional", "dynamic")
 OUTPUT_PARAM_TYPES = ("required", "dynamic")
 KEY_MODES = ("default", "customized")
@@ -232,6 +235,11 @@ TILING = Record("tiling", "The tiling source and its tiling function.", (
     Field("source", SOURCE, "the tiling C source, inside the op directory", required=True, model="source",
           check="check_sources"),
     Field("function", SYMBOL, "the tiling function", required=True, model="symbol"),
+    Field("keys", List(Int(0, TILING_KEY_MAX, "tiling key {instance} is not a uint64 (0 to 2^64-1)",
+                           doc="uint64 (0 to 2^64-1)"), min_items=1),
+          "the tiling keys the tiling function may set, distinct (each one a `kernelList` entry of every binary's "
+          "kernel JSON; the runtime rejects any other)", default=list(DEFAULT_TILING_KEYS),
+          becomes="OpSpec.tiling_keys", check="check_tiling_keys"),
 ), model=SourceRef)
 
 COMPUTE = Record("compute", "The AI CPU compute source and its compute function (engine: aicpu).", (
@@ -293,7 +301,7 @@ OP_SPEC = Record(
               default={}, model="framework", check="build_framework"),
     ),
     model=OpSpec,
-    derived=("snake", "spec_path", "infer_shape", "intercore_sync"),
+    derived=("snake", "spec_path", "infer_shape", "intercore_sync", "tiling_keys"),
 )
 
 SCHEMA_DESCRIPTION = (

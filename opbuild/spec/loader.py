@@ -9,6 +9,7 @@ from typing import Callable, Iterable
 from .checks import SpecChecker, broken_sections
 from .errors import Problem, SpecError
 from .model import OpSpec
+from .project_checks import project_problems
 from .schema import schema_problems
 from .yaml_marks import MAX_YAML_BYTES, Marks, load_yaml, size_problem
 
@@ -92,9 +93,11 @@ def load_spec(path: str | os.PathLike[str]) -> OpSpec:
 
 def load_specs(paths: Iterable[str | os.PathLike[str]], check: Checker | None = None) -> list[OpSpec]:
     """Load every spec named by `paths` (files or directories, see `find_specs`). Problems of all
-    files are collected before one SpecError is raised; two specs of the same op are an error.
-    A path that does not exist is a problem too. `check` checks one file (default `check_spec`;
-    `opbuild validate` passes `opbuild.validate.validate_op`, which adds the build's checks)."""
+    files, and those between the valid ones (`project_checks.project_problems`: an op defined
+    twice, names two ops give one library, ONNX plugins of one package that overlap), are
+    collected before one SpecError is raised. A path that does not exist is a problem too.
+    `check` checks one file (default `check_spec`; `opbuild validate` passes
+    `opbuild.validate.validate_op`, which adds the build's checks)."""
     check = check or check_spec
     files: list[Path] = []
     problems: list[Problem] = []
@@ -104,33 +107,13 @@ def load_specs(paths: Iterable[str | os.PathLike[str]], check: Checker | None = 
         except FileNotFoundError:
             problems.append(Problem(os.fspath(raw), 0, 0, "no such file or directory"))
     specs: list[OpSpec] = []
-    first: dict[str, OpSpec] = {}
     for file in files:
         spec, found = check(file)
         problems.extend(found)
-        if spec is None:
-            continue
-        if spec.op in first:
-            other = first[spec.op]
-            line, col = _op_position(spec)
-            problems.append(Problem(str(file), line, col,
-                                    f"op {spec.op} is also defined in {_display(other.spec_path)}", "$.op"))
-            continue
-        first[spec.op] = spec
-        specs.append(spec)
+        if spec is not None:
+            specs.append(spec)
+    problems.extend(project_problems(specs))
     if problems:
         raise SpecError(problems)
     return specs
 
-
-def _op_position(spec: OpSpec) -> tuple[int, int]:
-    # The `op:` line is not kept in the model; re-read it cheaply (only on this error path).
-    _, marks, _ = load_yaml(spec.spec_path.read_text(encoding="utf-8"), str(spec.spec_path))
-    return marks.at(("op",))
-
-
-def _display(path: Path) -> str:
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)

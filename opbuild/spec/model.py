@@ -29,9 +29,12 @@ KeyMode = Literal["default", "customized"]
 CallbackKind = Literal["table", "c", "python"]
 
 # IMPL_MODE_INDEX (the `p=` of each impl mode) comes from opbuild.abi.vocabulary; the Literals
-# above are asserted equal to the vocabulary by tests/abi/test_vocabulary.py.
+# above are written out for type checkers and asserted equal to the vocabulary by
+# tests/abi/test_vocabulary.py (AttrType: by tests/abi/test_attr_types.py).
 DEFAULT_IMPL_MODES: tuple[str, ...] = DEFAULT_BINARY_IMPL_MODES
 """A binary without `impl_mode` gets p=1 and p=0 keys, as `--impl_mode=high_performance,optional`."""
+DEFAULT_TILING_KEYS: tuple[int, ...] = (0,)
+"""An op that declares no tiling keys has one, 0: the kernelList of a kernel without TILING_KEY_IS."""
 
 
 @dataclass(frozen=True)
@@ -259,6 +262,9 @@ class OpSpec:
     infer_shape: str | None = None
     intercore_sync: bool = False
     """`kernel.intercore_sync`: the kernel uses SyncAll, so all blocks must run concurrently."""
+    tiling_keys: tuple[int, ...] = DEFAULT_TILING_KEYS
+    """`tiling.keys`: the tiling keys the tiling function may set, each a kernelList entry of every
+    binary's kernel JSON (the runtime reads them from there, not from here)."""
     framework: Framework = Framework()
     """Adapter plugins: the ONNX ops `opbuild om build model.onnx` maps to this op."""
     engine: Literal["aicore", "aicpu"] = "aicore"

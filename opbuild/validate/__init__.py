@@ -42,7 +42,7 @@ def validate_op(path: str | os.PathLike[str]) -> tuple[OpSpec | None, list[Probl
 
 def validate_ops(paths: Iterable[str | os.PathLike[str]]) -> list[OpSpec]:
     """`load_specs` with `validate_op`: every spec named by `paths`, or SpecError with every
-    problem of every file (and ops defined twice)."""
+    problem of every file and those between the ops (`spec.project_checks`, as the build)."""
     return load_specs(paths, check=validate_op)
 
 

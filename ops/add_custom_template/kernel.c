@@ -7,6 +7,11 @@
  *
  * Block split (from the tiling): block i owns [i * block_length, min(total, (i + 1) * block_length)).
  *
+ * Tiling keys (op.yaml tiling.keys: [0, 1]), as an Ascend C kernel picks its copy-in path: key 0,
+ * every block is whole 64-element rows, so the row loop runs alone; key 1, the last row is partial
+ * (tail_length elements): the block holding the end adds its whole rows, then the tail element by
+ * element (add_tail). Both give the same bits.
+ *
  * Speed: the element loop is written to be vectorized (add_range). On x86-64 two more versions
  * give the same bits faster: fp16 with the F16C conversion instructions when the CPU has them
  * (the default build converts through libgcc one element at a time), and fp32 calls on tensors
@@ -79,10 +84,31 @@ static void add_block(const DTYPE_X *xp, const DTYPE_Y *yp, DTYPE_Z *zp, uint64_
     add_range(xp, yp, zp, n);
 }
 
+/* The partial last row, one element at a time. */
+static void add_tail(const DTYPE_X *xp, const DTYPE_Y *yp, DTYPE_Z *zp, uint64_t n) { ADD_LOOP(xp, yp, zp, n); }
+
 KERNEL_ENTRY void add_custom_template(GM_ADDR x, GM_ADDR y, GM_ADDR z, GM_ADDR workspace, GM_ADDR tiling) {
     (void)workspace;
     GET_TILING_DATA(td, tiling);
     uint64_t begin, end;
     if (opbuild_block_span(td.total_length, td.block_length, &begin, &end) <= 0) return;
-    add_block((const DTYPE_X *)x + begin, (const DTYPE_Y *)y + begin, (DTYPE_Z *)z + begin, end - begin, td.total_length);
+    const DTYPE_X *xp = (const DTYPE_X *)x + begin;
+    const DTYPE_Y *yp = (const DTYPE_Y *)y + begin;
+    DTYPE_Z *zp = (DTYPE_Z *)z + begin;
+    uint64_t n = end - begin;
+    if (TILING_KEY_IS(0)) {
+        if (td.tail_length != 0)
+            KERNEL_FAIL("%s: tiling key 0 (whole rows) with a tail of %llu elements", OPBUILD_BINARY_NAME,
+                        (unsigned long long)td.tail_length);
+        add_block(xp, yp, zp, n, td.total_length);
+    } else if (TILING_KEY_IS(1)) {
+        uint64_t tail = end == td.total_length ? td.tail_length : 0;
+        if (tail > n)
+            KERNEL_FAIL("%s: tail of %llu elements in a block of %llu", OPBUILD_BINARY_NAME,
+                        (unsigned long long)tail, (unsigned long long)n);
+        add_block(xp, yp, zp, n - tail, td.total_length);
+        add_tail(xp + (n - tail), yp + (n - tail), zp + (n - tail), tail);
+    } else {
+        KERNEL_FAIL("%s: unexpected tiling key %llu", OPBUILD_BINARY_NAME, (unsigned long long)GetTilingKey());
+    }
 }

@@ -1,7 +1,10 @@
 /* AddCustomTemplate tiling: validates x, y, z and splits the elements over the cores.
  *
  * Tiling data: total_length (elements), block_length (elements per block, a multiple of 64 so
- * every block starts 128-byte aligned). Block dim: min(core_num, ceil(total / 4096)), at least 1.
+ * every block starts 128-byte aligned), tail_length (total % 64: the elements of the last, partial
+ * row). Block dim: min(core_num, ceil(total / 4096)), at least 1.
+ * Tiling key (op.yaml tiling.keys): 0 when total is a multiple of 64 (every block is whole rows),
+ * 1 otherwise (the block holding the end runs the kernel's tail path).
  * (Measured on the simulator: larger blocks, e.g. 32768 elements, save about 1 us on calls of
  * 4K-64K elements, since handing a block to another thread costs about as much as adding a few
  * thousand elements; tests/ops_c pins the 4096 split, so it stays.)
@@ -40,7 +43,8 @@ OPBUILD_API uint32_t add_custom_template_tiling(TilingContext *ctx) {
     td->total_length = (uint64_t)total;
     tiling_set_block_dim(ctx, tiling_split_elementwise(td->total_length, tiling_core_num(ctx), MIN_ELEMS_PER_BLOCK,
                                                        BLOCK_ALIGN_ELEMS, &td->block_length));
-    tiling_set_tiling_key(ctx, 0);
+    td->tail_length = td->total_length % BLOCK_ALIGN_ELEMS;
+    tiling_set_tiling_key(ctx, td->tail_length == 0 ? 0 : 1);
     tiling_set_workspace_size(ctx, 0);
     return OPBUILD_GRAPH_SUCCESS;
 }

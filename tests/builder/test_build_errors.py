@@ -25,6 +25,25 @@ def test_broken_spec_reports_every_problem_and_writes_nothing(project):
     assert not p.out.exists(), sorted(tree(p.out))
 
 
+def test_ops_that_clash_fail_before_anything_is_written(project):
+    # each op valid alone; together two ops of the custom package map ONNX Mul for opsets 11-13,
+    # and two tiling sources define one global helper (opbuild/spec/project_checks.py, as validate)
+    p = project()
+    spec = p.op_dir("AddCustomTemplate") / "op.yaml"
+    spec.write_text(spec.read_text().replace("{op_type: AddCustomTemplate, domain: com.example.custom, min_opset: 1}",
+                                             "{op_type: Mul, min_opset: 11, max_opset: 13}"))
+    for op in ("AddCustomTemplate", "MulCustom"):
+        edit(p.op_dir(op) / "tiling.c", "uint32_t opbuild_test_helper(void) { return 0; }\n")
+    result = p.scons("ops")
+    assert result.rc == 1, str(result)
+    assert re.search(r"^ops/mul_custom/op\.yaml:\d+:\d+: framework\.onnx\[0\] of op MulCustom \(opsets \[7, ∞\)\) and "
+                     r"framework\.onnx\[0\] of op AddCustomTemplate \(opsets \[11, 13\], ops/add_custom_template/op\.yaml:"
+                     r"\d+:\d+\) both map ai\.onnx::Mul in the custom package", result.stderr, re.M), result.stderr
+    assert re.search(r"^ops/mul_custom/tiling\.c:\d+:10: tiling\.c's global function 'opbuild_test_helper' of op "
+                     r"MulCustom clashes with .* of op AddCustomTemplate \(ops/add_custom_template/tiling\.c:\d+:10\)",
+                     result.stderr, re.M), result.stderr
+    assert not p.out.exists(), sorted(tree(p.out))
+
 def test_kernel_syntax_error_names_the_op_binary_and_line(project):
     p = project()
     kernel = p.op_dir("MulCustom") / "kernel.c"

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from opbuild import codegen
+from opbuild.abi.kernel_launch import kernel_list_keys
 from opbuild.keys import binary_full_keys
 from opbuild.spec.model import Binary
 from opbuild_spec_factory import REPO, SAMPLES, make_spec, sample_spec, when
@@ -62,6 +63,18 @@ def all_artefacts(spec) -> list[str]:
     return out
 
 
+def test_kernel_list_has_one_entry_per_declared_tiling_key():
+    """The sample that declares tiling keys lists them; the others list key 0 only (asc_opc's
+    list for a kernel without TILING_KEY_IS)."""
+    specs = [sample_spec(name) for name in SAMPLES]
+    declared = {s.op: s.tiling_keys for s in specs}
+    assert declared.pop("AddCustomTemplate") == (0, 1) and declared.pop("LeakyReluCustom") == (0, 1)
+    assert all(keys == (0,) for keys in declared.values()), declared
+    spec = sample_spec("add_custom_template")
+    _, j = kernel_json(spec, spec.binaries[0])
+    assert j["kernelList"] == [{"kernelName": "AddCustomTemplate_FP16_0"}, {"kernelName": "AddCustomTemplate_FP16_1"}]
+
+
 def test_kernel_json_structure(sample):
     for binary in sample.binaries:
         _, j = kernel_json(sample, binary)
@@ -71,8 +84,10 @@ def test_kernel_json_structure(sample):
         assert j["blockDim"] == -1
         assert j["coreType"] == "VectorCore" and j["core_type"] == "AIV"
         assert j["magic"] == "RT_DEV_BINARY_MAGIC_ELF_AIVEC" and j["taskRation"] == "0:1"
-        # kernelName is the binary's name; kernelList one `<binFileName>_<tilingKey>` per key
-        assert j["kernelName"] == binary.name and j["kernelList"] == [{"kernelName": f"{binary.name}_0"}]
+        # kernelName is the binary's name; kernelList one `<binFileName>_<tilingKey>` per declared key
+        assert j["kernelName"] == binary.name
+        assert j["kernelList"] == [{"kernelName": f"{binary.name}_{key}"} for key in sample.tiling_keys]
+        assert kernel_list_keys(j) == sample.tiling_keys  # what the runtime reads back
         assert j["opParaSize"] == codegen.tiling_struct_size(sample) and isinstance(j["opParaSize"], int)
         assert j["parameters"] == [None] * len(sample.tensors)
         assert j["workspace"] == {"num": 1, "size": [-1], "type": [0]}

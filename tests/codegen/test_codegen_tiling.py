@@ -19,6 +19,7 @@ ADD_CUSTOM_TEMPLATE_HEADER = """\
 typedef struct AddCustomTemplateTilingData {
     uint64_t total_length;
     uint64_t block_length;
+    uint64_t tail_length;
 } AddCustomTemplateTilingData;
 #define OPBUILD_TILING_DATA_TYPE AddCustomTemplateTilingData
 #define ADD_CUSTOM_TEMPLATE_INPUT_X 0

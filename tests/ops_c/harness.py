@@ -26,6 +26,7 @@ import numpy as np
 import yaml
 
 from opbuild.abi import ge_types
+from opbuild.abi.kernel_launch import tiling_argument
 from opbuild.abi.tiling_context import ContextHolder, build_tiling_context, new_key_buffer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -157,6 +158,9 @@ __thread uint32_t opbuild_block_num_ __attribute__((visibility("hidden")));
 __thread char opbuild_kernel_error_[OPBUILD_KERNEL_ERROR_LEN] __attribute__((visibility("hidden")));
 __thread opbuild_sync_all_fn opbuild_sync_all_ __attribute__((visibility("hidden")));
 __thread void *opbuild_sync_ctx_ __attribute__((visibility("hidden")));
+__thread uint64_t opbuild_tiling_key_ __attribute__((visibility("hidden")));
+/* the tiling key follows the tiling data (at least 1 byte) at the next 8-byte boundary */
+#define TILING_KEY_OFFSET (((sizeof({info.op}TilingData) > 0 ? sizeof({info.op}TilingData) : 1) + 7u) / 8u * 8u)
 
 KERNEL_ENTRY void {info.kernel_entry}({params});
 
@@ -171,6 +175,8 @@ __attribute__((visibility("default"))) int32_t opbuild_kernel_launch(void *const
     opbuild_sync_all_ = sync;
     opbuild_sync_ctx_ = sync_ctx;
     opbuild_kernel_error_[0] = '\\0';
+    opbuild_tiling_key_ = 0;
+    if (args[{n - 1}]) memcpy(&opbuild_tiling_key_, (const char *)args[{n - 1}] + TILING_KEY_OFFSET, sizeof(uint64_t));
     {info.kernel_entry}({call});
     if (opbuild_kernel_error_[0] != '\\0') {{
         snprintf(err, errlen, "%s", opbuild_kernel_error_);
@@ -415,8 +421,9 @@ class OpRunner:
 
     def run(self, binary: str, inputs: Sequence[np.ndarray | list[np.ndarray]], out_shapes: Sequence[tuple[int, ...]],
             attrs: dict[str, Any] | None = None, core_num: int = 48, deterministic: int | None = None,
-            threads: int = 3) -> tuple[list[np.ndarray], TilingOutcome]:
-        """Tiling + launch of one binary; returns the outputs and the tiling outcome."""
+            threads: int = 3, tiling_key: int | None = None) -> tuple[list[np.ndarray], TilingOutcome]:
+        """Tiling + launch of one binary; returns the outputs and the tiling outcome. `tiling_key`
+        launches with that key instead of the tiling's (to test a kernel's TILING_KEY_IS branches)."""
         b = self.info.binary(binary)
         if deterministic is None:
             deterministic = 1 if b.deterministic == "true" else 0
@@ -447,7 +454,9 @@ class OpRunner:
             args.append(workspace.ctypes.data)
         else:
             args.append(None)
-        tiling_buf = ctypes.create_string_buffer(t.data, max(1, len(t.data)))
+        key = t.tiling_key if tiling_key is None else tiling_key
+        argument = tiling_argument(t.data, len(t.data), key)  # TILING_DATA declares sizeof the struct
+        tiling_buf = ctypes.create_string_buffer(argument, len(argument))
         args.append(ctypes.addressof(tiling_buf))
         self.launch(binary, args, t.block_dim, threads)
         del keep, workspace

@@ -48,6 +48,27 @@ def test_add_matches_numpy(runner, dtype, shape):
     _check_split(t, x.size, 48)
 
 
+@pytest.mark.parametrize("n, key", [(4096 * 3, 0), (64, 0), (4096 * 3 + 5, 1), (63, 1)])
+def test_add_tiling_key_picks_the_tail_path(runner, n, key):
+    """Key 0 when the elements are whole 64-element rows, 1 with a partial last row (tail_length,
+    the third field); the kernel branches on it (TILING_KEY_IS) and trusts it: key 0 launched
+    with a tail is refused, key 1 without one still adds exactly."""
+    rng = np.random.default_rng(n)
+    x, y = rand((n,), "float32", rng), rand((n,), "float32", rng)
+    run = runner("AddCustomTemplate").run
+    (z,), t = run("AddCustomTemplate_FP32", [x, y], [(n,)])
+    assert t.tiling_key == key and struct.unpack_from("<Q", t.data, 16) == (n % 64,)
+    np.testing.assert_array_equal(z, x + y)
+    if key == 1:
+        with pytest.raises(RuntimeError, match=r"AddCustomTemplate_FP32: tiling key 0 \(whole rows\) with a tail of"):
+            run("AddCustomTemplate_FP32", [x, y], [(n,)], tiling_key=0)
+    else:
+        (z,), _ = run("AddCustomTemplate_FP32", [x, y], [(n,)], tiling_key=1)
+        np.testing.assert_array_equal(z, x + y)
+    with pytest.raises(RuntimeError, match=r"AddCustomTemplate_FP32: unexpected tiling key 5"):
+        run("AddCustomTemplate_FP32", [x, y], [(n,)], tiling_key=5)
+
+
 def test_add_fp16_rounding_edges(runner):
     # ties, overflow to inf, subnormals, signed zeros: all as numpy's float16 add
     x = np.array([2048, 65504, 6e-8, -0.0, 0.0, 1.0, np.inf, np.nan, 1e-4], dtype=np.float16)

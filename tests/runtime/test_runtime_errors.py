@@ -211,7 +211,7 @@ def test_kernel_descriptor_with_too_small_tiling_buffer(package_copy):
     ops = rt.import_ops(package_copy)
     fn, *args = _add32(ops)
     msg = _raises(ACLNN_ERR_INNER, fn, *args)
-    assert "tiling data of 16 bytes exceeds the buffer of 4 bytes" in msg
+    assert "tiling data of 24 bytes exceeds the buffer of 4 bytes" in msg
 
 
 def test_missing_binary_file_of_a_builtin_sub_package(builtin_copy):

@@ -232,12 +232,22 @@ def test_serializer_round_trip_keeps_every_attribute(tmp_path):
                              "attrs:\n  - {name: alpha, type: list_float, default: [1, 2.5]}")
     text = text.replace("kernel: {source: kernel.c, entry: test_op}",
                         "kernel: {source: kernel.c, entry: test_op, intercore_sync: true}")
+    text = text.replace("function: test_op_tiling}", "function: test_op_tiling, keys: [3, 1]}")
     spec = load_spec(write_op(tmp_path, text))
     data = json.loads(json.dumps(spec_to_dict(spec)))
     again = spec_from_dict(data, spec.spec_path)
     assert again == spec
-    assert again.intercore_sync is True and again.attrs[0].default == (1.0, 2.5)
+    assert again.intercore_sync is True and again.attrs[0].default == (1.0, 2.5) and again.tiling_keys == (3, 1)
     assert set(data) == {"format_version"} | set(fields.model_attributes(OpSpec)) - {"spec_path"}
+
+
+def test_serializer_leaves_out_default_tiling_keys(tmp_path):
+    """An op without declared tiling keys is written as before they existed (byte-identical
+    packages); reading it back gives the default."""
+    spec = load_spec(write_op(tmp_path, BASE_SPEC))
+    data = json.loads(json.dumps(spec_to_dict(spec)))
+    assert "tiling_keys" not in data and spec.tiling_keys == tuple(fields.TILING.field("keys").default)
+    assert spec_from_dict(data, spec.spec_path) == spec
 
 
 @pytest.mark.parametrize("name", SAMPLES)

@@ -3,8 +3,6 @@ file:line:col it points at, and the package file written from it."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from opbuild.codegen.framework_json import PluginFileError, read_onnx_plugins, render_onnx_plugins
@@ -101,11 +99,4 @@ def test_a_malformed_package_file_names_itself(tmp_path, text, message):
     assert read_onnx_plugins(tmp_path / "absent.json") == {}
 
 
-def test_two_ops_of_a_package_must_not_map_one_onnx_op(tmp_path):
-    a = load_spec(spec_with(tmp_path / "a", "    - {op_type: Elu, max_opset: 10}\n"))
-    b = load_spec(spec_with(tmp_path / "b", "    - {op_type: Elu, min_opset: 10}\n"))
-    c = load_spec(spec_with(tmp_path / "c", "    - {op_type: Elu, min_opset: 11}\n"))
-    with pytest.raises(ValueError, match=r"both map ai.onnx::Elu for opsets \[1, 10\] and \[10, ∞\)") as exc:
-        render_onnx_plugins([a, b])
-    assert f"{a.spec_path}:22:7" in str(exc.value) or "op.yaml:22:7" in str(exc.value)
-    assert json.loads(render_onnx_plugins([a, c]))["ops"]  # disjoint ranges are fine
+# Two ops of one package mapping one ONNX op for a common opset: tests/spec/test_project_checks.py.

@@ -74,6 +74,46 @@ def test_duplicate_tiling_field(tmp_path):
     at(p, text, "total_length", 2)
 
 
+# ~~~ tiling keys ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+TILING_LINE = "tiling: {source: tiling.c, function: test_op_tiling}\n"
+
+
+def _with_keys(keys: str) -> str:
+    return edit(BASE_SPEC, TILING_LINE, f"tiling:\n  source: tiling.c\n  function: test_op_tiling\n  keys: {keys}\n")
+
+
+def test_tiling_keys_default_and_declared(tmp_path):
+    assert load_spec(write_op(tmp_path / "a", BASE_SPEC)).tiling_keys == (0,)
+    top = (1 << 64) - 1
+    assert load_spec(write_op(tmp_path / "b", _with_keys(f"[7, 0, {top}]"))).tiling_keys == (7, 0, top)
+
+
+def test_duplicate_tiling_key(tmp_path):
+    text = _with_keys("[0, 1,\n         1]")
+    p = only_problem(tmp_path, text)
+    assert p.message == "duplicate tiling key 1 (first at line 16)" and p.json_path == "$.tiling.keys[2]"
+    at(p, text, "1]")
+
+
+@pytest.mark.parametrize("key, message", [
+    ("-1", "tiling key -1 is not a uint64 (0 to 2^64-1)"),
+    (str(1 << 64), f"tiling key {1 << 64} is not a uint64 (0 to 2^64-1)"),
+    ("1.5", "1.5 is not of type 'integer'"),
+    ("true", "True is not of type 'integer'"),
+])
+def test_tiling_key_out_of_range(tmp_path, key, message):
+    text = _with_keys(f"[0, {key}]")
+    p = only_problem(tmp_path, text)
+    assert p.message == message and p.json_path == "$.tiling.keys[1]"
+    at(p, text, f"{key}]")
+
+
+def test_tiling_keys_not_empty(tmp_path):
+    p = only_problem(tmp_path, _with_keys("[]"))
+    assert p.json_path == "$.tiling.keys" and "should be non-empty" in p.message
+
+
 # ~~~ dtype/format combinations ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 
 def test_dtype_list_length_mismatch(tmp_path):

@@ -33,7 +33,7 @@ import numpy as np
 from opbuild.abi import package_layout as layout
 from opbuild.abi.ge_types import dtype_name
 from opbuild.abi.op_proto import UNKNOWN_RANK
-from opbuild.abi.vocabulary import DTYPE
+from opbuild.abi.vocabulary import ATTR_TYPE, DTYPE
 from opbuild.runtime import device
 from opbuild.runtime.binaries.package import inside_package, search_roots
 from opbuild.runtime.binaries.selection import OpRuntime
@@ -45,8 +45,9 @@ from opbuild.runtime.tensor import Tensor
 
 MAX_DIMS = 8
 ERROR_LEN = 256
-ATTR_TYPES = {"int": 0, "float": 1, "bool": 2, "str": 3}
-"""AICPU_ATTR_* of opbuild/aicpu.h (list attributes are not passed to compute functions)."""
+ATTR_TYPES = {t.name: t.aicpu for t in ATTR_TYPE.values() if t.aicpu is not None}
+"""AICPU_ATTR_* of opbuild/aicpu.h (vocabulary.AttrType.aicpu; list attributes are not passed to
+compute functions)."""
 
 
 class AicpuTensor(ctypes.Structure):

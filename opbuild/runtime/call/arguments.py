@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from opbuild.abi.ge_types import dtype_name
+from opbuild.abi.vocabulary import ATTR_TYPES
 from opbuild.runtime.call.cache_key import env_key
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
 from opbuild.runtime.binaries.selection import OpRuntime
@@ -74,21 +75,9 @@ def normalize_tensors(op: OpRuntime, values: Sequence[Any], outputs: bool) -> li
     return result
 
 
-_ATTR_CHECK = {
-    "int": lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)),
-    "float": lambda v: isinstance(v, (int, float, np.floating, np.integer)) and not isinstance(v, (bool, np.bool_)),
-    "bool": lambda v: isinstance(v, (bool, np.bool_)),
-    "str": lambda v: isinstance(v, str),
-    "list_int": lambda v: isinstance(v, (list, tuple)) and all(_ATTR_CHECK["int"](x) for x in v),
-    "list_float": lambda v: isinstance(v, (list, tuple)) and all(_ATTR_CHECK["float"](x) for x in v),
-    "list_bool": lambda v: isinstance(v, (list, tuple)) and all(_ATTR_CHECK["bool"](x) for x in v),
-}
-_ATTR_CONVERT = {
-    "int": int, "float": float, "bool": bool, "str": str,
-    "list_int": lambda v: tuple(int(x) for x in v),
-    "list_float": lambda v: tuple(float(x) for x in v),
-    "list_bool": lambda v: tuple(bool(x) for x in v),
-}
+_ATTR_CHECK = {t.name: t.check for t in ATTR_TYPES}
+_ATTR_CONVERT = {t.name: t.convert for t in ATTR_TYPES}
+"""Per attribute type, whether an argument is one and its stored value (vocabulary.AttrType)."""
 
 
 def normalize_attrs(op: OpRuntime, values: Sequence[Any]) -> tuple:

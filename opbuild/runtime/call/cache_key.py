@@ -5,8 +5,8 @@ same words where the C code is not built, and is what the property test
 (tests/capi/test_native_cache.py::test_c_key_equals_python_key) checks against the C code over generated calls. A tensor is
 `(dtype GE code, format GE code, dims, strides in elements, storage offset in elements)`; a slot is
 None (absent optional input), a tensor, or a list of tensors (dynamic input); an attribute is
-`(type, value)` with the spec's attribute types (int, float, bool, str, list_int, list_float,
-list_bool).
+`(type, value)` with the spec's attribute types (opbuild/abi/vocabulary.py ATTR_TYPES; each
+record's `key_tag` is its OPKEY_* tag).
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import os
 import struct
 from typing import Any, Sequence
 
+from opbuild.abi.vocabulary import ATTR_TYPE, ATTR_TYPES
+
 VERSION = 0x4F504B3100000001
 ABSENT, TENSOR, LIST = 1, 2, 3
-INT, FLOAT, BOOL, STR, INTS, FLOATS, BOOLS = 16, 17, 18, 19, 20, 21, 22
-ATTR_TAGS = {"int": INT, "float": FLOAT, "bool": BOOL, "str": STR, "list_int": INTS, "list_float": FLOATS,
-             "list_bool": BOOLS}
-"""The key's tag of each spec attribute type."""
+ATTR_TAGS = {t.name: t.key_tag for t in ATTR_TYPES}
+"""The key's tag of each spec attribute type (vocabulary.AttrType.key_tag, OPKEY_* of opkey.h)."""
 ENV_VARS = ("OPBUILD_SOC", "ASCEND_CUSTOM_OPP_PATH", "ASCEND_OPP_PATH", "ASCEND_HOME_PATH")
 """What package resolution and binary selection depend on besides the call: the env token."""
 
@@ -99,26 +99,26 @@ def _tensor(words: list[int], t: Tensor) -> None:
     words.append(_u64(offset))
 
 
+_ITEM_WORD = {"int": lambda v: _u64(int(v)), "float": _double_bits, "bool": lambda v: 1 if v else 0}
+"""The word of a number or bool (a scalar attribute's value, or one item of a list)."""
+
+
 def _attr(words: list[int], kind: str, value: Any) -> None:
-    if kind == "int":
-        words += (INT, _u64(int(value)))
-    elif kind == "float":
-        words += (FLOAT, _double_bits(value))
-    elif kind == "bool":
-        words += (BOOL, 1 if value else 0)
-    elif kind == "str":
+    t = ATTR_TYPE.get(kind)
+    if t is None:
+        raise ValueError(f"unknown attribute type {kind!r}")
+    if t.element == "str" and not t.is_list:
         data = value.encode() if isinstance(value, str) else bytes(value)
-        words += (STR, len(data))
+        words += (t.key_tag, len(data))
         for i in range(0, len(data), 8):
             words.append(int.from_bytes(data[i:i + 8], "little"))
-    elif kind == "list_int":
-        words += (INTS, len(value), *(_u64(int(v)) for v in value))
-    elif kind == "list_float":
-        words += (FLOATS, len(value), *(_double_bits(v) for v in value))
-    elif kind == "list_bool":
-        words += (BOOLS, len(value), *(1 if v else 0 for v in value))
+    elif t.element not in _ITEM_WORD:
+        raise ValueError(f"attribute type {kind!r} has no key encoding")
+    elif t.is_list:
+        item = _ITEM_WORD[t.element]
+        words += (t.key_tag, len(value), *(item(v) for v in value))
     else:
-        raise ValueError(f"unknown attribute type {kind!r}")
+        words += (t.key_tag, _ITEM_WORD[t.element](value))
 
 
 def key_words(op_id: int, env: int, dp: int, slots: Sequence[Tensor | list[Tensor] | None],

@@ -19,7 +19,7 @@ from typing import Any
 
 from opbuild.abi import c_callbacks as _c_callbacks
 from opbuild.abi.ge_types import dtype_name
-from opbuild.abi.kernel_launch import tiling_argument, tiling_data_size
+from opbuild.abi.kernel_launch import kernel_list_keys, tiling_argument, tiling_data_size
 from opbuild.abi.platform import platform
 from opbuild.runtime import device
 from opbuild.runtime.call.arguments import _dtype_name
@@ -40,6 +40,8 @@ class KernelInfo:
     op_para_size: int
     intercore_sync: bool
     name: str
+    tiling_keys: tuple[int, ...]
+    """The tiling keys its descriptor's kernelList declares (kernel_launch.kernel_list_keys)."""
 
 
 _KERNELS: dict[Path, KernelInfo] = {}
@@ -70,6 +72,7 @@ def load_kernel_info(selection: Selection, spec: Any) -> KernelInfo:
                 if op_para_size < 0:
                     raise ValueError(f"opParaSize {op_para_size} is negative")
                 sync = bool(desc.get("intercoreSync", 0))
+                tiling_keys = kernel_list_keys(desc)
             except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
                 raise AclnnError(ACLNN_ERR_INNER, f"{op}: kernel descriptor {json_path} unusable: {exc}") from None
             try:
@@ -77,7 +80,7 @@ def load_kernel_info(selection: Selection, spec: Any) -> KernelInfo:
                                             arg_names=kernel_arg_names(spec))
             except device.DeviceError as exc:
                 raise AclnnError(ACLNN_ERR_INNER, f"{op}: cannot load kernel {path}: {exc}") from None
-            info = KernelInfo(binary, op_para_size, sync, selection.entry.name)
+            info = KernelInfo(binary, op_para_size, sync, selection.entry.name, tiling_keys)
             _KERNELS[path] = info
     return info
 
@@ -217,7 +220,7 @@ def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fal
         except _c_callbacks.CallbackError as exc:
             raise AclnnError(ACLNN_ERR_INNER, str(exc)) from None
     check_tiling_result(spec.op, spec.tiling.symbol, result.block_dim, result.workspace_size, info,
-                        kernel.intercore_sync)
+                        kernel.intercore_sync, result.tiling_key, kernel.tiling_keys)
     try:
         argument = tiling_argument(result.tiling_data, kernel.op_para_size, result.tiling_key)
     except ValueError as exc:

@@ -1,9 +1,10 @@
 """Bounds of a tiling result, checked once per plan before anything is launched.
 
-A tiling function is op-author C code: its block_dim, workspace size and tiling data size are
-untrusted numbers. Each must fit the SoC (vocabulary.Soc holds the limits) and the
-kernel, or the call fails with 561000 naming the value, instead of a launch of 2^31 blocks or
-an allocation of 2^64 bytes.
+A tiling function is op-author C code: its block_dim, workspace size, tiling key and tiling data
+size are untrusted numbers. Each must fit the SoC (vocabulary.Soc holds the limits) and the
+kernel, or the call fails with 561000 naming the value, instead of a launch of 2^31 blocks, an
+allocation of 2^64 bytes or a kernel run with a key it has no branch for (the key must be one its
+kernel JSON's kernelList declares: CANN finds no kernel function `<kernelName>_<key>` for any other).
 """
 
 from __future__ import annotations
@@ -16,9 +17,14 @@ _INT64_LIMIT = 1 << 63
 
 
 def check_tiling_result(op: str, symbol: str, block_dim: int, workspace_size: int, info: PlatformInfo,
-                        intercore_sync: bool) -> None:
-    """AclnnError 561000 naming the op, the tiling function and the value out of bounds."""
+                        intercore_sync: bool, tiling_key: int, tiling_keys: tuple[int, ...]) -> None:
+    """AclnnError 561000 naming the op, the tiling function and the value out of bounds
+    (`tiling_keys`: the keys the selected kernel declares)."""
     where = f"{op}: tiling function {symbol}"
+    if tiling_key not in tiling_keys:
+        raise AclnnError(ACLNN_ERR_INNER, f"{where} set tiling key {tiling_key}, which the kernel does not declare "
+                                          f"(declared tiling keys: {', '.join(map(str, tiling_keys))}; "
+                                          f"spec field tiling.keys)")
     if block_dim == 0:
         raise AclnnError(ACLNN_ERR_INNER, f"{where} set block_dim 0")
     if block_dim > info.max_block_dim:
