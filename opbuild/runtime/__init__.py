@@ -47,12 +47,21 @@ def ResetCacheThreadLocal() -> None:  # noqa: N802 - the CANN symbol name
     reset_cache_thread_local()
 
 
-def clear_op_cache() -> None:
+def clear_op_cache(*, selections: bool = False) -> None:
     """Empty the calling thread's op-parameter cache (Python and C ABI callers): every next call
-    selects and tiles again. For tests and to give memory back; CANN has no equivalent."""
+    is a miss and tiles again. For tests and to give memory back; CANN has no equivalent.
+
+    Binary selections kept per call signature (ops whose key rule cannot see shapes: a new shape
+    of a known signature runs no GenSimplifiedKey) stay valid while their package is unchanged and
+    are kept; `selections=True` forgets them too (every op, every thread), so the next call of
+    each signature runs GenSimplifiedKey again."""
     from opbuild.runtime.call.plan_cache import clear_cache
 
     clear_cache()
+    if selections:
+        from opbuild.runtime.binaries.selection import forget_selections
+
+        forget_selections()
 
 
 def __getattr__(name: str) -> Any:

@@ -12,6 +12,7 @@ import bisect
 import difflib
 import os
 import threading
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -29,6 +30,16 @@ from opbuild.spec.model import OpSpec
 SELECTION_MEMO_CAPACITY = 1024
 """Signatures an op keeps selections for (OpRuntime.select_call); emptied when full (attribute
 values are part of a signature, so their number is not bounded by the op's binaries)."""
+
+
+_OPS: "weakref.WeakSet[OpRuntime]" = weakref.WeakSet()
+"""Every OpRuntime alive (forget_selections reaches their selection memos)."""
+
+
+def forget_selections() -> None:
+    """Forget every op's selections kept per call signature (OpRuntime.select_call)."""
+    for op in list(_OPS):
+        op._selections.clear()
 
 
 def current_soc() -> str:
@@ -49,6 +60,9 @@ class Selection:
     """The p of the selected key (0 after the p=0 retry)."""
     stamp: tuple[int, int, int] | None = None
     """file_stamp of the entry's binary_info_config.json when the index read it (None: not a file)."""
+    config: str = ""
+    """That binary_info_config.json ("" if none: e.g. a package provider that is not a directory,
+    an .om's nodes); cached plans compare its stamp, so a package rebuilt in place selects again."""
 
 
 def nearest_keys(wanted: str, keys: tuple[str, ...], limit: int = 5) -> list[str]:
@@ -100,6 +114,7 @@ class OpRuntime:
         # Selections by signature (select_call), when the key rule cannot see shapes.
         self.selection_by_signature = spec.key_rule is not None and not spec.key_rule.reads_shapes
         self._selections: dict[tuple, tuple[BinaryIndex, Selection]] = {}
+        _OPS.add(self)
 
     # ---- package ------------------------------------------------------------------------------
     def resolve_package(self, soc: str) -> tuple[Path, BinaryIndex]:
@@ -253,8 +268,9 @@ class OpRuntime:
         if not bin_path.is_file():
             raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: key {key} selects {entry.name}, but its binary is missing: {bin_path}")
         config_file = getattr(entry, "config", None)
+        config = str(config_file) if config_file is not None else ""
         selection = Selection(fragment, key, entry, package, used.impl_mode,
-                              index.file_stamps.get(str(config_file)) if config_file is not None else None)
+                              index.file_stamps.get(config) if config_file is not None else None, config)
         index.selections[key] = selection  # checked once per package index (a rebuilt package is a new index)
         return selection
 
@@ -271,8 +287,9 @@ class OpRuntime:
         memo = None
         if self.selection_by_signature:
             index = self.resolve_package(soc)[1]
-            memo = (d, p, fallback, soc, attr_values, tuple([tuple([i[:2] for i in g]) for g in inputs]),
-                    tuple([tuple([i[:2] for i in g]) for g in outputs]))
+            memo = (d, p, fallback, soc, attr_values, tuple([i[:2] for g in inputs for i in g]),
+                    tuple([i[:2] for g in outputs for i in g]),
+                    None if self.simple else (tuple(map(len, inputs)), tuple(map(len, outputs))))
             found = self._selections.get(memo)
             if found is not None and found[0] is index:
                 return found[1]

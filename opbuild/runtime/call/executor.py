@@ -225,11 +225,14 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
         _store(key, plan, PARAM_CACHE_CAPACITY)
     else:
         plan.hot = True
+    if simple is not None:  # one array per parameter, as given
+        arrays = simple[1]
+    else:
+        arrays = [a for g in in_params + out_params for a, _ in g]
     args = None
-    if not op.has_dynamic and all(len(g) == 1 for g in in_params + out_params):
-        args = _direct_args(plan, [g[0][0] for g in in_params + out_params])
-    refs = tuple(a for g in in_params + out_params for a, _ in g)
-    return plan.workspace_size, Executor(plan, op, refs, args, in_params, out_params)
+    if len(arrays) == plan.nargs - 2 and not op.has_dynamic:  # no absent optional, no list
+        args = _direct_args(plan, arrays)
+    return plan.workspace_size, Executor(plan, op, tuple(arrays), args, in_params, out_params)
 
 
 # ---- phase 2 --------------------------------------------------------------------------------------

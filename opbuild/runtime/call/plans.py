@@ -22,7 +22,7 @@ from opbuild.abi.ge_types import dtype_name
 from opbuild.abi.kernel_launch import kernel_list_keys, tiling_argument, tiling_data_size
 from opbuild.abi.platform import platform
 from opbuild.runtime import device
-from opbuild.runtime.call.arguments import _dtype_name
+from opbuild.runtime.call.arguments import _DTYPE_NAMES
 from opbuild.runtime.call.tiling_bounds import check_tiling_result
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
 from opbuild.runtime.binaries.package import STAMP_INTERVAL_NS, file_stamp
@@ -42,6 +42,8 @@ class KernelInfo:
     name: str
     tiling_keys: tuple[int, ...]
     """The tiling keys its descriptor's kernelList declares (kernel_launch.kernel_list_keys)."""
+    fn: Any = None
+    """The kernel's entry as the c_void_p every plan of it launches (made once)."""
 
 
 _KERNELS: dict[Path, KernelInfo] = {}
@@ -80,7 +82,7 @@ def load_kernel_info(selection: Selection, spec: Any) -> KernelInfo:
                                             arg_names=kernel_arg_names(spec))
             except device.DeviceError as exc:
                 raise AclnnError(ACLNN_ERR_INNER, f"{op}: cannot load kernel {path}: {exc}") from None
-            info = KernelInfo(binary, op_para_size, sync, selection.entry.name, tiling_keys)
+            info = KernelInfo(binary, op_para_size, sync, selection.entry.name, tiling_keys, ctypes.c_void_p(binary.fn))
             _KERNELS[path] = info
     return info
 
@@ -110,12 +112,12 @@ class Plan:
         self.nargs = nargs
         self.ws_index = nargs - 2
         self.tiling_addr = ctypes.addressof(tiling_buffer) if tiling_buffer is not None else 0
-        self.fn = ctypes.c_void_p(kernel.binary.fn) if kernel is not None else None
+        self.fn = kernel.fn if kernel is not None else None
         self.sync = 1 if kernel is not None and kernel.intercore_sync else 0
         self.hot = False  # cache metadata: used since the eviction clock last passed it
         # the package's binary_info_config.json and its stamp when selected: a hit checks it, so a
         # package rebuilt in place selects again (plan_fresh)
-        self.stamp_path = package_config(selection) if selection is not None else ""
+        self.stamp_path = selection.config if selection is not None else ""
         self.stamp = selection.stamp if selection is not None else None
         self.checked_ns = time.monotonic_ns()
 
@@ -129,13 +131,6 @@ class Plan:
     def __repr__(self) -> str:
         name = self.selection.entry.name if self.selection else None
         return f"Plan({name}, block_dim={self.block_dim}, workspace={self.workspace_size}, empty={self.empty})"
-
-
-def package_config(selection: Selection) -> str:
-    """The binary_info_config.json the selected binary was listed in ("" if none: e.g. a package
-    provider that is not a directory, an .om's nodes)."""
-    config = getattr(selection.entry, "config", None)
-    return str(config) if config is not None else ""
 
 
 def plan_fresh(plan: Plan) -> bool:
@@ -156,7 +151,9 @@ def _instances(params) -> tuple[tuple[tuple, ...], ...]:
     """Per IR parameter, its instances as (dtype name, format name, shape, None): what tiling,
     inference and the key rule see of a call. Strides None: the kernel reads C-contiguous
     tensors (phase 2 copies the others), and the context fills contiguous strides for None."""
-    return tuple([tuple([(_dtype_name(a.dtype), f, a.shape, None) for a, f in instances]) for instances in params])
+    names = _DTYPE_NAMES  # every dtype of a normalized argument is in it
+    return tuple([((names[g[0][0].dtype], g[0][1], g[0][0].shape, None),) if len(g) == 1 else
+                  tuple([(names[a.dtype], f, a.shape, None) for a, f in g]) for g in params])
 
 
 def _check_dynamic_lists(spec: Any, inputs) -> None:
@@ -194,13 +191,10 @@ def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fal
     out_inst = _instances(outputs)
     selection = op.select_call(in_inst, out_inst, attrs, d, p, soc, fallback)
     p = selection.impl_mode
-    contiguous = True
-    for group in inputs + outputs:
-        for a, _ in group:
-            if not a.flags.c_contiguous:
-                contiguous = False
+    arrays = [a for group in inputs + outputs for a, _ in group]
+    contiguous = all([a.flags.c_contiguous for a in arrays])
     nargs = len(inputs) + len(outputs) + 2
-    if all(a.size == 0 for group in outputs for a, _ in group):
+    if not any([a.size for group in outputs for a, _ in group]):
         # Nothing to compute (an empty input with a non-empty output, e.g. a sum over an empty
         # axis, still runs: the kernel writes the identity).
         return Plan(op, selection, None, 0, 0, 0, None, True, contiguous, nargs)

@@ -98,7 +98,7 @@ typedef struct Entry {
     void *fn;
     uint32_t nargs, block_dim;
     int sync, empty;
-    char *stamp_path;     /* the package's binary_info_config.json (plans.package_config), or NULL */
+    char *stamp_path;     /* the package's binary_info_config.json (Selection.config), or NULL */
     int64_t stamp[3];     /* its mtime ns, size, inode when the plan was made (plans.file_stamp) */
     int64_t checked_ns;   /* when it was last checked */
 } Entry;
