@@ -198,8 +198,7 @@ def test_index_is_reparsed_when_the_config_changes(package_copy):
     import os
 
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
-    assert binary_index(package_copy, SOC) is index  # the files are re-stat'ed at most every STAMP_INTERVAL_NS
-    _after_stamp_interval()
+    _after_stamp_interval()  # the files are re-stat'ed at most every STAMP_INTERVAL_NS
     assert "AddCustomTemplate/d=0,p=1/custom_fp16" not in binary_index(package_copy, SOC).by_key
 
 
