@@ -42,7 +42,7 @@ class TilingLibrary:
         except OSError as exc:
             raise CallbackError(f"cannot load tiling library {self.path}: {exc}") from None
         self._symbols: dict[tuple[str, Any], Any] = {}
-        self._addresses: dict[str, int] = {}
+        self._addresses: dict[Any, Any] = {}  # name -> address, names tuple -> addresses
         self._lock = threading.Lock()
 
     def address(self, name: str) -> int:
@@ -56,6 +56,14 @@ class TilingLibrary:
                     raise CallbackError(f"symbol {name} not found in {self.path} (is it exported with OPBUILD_API?)") from None
                 self._addresses[name] = address
         return address
+
+    def addresses(self, names: tuple[str, ...]) -> tuple[int, ...]:
+        """address() of each name, as a tuple (kept per tuple of names)."""
+        found = self._addresses.get(names)
+        if found is None:
+            found = tuple([self.address(name) for name in names])
+            self._addresses[names] = found
+        return found
 
     def symbol(self, name: str, prototype: Any) -> Any:
         """The exported function as a ctypes function of `prototype`."""

@@ -44,12 +44,12 @@ def infer_outputs(library: TilingLibrary, spec: OpSpec, inputs: Sequence[Sequenc
     may be placeholders); a dtype is None when `dtypes` is False."""
     items = _attr_items(spec, attrs)
     n = len(spec.outputs)
-    symbols = ([infer_dtype_symbol(spec)] if dtypes else []) + ([infer_shape_symbol(spec)] if shapes else [])
-    block = fill_block(spec.op, inputs, [[] for _ in range(n)], items, soc, core_num, ub_size, 0, 0, 0)
+    symbols = _SYMBOLS[dtypes, shapes](spec)
+    block = fill_block(spec.op, inputs, ((),) * n, items, soc, core_num, ub_size, 0, 0, 0)
     if block is None:  # no extension, or a call only the Python builder takes (it says what is wrong)
         written = _infer_ctypes(library, spec, inputs, items, symbols, soc=soc, core_num=core_num, ub_size=ub_size)
     else:
-        status, error, last, written = block.run_infer(tuple([library.address(symbol) for symbol in symbols]), n)
+        status, error, last, written = block.run_infer(library.addresses(symbols), n)
         if status != GRAPH_SUCCESS:
             raise InferError(error.decode("utf-8", "replace") or f"{spec.op}: {symbols[last]} returned {status}",
                              status == INFER_INVALID)
@@ -61,6 +61,14 @@ def infer_outputs(library: TilingLibrary, spec: OpSpec, inputs: Sequence[Sequenc
 
 
 _UNKNOWN = (UNKNOWN_RANK,)
+
+_SYMBOLS = {
+    (True, True): lambda spec: (infer_dtype_symbol(spec), infer_shape_symbol(spec)),
+    (True, False): lambda spec: (infer_dtype_symbol(spec),),
+    (False, True): lambda spec: (infer_shape_symbol(spec),),
+    (False, False): lambda spec: (),
+}
+"""The op_proto functions to run, dtypes first (the shape function may read what it wrote)."""
 
 
 def _infer_ctypes(library: TilingLibrary, spec: OpSpec, inputs, items, symbols: list[str], *, soc: str, core_num: int,

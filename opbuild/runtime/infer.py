@@ -83,6 +83,12 @@ def infer_instances(op: OpRuntime, soc: str, instances: Sequence[Sequence[tuple]
     library = op.op_proto_library(package)
     if library is None:
         return None
+    return infer_with(library, op, soc, instances, attr_values, shapes=shapes, dtypes=dtypes)
+
+
+def infer_with(library: Any, op: OpRuntime, soc: str, instances: Sequence[Sequence[tuple]], attr_values: Sequence[Any],
+               *, shapes: bool = True, dtypes: bool = True) -> list[tuple[tuple[int, ...] | None, str | None]]:
+    """infer_instances with the op_proto library already found (a plan's signature keeps it)."""
     info = platform(soc)
     try:
         return _infer(library, op.spec, instances, attr_values, soc=soc, core_num=info.core_num, ub_size=info.ub_size,

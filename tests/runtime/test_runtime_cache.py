@@ -92,6 +92,8 @@ def test_hit_runs_neither_python_callback_nor_tiling(builtin_copy, tiling_calls)
     assert module.CALLS == ["float32", "float32"] and tiling_calls.calls == 2
     ops.leaky_relu_custom(x, negative_slope=0.0)
     assert len(module.CALLS) == 2 and tiling_calls.calls == 2
+    ops.leaky_relu_custom(x[:10], negative_slope=0.0)  # a Python rule may read shapes: a new shape asks it
+    assert len(module.CALLS) == 3 and tiling_calls.calls == 3
 
 
 def test_hit_runs_neither_c_callback_nor_tiling(ops, monkeypatch, tiling_calls):

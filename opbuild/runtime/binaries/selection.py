@@ -27,19 +27,14 @@ from opbuild.runtime.binaries.package import (BinaryEntry, BinaryIndex, binary_i
 from opbuild.spec.model import OpSpec
 
 
-SELECTION_MEMO_CAPACITY = 1024
-"""Signatures an op keeps selections for (OpRuntime.select_call); emptied when full (attribute
-values are part of a signature, so their number is not bounded by the op's binaries)."""
-
-
 _OPS: "weakref.WeakSet[OpRuntime]" = weakref.WeakSet()
 """Every OpRuntime alive (forget_selections reaches their selection memos)."""
 
 
 def forget_selections() -> None:
-    """Forget every op's selections kept per call signature (OpRuntime.select_call)."""
+    """Forget every op's selections kept per call signature (OpRuntime.signature_memo)."""
     for op in list(_OPS):
-        op._selections.clear()
+        op.signature_memo.clear()
 
 
 def current_soc() -> str:
@@ -111,9 +106,10 @@ class OpRuntime:
         # The op's aclnn functions, set when the package's generated module makes them.
         self.phase1: Callable[..., Any] | None = None
         self.phase2: Callable[..., Any] | None = None
-        # Selections by signature (select_call), when the key rule cannot see shapes.
+        # What the plans of one call signature share (plans.Prepared: the selection, the kernel...),
+        # kept when the key rule cannot see shapes, so a new shape runs no GenSimplifiedKey.
         self.selection_by_signature = spec.key_rule is not None and not spec.key_rule.reads_shapes
-        self._selections: dict[tuple, tuple[BinaryIndex, Selection]] = {}
+        self.signature_memo: dict[tuple, Any] = {}
         _OPS.add(self)
 
     # ---- package ------------------------------------------------------------------------------
@@ -277,30 +273,10 @@ class OpRuntime:
     def select_call(self, inputs: Sequence[Sequence[tuple]], outputs: Sequence[Sequence[tuple]],
                     attr_values: tuple, d: int, p: int, soc: str, fallback: bool = False) -> Selection:
         """select() for one call given as instances ((dtype name, format name, shape, ...) per
-        tensor, per IR parameter) and normalized attribute values.
-
-        When the key rule cannot see shapes (KeyRule.reads_shapes), the selection is kept per
-        package index and signature (dtypes and formats, attributes, d, p, the p=0 retry, SoC):
-        a call with a new shape of a known signature runs no GenSimplifiedKey. A changed package
-        is a new index, so its calls select again.
-        """
-        memo = None
-        if self.selection_by_signature:
-            index = self.resolve_package(soc)[1]
-            memo = (d, p, fallback, soc, attr_values, tuple([i[:2] for g in inputs for i in g]),
-                    tuple([i[:2] for g in outputs for i in g]),
-                    None if self.simple else (tuple(map(len, inputs)), tuple(map(len, outputs))))
-            found = self._selections.get(memo)
-            if found is not None and found[0] is index:
-                return found[1]
+        tensor, per IR parameter) and normalized attribute values."""
         ctx = KeyContext([[i[:3] for i in g] for g in inputs], [[i[:3] for i in g] for g in outputs],
                          {a.name: v for a, v in zip(self.spec.attrs, attr_values)}, d, p, soc)
-        selection = self.select(ctx, soc, fallback)
-        if memo is not None:
-            if len(self._selections) >= SELECTION_MEMO_CAPACITY:
-                self._selections.clear()
-            self._selections[memo] = (index, selection)
-        return selection
+        return self.select(ctx, soc, fallback)
 
     def miss_message(self, key: str, index: BinaryIndex, package: Path) -> str:
         existing = index.keys_by_op.get(self.spec.op, ())

@@ -79,6 +79,21 @@ def normalize_tensors(op: OpRuntime, values: Sequence[Any], outputs: bool) -> li
     return result
 
 
+def normalize_plain(op: OpRuntime, arrays: Sequence[np.ndarray]) -> tuple[list, list] | None:
+    """normalize_tensors of a simple op's call given as plain arrays (simple_key's), one per
+    parameter: (inputs, outputs); None when one needs the general path (an unsupported dtype or
+    byte order, a read-only output: normalize_tensors says what is wrong)."""
+    names = _DTYPE_NAMES
+    n_in = op.n_inputs
+    for a in arrays:
+        if a.dtype not in names:
+            return None
+    for a in arrays[n_in:]:
+        if not a.flags.writeable:
+            return None
+    return [[(a, "ND")] for a in arrays[:n_in]], [[(a, "ND")] for a in arrays[n_in:]]
+
+
 _ATTR_CHECK = {t.name: t.check for t in ATTR_TYPES}
 _ATTR_CONVERT = {t.name: t.convert for t in ATTR_TYPES}
 """Per attribute type, whether an argument is one and its stored value (vocabulary.AttrType)."""
@@ -135,7 +150,7 @@ def simple_key(op: OpRuntime, dp: int, inputs: Sequence[Any], attrs: Sequence[An
         key.append(type(v))
     arrays = []
     for v in (*inputs, *outputs):
-        a = _plain_array(v)
+        a = v if type(v) is _ndarray else _plain_array(v)
         if a is None:
             return None
         arrays.append(a)

@@ -48,6 +48,7 @@ from opbuild.runtime.call.arguments import (  # noqa: F401 - re-exported: opbuil
     _signature,
     _tensor_arg,
     normalize_attrs,
+    normalize_plain,
     normalize_tensors,
     simple_key,
 )
@@ -214,8 +215,12 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
             args = _direct_args(plan, arrays)
             if args is not None:
                 return plan.workspace_size, Executor(plan, op, tuple(arrays), args)
-    in_params = normalize_tensors(op, inputs, outputs=False)
-    out_params = normalize_tensors(op, outputs, outputs=True)
+    plain = normalize_plain(op, simple[1]) if simple is not None else None
+    if plain is not None:
+        in_params, out_params = plain
+    else:
+        in_params = normalize_tensors(op, inputs, outputs=False)
+        out_params = normalize_tensors(op, outputs, outputs=True)
     attr_values = normalize_attrs(op, attrs)
     if simple is None:
         key = (op, dp, "generic", attr_values, _signature(in_params), _signature(out_params), _search_env())

@@ -21,14 +21,16 @@ from opbuild.abi import c_callbacks as _c_callbacks
 from opbuild.abi.ge_types import dtype_name
 from opbuild.abi.kernel_launch import kernel_list_keys, tiling_argument, tiling_data_size
 from opbuild.abi.platform import platform
-from opbuild.runtime import device
+from opbuild.runtime import device, fastpath_ext
 from opbuild.runtime.call.arguments import _DTYPE_NAMES
 from opbuild.runtime.call.tiling_bounds import check_tiling_result
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
 from opbuild.runtime.binaries.package import STAMP_INTERVAL_NS, file_stamp
 from opbuild.runtime.binaries.selection import OpRuntime, Selection, current_soc
-from opbuild.runtime.infer import infer_instances
+from opbuild.runtime.infer import infer_instances, infer_with
 
+
+_fastpath = fastpath_ext.load()
 
 # ---- kernels --------------------------------------------------------------------------------------
 
@@ -148,12 +150,27 @@ def plan_fresh(plan: Plan) -> bool:
 
 
 def _instances(params) -> tuple[tuple[tuple, ...], ...]:
-    """Per IR parameter, its instances as (dtype name, format name, shape, None): what tiling,
-    inference and the key rule see of a call. Strides None: the kernel reads C-contiguous
-    tensors (phase 2 copies the others), and the context fills contiguous strides for None."""
     names = _DTYPE_NAMES  # every dtype of a normalized argument is in it
-    return tuple([((names[g[0][0].dtype], g[0][1], g[0][0].shape, None),) if len(g) == 1 else
-                  tuple([(names[a.dtype], f, a.shape, None) for a, f in g]) for g in params])
+    return tuple([tuple([(names[a.dtype], f, a.shape, None) for a, f in g]) for g in params])
+
+
+def _describe_call_py(inputs, outputs, names) -> tuple:
+    in_inst, out_inst = _instances(inputs), _instances(outputs)
+    signature = tuple([i[:2] for g in in_inst + out_inst for i in g])
+    contiguous = all([a.flags.c_contiguous for g in inputs + outputs for a, _ in g])
+    return in_inst, out_inst, signature, contiguous, any([a.size for g in outputs for a, _ in g])
+
+
+describe_call = _fastpath.describe_call if _fastpath is not None else _describe_call_py
+"""describe_call(inputs, outputs, names) -> (in_inst, out_inst, signature, contiguous, nonempty).
+
+What a miss needs to know of a call's normalized tensors (per IR parameter, lists of (array,
+format)), read in one pass (in C: native/src/describe.c; this module's _describe_call_py is the
+reference): per parameter the instances (dtype name, format name, shape, None) that tiling,
+inference and the key rule see (strides None: the kernel reads C-contiguous tensors, phase 2
+copies the others, and the context fills contiguous strides for None); the (dtype, format) of
+every instance, what a shape-blind key rule sees; whether every tensor is C-contiguous; whether
+any output has elements. `names` maps numpy dtypes to dtype names."""
 
 
 def _check_dynamic_lists(spec: Any, inputs) -> None:
@@ -168,15 +185,72 @@ def _check_dynamic_lists(spec: Any, inputs) -> None:
                                      f"{param.name}[0] is {dtype_name(first.dtype)}{list(first.shape)}")
 
 
-def _check_output_shapes(op: OpRuntime, soc: str, in_inst, outputs, attrs: tuple) -> None:
-    """Each output tensor has the shape the op's rules give (op_proto), where they give one."""
-    inferred = infer_instances(op, soc, in_inst, attrs, dtypes=False)  # dtypes: the key selection says which exist
+def _check_output_shapes(op: OpRuntime, outputs, inferred) -> None:
+    """Each output tensor has the shape the op's rules gave (op_proto), where they give one."""
     if inferred is None:
         return
     for param, instances, (expected, _) in zip(op.spec.outputs, outputs, inferred):
         if expected is not None and instances and instances[0][0].shape != expected:
             raise AclnnError(ACLNN_ERR_PARAM_INVALID,
                              f"{op.spec.op}: output '{param.name}' has shape {list(instances[0][0].shape)}, expected {list(expected)}")
+
+
+SIGNATURE_MEMO_CAPACITY = 1024
+"""Call signatures an op keeps a Prepared for; emptied when full (attribute values are part of a
+signature, so their number is not bounded by the op's binaries)."""
+
+
+class Prepared:
+    """What every plan of one call signature shares: the selected binary (GenSimplifiedKey, full
+    key, lookup), its kernel, the SoC's platform and the op_proto library. Found on the
+    signature's first miss; kept per op (OpRuntime.signature_memo) when the key rule cannot see
+    shapes (KeyRule.reads_shapes), so a new shape of a known signature only infers and tiles.
+    Valid while `index` is the package's current index (a rebuilt package is a new index)."""
+
+    __slots__ = ("index", "selection", "proto", "_kernel")
+
+    def __init__(self, index: Any, selection: Selection, proto: Any) -> None:
+        self.index = index
+        self.selection = selection
+        self.proto = proto  # the op_proto library to infer with (None: the general path, e.g. an .om node)
+        self._kernel: KernelInfo | None = None
+
+    def kernel(self, spec: Any) -> KernelInfo:
+        """The selected kernel, loaded on first use (an all-empty call launches nothing)."""
+        kernel = self._kernel
+        if kernel is None:
+            kernel = self._kernel = load_kernel_info(self.selection, spec)
+        return kernel
+
+
+def _prepare(op: OpRuntime, soc: str, in_inst, out_inst, signature: tuple, outputs, attrs: tuple, d: int, p: int,
+             fallback: bool) -> Prepared:
+    """The call's Prepared, after checking its output shapes: from the op's memo when its
+    signature was seen with the current package index, else selected now (and kept)."""
+    memo = None
+    if op.selection_by_signature:
+        index = op.resolve_package(soc)[1]
+        memo = (d, p, fallback, soc, attrs, signature,
+                None if op.simple else (tuple(map(len, in_inst)), tuple(map(len, out_inst))))
+        found = op.signature_memo.get(memo)
+        if found is not None and found.index is index:
+            proto = found.proto
+            inferred = (infer_with(proto, op, soc, in_inst, attrs, dtypes=False) if proto is not None
+                        else infer_instances(op, soc, in_inst, attrs, dtypes=False))
+            _check_output_shapes(op, outputs, inferred)
+            return found
+    # dtypes are not inferred: the key selection says which combinations exist
+    _check_output_shapes(op, outputs, infer_instances(op, soc, in_inst, attrs, dtypes=False))
+    selection = op.select_call(in_inst, out_inst, attrs, d, p, soc, fallback)
+    if memo is None:
+        return Prepared(None, selection, None)
+    package = op.proto_package(soc)
+    proto = None if hasattr(package, "inferred_outputs") else op.op_proto_library(package)
+    prepared = Prepared(index, selection, proto)
+    if len(op.signature_memo) >= SIGNATURE_MEMO_CAPACITY:
+        op.signature_memo.clear()
+    op.signature_memo[memo] = prepared
+    return prepared
 
 
 def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fallback: bool = False) -> Plan:
@@ -186,19 +260,16 @@ def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fal
     if op.has_dynamic:
         _check_dynamic_lists(spec, inputs)
     soc = current_soc()
-    in_inst = _instances(inputs)
-    _check_output_shapes(op, soc, in_inst, outputs, attrs)
-    out_inst = _instances(outputs)
-    selection = op.select_call(in_inst, out_inst, attrs, d, p, soc, fallback)
+    in_inst, out_inst, signature, contiguous, nonempty = describe_call(inputs, outputs, _DTYPE_NAMES)
+    prepared = _prepare(op, soc, in_inst, out_inst, signature, outputs, attrs, d, p, fallback)
+    selection = prepared.selection
     p = selection.impl_mode
-    arrays = [a for group in inputs + outputs for a, _ in group]
-    contiguous = all([a.flags.c_contiguous for a in arrays])
     nargs = len(inputs) + len(outputs) + 2
-    if not any([a.size for group in outputs for a, _ in group]):
+    if not nonempty:
         # Nothing to compute (an empty input with a non-empty output, e.g. a sum over an empty
         # axis, still runs: the kernel writes the identity).
         return Plan(op, selection, None, 0, 0, 0, None, True, contiguous, nargs)
-    kernel = load_kernel_info(selection, spec)
+    kernel = prepared.kernel(spec)
     try:
         info = platform(soc)
     except ValueError as exc:

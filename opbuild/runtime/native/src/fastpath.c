@@ -1161,6 +1161,7 @@ PyObject *fp_syn_exec(PyObject *self, PyObject *const *args, Py_ssize_t nargs); 
 PyObject *fp_oneshot(PyObject *self, PyObject *const *args, Py_ssize_t nargs);  /* oneshot.c */
 extern PyTypeObject OneShotType;                                                /* oneshot.c */
 PyObject *fp_fill_tiling_context(PyObject *self, PyObject *const *args, Py_ssize_t nargs); /* tiling_fill.c */
+PyObject *fp_describe_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs);       /* describe.c */
 extern PyTypeObject TilingBlockType;                                                      /* tiling_fill.c */
 
 static PyMethodDef fp_methods[] = {
@@ -1175,6 +1176,9 @@ static PyMethodDef fp_methods[] = {
      "oneshot(cache, op, inputs, attrs): api.call's cache hit of plain arrays, or NotImplemented (oneshot.c)."},
     {"syn_exec", (PyCFunction)(void (*)(void))fp_syn_exec, METH_FASTCALL,
      "syn_exec(funcs, dtypes, stream, arrays): op_fallback's syn_exec_aclnn of plain arrays (fallback_exec.c)."},
+    {"describe_call", (PyCFunction)(void (*)(void))fp_describe_call, METH_FASTCALL,
+     "describe_call(inputs, outputs, names) -> (in_inst, out_inst, signature, contiguous, any output "
+     "non-empty) (describe.c; plans.describe_call is the reference)"},
     {"fill_tiling_context", (PyCFunction)(void (*)(void))fp_fill_tiling_context, METH_FASTCALL,
      "fill_tiling_context(...): a TilingContext filled in C, or None (tiling_fill.c; used by "
      "opbuild.abi.tiling_context.build_tiling_context)."},
