@@ -101,3 +101,18 @@ def test_a_signature_keeps_its_selection_until_the_package_changes(package_copy)
     x = np.ones(7, np.float32)
     np.testing.assert_array_equal(ops.add_custom_template(x, x), 2 * x)
     assert len(calls) == 2
+
+
+def _misaligned(n: int) -> np.ndarray:
+    return np.frombuffer(bytearray(4 * n + 1), np.uint8)[1:].view(np.float32) if n else np.zeros(0, np.float32)
+
+
+@pytest.mark.skipif(plans._fastpath is None, reason="opbuild.runtime._fastpath is not built")
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(DTYPES), st.integers(0, 9), st.booleans()), max_size=6),
+       st.integers(0, 2**64 - 1))
+def test_pack_direct_in_c_equals_the_python_reference(specs, tiling_addr):
+    from opbuild.runtime.call import executor
+
+    arrays = [_misaligned(n) if bad else np.zeros(n, dt) for dt, n, bad in specs]
+    assert plans._fastpath.pack_direct(arrays, tiling_addr) == executor._direct_args_py(arrays, tiling_addr)

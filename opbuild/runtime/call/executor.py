@@ -187,13 +187,21 @@ def _direct_args(plan: Plan, arrays: Sequence[np.ndarray]) -> bytes | None:
     if one is misaligned (or the plan says they are not contiguous)."""
     if not plan.contiguous:
         return None
+    return _pack_direct(arrays, plan.tiling_addr)
+
+
+def _direct_args_py(arrays: Sequence[np.ndarray], tiling_addr: int) -> bytes | None:
     addrs = []
     for a in arrays:
         addr = data_pointer(a)
         if addr % a.itemsize:
             return None
         addrs.append(addr)
-    return packer(plan.nargs).pack(*addrs, 0, plan.tiling_addr)
+    return packer(len(addrs) + 2).pack(*addrs, 0, tiling_addr)
+
+
+_pack_direct = _fastpath.pack_direct if _fastpath is not None else _direct_args_py
+"""Pack the launch arguments of arrays passed as they are (C: native/src/describe.c)."""
 
 
 def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], outputs: Sequence[Any],

@@ -1,5 +1,5 @@
 /* describe.c: _fastpath.describe_call, what a cache miss of phase 1 needs to know about a call's
- * tensors, read in one pass.
+ * tensors, read in one pass; _fastpath.pack_direct, its launch arguments.
  *
  * opbuild/runtime/call/plans.py's describe_call is the reference and the only caller (it runs the
  * Python version, _describe_call_py, when the extension is missing): per IR parameter the
@@ -11,6 +11,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #define NO_IMPORT_ARRAY
 #define PY_ARRAY_UNIQUE_SYMBOL opbuild_fastpath_ARRAY_API
@@ -97,4 +98,42 @@ PyObject *fp_describe_call(PyObject *mod, PyObject *const *args, Py_ssize_t narg
     }
     return Py_BuildValue("(NNNOO)", in_inst, out_inst, sig_t, contiguous ? Py_True : Py_False,
                          nonempty ? Py_True : Py_False);
+}
+
+/* pack_direct(arrays, tiling_addr) -> bytes, or None
+ * The launch arguments of a plan whose tensors are passed as they are (executor._direct_args is
+ * the reference): each array's data pointer, then the workspace slot (0) and the tiling
+ * argument's address, as native uint64s; None when an array's data is not aligned to its item
+ * size (phase 2 then copies it). */
+PyObject *fp_pack_direct(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    (void)mod;
+    if (nargs != 2 || (!PyList_CheckExact(args[0]) && !PyTuple_CheckExact(args[0]))) {
+        PyErr_SetString(PyExc_TypeError, "pack_direct(arrays: list, tiling_addr: int)");
+        return NULL;
+    }
+    uint64_t tiling = PyLong_AsUnsignedLongLong(args[1]);
+    if (PyErr_Occurred()) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(args[0]);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (n + 2) * 8);
+    if (out == NULL) return NULL;
+    uint64_t *words = (uint64_t *)PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(args[0], i);
+        if (!PyArray_Check(o)) {
+            Py_DECREF(out);
+            PyErr_SetString(PyExc_TypeError, "pack_direct: arrays only");
+            return NULL;
+        }
+        PyArrayObject *a = (PyArrayObject *)o;
+        uintptr_t addr = (uintptr_t)PyArray_DATA(a);
+        npy_intp itemsize = PyArray_ITEMSIZE(a);
+        if (itemsize > 0 && addr % (uintptr_t)itemsize) {
+            Py_DECREF(out);
+            Py_RETURN_NONE;
+        }
+        words[i] = (uint64_t)addr;
+    }
+    words[n] = 0;
+    words[n + 1] = tiling;
+    return out;
 }

@@ -1162,6 +1162,7 @@ PyObject *fp_oneshot(PyObject *self, PyObject *const *args, Py_ssize_t nargs);  
 extern PyTypeObject OneShotType;                                                /* oneshot.c */
 PyObject *fp_fill_tiling_context(PyObject *self, PyObject *const *args, Py_ssize_t nargs); /* tiling_fill.c */
 PyObject *fp_describe_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs);       /* describe.c */
+PyObject *fp_pack_direct(PyObject *self, PyObject *const *args, Py_ssize_t nargs);         /* describe.c */
 extern PyTypeObject TilingBlockType;                                                      /* tiling_fill.c */
 
 static PyMethodDef fp_methods[] = {
@@ -1176,6 +1177,9 @@ static PyMethodDef fp_methods[] = {
      "oneshot(cache, op, inputs, attrs): api.call's cache hit of plain arrays, or NotImplemented (oneshot.c)."},
     {"syn_exec", (PyCFunction)(void (*)(void))fp_syn_exec, METH_FASTCALL,
      "syn_exec(funcs, dtypes, stream, arrays): op_fallback's syn_exec_aclnn of plain arrays (fallback_exec.c)."},
+    {"pack_direct", (PyCFunction)(void (*)(void))fp_pack_direct, METH_FASTCALL,
+     "pack_direct(arrays, tiling_addr) -> launch arguments (bytes) or None if one is misaligned "
+     "(describe.c; executor._direct_args_py is the reference)"},
     {"describe_call", (PyCFunction)(void (*)(void))fp_describe_call, METH_FASTCALL,
      "describe_call(inputs, outputs, names) -> (in_inst, out_inst, signature, contiguous, any output "
      "non-empty) (describe.c; plans.describe_call is the reference)"},
