@@ -89,12 +89,16 @@ def _attr_items(spec: OpSpec, values: Sequence[Any]) -> list[tuple[str, Any]]:
 
 
 def run_tiling(library: TilingLibrary, symbol: str, spec: OpSpec, inputs, outputs, attrs: Sequence[Any], *,
-               soc: str, core_num: int, ub_size: int, deterministic: int, impl_mode: int, capacity: int) -> TilingResult:
-    """Call the op's tiling function for one call; CallbackError with its message on failure."""
+               soc: str, core_num: int, ub_size: int, deterministic: int, impl_mode: int, capacity: int,
+               block: Any = None) -> TilingResult:
+    """Call the op's tiling function for one call; CallbackError with its message on failure.
+    `block`: a TilingBlock already filled with exactly these arguments, to run on."""
     address = library.address(symbol)
-    items = _attr_items(spec, attrs)
-    block = fill_block(spec.op, inputs, outputs, items, soc, core_num, ub_size, deterministic, impl_mode, capacity)
+    if block is None:
+        items = _attr_items(spec, attrs)
+        block = fill_block(spec.op, inputs, outputs, items, soc, core_num, ub_size, deterministic, impl_mode, capacity)
     if block is None:  # no extension, or a call only the Python builder takes
+        items = _attr_items(spec, attrs)
         return _run_tiling_ctypes(library, symbol, spec, inputs, outputs, items, soc=soc, core_num=core_num,
                                   ub_size=ub_size, deterministic=deterministic, impl_mode=impl_mode, capacity=capacity)
     status, block_dim, tiling_key, workspace_size, size, overrun, error = block.run_tiling(address)

@@ -36,16 +36,18 @@ class InferError(Exception):
 
 
 def infer_outputs(library: TilingLibrary, spec: OpSpec, inputs: Sequence[Sequence[Any]], attrs: Sequence[Any], *,
-                  soc: str, core_num: int, ub_size: int, shapes: bool = True,
-                  dtypes: bool = True) -> list[tuple[tuple[int, ...] | None, str | None]]:
+                  soc: str, core_num: int, ub_size: int, shapes: bool = True, dtypes: bool = True,
+                  block: Any = None) -> list[tuple[tuple[int, ...] | None, str | None]]:
     """(shape, dtype name) of each output of `spec` for these inputs (one list of (dtype, format,
     shape, strides) instances per IR input, as for tiling) and attribute values. A shape is None
     when the spec has no rule for it, or when `shapes` is False (dtypes only: the inputs' shapes
-    may be placeholders); a dtype is None when `dtypes` is False."""
-    items = _attr_items(spec, attrs)
+    may be placeholders); a dtype is None when `dtypes` is False. `block`: a TilingBlock already
+    filled with these inputs and attributes (the miss's tiling context) to run on."""
     n = len(spec.outputs)
     symbols = _SYMBOLS[dtypes, shapes](spec)
-    block = fill_block(spec.op, inputs, ((),) * n, items, soc, core_num, ub_size, 0, 0, 0)
+    if block is None:
+        items = _attr_items(spec, attrs)
+        block = fill_block(spec.op, inputs, ((),) * n, items, soc, core_num, ub_size, 0, 0, 0)
     if block is None:  # no extension, or a call only the Python builder takes (it says what is wrong)
         written = _infer_ctypes(library, spec, inputs, items, symbols, soc=soc, core_num=core_num, ub_size=ub_size)
     else:

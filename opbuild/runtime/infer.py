@@ -87,11 +87,12 @@ def infer_instances(op: OpRuntime, soc: str, instances: Sequence[Sequence[tuple]
 
 
 def infer_with(library: Any, op: OpRuntime, soc: str, instances: Sequence[Sequence[tuple]], attr_values: Sequence[Any],
-               *, shapes: bool = True, dtypes: bool = True) -> list[tuple[tuple[int, ...] | None, str | None]]:
-    """infer_instances with the op_proto library already found (a plan's signature keeps it)."""
+               *, shapes: bool = True, dtypes: bool = True, block: Any = None) -> list[tuple[tuple[int, ...] | None, str | None]]:
+    """infer_instances with the op_proto library already found (a plan's signature keeps it);
+    `block`: the call's filled TilingBlock to run on (op_proto.infer_outputs)."""
     info = platform(soc)
     try:
         return _infer(library, op.spec, instances, attr_values, soc=soc, core_num=info.core_num, ub_size=info.ub_size,
-                      shapes=shapes, dtypes=dtypes)
+                      shapes=shapes, dtypes=dtypes, block=block)
     except InferError as exc:
         raise AclnnError(ACLNN_ERR_PARAM_INVALID if exc.invalid else ACLNN_ERR_INNER, str(exc)) from None

@@ -21,6 +21,7 @@ from opbuild.abi import c_callbacks as _c_callbacks
 from opbuild.abi.ge_types import dtype_name
 from opbuild.abi.kernel_launch import kernel_list_keys, tiling_argument, tiling_data_size
 from opbuild.abi.platform import platform
+from opbuild.abi.tiling_context import fill_block
 from opbuild.runtime import device, fastpath_ext
 from opbuild.runtime.call.arguments import _DTYPE_NAMES
 from opbuild.runtime.call.tiling_bounds import check_tiling_result
@@ -224,9 +225,11 @@ class Prepared:
 
 
 def _prepare(op: OpRuntime, soc: str, in_inst, out_inst, signature: tuple, outputs, attrs: tuple, d: int, p: int,
-             fallback: bool) -> Prepared:
+             fallback: bool, nonempty: bool) -> tuple[Prepared, Any]:
     """The call's Prepared, after checking its output shapes: from the op's memo when its
-    signature was seen with the current package index, else selected now (and kept)."""
+    signature was seen with the current package index, else selected now (and kept); and, on a
+    kept signature that launches, the call's tiling context (a TilingBlock, None otherwise),
+    filled once for the shape check and the tiling function."""
     memo = None
     if op.selection_by_signature:
         index = op.resolve_package(soc)[1]
@@ -234,23 +237,40 @@ def _prepare(op: OpRuntime, soc: str, in_inst, out_inst, signature: tuple, outpu
                 None if op.simple else (tuple(map(len, in_inst)), tuple(map(len, out_inst))))
         found = op.signature_memo.get(memo)
         if found is not None and found.index is index:
-            proto = found.proto
-            inferred = (infer_with(proto, op, soc, in_inst, attrs, dtypes=False) if proto is not None
-                        else infer_instances(op, soc, in_inst, attrs, dtypes=False))
+            proto, block = found.proto, None
+            if proto is None:
+                inferred = infer_instances(op, soc, in_inst, attrs, dtypes=False)
+            else:
+                if nonempty:
+                    block = _context(op, found, soc, in_inst, out_inst, attrs, d)
+                inferred = infer_with(proto, op, soc, in_inst, attrs, dtypes=False, block=block)
             _check_output_shapes(op, outputs, inferred)
-            return found
+            return found, block
     # dtypes are not inferred: the key selection says which combinations exist
     _check_output_shapes(op, outputs, infer_instances(op, soc, in_inst, attrs, dtypes=False))
     selection = op.select_call(in_inst, out_inst, attrs, d, p, soc, fallback)
     if memo is None:
-        return Prepared(None, selection, None)
+        return Prepared(None, selection, None), None
     package = op.proto_package(soc)
     proto = None if hasattr(package, "inferred_outputs") else op.op_proto_library(package)
     prepared = Prepared(index, selection, proto)
     if len(op.signature_memo) >= SIGNATURE_MEMO_CAPACITY:
         op.signature_memo.clear()
     op.signature_memo[memo] = prepared
-    return prepared
+    return prepared, None
+
+
+def _context(op: OpRuntime, prepared: Prepared, soc: str, in_inst, out_inst, attrs: tuple, d: int) -> Any:
+    """The call's tiling context as the tiling function will see it (None: the extension is
+    missing, or only the Python builder takes the call)."""
+    try:
+        info = platform(soc)
+    except ValueError:
+        return None  # build_plan says what is wrong
+    spec = op.spec
+    return fill_block(spec.op, in_inst, out_inst, _c_callbacks._attr_items(spec, attrs), soc,
+                      info.core_num, info.ub_size, d, prepared.selection.impl_mode,
+                      prepared.kernel(spec).op_para_size)
 
 
 def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fallback: bool = False) -> Plan:
@@ -261,7 +281,7 @@ def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fal
         _check_dynamic_lists(spec, inputs)
     soc = current_soc()
     in_inst, out_inst, signature, contiguous, nonempty = describe_call(inputs, outputs, _DTYPE_NAMES)
-    prepared = _prepare(op, soc, in_inst, out_inst, signature, outputs, attrs, d, p, fallback)
+    prepared, block = _prepare(op, soc, in_inst, out_inst, signature, outputs, attrs, d, p, fallback, nonempty)
     selection = prepared.selection
     p = selection.impl_mode
     nargs = len(inputs) + len(outputs) + 2
@@ -281,7 +301,7 @@ def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fal
         try:
             result = _c_callbacks.run_tiling(op.tiling_library(selection.package), spec.tiling.symbol, spec, in_inst,
                                              out_inst, attrs, soc=soc, core_num=info.core_num, ub_size=info.ub_size,
-                                             deterministic=d, impl_mode=p, capacity=kernel.op_para_size)
+                                             deterministic=d, impl_mode=p, capacity=kernel.op_para_size, block=block)
         except _c_callbacks.CallbackError as exc:
             raise AclnnError(ACLNN_ERR_INNER, str(exc)) from None
     check_tiling_result(spec.op, spec.tiling.symbol, result.block_dim, result.workspace_size, info,
