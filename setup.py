@@ -156,7 +156,8 @@ FASTPATH_NAME = "opbuild.runtime._fastpath"
 fastpath = Extension(
     FASTPATH_NAME,
     sources=[f"{NATIVE}/src/fastpath.c", f"{NATIVE}/src/opkey.c", f"{NATIVE}/src/fallback_exec.c",
-             f"{NATIVE}/src/oneshot.c", f"{NATIVE}/src/tiling_fill.c"],
+             f"{NATIVE}/src/oneshot.c", f"{NATIVE}/src/tiling_fill.c",
+             f"{NATIVE}/src/describe.c"],
     include_dirs=[*_numpy_include(), f"{NATIVE}/src", f"{NATIVE}/include"],
     depends=[f"{NATIVE}/src/opkey.h", f"{NATIVE}/include/opbuild/tiling.h"],
     extra_compile_args=["-std=gnu11", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-missing-field-initializers",

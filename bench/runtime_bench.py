@@ -9,7 +9,8 @@ Prints, side by side in one run (nothing is asserted; issue 11's goals in bracke
                                                            [<= 3x numpy.add(out=)]
        Python two-phase, cache hit                         [<= 0.3x torch.add(out=)]
        Python one-shot ops.add_custom_template(x, y)       [<= 1.0x torch.add(x, y)]
-       cache miss (first call, clear_op_cache before each) [<= 25 us]
+       cache miss (first call, clear_op_cache before each) [<= 25 us]: the first call of a
+         shape; also the first call of a signature (clear_op_cache(selections=True))
        op_fallback syn_exec_aclnn per call                 [<= 5 us]
      (the Python rows, the miss, syn_exec_aclnn and their baselines interleaved: round robin)
        C ABI calls/s of 1, 2, 8 C threads                  [scales]
@@ -89,6 +90,20 @@ def add_calls(ops):
         two_phase()
 
     return (x, y, z), two_phase, one_shot, miss
+
+
+def signature_miss(ops):
+    """The first call of a signature: clear_op_cache(selections=True) before each, so the miss
+    also runs GenSimplifiedKey, the full key and the index lookup."""
+    x, y, z = np.ones(1, np.float32), np.ones(1, np.float32), np.empty(1, np.float32)
+    phase1, phase2 = ops.aclnnAddCustomTemplateGetWorkspaceSize, ops.aclnnAddCustomTemplate
+
+    def call():
+        rt.clear_op_cache(selections=True)
+        size, ex = phase1(x, y, z)
+        phase2(None, size, ex, None)
+
+    return call
 
 
 # ---- 0. issue 11's table ------------------------------------------------------------------------
@@ -174,6 +189,7 @@ def issue_table(ops, package: Path, torch, number: int, repeat: int) -> None:
     # The cache miss is in the round robin too, with fewer calls per sample.
     counts = {name: number // 5 if name == "syn" else number for name in fns}
     fns["miss"], counts["miss"] = miss, max(number // 50, 20)
+    fns["miss_sig"], counts["miss_sig"] = signature_miss(ops), max(number // 50, 20)
     best = {name: float("inf") for name in fns}
     for _ in range(repeat):
         for name, fn in fns.items():
@@ -198,7 +214,8 @@ def issue_table(ops, package: Path, torch, number: int, repeat: int) -> None:
     row("Python two-phase (generated wrapper)", t_two, torch_out, "torch.add(out=)", "<= 0.3x torch.add(out=)")
     row("Python one-shot ops.add_custom_template(x, y)", t_one, torch_new, "torch.add(x, y)", "<= 1.0x torch.add")
     # The two µs goals with their ratio to the interleaved Python two-phase (a gauge of the load).
-    row("cache miss (first call: select + tile)", t_miss, t_two, "Python two-phase", "<= 25 us")
+    row("cache miss (first call of a shape: infer + tile)", t_miss, t_two, "Python two-phase", "<= 25 us")
+    row("  first call of a signature (+ select: key, lookup)", best["miss_sig"], t_two, "Python two-phase", "")
     row("op_fallback syn_exec_aclnn", t_syn, t_two, "Python two-phase", "<= 5 us")
     row("  C ABI native miss (Python cache hit)", c and c["native_miss_us"] * 1e-6, numpy_out_c, "numpy.add(out=)", "")
     row("  numpy.add(x, y, out=z)", numpy_out, numpy_out, "numpy.add(out=)", "")

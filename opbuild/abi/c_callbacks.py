@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from opbuild.abi.platform import platform
 from opbuild.abi.vocabulary import DEFAULT_SOC
@@ -19,6 +18,8 @@ from opbuild.abi.tiling_context import (
     MAX_SIMPLIFIED_KEY_LEN,
     TilingContextError,
     build_tiling_context,
+    check_tiling_data,
+    fill_block,
     new_key_buffer,
 )
 from opbuild.spec.model import OpSpec
@@ -41,24 +42,42 @@ class TilingLibrary:
         except OSError as exc:
             raise CallbackError(f"cannot load tiling library {self.path}: {exc}") from None
         self._symbols: dict[tuple[str, Any], Any] = {}
+        self._addresses: dict[Any, Any] = {}  # name -> address, names tuple -> addresses
         self._lock = threading.Lock()
 
-    def symbol(self, name: str, prototype: Any) -> Any:
-        key = (name, prototype)
-        fn = self._symbols.get(key)
-        if fn is None:
+    def address(self, name: str) -> int:
+        """The address of an exported function (what a TilingBlock's run_tiling/run_infer take)."""
+        address = self._addresses.get(name)
+        if address is None:
             with self._lock:
                 try:
                     address = ctypes.cast(getattr(self._lib, name), ctypes.c_void_p).value
                 except AttributeError:
                     raise CallbackError(f"symbol {name} not found in {self.path} (is it exported with OPBUILD_API?)") from None
-                fn = prototype(address)
-                self._symbols[key] = fn
+                self._addresses[name] = address
+        return address
+
+    def addresses(self, names: tuple[str, ...]) -> tuple[int, ...]:
+        """address() of each name, as a tuple (kept per tuple of names)."""
+        found = self._addresses.get(names)
+        if found is None:
+            found = tuple([self.address(name) for name in names])
+            self._addresses[names] = found
+        return found
+
+    def symbol(self, name: str, prototype: Any) -> Any:
+        """The exported function as a ctypes function of `prototype`."""
+        key = (name, prototype)
+        fn = self._symbols.get(key)
+        if fn is None:
+            fn = prototype(self.address(name))
+            self._symbols[key] = fn
         return fn
 
 
-@dataclass(frozen=True)
-class TilingResult:
+class TilingResult(NamedTuple):
+    """What a tiling function computed for one call."""
+
     block_dim: int
     tiling_key: int
     workspace_size: int
@@ -70,12 +89,36 @@ def _attr_items(spec: OpSpec, values: Sequence[Any]) -> list[tuple[str, Any]]:
 
 
 def run_tiling(library: TilingLibrary, symbol: str, spec: OpSpec, inputs, outputs, attrs: Sequence[Any], *,
-               soc: str, core_num: int, ub_size: int, deterministic: int, impl_mode: int, capacity: int) -> TilingResult:
-    """Call the op's tiling function for one call; CallbackError with its message on failure."""
+               soc: str, core_num: int, ub_size: int, deterministic: int, impl_mode: int, capacity: int,
+               block: Any = None) -> TilingResult:
+    """Call the op's tiling function for one call; CallbackError with its message on failure.
+    `block`: a TilingBlock already filled with exactly these arguments, to run on."""
+    address = library.address(symbol)
+    if block is None:
+        items = _attr_items(spec, attrs)
+        block = fill_block(spec.op, inputs, outputs, items, soc, core_num, ub_size, deterministic, impl_mode, capacity)
+    if block is None:  # no extension, or a call only the Python builder takes
+        items = _attr_items(spec, attrs)
+        return _run_tiling_ctypes(library, symbol, spec, inputs, outputs, items, soc=soc, core_num=core_num,
+                                  ub_size=ub_size, deterministic=deterministic, impl_mode=impl_mode, capacity=capacity)
+    status, block_dim, tiling_key, workspace_size, size, overrun, error = block.run_tiling(address)
+    if status != GRAPH_SUCCESS:
+        message = error.decode("utf-8", "replace") or f"returned {status}"
+        raise CallbackError(f"{spec.op}: tiling function {symbol} failed: {message}")
+    try:
+        check_tiling_data(capacity, size, None if overrun < 0 else overrun)
+    except TilingContextError as exc:
+        raise CallbackError(f"{spec.op}: tiling function {symbol}: {exc}") from None
+    return TilingResult(block_dim, tiling_key, workspace_size, block.tiling_data(size))
+
+
+def _run_tiling_ctypes(library: TilingLibrary, symbol: str, spec: OpSpec, inputs, outputs, items, *, soc: str,
+                       core_num: int, ub_size: int, deterministic: int, impl_mode: int, capacity: int) -> TilingResult:
+    """run_tiling on a context filled and read through ctypes (tiling_context.build_tiling_context)."""
     fn = library.symbol(symbol, _TILING_FN)
     try:
-        holder = build_tiling_context(spec.op, inputs, outputs, _attr_items(spec, attrs), soc, core_num, ub_size,
-                                      deterministic, impl_mode, capacity)
+        holder = build_tiling_context(spec.op, inputs, outputs, items, soc, core_num, ub_size, deterministic,
+                                      impl_mode, capacity)
     except TilingContextError as exc:
         raise CallbackError(f"{spec.op}: cannot build the tiling context: {exc}") from None
     status = fn(holder.ptr)

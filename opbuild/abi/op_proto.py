@@ -13,7 +13,7 @@ import ctypes
 from typing import Any, Sequence
 
 from opbuild.abi.c_callbacks import TilingLibrary, _attr_items
-from opbuild.abi.tiling_context import GRAPH_SUCCESS, TensorDesc, TilingContextError, build_tiling_context
+from opbuild.abi.tiling_context import GRAPH_SUCCESS, TensorDesc, TilingContextError, build_tiling_context, fill_block
 from opbuild.abi.vocabulary import DTYPE_BY_GE
 from opbuild.codegen.op_proto import infer_dtype_symbol, infer_shape_symbol
 from opbuild.spec.model import OpSpec
@@ -36,28 +36,55 @@ class InferError(Exception):
 
 
 def infer_outputs(library: TilingLibrary, spec: OpSpec, inputs: Sequence[Sequence[Any]], attrs: Sequence[Any], *,
-                  soc: str, core_num: int, ub_size: int, shapes: bool = True,
-                  dtypes: bool = True) -> list[tuple[tuple[int, ...] | None, str | None]]:
+                  soc: str, core_num: int, ub_size: int, shapes: bool = True, dtypes: bool = True,
+                  block: Any = None) -> list[tuple[tuple[int, ...] | None, str | None]]:
     """(shape, dtype name) of each output of `spec` for these inputs (one list of (dtype, format,
     shape, strides) instances per IR input, as for tiling) and attribute values. A shape is None
     when the spec has no rule for it, or when `shapes` is False (dtypes only: the inputs' shapes
-    may be placeholders); a dtype is None when `dtypes` is False."""
+    may be placeholders); a dtype is None when `dtypes` is False. `block`: a TilingBlock already
+    filled with these inputs and attributes (the miss's tiling context) to run on."""
+    n = len(spec.outputs)
+    symbols = _SYMBOLS[dtypes, shapes](spec)
+    if block is None:
+        items = _attr_items(spec, attrs)
+        block = fill_block(spec.op, inputs, ((),) * n, items, soc, core_num, ub_size, 0, 0, 0)
+    if block is None:  # no extension, or a call only the Python builder takes (it says what is wrong)
+        written = _infer_ctypes(library, spec, inputs, items, symbols, soc=soc, core_num=core_num, ub_size=ub_size)
+    else:
+        status, error, last, written = block.run_infer(library.addresses(symbols), n)
+        if status != GRAPH_SUCCESS:
+            raise InferError(error.decode("utf-8", "replace") or f"{spec.op}: {symbols[last]} returned {status}",
+                             status == INFER_INVALID)
+    result = []
+    for dtype, dims in written:
+        shape = None if not shapes or dims == _UNKNOWN else dims
+        result.append((shape, DTYPE_BY_GE[dtype].name if dtypes else None))
+    return result
+
+
+_UNKNOWN = (UNKNOWN_RANK,)
+
+_SYMBOLS = {
+    (True, True): lambda spec: (infer_dtype_symbol(spec), infer_shape_symbol(spec)),
+    (True, False): lambda spec: (infer_dtype_symbol(spec),),
+    (False, True): lambda spec: (infer_shape_symbol(spec),),
+    (False, False): lambda spec: (),
+}
+"""The op_proto functions to run, dtypes first (the shape function may read what it wrote)."""
+
+
+def _infer_ctypes(library: TilingLibrary, spec: OpSpec, inputs, items, symbols: list[str], *, soc: str, core_num: int,
+                  ub_size: int) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    """The op_proto functions run on a context filled and read through ctypes: per output, the
+    (dtype code, dims) they wrote."""
     try:
-        holder = build_tiling_context(spec.op, inputs, [[] for _ in spec.outputs], _attr_items(spec, attrs), soc,
-                                      core_num, ub_size, 0, 0, 0)
+        holder = build_tiling_context(spec.op, inputs, [[] for _ in spec.outputs], items, soc, core_num, ub_size,
+                                      0, 0, 0)
     except TilingContextError as exc:
         raise InferError(f"{spec.op}: cannot build the inference context: {exc}", True) from None
     outputs = (TensorDesc * max(len(spec.outputs), 1))()
-    symbols = ([infer_dtype_symbol(spec)] if dtypes else []) + ([infer_shape_symbol(spec)] if shapes else [])
     for symbol in symbols:
         status = library.symbol(symbol, _INFER_FN)(holder.ptr, ctypes.addressof(outputs))
         if status != GRAPH_SUCCESS:
             raise InferError(holder.error or f"{spec.op}: {symbol} returned {status}", status == INFER_INVALID)
-    result = []
-    for k in range(len(spec.outputs)):
-        desc = outputs[k]
-        shape = None
-        if shapes and not (desc.dim_num == 1 and desc.dims[0] == UNKNOWN_RANK):
-            shape = tuple(desc.dims[i] for i in range(desc.dim_num))
-        result.append((shape, DTYPE_BY_GE[desc.dtype].name if dtypes else None))
-    return result
+    return tuple((outputs[k].dtype, tuple(outputs[k].dims[:outputs[k].dim_num])) for k in range(len(spec.outputs)))

@@ -312,15 +312,8 @@ class ContextHolder:
     def tiling_data(self) -> bytes:
         """The bytes the tiling function declared it wrote (tiling_data_size); TilingContextError
         if it declared more than the buffer or wrote past its end (the guard bytes changed)."""
-        past = self.overrun()
-        if past is not None:
-            raise TilingContextError(f"tiling function wrote past the end of its {self.tiling_capacity}-byte tiling "
-                                     f"data (the kernel's struct): byte {self.tiling_capacity + past} changed")
         size = self.ctx.tiling_data_size
-        if size > self.tiling_capacity:
-            raise TilingContextError(
-                f"tiling function declared {size} bytes of tiling data; the buffer has {self.tiling_capacity}"
-            )
+        check_tiling_data(self.tiling_capacity, size, self.overrun())
         if size == 0:
             return b""
         return ctypes.string_at(self.ctx.tiling_data, size)
@@ -344,6 +337,16 @@ class ContextHolder:
         return c.output_descs[c.output_start[ir_index] + k]
 
 
+def check_tiling_data(capacity: int, size: int, overrun: int | None) -> None:
+    """TilingContextError when a tiling function wrote past its tiling data buffer (`overrun`: the
+    first changed guard byte) or declared more bytes (`size`) than the buffer's `capacity`."""
+    if overrun is not None:
+        raise TilingContextError(f"tiling function wrote past the end of its {capacity}-byte tiling "
+                                 f"data (the kernel's struct): byte {capacity + overrun} changed")
+    if size > capacity:
+        raise TilingContextError(f"tiling function declared {size} bytes of tiling data; the buffer has {capacity}")
+
+
 TensorInstance = tuple[str, str, Sequence[int], Sequence[int] | None]
 
 
@@ -356,6 +359,18 @@ def _c_filler() -> Any:
 
 
 _FILL = _c_filler()
+
+
+def fill_block(op_type: str, inputs: Sequence[Sequence[TensorInstance]], outputs: Sequence[Sequence[TensorInstance]],
+               attrs: Sequence[tuple[str, Any]], soc_version: str, core_num: int, ub_size: int,
+               deterministic: bool | int = False, impl_mode: int | str = 0, tiling_capacity: int = 4096) -> Any:
+    """The context build_tiling_context fills, as the extension's TilingBlock (its `run_tiling` /
+    `run_infer` call a function on it and read the results in one go); None without the
+    extension, or for a call only the Python builder handles (it also says what is wrong)."""
+    if _FILL is None or impl_mode not in vocabulary.IMPL_MODE_BY_INDEX or type(tiling_capacity) is not int:
+        return None
+    return _FILL(op_type.encode(), soc_version.encode(), core_num, ub_size, deterministic, impl_mode,
+                 tiling_capacity, _GUARD_BYTES, inputs, outputs, attrs, DTYPE_TO_GE, FORMAT_TO_GE, ATTR_TYPES)
 
 
 def build_tiling_context(
@@ -376,13 +391,12 @@ def build_tiling_context(
     for contiguous) instances (empty list = absent optional; n = dynamic list). attrs: one
     (type name, value) per attribute, type in ATTR_TYPES. impl_mode: 0/1/2 or a name of IMPL_MODES.
     """
-    if _FILL is not None and impl_mode in vocabulary.IMPL_MODE_BY_INDEX and type(tiling_capacity) is int:
-        block = _FILL(op_type.encode(), soc_version.encode(), core_num, ub_size, deterministic, impl_mode,
-                      tiling_capacity, _GUARD_BYTES, inputs, outputs, attrs, DTYPE_TO_GE, FORMAT_TO_GE, ATTR_TYPES)
-        if block is not None:
-            ctx = TilingContext.from_buffer(block)  # keeps the block alive
-            guard = block.guard
-            return ContextHolder(ctx, tiling_capacity, [], ctypes.addressof(ctx) + guard if guard else None)
+    block = fill_block(op_type, inputs, outputs, attrs, soc_version, core_num, ub_size, deterministic, impl_mode,
+                       tiling_capacity)
+    if block is not None:
+        ctx = TilingContext.from_buffer(block)  # keeps the block alive
+        guard = block.guard
+        return ContextHolder(ctx, tiling_capacity, [], ctypes.addressof(ctx) + guard if guard else None)
     keep: list = []
     ctx = TilingContext()
     in_start, in_count, in_descs = _pack_tensors("input", inputs)

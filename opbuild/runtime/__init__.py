@@ -47,12 +47,29 @@ def ResetCacheThreadLocal() -> None:  # noqa: N802 - the CANN symbol name
     reset_cache_thread_local()
 
 
-def clear_op_cache() -> None:
-    """Empty the calling thread's op-parameter cache (Python and C ABI callers): every next call
-    selects and tiles again. For tests and to give memory back; CANN has no equivalent."""
+def _clear_cache() -> None:
+    """plan_cache.clear_cache, imported on first use (importing opbuild.runtime stays light) and
+    then called directly."""
+    global _clear_cache
     from opbuild.runtime.call.plan_cache import clear_cache
 
+    _clear_cache = clear_cache
     clear_cache()
+
+
+def clear_op_cache(*, selections: bool = False) -> None:
+    """Empty the calling thread's op-parameter cache (Python and C ABI callers): every next call
+    is a miss and tiles again. For tests and to give memory back; CANN has no equivalent.
+
+    Binary selections kept per call signature (ops whose key rule cannot see shapes: a new shape
+    of a known signature runs no GenSimplifiedKey) stay valid while their package is unchanged and
+    are kept; `selections=True` forgets them too (every op, every thread), so the next call of
+    each signature runs GenSimplifiedKey again."""
+    _clear_cache()
+    if selections:
+        from opbuild.runtime.binaries.selection import forget_selections
+
+        forget_selections()
 
 
 def __getattr__(name: str) -> Any:

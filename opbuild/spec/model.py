@@ -150,6 +150,13 @@ class KeyRule:
     def simplified_key_mode(self) -> int:
         return 2 if self.mode == "customized" else 0
 
+    @property
+    def reads_shapes(self) -> bool:
+        """Whether the fragment may depend on shapes: a `c` or `python` callback sees the whole
+        call; the default groups and the `table` read only dtypes, formats, attributes, d and p,
+        so one selection serves every shape with the same ones (the runtime keeps it so)."""
+        return self.mode == "customized" and self.callback in ("c", "python")
+
 
 @dataclass(frozen=True)
 class TensorChoice:

@@ -46,6 +46,7 @@ def _count_fragments(monkeypatch, op) -> Counter:
 
 def test_hit_runs_neither_table_key_nor_tiling(ops, monkeypatch, tiling_calls):
     op = ops._OPS["AddCustomTemplate"]
+    rt.clear_op_cache(selections=True)  # earlier tests' calls of this signature are forgotten
     keys = _count_fragments(monkeypatch, op)
     x = np.ones((4, 100), np.float32)
     for k in range(20):
@@ -63,7 +64,8 @@ def test_hit_runs_neither_table_key_nor_tiling(ops, monkeypatch, tiling_calls):
     ops.add_custom_template(np.ones(7, np.float32), np.ones(7, np.float32))
     ops.add_custom_template(x.astype(np.float16), x.astype(np.float16))
     ops.add_custom_template(x, x, deterministic=True)
-    assert (keys.calls, tiling_calls.calls) == (4, 4)
+    # the new shape tiles again but keeps its signature's selection (the table rule sees no shapes)
+    assert (keys.calls, tiling_calls.calls) == (3, 4)
 
 
 def test_hit_runs_neither_python_callback_nor_tiling(builtin_copy, tiling_calls):
@@ -90,6 +92,8 @@ def test_hit_runs_neither_python_callback_nor_tiling(builtin_copy, tiling_calls)
     assert module.CALLS == ["float32", "float32"] and tiling_calls.calls == 2
     ops.leaky_relu_custom(x, negative_slope=0.0)
     assert len(module.CALLS) == 2 and tiling_calls.calls == 2
+    ops.leaky_relu_custom(x[:10], negative_slope=0.0)  # a Python rule may read shapes: a new shape asks it
+    assert len(module.CALLS) == 3 and tiling_calls.calls == 3
 
 
 def test_hit_runs_neither_c_callback_nor_tiling(ops, monkeypatch, tiling_calls):
@@ -108,14 +112,18 @@ def test_hit_runs_neither_c_callback_nor_tiling(ops, monkeypatch, tiling_calls):
 
 def test_hit_with_default_keys_and_strides(ops, monkeypatch, tiling_calls):
     op = ops._OPS["MulCustom"]
+    rt.clear_op_cache(selections=True)
     keys = _count_fragments(monkeypatch, op)
     base = np.arange(24, dtype=np.float32).reshape(4, 6)
     for _ in range(3):
         ops.mul_custom(base, base)
     assert (keys.calls, tiling_calls.calls) == (1, 1)
-    ops.mul_custom(base[:, ::2], base[:, ::2])  # strides are in the key
+    ops.mul_custom(base[:, ::2], base[:, ::2])  # strides are in the plan's key, not in the selection's
     ops.mul_custom(base[:, ::2], base[:, ::2])
-    assert (keys.calls, tiling_calls.calls) == (2, 2)
+    assert (keys.calls, tiling_calls.calls) == (1, 2)
+    rt.clear_op_cache(selections=True)  # forgotten: the key rule runs again
+    ops.mul_custom(base, base)
+    assert (keys.calls, tiling_calls.calls) == (2, 3)
 
 
 def test_clear_op_cache_clears_only_the_calling_thread(ops, tiling_calls):

@@ -4,6 +4,7 @@ load_priority, built-in; resolved per lookup) and the binary index (100,000 bina
 from __future__ import annotations
 
 import json
+import time
 import shutil
 from pathlib import Path
 
@@ -13,7 +14,8 @@ import pytest
 from opbuild.runtime import AclnnError
 
 from opbuild.runtime.call import executor
-from opbuild.runtime.binaries.package import binary_index, find_op_package, read_load_priority, search_roots
+from opbuild.runtime.binaries.package import (STAMP_INTERVAL_NS, binary_index, find_op_package, read_load_priority,
+                                              search_roots)
 from opbuild.runtime.binaries.selection import OpRuntime
 
 SOC = "ascend910b"
@@ -196,7 +198,12 @@ def test_index_is_reparsed_when_the_config_changes(package_copy):
     import os
 
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    _after_stamp_interval()  # the files are re-stat'ed at most every STAMP_INTERVAL_NS
     assert "AddCustomTemplate/d=0,p=1/custom_fp16" not in binary_index(package_copy, SOC).by_key
+
+
+def _after_stamp_interval() -> None:
+    time.sleep(2 * STAMP_INTERVAL_NS / 1e9)
 
 
 def test_built_in_index_is_reparsed_when_a_sub_package_changes(builtin_copy):
@@ -212,11 +219,13 @@ def test_built_in_index_is_reparsed_when_a_sub_package_changes(builtin_copy):
     path.write_text(json.dumps(data))
     stat = path.stat()
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    _after_stamp_interval()
     assert set(binary_index(builtin_copy, SOC).keys_by_op) == {"MulCustom", "ReduceSumCustom"}
     # a sub-package removed
     shutil.rmtree(config_dir / "ops_math")
     stat = config_dir.stat()
     os.utime(config_dir, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    _after_stamp_interval()
     assert set(binary_index(builtin_copy, SOC).keys_by_op) == set()
 
 

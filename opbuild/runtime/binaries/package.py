@@ -20,6 +20,7 @@ import logging
 import os
 import posixpath
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -283,8 +284,13 @@ def _parse_config(package: Path, soc: str, config: Path) -> tuple[dict[str, Bina
     return by_key, keys_by_op, modes, skipped, skipped_keys
 
 
-_INDEX_CACHE: dict[tuple[str, str], tuple[tuple[tuple[str, Any], ...], BinaryIndex]] = {}
+_INDEX_CACHE: dict[tuple[str, str], tuple[tuple[tuple[str, Any], ...], BinaryIndex, list[int]]] = {}
 _INDEX_LOCK = threading.Lock()
+
+STAMP_INTERVAL_NS = 1_000_000
+"""A package's files are re-stat'ed at most this often, by cached indexes and cached plans alike
+(opkey.h OPKEY_STAMP_INTERVAL_NS): file times have a resolution of a few ms, and a stat per call
+would cost more than the call."""
 
 
 def file_stamp(path: str) -> tuple[int, int, int] | None:
@@ -302,15 +308,19 @@ def file_stamp(path: str) -> tuple[int, int, int] | None:
 def binary_index(package: Path, soc: str) -> BinaryIndex:
     """The package's binary index for `soc`, parsed once and re-parsed only when a config file
     (or the config directory, or an `ops_*` subdirectory) changed: a lookup of an unchanged
-    package costs a few stat calls and one dict access."""
+    package costs a few stat calls (at most every STAMP_INTERVAL_NS) and one dict access."""
     cache_key = (str(package), soc)
     cached = _INDEX_CACHE.get(cache_key)
     if cached is not None:
-        stamps, index = cached
+        stamps, index, checked = cached
+        now = time.monotonic_ns()
+        if now - checked[0] < STAMP_INTERVAL_NS:
+            return index
         for path, stamp in stamps:
             if file_stamp(path) != stamp:
                 break
         else:
+            checked[0] = now
             return index
     config_dir = package / layout.kernel_config_dir(soc)
     watched = [str(config_dir)]
@@ -334,7 +344,7 @@ def binary_index(package: Path, soc: str) -> BinaryIndex:
         skipped_keys.update(sk_keys)
     index = BinaryIndex(package, soc, tuple(files), by_key, keys_by_op, modes, skipped, skipped_keys, dict(stamps))
     with _INDEX_LOCK:
-        _INDEX_CACHE[cache_key] = (stamps, index)
+        _INDEX_CACHE[cache_key] = (stamps, index, [time.monotonic_ns()])
     return index
 
 

@@ -12,9 +12,10 @@ import bisect
 import difflib
 import os
 import threading
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from opbuild.abi import package_layout as layout
 from opbuild.abi.vocabulary import DEFAULT_SOC
@@ -26,9 +27,39 @@ from opbuild.runtime.binaries.package import (BinaryEntry, BinaryIndex, binary_i
 from opbuild.spec.model import OpSpec
 
 
-def current_soc() -> str:
-    """The SoC the runtime pretends to run on (OPBUILD_SOC, default ascend910b)."""
-    return os.environ.get("OPBUILD_SOC", DEFAULT_SOC)
+_OPS: "weakref.WeakSet[OpRuntime]" = weakref.WeakSet()
+"""Every OpRuntime alive (forget_selections reaches their selection memos)."""
+
+
+def forget_selections() -> None:
+    """Forget every op's selections kept per call signature (OpRuntime.signature_memo)."""
+    for op in list(_OPS):
+        op.signature_memo.clear()
+
+
+def _soc_reader() -> Callable[[], str]:
+    """current_soc, reading OPBUILD_SOC straight from os.environ's dict and decoding a value once
+    (every cache miss asks; os.environ.get costs ~10x more), as cache_key.search_env does."""
+    data = getattr(os.environ, "_data", None)
+    encode, decode = getattr(os.environ, "encodekey", None), getattr(os.environ, "decodevalue", None)
+    if not isinstance(data, dict) or encode is None or decode is None:  # pragma: no cover - another os.environ
+        return lambda: os.environ.get("OPBUILD_SOC", DEFAULT_SOC)
+    key, get = encode("OPBUILD_SOC"), data.get
+    last: list[Any] = [None, DEFAULT_SOC]  # the raw value last seen and its decoding
+
+    def current_soc() -> str:
+        """The SoC the runtime pretends to run on (OPBUILD_SOC, default ascend910b)."""
+        raw = get(key)
+        if raw is None:
+            return DEFAULT_SOC
+        if raw is not last[0]:
+            last[1], last[0] = decode(raw), raw
+        return last[1]
+
+    return current_soc
+
+
+current_soc = _soc_reader()
 
 
 @dataclass(frozen=True)
@@ -44,6 +75,9 @@ class Selection:
     """The p of the selected key (0 after the p=0 retry)."""
     stamp: tuple[int, int, int] | None = None
     """file_stamp of the entry's binary_info_config.json when the index read it (None: not a file)."""
+    config: str = ""
+    """That binary_info_config.json ("" if none: e.g. a package provider that is not a directory,
+    an .om's nodes); cached plans compare its stamp, so a package rebuilt in place selects again."""
 
 
 def nearest_keys(wanted: str, keys: tuple[str, ...], limit: int = 5) -> list[str]:
@@ -92,6 +126,11 @@ class OpRuntime:
         # The op's aclnn functions, set when the package's generated module makes them.
         self.phase1: Callable[..., Any] | None = None
         self.phase2: Callable[..., Any] | None = None
+        # What the plans of one call signature share (plans.Prepared: the selection, the kernel...),
+        # kept when the key rule cannot see shapes, so a new shape runs no GenSimplifiedKey.
+        self.selection_by_signature = spec.key_rule is not None and not spec.key_rule.reads_shapes
+        self.signature_memo: dict[tuple, Any] = {}
+        _OPS.add(self)
 
     # ---- package ------------------------------------------------------------------------------
     def resolve_package(self, soc: str) -> tuple[Path, BinaryIndex]:
@@ -124,17 +163,18 @@ class OpRuntime:
         """The package's tiling library (tiling functions and C key callbacks), opened once."""
         if hasattr(package, "tiling_library"):  # a provider (see resolve_package)
             return package.tiling_library()
-        return self._library(package, layout.tiling_lib(), "tiling library")
+        return self._library(package, layout.tiling_lib, "tiling library")
 
     def op_proto_library(self, package: Path):
         """The package's op_proto library (each op's shape and dtype inference), opened once; a
         provider's `op_proto_library()` (None: it has none, see runtime/infer.py)."""
         if hasattr(package, "op_proto_library"):
             return package.op_proto_library()
-        return self._library(package, layout.op_proto_lib(), "op_proto library")
+        return self._library(package, layout.op_proto_lib, "op_proto library")
 
-    def _library(self, package: Path, relative, what: str):
-        """A library of the package (checked to stay inside it), opened once per package."""
+    def _library(self, package: Path, relative: Callable[[], Any], what: str):
+        """A library of the package at `relative()` (checked to stay inside it), opened once per
+        package (a miss asks on every call: nothing but the dict lookup runs then)."""
         key = (package, what)
         lib = self._tiling_libs.get(key)
         if lib is None:
@@ -143,7 +183,7 @@ class OpRuntime:
             with self._lock:
                 lib = self._tiling_libs.get(key)
                 if lib is None:
-                    path = package / relative
+                    path = package / relative()
                     if not path.is_file():
                         raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: {what} missing: {path}")
                     inside_package(package, path, what, self.spec.op)
@@ -244,10 +284,19 @@ class OpRuntime:
         if not bin_path.is_file():
             raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op}: key {key} selects {entry.name}, but its binary is missing: {bin_path}")
         config_file = getattr(entry, "config", None)
+        config = str(config_file) if config_file is not None else ""
         selection = Selection(fragment, key, entry, package, used.impl_mode,
-                              index.file_stamps.get(str(config_file)) if config_file is not None else None)
+                              index.file_stamps.get(config) if config_file is not None else None, config)
         index.selections[key] = selection  # checked once per package index (a rebuilt package is a new index)
         return selection
+
+    def select_call(self, inputs: Sequence[Sequence[tuple]], outputs: Sequence[Sequence[tuple]],
+                    attr_values: tuple, d: int, p: int, soc: str, fallback: bool = False) -> Selection:
+        """select() for one call given as instances ((dtype name, format name, shape, ...) per
+        tensor, per IR parameter) and normalized attribute values."""
+        ctx = KeyContext([[i[:3] for i in g] for g in inputs], [[i[:3] for i in g] for g in outputs],
+                         {a.name: v for a, v in zip(self.spec.attrs, attr_values)}, d, p, soc)
+        return self.select(ctx, soc, fallback)
 
     def miss_message(self, key: str, index: BinaryIndex, package: Path) -> str:
         existing = index.keys_by_op.get(self.spec.op, ())

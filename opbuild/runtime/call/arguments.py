@@ -25,15 +25,17 @@ _DTYPE_NAMES: dict[np.dtype, str] = {}
 
 
 def _dtype_name(dtype: np.dtype) -> str:
-    """ge_types.dtype_name, memoized (numpy's dtype.name is slow); ValueError for unsupported."""
+    """ge_types.dtype_name, memoized (numpy's dtype.name is slow) for native byte order only (so
+    a dtype in _DTYPE_NAMES is one a call may use as is); ValueError for unsupported."""
     name = _DTYPE_NAMES.get(dtype)
     if name is None:
         name = dtype_name(dtype)
-        _DTYPE_NAMES[dtype] = name
+        if dtype.isnative:
+            _DTYPE_NAMES[dtype] = name
     return name
 
 
-def _tensor_arg(value: Any, what: str, optional: bool) -> tuple[np.ndarray | None, str]:
+def _tensor_arg(value: Any, what: str, optional: bool, output: bool = False) -> tuple[np.ndarray | None, str]:
     if value is None and optional:
         return None, "ND"
     if value is None:
@@ -46,6 +48,8 @@ def _tensor_arg(value: Any, what: str, optional: bool) -> tuple[np.ndarray | Non
         _dtype_name(array.dtype)
     except ValueError as exc:
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: {exc}") from None
+    if output and not array.flags.writeable:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what} is read-only")
     return array, fmt
 
 
@@ -58,21 +62,36 @@ def normalize_tensors(op: OpRuntime, values: Sequence[Any], outputs: bool) -> li
     result = []
     whats = op.output_what if outputs else op.input_what
     for param, value, what in zip(params, values, whats):
-        if param.param_type == "dynamic":
+        if type(value) is _ndarray and value.dtype in _DTYPE_NAMES and param.param_type != "dynamic":
+            # a plain array of a dtype already seen (native byte order: names are memoized for those only)
+            if outputs and not value.flags.writeable:
+                raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what} is read-only")
+            result.append([(value, "ND")])
+        elif param.param_type == "dynamic":
             if value is None:
                 raise AclnnError(ACLNN_ERR_PARAM_NULLPTR, f"{what} (tensor list) is a null pointer")
             if not isinstance(value, (list, tuple)) or not value:
                 raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what} must be a non-empty list of tensors")
-            result.append([_tensor_arg(v, f"{what}[{k}]", False) for k, v in enumerate(value)])
+            result.append([_tensor_arg(v, f"{what}[{k}]", False, outputs) for k, v in enumerate(value)])
         else:
-            array, fmt = _tensor_arg(value, what, param.param_type == "optional")
+            array, fmt = _tensor_arg(value, what, param.param_type == "optional", outputs)
             result.append([] if array is None else [(array, fmt)])
-    if outputs:
-        for what, instances in zip(whats, result):
-            for a, _ in instances:
-                if not a.flags.writeable:
-                    raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what} is read-only")
     return result
+
+
+def normalize_plain(op: OpRuntime, arrays: Sequence[np.ndarray]) -> tuple[list, list] | None:
+    """normalize_tensors of a simple op's call given as plain arrays (simple_key's), one per
+    parameter: (inputs, outputs); None when one needs the general path (an unsupported dtype or
+    byte order, a read-only output: normalize_tensors says what is wrong)."""
+    names = _DTYPE_NAMES
+    n_in = op.n_inputs
+    for a in arrays:
+        if a.dtype not in names:
+            return None
+    for a in arrays[n_in:]:
+        if not a.flags.writeable:
+            return None
+    return [[(a, "ND")] for a in arrays[:n_in]], [[(a, "ND")] for a in arrays[n_in:]]
 
 
 _ATTR_CHECK = {t.name: t.check for t in ATTR_TYPES}
@@ -131,7 +150,7 @@ def simple_key(op: OpRuntime, dp: int, inputs: Sequence[Any], attrs: Sequence[An
         key.append(type(v))
     arrays = []
     for v in (*inputs, *outputs):
-        a = _plain_array(v)
+        a = v if type(v) is _ndarray else _plain_array(v)
         if a is None:
             return None
         arrays.append(a)

@@ -48,6 +48,7 @@ from opbuild.runtime.call.arguments import (  # noqa: F401 - re-exported: opbuil
     _signature,
     _tensor_arg,
     normalize_attrs,
+    normalize_plain,
     normalize_tensors,
     simple_key,
 )
@@ -90,7 +91,6 @@ from opbuild.runtime.call.plans import (  # noqa: F401
     _KERNELS_LOCK,
     KernelInfo,
     Plan,
-    _contiguous_strides,
     _instances,
     build_plan,
     load_kernel_info,
@@ -187,13 +187,21 @@ def _direct_args(plan: Plan, arrays: Sequence[np.ndarray]) -> bytes | None:
     if one is misaligned (or the plan says they are not contiguous)."""
     if not plan.contiguous:
         return None
+    return _pack_direct(arrays, plan.tiling_addr)
+
+
+def _direct_args_py(arrays: Sequence[np.ndarray], tiling_addr: int) -> bytes | None:
     addrs = []
     for a in arrays:
         addr = data_pointer(a)
         if addr % a.itemsize:
             return None
         addrs.append(addr)
-    return packer(plan.nargs).pack(*addrs, 0, plan.tiling_addr)
+    return packer(len(addrs) + 2).pack(*addrs, 0, tiling_addr)
+
+
+_pack_direct = _fastpath.pack_direct if _fastpath is not None else _direct_args_py
+"""Pack the launch arguments of arrays passed as they are (C: native/src/describe.c)."""
 
 
 def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], outputs: Sequence[Any],
@@ -215,8 +223,12 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
             args = _direct_args(plan, arrays)
             if args is not None:
                 return plan.workspace_size, Executor(plan, op, tuple(arrays), args)
-    in_params = normalize_tensors(op, inputs, outputs=False)
-    out_params = normalize_tensors(op, outputs, outputs=True)
+    plain = normalize_plain(op, simple[1]) if simple is not None else None
+    if plain is not None:
+        in_params, out_params = plain
+    else:
+        in_params = normalize_tensors(op, inputs, outputs=False)
+        out_params = normalize_tensors(op, outputs, outputs=True)
     attr_values = normalize_attrs(op, attrs)
     if simple is None:
         key = (op, dp, "generic", attr_values, _signature(in_params), _signature(out_params), _search_env())
@@ -226,11 +238,14 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
         _store(key, plan, PARAM_CACHE_CAPACITY)
     else:
         plan.hot = True
+    if simple is not None:  # one array per parameter, as given
+        arrays = simple[1]
+    else:
+        arrays = [a for g in in_params + out_params for a, _ in g]
     args = None
-    if not op.has_dynamic and all(len(g) == 1 for g in in_params + out_params):
-        args = _direct_args(plan, [g[0][0] for g in in_params + out_params])
-    refs = tuple(a for g in in_params + out_params for a, _ in g)
-    return plan.workspace_size, Executor(plan, op, refs, args, in_params, out_params)
+    if len(arrays) == plan.nargs - 2 and not op.has_dynamic:  # no absent optional, no list
+        args = _direct_args(plan, arrays)
+    return plan.workspace_size, Executor(plan, op, tuple(arrays), args, in_params, out_params)
 
 
 # ---- phase 2 --------------------------------------------------------------------------------------

@@ -58,12 +58,16 @@ def phase1_function(op: OpRuntime, name: str, inputs: Sequence[str], attrs: Sequ
         fn.__signature__ = _signature(params)
         op.phase1 = fn
         return fn
-    slow = _guarded(get_workspace_size, name)
-
     def phase1(*args: Any, deterministic: Any = None, impl_mode: Any = None) -> tuple[int, Executor]:
         if len(args) != n_all:
             raise TypeError(f"{name}() takes {n_all} arguments ({', '.join(params)}), got {len(args)}")
-        return slow(op, args[:n_in], args[n_in:n_in + n_attr], args[n_in + n_attr:], deterministic, impl_mode)
+        try:  # _guarded, inline: every miss of the C wrapper comes here
+            return get_workspace_size(op, args[:n_in], args[n_in:n_in + n_attr], args[n_in + n_attr:], deterministic,
+                                      impl_mode)
+        except AclnnError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the aclnn API raises AclnnError only
+            raise as_aclnn_error(exc, name) from exc
 
     _dress(phase1, name, doc)
     phase1.__signature__ = _signature(params)

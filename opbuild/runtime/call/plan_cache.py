@@ -71,21 +71,17 @@ def _store(key: tuple, plan: Plan, capacity: int) -> None:
     plans = _CACHE.plans
     plans[key] = plan
     capacity = max(capacity, 1)
+    # Oldest first (dict order): a hot plan moves to the end, cold, and the walk goes on; at most
+    # len(plans) steps, since every plan moved is cold when the walk comes back to it.
     while len(plans) > capacity:
-        for k in list(plans):
-            if k is key:  # the plan just stored stays
-                continue
-            p = plans[k]
-            if p.hot:
-                p.hot = False
-                del plans[k]
-                plans[k] = p
-            else:
-                del plans[k]
-                if _fastpath is not None:  # its table must not keep the evicted plan
-                    _fastpath.forget(p)
-                break
-        # no break: every other plan was hot; they are cold now and the next pass evicts one
+        k = next(iter(plans))
+        p = plans.pop(k)
+        if k is key or p.hot:  # the plan just stored stays; a hot one gets its second chance
+            p.hot = False
+            plans[k] = p
+            continue
+        if _fastpath is not None:  # its table must not keep the evicted plan
+            _fastpath.forget(p)
 
 
 def _thread_args(n: int) -> Any:

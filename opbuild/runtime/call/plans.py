@@ -21,15 +21,17 @@ from opbuild.abi import c_callbacks as _c_callbacks
 from opbuild.abi.ge_types import dtype_name
 from opbuild.abi.kernel_launch import kernel_list_keys, tiling_argument, tiling_data_size
 from opbuild.abi.platform import platform
-from opbuild.keys import KeyContext
-from opbuild.runtime import device
-from opbuild.runtime.call.arguments import _dtype_name
+from opbuild.abi.tiling_context import fill_block
+from opbuild.runtime import device, fastpath_ext
+from opbuild.runtime.call.arguments import _DTYPE_NAMES
 from opbuild.runtime.call.tiling_bounds import check_tiling_result
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
-from opbuild.runtime.binaries.package import file_stamp
+from opbuild.runtime.binaries.package import STAMP_INTERVAL_NS, file_stamp
 from opbuild.runtime.binaries.selection import OpRuntime, Selection, current_soc
-from opbuild.runtime.infer import infer_outputs
+from opbuild.runtime.infer import infer_instances, infer_with
 
+
+_fastpath = fastpath_ext.load()
 
 # ---- kernels --------------------------------------------------------------------------------------
 
@@ -43,6 +45,8 @@ class KernelInfo:
     name: str
     tiling_keys: tuple[int, ...]
     """The tiling keys its descriptor's kernelList declares (kernel_launch.kernel_list_keys)."""
+    fn: Any = None
+    """The kernel's entry as the c_void_p every plan of it launches (made once)."""
 
 
 _KERNELS: dict[Path, KernelInfo] = {}
@@ -81,7 +85,7 @@ def load_kernel_info(selection: Selection, spec: Any) -> KernelInfo:
                                             arg_names=kernel_arg_names(spec))
             except device.DeviceError as exc:
                 raise AclnnError(ACLNN_ERR_INNER, f"{op}: cannot load kernel {path}: {exc}") from None
-            info = KernelInfo(binary, op_para_size, sync, selection.entry.name, tiling_keys)
+            info = KernelInfo(binary, op_para_size, sync, selection.entry.name, tiling_keys, ctypes.c_void_p(binary.fn))
             _KERNELS[path] = info
     return info
 
@@ -111,12 +115,12 @@ class Plan:
         self.nargs = nargs
         self.ws_index = nargs - 2
         self.tiling_addr = ctypes.addressof(tiling_buffer) if tiling_buffer is not None else 0
-        self.fn = ctypes.c_void_p(kernel.binary.fn) if kernel is not None else None
+        self.fn = kernel.fn if kernel is not None else None
         self.sync = 1 if kernel is not None and kernel.intercore_sync else 0
         self.hot = False  # cache metadata: used since the eviction clock last passed it
         # the package's binary_info_config.json and its stamp when selected: a hit checks it, so a
         # package rebuilt in place selects again (plan_fresh)
-        self.stamp_path = package_config(selection) if selection is not None else ""
+        self.stamp_path = selection.config if selection is not None else ""
         self.stamp = selection.stamp if selection is not None else None
         self.checked_ns = time.monotonic_ns()
 
@@ -130,18 +134,6 @@ class Plan:
     def __repr__(self) -> str:
         name = self.selection.entry.name if self.selection else None
         return f"Plan({name}, block_dim={self.block_dim}, workspace={self.workspace_size}, empty={self.empty})"
-
-
-def package_config(selection: Selection) -> str:
-    """The binary_info_config.json the selected binary was listed in ("" if none: e.g. a package
-    provider that is not a directory, an .om's nodes)."""
-    config = getattr(selection.entry, "config", None)
-    return str(config) if config is not None else ""
-
-
-STAMP_INTERVAL_NS = 1_000_000
-"""A cached plan re-checks its package's stamp at most this often (opkey.h OPKEY_STAMP_INTERVAL_NS:
-file times have a resolution of a few ms, and a stat per hit would cost more than the hit)."""
 
 
 def plan_fresh(plan: Plan) -> bool:
@@ -158,31 +150,32 @@ def plan_fresh(plan: Plan) -> bool:
     return True
 
 
-def _instances(params, contiguous: bool) -> list[list[tuple]]:
-    out = []
-    for instances in params:
-        group = []
-        for a, f in instances:
-            itemsize = a.itemsize
-            strides = _contiguous_strides(a.shape) if contiguous else tuple(s // itemsize for s in a.strides)
-            group.append((_dtype_name(a.dtype), f, tuple(a.shape), strides))
-        out.append(group)
-    return out
+def _instances(params) -> tuple[tuple[tuple, ...], ...]:
+    names = _DTYPE_NAMES  # every dtype of a normalized argument is in it
+    return tuple([tuple([(names[a.dtype], f, a.shape, None) for a, f in g]) for g in params])
 
 
-def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc *= max(d, 1)
-    return tuple(reversed(strides))
+def _describe_call_py(inputs, outputs, names) -> tuple:
+    in_inst, out_inst = _instances(inputs), _instances(outputs)
+    signature = tuple([i[:2] for g in in_inst + out_inst for i in g])
+    contiguous = all([a.flags.c_contiguous for g in inputs + outputs for a, _ in g])
+    return in_inst, out_inst, signature, contiguous, any([a.size for g in outputs for a, _ in g])
 
 
-def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fallback: bool = False) -> Plan:
-    """Cache miss: check shapes, select the binary by simplified key (with the p=0 retry when
-    `fallback`: no impl mode set), run tiling with the selected key's p."""
-    spec = op.spec
-    attr_map = {a.name: v for a, v in zip(spec.attrs, attrs)}
+describe_call = _fastpath.describe_call if _fastpath is not None else _describe_call_py
+"""describe_call(inputs, outputs, names) -> (in_inst, out_inst, signature, contiguous, nonempty).
+
+What a miss needs to know of a call's normalized tensors (per IR parameter, lists of (array,
+format)), read in one pass (in C: native/src/describe.c; this module's _describe_call_py is the
+reference): per parameter the instances (dtype name, format name, shape, None) that tiling,
+inference and the key rule see (strides None: the kernel reads C-contiguous tensors, phase 2
+copies the others, and the context fills contiguous strides for None); the (dtype, format) of
+every instance, what a shape-blind key rule sees; whether every tensor is C-contiguous; whether
+any output has elements. `names` maps numpy dtypes to dtype names."""
+
+
+def _check_dynamic_lists(spec: Any, inputs) -> None:
+    """The tensors of one dynamic input all have the first one's shape and dtype."""
     for param, instances in zip(spec.inputs, inputs):
         if param.param_type == "dynamic":
             first = instances[0][0]
@@ -191,25 +184,112 @@ def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fal
                     raise AclnnError(ACLNN_ERR_PARAM_INVALID,
                                      f"{spec.op}: {param.name}[{k}] is {dtype_name(a.dtype)}{list(a.shape)}, "
                                      f"{param.name}[0] is {dtype_name(first.dtype)}{list(first.shape)}")
-    in_inst = _instances(inputs, contiguous=True)
-    inferred = infer_outputs(op, in_inst, attrs, dtypes=False)  # dtypes: the key selection says which exist
-    for param, instances, (expected, _) in zip(spec.outputs, outputs, inferred or [(None, None)] * len(outputs)):
+
+
+def _check_output_shapes(op: OpRuntime, outputs, inferred) -> None:
+    """Each output tensor has the shape the op's rules gave (op_proto), where they give one."""
+    if inferred is None:
+        return
+    for param, instances, (expected, _) in zip(op.spec.outputs, outputs, inferred):
         if expected is not None and instances and instances[0][0].shape != expected:
             raise AclnnError(ACLNN_ERR_PARAM_INVALID,
-                             f"{spec.op}: output '{param.name}' has shape {list(instances[0][0].shape)}, expected {list(expected)}")
-    out_inst = _instances(outputs, contiguous=True)
+                             f"{op.spec.op}: output '{param.name}' has shape {list(instances[0][0].shape)}, expected {list(expected)}")
+
+
+SIGNATURE_MEMO_CAPACITY = 1024
+"""Call signatures an op keeps a Prepared for; emptied when full (attribute values are part of a
+signature, so their number is not bounded by the op's binaries)."""
+
+
+class Prepared:
+    """What every plan of one call signature shares: the selected binary (GenSimplifiedKey, full
+    key, lookup), its kernel, the SoC's platform and the op_proto library. Found on the
+    signature's first miss; kept per op (OpRuntime.signature_memo) when the key rule cannot see
+    shapes (KeyRule.reads_shapes), so a new shape of a known signature only infers and tiles.
+    Valid while `index` is the package's current index (a rebuilt package is a new index)."""
+
+    __slots__ = ("index", "selection", "proto", "_kernel")
+
+    def __init__(self, index: Any, selection: Selection, proto: Any) -> None:
+        self.index = index
+        self.selection = selection
+        self.proto = proto  # the op_proto library to infer with (None: the general path, e.g. an .om node)
+        self._kernel: KernelInfo | None = None
+
+    def kernel(self, spec: Any) -> KernelInfo:
+        """The selected kernel, loaded on first use (an all-empty call launches nothing)."""
+        kernel = self._kernel
+        if kernel is None:
+            kernel = self._kernel = load_kernel_info(self.selection, spec)
+        return kernel
+
+
+def _prepare(op: OpRuntime, soc: str, in_inst, out_inst, signature: tuple, outputs, attrs: tuple, d: int, p: int,
+             fallback: bool, nonempty: bool) -> tuple[Prepared, Any]:
+    """The call's Prepared, after checking its output shapes: from the op's memo when its
+    signature was seen with the current package index, else selected now (and kept); and, on a
+    kept signature that launches, the call's tiling context (a TilingBlock, None otherwise),
+    filled once for the shape check and the tiling function."""
+    memo = None
+    if op.selection_by_signature:
+        index = op.resolve_package(soc)[1]
+        memo = (d, p, fallback, soc, attrs, signature,
+                None if op.simple else (tuple(map(len, in_inst)), tuple(map(len, out_inst))))
+        found = op.signature_memo.get(memo)
+        if found is not None and found.index is index:
+            proto, block = found.proto, None
+            if proto is None:
+                inferred = infer_instances(op, soc, in_inst, attrs, dtypes=False)
+            else:
+                if nonempty:
+                    block = _context(op, found, soc, in_inst, out_inst, attrs, d)
+                inferred = infer_with(proto, op, soc, in_inst, attrs, dtypes=False, block=block)
+            _check_output_shapes(op, outputs, inferred)
+            return found, block
+    # dtypes are not inferred: the key selection says which combinations exist
+    _check_output_shapes(op, outputs, infer_instances(op, soc, in_inst, attrs, dtypes=False))
+    selection = op.select_call(in_inst, out_inst, attrs, d, p, soc, fallback)
+    if memo is None:
+        return Prepared(None, selection, None), None
+    package = op.proto_package(soc)
+    proto = None if hasattr(package, "inferred_outputs") else op.op_proto_library(package)
+    prepared = Prepared(index, selection, proto)
+    if len(op.signature_memo) >= SIGNATURE_MEMO_CAPACITY:
+        op.signature_memo.clear()
+    op.signature_memo[memo] = prepared
+    return prepared, None
+
+
+def _context(op: OpRuntime, prepared: Prepared, soc: str, in_inst, out_inst, attrs: tuple, d: int) -> Any:
+    """The call's tiling context as the tiling function will see it (None: the extension is
+    missing, or only the Python builder takes the call)."""
+    try:
+        info = platform(soc)
+    except ValueError:
+        return None  # build_plan says what is wrong
+    spec = op.spec
+    return fill_block(spec.op, in_inst, out_inst, _c_callbacks._attr_items(spec, attrs), soc,
+                      info.core_num, info.ub_size, d, prepared.selection.impl_mode,
+                      prepared.kernel(spec).op_para_size)
+
+
+def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fallback: bool = False) -> Plan:
+    """Cache miss: check shapes, select the binary by simplified key (with the p=0 retry when
+    `fallback`: no impl mode set), run tiling with the selected key's p."""
+    spec = op.spec
+    if op.has_dynamic:
+        _check_dynamic_lists(spec, inputs)
     soc = current_soc()
-    ctx = KeyContext([[i[:3] for i in g] for g in in_inst], [[i[:3] for i in g] for g in out_inst], attr_map, d, p, soc)
-    selection = op.select(ctx, soc, fallback)
+    in_inst, out_inst, signature, contiguous, nonempty = describe_call(inputs, outputs, _DTYPE_NAMES)
+    prepared, block = _prepare(op, soc, in_inst, out_inst, signature, outputs, attrs, d, p, fallback, nonempty)
+    selection = prepared.selection
     p = selection.impl_mode
-    groups = inputs + outputs
-    contiguous = all(a.flags.c_contiguous for group in groups for a, _ in group)
     nargs = len(inputs) + len(outputs) + 2
-    if all(a.size == 0 for group in outputs for a, _ in group):
+    if not nonempty:
         # Nothing to compute (an empty input with a non-empty output, e.g. a sum over an empty
         # axis, still runs: the kernel writes the identity).
         return Plan(op, selection, None, 0, 0, 0, None, True, contiguous, nargs)
-    kernel = load_kernel_info(selection, spec)
+    kernel = prepared.kernel(spec)
     try:
         info = platform(soc)
     except ValueError as exc:
@@ -221,7 +301,7 @@ def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fal
         try:
             result = _c_callbacks.run_tiling(op.tiling_library(selection.package), spec.tiling.symbol, spec, in_inst,
                                              out_inst, attrs, soc=soc, core_num=info.core_num, ub_size=info.ub_size,
-                                             deterministic=d, impl_mode=p, capacity=kernel.op_para_size)
+                                             deterministic=d, impl_mode=p, capacity=kernel.op_para_size, block=block)
         except _c_callbacks.CallbackError as exc:
             raise AclnnError(ACLNN_ERR_INNER, str(exc)) from None
     check_tiling_result(spec.op, spec.tiling.symbol, result.block_dim, result.workspace_size, info,

@@ -98,7 +98,7 @@ typedef struct Entry {
     void *fn;
     uint32_t nargs, block_dim;
     int sync, empty;
-    char *stamp_path;     /* the package's binary_info_config.json (plans.package_config), or NULL */
+    char *stamp_path;     /* the package's binary_info_config.json (Selection.config), or NULL */
     int64_t stamp[3];     /* its mtime ns, size, inode when the plan was made (plans.file_stamp) */
     int64_t checked_ns;   /* when it was last checked */
 } Entry;
@@ -1161,6 +1161,8 @@ PyObject *fp_syn_exec(PyObject *self, PyObject *const *args, Py_ssize_t nargs); 
 PyObject *fp_oneshot(PyObject *self, PyObject *const *args, Py_ssize_t nargs);  /* oneshot.c */
 extern PyTypeObject OneShotType;                                                /* oneshot.c */
 PyObject *fp_fill_tiling_context(PyObject *self, PyObject *const *args, Py_ssize_t nargs); /* tiling_fill.c */
+PyObject *fp_describe_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs);       /* describe.c */
+PyObject *fp_pack_direct(PyObject *self, PyObject *const *args, Py_ssize_t nargs);         /* describe.c */
 extern PyTypeObject TilingBlockType;                                                      /* tiling_fill.c */
 
 static PyMethodDef fp_methods[] = {
@@ -1175,6 +1177,12 @@ static PyMethodDef fp_methods[] = {
      "oneshot(cache, op, inputs, attrs): api.call's cache hit of plain arrays, or NotImplemented (oneshot.c)."},
     {"syn_exec", (PyCFunction)(void (*)(void))fp_syn_exec, METH_FASTCALL,
      "syn_exec(funcs, dtypes, stream, arrays): op_fallback's syn_exec_aclnn of plain arrays (fallback_exec.c)."},
+    {"pack_direct", (PyCFunction)(void (*)(void))fp_pack_direct, METH_FASTCALL,
+     "pack_direct(arrays, tiling_addr) -> launch arguments (bytes) or None if one is misaligned "
+     "(describe.c; executor._direct_args_py is the reference)"},
+    {"describe_call", (PyCFunction)(void (*)(void))fp_describe_call, METH_FASTCALL,
+     "describe_call(inputs, outputs, names) -> (in_inst, out_inst, signature, contiguous, any output "
+     "non-empty) (describe.c; plans.describe_call is the reference)"},
     {"fill_tiling_context", (PyCFunction)(void (*)(void))fp_fill_tiling_context, METH_FASTCALL,
      "fill_tiling_context(...): a TilingContext filled in C, or None (tiling_fill.c; used by "
      "opbuild.abi.tiling_context.build_tiling_context)."},

@@ -26,10 +26,12 @@ typedef struct {
     Py_ssize_t size;
     Py_ssize_t guard; /* offset of the guard bytes after the tiling data (0: no tiling data) */
     Py_ssize_t exports;
+    PyObject *guard_bytes; /* what the guard bytes were filled with (bytes), for run_tiling */
 } TilingBlock;
 
 static void block_dealloc(TilingBlock *self) {
     PyMem_Free(self->mem);
+    Py_XDECREF(self->guard_bytes);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -43,6 +45,119 @@ static PyObject *block_guard(TilingBlock *self, void *unused) {
     (void)unused;
     return PyLong_FromSsize_t(self->guard);
 }
+
+/* block.run_tiling(fn) -> (status, block_dim, tiling_key, workspace_size, tiling_data_size, overrun, error)
+ * Calls `uint32_t fn(TilingContext *)` (a tiling function, by address) on the block's context, the
+ * GIL released as ctypes would, and reads what it wrote in one go: overrun is the offset of the
+ * first changed guard byte after the tiling data buffer (-1: none); error is the context's
+ * message (bytes). tiling_context.run_on_block turns this into a result or an error. */
+static PyObject *block_run_tiling(TilingBlock *self, PyObject *arg) {
+    uintptr_t addr = (uintptr_t)PyLong_AsUnsignedLongLong(arg);
+    if (PyErr_Occurred()) return NULL;
+    if (addr == 0) {
+        PyErr_SetString(PyExc_ValueError, "run_tiling: NULL function");
+        return NULL;
+    }
+    uint32_t (*fn)(TilingContext *) = (uint32_t (*)(TilingContext *))addr;
+    TilingContext *ctx = (TilingContext *)self->mem;
+    uint32_t status;
+    Py_BEGIN_ALLOW_THREADS
+    status = fn(ctx);
+    Py_END_ALLOW_THREADS
+    long overrun = -1;
+    if (self->guard && self->guard_bytes) {
+        const char *g = self->mem + self->guard, *want = PyBytes_AS_STRING(self->guard_bytes);
+        for (Py_ssize_t i = 0; i < PyBytes_GET_SIZE(self->guard_bytes); i++)
+            if (g[i] != want[i]) {
+                overrun = (long)i;
+                break;
+            }
+    }
+    ctx->error[OPBUILD_ERROR_LEN - 1] = 0;
+    return Py_BuildValue("(IkKKKly)", status, (unsigned long)ctx->block_dim, (unsigned long long)ctx->tiling_key,
+                         (unsigned long long)ctx->workspace_size, (unsigned long long)ctx->tiling_data_size, overrun,
+                         ctx->error);
+}
+
+/* block.tiling_data(size) -> the first `size` bytes of the tiling data buffer (size checked by the
+ * caller against the capacity). */
+static PyObject *block_tiling_data(TilingBlock *self, PyObject *arg) {
+    Py_ssize_t size = PyLong_AsSsize_t(arg);
+    if (size == -1 && PyErr_Occurred()) return NULL;
+    TilingContext *ctx = (TilingContext *)self->mem;
+    if (size < 0 || (uint64_t)size > ctx->tiling_data_capacity || (size && ctx->tiling_data == NULL)) {
+        PyErr_SetString(PyExc_ValueError, "tiling_data: size out of the buffer");
+        return NULL;
+    }
+    return PyBytes_FromStringAndSize(size ? (const char *)ctx->tiling_data : "", size);
+}
+
+/* block.run_infer(fns, n_outputs) -> (status, error, index of the last function run, ((dtype code, dims), ...))
+ * Calls each `uint32_t fn(TilingContext *, OpbuildTensorDesc *outputs)` of `fns` (op_proto
+ * functions, by address: InferDataType then InferShape) in turn on the same n_outputs zeroed
+ * descriptors, stopping at the first failure, and returns what they wrote (abi/op_proto.py). */
+static PyObject *block_run_infer(TilingBlock *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyTuple_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "run_infer(fns: tuple, n_outputs)");
+        return NULL;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(args[1]);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n < 0 || n > 4096) {
+        PyErr_SetString(PyExc_ValueError, "run_infer: bad output count");
+        return NULL;
+    }
+    typedef uint32_t (*infer_fn)(TilingContext *, OpbuildTensorDesc *);
+    Py_ssize_t nfn = PyTuple_GET_SIZE(args[0]);
+    infer_fn fns[4];
+    if (nfn > 4) {
+        PyErr_SetString(PyExc_ValueError, "run_infer: at most 4 functions");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nfn; i++) {
+        fns[i] = (infer_fn)(uintptr_t)PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(args[0], i));
+        if (PyErr_Occurred()) return NULL;
+        if (fns[i] == NULL) {
+            PyErr_SetString(PyExc_ValueError, "run_infer: NULL function");
+            return NULL;
+        }
+    }
+    OpbuildTensorDesc small[8];
+    memset(small, 0, sizeof small);
+    OpbuildTensorDesc *outs = n <= 8 ? small : PyMem_Calloc((size_t)n, sizeof(OpbuildTensorDesc));
+    if (outs == NULL) return PyErr_NoMemory();
+    TilingContext *ctx = (TilingContext *)self->mem;
+    uint32_t status = 0;
+    Py_ssize_t ran = 0; /* the function that failed is fns[ran - 1] */
+    Py_BEGIN_ALLOW_THREADS
+    while (ran < nfn && status == 0) status = fns[ran++](ctx, outs);
+    Py_END_ALLOW_THREADS
+    ctx->error[OPBUILD_ERROR_LEN - 1] = 0;
+    PyObject *result = PyTuple_New(n);
+    for (Py_ssize_t k = 0; result != NULL && k < n; k++) {
+        uint32_t rank = outs[k].dim_num > OPBUILD_MAX_DIMS ? OPBUILD_MAX_DIMS : outs[k].dim_num;
+        PyObject *dims = PyTuple_New(rank);
+        for (uint32_t r = 0; dims != NULL && r < rank; r++) {
+            PyObject *d = PyLong_FromLongLong(outs[k].dims[r]);
+            if (d == NULL) Py_CLEAR(dims);
+            else PyTuple_SET_ITEM(dims, r, d);
+        }
+        PyObject *item = dims ? Py_BuildValue("(iN)", outs[k].dtype, dims) : NULL;
+        if (item == NULL) Py_CLEAR(result);
+        else PyTuple_SET_ITEM(result, k, item);
+    }
+    if (outs != small) PyMem_Free(outs);
+    if (result == NULL) return NULL;
+    return Py_BuildValue("(IynN)", status, ctx->error, ran - 1, result);
+}
+
+static PyMethodDef block_methods[] = {
+    {"run_tiling", (PyCFunction)block_run_tiling, METH_O, "run_tiling(fn address) -> the tiling function's results"},
+    {"tiling_data", (PyCFunction)block_tiling_data, METH_O, "tiling_data(size) -> bytes of the tiling data buffer"},
+    {"run_infer", (PyCFunction)(void (*)(void))block_run_infer, METH_FASTCALL,
+     "run_infer(fn addresses, n_outputs) -> (status, error, last index, ((dtype, dims), ...))"},
+    {NULL},
+};
 
 static PyGetSetDef block_getset[] = {
     {"guard", (getter)block_guard, NULL, "offset of the guard bytes after the tiling data (0: none)", NULL},
@@ -58,6 +173,7 @@ PyTypeObject TilingBlockType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A TilingContext and everything it points to, in one block (fill_tiling_context).",
     .tp_getset = block_getset,
+    .tp_methods = block_methods,
 };
 
 #define ALIGN8(n) (((n) + 7) & ~(Py_ssize_t)7)
@@ -200,6 +316,8 @@ PyObject *fp_fill_tiling_context(PyObject *mod, PyObject *const *args, Py_ssize_
     block->mem = PyMem_Calloc(1, (size_t)off);
     block->size = off;
     block->guard = guard;
+    block->exports = 0;
+    block->guard_bytes = NULL;
     if (block->mem == NULL) {
         Py_DECREF(block);
         return PyErr_NoMemory();
@@ -267,6 +385,8 @@ PyObject *fp_fill_tiling_context(PyObject *mod, PyObject *const *args, Py_ssize_
     if (capacity) {
         ctx->tiling_data = m + o_data;
         memcpy(m + guard, PyBytes_AS_STRING(guard_b), (size_t)guard_len);
+        Py_INCREF(guard_b);
+        block->guard_bytes = guard_b;
     }
     ctx->tiling_data_capacity = (uint64_t)capacity;
     return (PyObject *)block;
