@@ -424,3 +424,18 @@ def test_one_shot_hits_run_in_c_and_match_the_python_call(ops):
         out = call(*args)
         assert python_calls[-1] == args
         np.testing.assert_array_equal(out.array if isinstance(out, Tensor) else out, args[1][0] + args[1][1])
+
+
+def test_eviction_keeps_the_table_as_small_as_the_cache(ops, monkeypatch):
+    """A stream of new shapes through a full cache: each evicted plan's entry leaves the C table
+    (forget looks in the bucket the plan was registered in: Plan.native_hash)."""
+    monkeypatch.setattr(executor, "PARAM_CACHE_CAPACITY", 8)
+    p1, _ = add_phases(ops)
+    for n in range(1, 60):
+        x = np.ones(n, np.float32)
+        assert p1(x, x, np.empty_like(x))[1].plan.native_hash is not None
+        assert executor.cache_size() <= 8 and fastpath.table_size() <= 8
+    x = np.ones(3, np.float32)  # evicted long ago: a miss again, not a stale hit
+    before = stats()
+    p1(x, x, np.empty_like(x))
+    assert delta(before)["phase1_hits"] == 0

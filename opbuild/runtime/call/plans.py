@@ -98,7 +98,7 @@ class Plan:
 
     __slots__ = ("op", "selection", "kernel", "block_dim", "tiling_key", "workspace_size", "tiling_buffer", "empty",
                  "contiguous", "nargs", "ws_index", "tiling_addr", "fn", "sync", "hot", "stamp_path", "stamp",
-                 "checked_ns")
+                 "checked_ns", "native_hash")
 
     def __init__(self, op: OpRuntime, selection: Selection | None, kernel: KernelInfo | None, block_dim: int,
                  tiling_key: int, workspace_size: int, tiling_buffer: Any, empty: bool, contiguous: bool,
@@ -123,6 +123,7 @@ class Plan:
         self.stamp_path = selection.config if selection is not None else ""
         self.stamp = selection.stamp if selection is not None else None
         self.checked_ns = time.monotonic_ns()
+        self.native_hash = None  # the C fast path's key hash it was registered under (fastpath.c forget)
 
     @property
     def tiling_data(self) -> bytes:

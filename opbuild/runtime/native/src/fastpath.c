@@ -59,7 +59,7 @@ static PyObject *g_table_key;        /* the thread-state-dict key of the plan ta
 
 static PyObject *s_args, *s_plan, *s_workspace_size, *s_tiling_addr, *s_fn, *s_value, *s_nargs, *s_block_dim,
     *s_sync, *s_empty, *s_contiguous, *s_selection, *s_full_key, *s_entry, *s_name, *s_deterministic,
-    *s_impl_mode, *s_stamp, *s_stamp_path;
+    *s_impl_mode, *s_stamp, *s_stamp_path, *s_native_hash;
 
 static unsigned long long st_p1_hits, st_p1_misses, st_p1_registered, st_p2_fast, st_p2_slow;
 
@@ -513,6 +513,10 @@ static int register_plan(Phase1 *self, PyObject *const *args, Key *k, PyObject *
         entry_free(e);
         return -1;
     }
+    /* forget(plan) looks in this bucket only (plans.Plan.native_hash) */
+    PyObject *h = PyLong_FromUnsignedLongLong((unsigned long long)k->hash);
+    if (h == NULL || PyObject_SetAttr(plan, s_native_hash, h) < 0) PyErr_Clear();
+    Py_XDECREF(h);
     st_p1_registered++;
     return 1;
 }
@@ -1119,7 +1123,19 @@ static PyObject *fp_forget(PyObject *mod, PyObject *plan) {
         if (PyErr_Occurred()) return NULL;
         Py_RETURN_NONE;
     }
-    for (size_t i = 0; t->buckets != NULL && i <= t->mask; i++) {
+    /* The bucket of the key the plan was last registered under (register_plan), else all of them.
+     * A plan registered under another key too keeps that entry until the table is cleared: it
+     * stays a correct plan (its package stamp is still checked on every hit). */
+    size_t first = 0, last = t->mask;
+    PyObject *h = PyObject_GetAttr(plan, s_native_hash);
+    if (h == NULL) PyErr_Clear();
+    else if (PyLong_Check(h) && t->buckets != NULL) {
+        unsigned long long hash = PyLong_AsUnsignedLongLong(h);
+        if (PyErr_Occurred()) PyErr_Clear();
+        else first = last = (size_t)hash & t->mask;
+    }
+    Py_XDECREF(h);
+    for (size_t i = first; t->buckets != NULL && i <= last; i++) {
         Entry **link = &t->buckets[i];
         while (*link != NULL) {
             Entry *e = *link;
@@ -1235,6 +1251,7 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     INTERN(s_impl_mode, "impl_mode");
     INTERN(s_stamp, "stamp");
     INTERN(s_stamp_path, "stamp_path");
+    INTERN(s_native_hash, "native_hash");
     PyObject *m = PyModule_Create(&fp_module);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "Phase1", (PyObject *)&Phase1Type) < 0 ||
