@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import bisect
 import difflib
-import os
 import threading
 import weakref
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 from opbuild.abi import package_layout as layout
 from opbuild.abi.vocabulary import DEFAULT_SOC
+from opbuild.runtime.environ import decode, raw_reader
 from opbuild.runtime.settings import DEFAULT_P, FALLBACK_P
 from opbuild.keys import KeyContext, KeyRuleError, check_fragment, describe_call, full_key, make_fragment_fn
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
@@ -38,18 +38,14 @@ def forget_selections() -> None:
 
 
 def _soc_reader() -> Callable[[], str]:
-    """current_soc, reading OPBUILD_SOC straight from os.environ's dict and decoding a value once
-    (every cache miss asks; os.environ.get costs ~10x more), as cache_key.search_env does."""
-    data = getattr(os.environ, "_data", None)
-    encode, decode = getattr(os.environ, "encodekey", None), getattr(os.environ, "decodevalue", None)
-    if not isinstance(data, dict) or encode is None or decode is None:  # pragma: no cover - another os.environ
-        return lambda: os.environ.get("OPBUILD_SOC", DEFAULT_SOC)
-    key, get = encode("OPBUILD_SOC"), data.get
+    """current_soc: OPBUILD_SOC read as the cache key reads the environment (environ.raw_reader;
+    every miss asks), its value decoded once."""
+    read = raw_reader("OPBUILD_SOC")
     last: list[Any] = [None, DEFAULT_SOC]  # the raw value last seen and its decoding
 
     def current_soc() -> str:
         """The SoC the runtime pretends to run on (OPBUILD_SOC, default ascend910b)."""
-        raw = get(key)
+        (raw,) = read()
         if raw is None:
             return DEFAULT_SOC
         if raw is not last[0]:

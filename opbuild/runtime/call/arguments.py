@@ -62,12 +62,7 @@ def normalize_tensors(op: OpRuntime, values: Sequence[Any], outputs: bool) -> li
     result = []
     whats = op.output_what if outputs else op.input_what
     for param, value, what in zip(params, values, whats):
-        if type(value) is _ndarray and value.dtype in _DTYPE_NAMES and param.param_type != "dynamic":
-            # a plain array of a dtype already seen (native byte order: names are memoized for those only)
-            if outputs and not value.flags.writeable:
-                raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what} is read-only")
-            result.append([(value, "ND")])
-        elif param.param_type == "dynamic":
+        if param.param_type == "dynamic":
             if value is None:
                 raise AclnnError(ACLNN_ERR_PARAM_NULLPTR, f"{what} (tensor list) is a null pointer")
             if not isinstance(value, (list, tuple)) or not value:

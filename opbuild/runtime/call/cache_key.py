@@ -16,6 +16,7 @@ import struct
 from typing import Any, Sequence
 
 from opbuild.abi.vocabulary import ATTR_TYPE, ATTR_TYPES
+from opbuild.runtime.environ import raw_reader
 
 VERSION = 0x4F504B3100000001
 ABSENT, TENSOR, LIST = 1, 2, 3
@@ -55,25 +56,9 @@ def env_token() -> int:
     return env_hash([env.get(name.encode()) for name in ENV_VARS])
 
 
-def _env_reader():
-    """search_env: the ENV_VARS' values as a tuple, read straight from os.environ's dict (a call's
-    cache key includes it, so it is read on every call; os.environ.get costs ~10x more)."""
-    data = getattr(os.environ, "_data", None)
-    encode = getattr(os.environ, "encodekey", None)
-    if isinstance(data, dict) and encode is not None:
-        k0, k1, k2, k3 = (encode(n) for n in ENV_VARS)
-        get = data.get
-
-        def search_env() -> tuple:
-            return get(k0), get(k1), get(k2), get(k3)
-    else:  # pragma: no cover - another os.environ implementation
-        def search_env() -> tuple:
-            return tuple(os.environ.get(n) for n in ENV_VARS)
-    search_env.__doc__ = "The search environment (SoC, package paths) of a call's cache key, as a hashable tuple."
-    return search_env
-
-
-search_env = _env_reader()
+search_env = raw_reader(*ENV_VARS)
+"""The search environment (SoC, package paths) of a call's cache key, as a hashable tuple (read on
+every call: environ.raw_reader)."""
 
 
 def _env_key_reader():

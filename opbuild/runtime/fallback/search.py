@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Sequence
 
 from opbuild.runtime.call.cache_key import search_env
-from opbuild.runtime.call.plans import STAMP_INTERVAL_NS
+from opbuild.runtime.binaries.package import STAMP_INTERVAL_NS
 from opbuild.runtime.errors import ACLNN_ERR_INNER, AclnnError
 
 log = logging.getLogger("opbuild.fallback")
