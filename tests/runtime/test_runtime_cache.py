@@ -30,11 +30,23 @@ class Counter:
         return self.fn(*args, **kwargs)
 
 
+class TilingCalls:
+    """Counts the tiling function's runs: the two places it is called (on a C-filled TilingBlock,
+    or on a ctypes context without the extension)."""
+
+    def __init__(self, monkeypatch):
+        self.counters = [Counter(c_callbacks.tiling_on_block), Counter(c_callbacks._run_tiling_ctypes)]
+        monkeypatch.setattr(c_callbacks, "tiling_on_block", self.counters[0])
+        monkeypatch.setattr(c_callbacks, "_run_tiling_ctypes", self.counters[1])
+
+    @property
+    def calls(self) -> int:
+        return sum(c.calls for c in self.counters)
+
+
 @pytest.fixture
 def tiling_calls(monkeypatch):
-    counter = Counter(c_callbacks.run_tiling)
-    monkeypatch.setattr(c_callbacks, "run_tiling", counter)
-    return counter
+    return TilingCalls(monkeypatch)
 
 
 def _count_fragments(monkeypatch, op) -> Counter:

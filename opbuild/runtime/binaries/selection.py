@@ -119,6 +119,9 @@ class OpRuntime:
         # simple: every tensor is one required tensor and every attribute a scalar, so a call's cache
         # key can be built from the arguments as given (executor.simple_key, the fast wrappers).
         self.simple = (all(p.param_type == "required" for p in spec.inputs + spec.outputs) and not self.list_attrs)
+        # key(dp, *args) of a simple call: its cache key (opkey.h words as bytes) or None; made on
+        # first use (arguments.simple_key, fast_wrappers.key_function).
+        self.call_key: Callable[..., bytes | None] | None = None
         # The op's aclnn functions, set when the package's generated module makes them.
         self.phase1: Callable[..., Any] | None = None
         self.phase2: Callable[..., Any] | None = None

@@ -131,30 +131,26 @@ _search_env = env_key  # the search environment, part of every cache key (cache_
 
 
 def simple_key(op: OpRuntime, dp: int, inputs: Sequence[Any], attrs: Sequence[Any],
-               outputs: Sequence[Any]) -> tuple[tuple, list[np.ndarray]] | None:
-    """(cache key, arrays) of a call that the per-op fast wrappers can handle, else None.
+               outputs: Sequence[Any]) -> tuple[bytes, list[np.ndarray]] | None:
+    """(cache key, arrays) of a simple op's call given as numpy arrays or ND Tensors, else None.
 
-    The key is `(op, dp, a0, type(a0), ..., x.dtype, x.shape, x.strides, ..., out.dtype, ..., env)`,
-    exactly what `phase1_function`'s code builds, so both share cached plans.
+    The key is the call's opkey.h words as bytes (one definition of the key): made by the op's
+    key function (`op.call_key`: the C fast path's Phase1.key, or cache_key.plain_call_key
+    without the extension), the key the C fast path's hits look up, so both share cached plans.
     """
     if not op.simple or len(inputs) != op.n_inputs or len(outputs) != op.n_outputs or len(attrs) != op.n_attrs:
         return None
-    key: list[Any] = [op, dp]
-    for v in attrs:
-        key.append(v)
-        key.append(type(v))
     arrays = []
     for v in (*inputs, *outputs):
         a = v if type(v) is _ndarray else _plain_array(v)
         if a is None:
             return None
         arrays.append(a)
-        key += (a.dtype, a.shape, a.strides)
-    key.append(_search_env())
-    key_t = tuple(key)
-    try:
-        hash(key_t)
-    except TypeError:  # an unhashable attribute value: the generic path says what is wrong
-        return None
-    return key_t, arrays
+    call_key = op.call_key
+    if call_key is None:
+        from opbuild.runtime.call.fast_wrappers import key_function
 
+        call_key = key_function(op)
+    n_in = op.n_inputs
+    key = call_key(dp, *arrays[:n_in], *attrs, *arrays[n_in:])
+    return None if key is None else (key, arrays)

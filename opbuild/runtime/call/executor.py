@@ -205,11 +205,18 @@ _pack_direct = _fastpath.pack_direct if _fastpath is not None else _direct_args_
 
 
 def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], outputs: Sequence[Any],
-                       deterministic: bool | None = None, impl_mode: str | int | None = None) -> tuple[int, Executor]:
-    """Phase 1: (workspace_size, executor) for one call."""
+                       deterministic: bool | None = None, impl_mode: str | int | None = None,
+                       opkey: bytes | None = None) -> tuple[int, Executor]:
+    """Phase 1: (workspace_size, executor) for one call. `opkey`: the call's key, given by the C
+    fast path's miss (it built it: plain arrays, the process-wide d and p)."""
     d, p, fallback = settings.resolve(deterministic, impl_mode)
     dp = settings.dp_code(d, p, fallback)
-    simple = simple_key(op, dp, inputs, attrs, outputs) if inputs is not None and outputs is not None and attrs is not None else None
+    if opkey is not None:
+        simple = opkey, [*inputs, *outputs]
+    elif inputs is not None and outputs is not None and attrs is not None:
+        simple = simple_key(op, dp, inputs, attrs, outputs)
+    else:
+        simple = None
     plans = _CACHE.plans
     if simple is not None:
         key, arrays = simple

@@ -57,6 +57,7 @@ static Py_ssize_t g_hot_offset = -1; /* offset of Plan.hot's slot */
 static sim_launch_fn g_launch;
 static PyObject *g_table_key;        /* the thread-state-dict key of the plan table */
 
+static PyObject *s_opkey_kwnames; /* ("_opkey",) */
 static PyObject *s_args, *s_plan, *s_workspace_size, *s_tiling_addr, *s_fn, *s_value, *s_nargs, *s_block_dim,
     *s_sync, *s_empty, *s_contiguous, *s_selection, *s_full_key, *s_entry, *s_name, *s_deterministic,
     *s_impl_mode, *s_stamp, *s_stamp_path, *s_native_hash;
@@ -521,10 +522,25 @@ static int register_plan(Phase1 *self, PyObject *const *args, Key *k, PyObject *
     return 1;
 }
 
+/* The Python phase 1 of a call this path keyed: its key words as the keyword argument `_opkey`
+ * (bytes), so that the Python cache files the plan under the same key (executor.get_workspace_size).
+ * Only calls whose deterministic/impl_mode keywords are absent or None get a key: they are dropped. */
+static PyObject *call_slow_with_key(Phase1 *self, PyObject *const *args, Py_ssize_t nargs, Key *k) {
+    PyObject *stack[MAX_TENSORS + MAX_ATTRS + 1];
+    PyObject *key = PyBytes_FromStringAndSize((const char *)k->words, k->nwords * (Py_ssize_t)sizeof(uint64_t));
+    if (key == NULL) return NULL;
+    memcpy(stack, args, (size_t)nargs * sizeof(PyObject *));
+    stack[nargs] = key;
+    PyObject *res = PyObject_Vectorcall(self->slow, stack, (size_t)nargs, s_opkey_kwnames);
+    Py_DECREF(key);
+    return res;
+}
+
 static PyObject *phase1_slow(Phase1 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames, Key *k,
                              long dp) {
     st_p1_misses++;
-    PyObject *res = PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
+    PyObject *res = k == NULL ? PyObject_Vectorcall(self->slow, args, nargsf, kwnames)
+                              : call_slow_with_key(self, args, PyVectorcall_NARGS(nargsf), k);
     if (res == NULL || k == NULL) return res;
     if (!PyTuple_CheckExact(res) || PyTuple_GET_SIZE(res) != 2) return res;
     PyObject *ex = PyTuple_GET_ITEM(res, 1);
@@ -651,6 +667,33 @@ static PyObject *phase1_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
     return (PyObject *)self;
 }
 
+/* phase1.key(dp, *args) -> the call's key words as bytes (opkey.h; what the cache files its plan
+ * under), or None for a call this path does not key (the Python path then uses its generic key).
+ * `dp` is the call's resolved deterministic/impl-mode code (a Python call may set its own). */
+static PyObject *phase1_key(Phase1 *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "key(dp, *args)");
+        return NULL;
+    }
+    if (!configured()) return NULL;
+    long dp = PyLong_AsLong(args[0]);
+    if (dp == -1 && PyErr_Occurred()) return NULL;
+    if (nargs - 1 != self->n_in + self->n_attr + self->n_out) Py_RETURN_NONE;
+    Table *t = thread_table(1);
+    if (t == NULL) return NULL;
+    Key k;
+    int rc = build_key(self, args + 1, &k, dp, &t->env);
+    if (rc < 0) return NULL;
+    if (rc == 0) Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)k.words, k.nwords * (Py_ssize_t)sizeof(uint64_t));
+}
+
+static PyMethodDef phase1_methods[] = {
+    {"key", (PyCFunction)(void (*)(void))phase1_key, METH_FASTCALL,
+     "key(dp, *args): the call's cache key (opkey.h words as bytes), or None when this path does not key it"},
+    {NULL},
+};
+
 static int phase1_traverse(Phase1 *self, visitproc visit, void *arg) {
     Py_VISIT(self->op);
     Py_VISIT(self->slow);
@@ -691,6 +734,7 @@ static PyTypeObject Phase1Type = {
     .tp_traverse = (traverseproc)phase1_traverse,
     .tp_clear = (inquiry)phase1_clear,
     .tp_members = phase1_members,
+    .tp_methods = phase1_methods,
     .tp_dictoffset = offsetof(Phase1, dict),
     .tp_new = phase1_new,
 };
@@ -1252,6 +1296,11 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     INTERN(s_stamp, "stamp");
     INTERN(s_stamp_path, "stamp_path");
     INTERN(s_native_hash, "native_hash");
+    {
+        PyObject *name = PyUnicode_InternFromString("_opkey");
+        if (name == NULL || (s_opkey_kwnames = PyTuple_Pack(1, name)) == NULL) return NULL;
+        Py_DECREF(name);
+    }
     PyObject *m = PyModule_Create(&fp_module);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "Phase1", (PyObject *)&Phase1Type) < 0 ||
