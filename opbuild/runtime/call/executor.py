@@ -171,7 +171,7 @@ class PyExecutor:
         self.args = packer(n).pack(*words)
         return True
 
-    fast = False  # made by the C fast path (never, without it)
+    fast = False  # launched by the C fast path (never, without it)
 
     def __repr__(self) -> str:
         return f"Executor({self.simplified_key} -> {self.binary_name}, workspace={self.plan.workspace_size})"

@@ -243,7 +243,8 @@ typedef struct {
     PyObject *outputs;
     uint32_t nargs, block_dim, ntensors;
     int sync, empty, repeatable, used, release_gil;
-    int fast;          /* made by Phase1's hit: the launch fields below are set, Phase2 may launch */
+    int fast;          /* the launch fields below are set, Phase2 may launch: made by Phase1's hit, or
+                        * by a miss whose plan Phase1 registered (make_fast) */
     int has_args;      /* `data` holds launch arguments (else: phase 2 prepares them from inputs) */
     unsigned long long ws_size;
     void *fn;
@@ -428,8 +429,9 @@ static int get_bool(PyObject *obj, PyObject *name) {
     return r;
 }
 
-/* Register `plan` (of a Python executor that could launch directly) under the call's key. */
-static int register_plan(Phase1 *self, PyObject *const *args, Key *k, PyObject *plan) {
+/* Register `plan` (of a Python executor that could launch directly) under the call's key; 1 and
+ * the new entry in *registered, 0 when it is not one this path caches, -1 error. */
+static int register_plan(Phase1 *self, PyObject *const *args, Key *k, PyObject *plan, Entry **registered) {
     int contiguous = get_bool(plan, s_contiguous);
     if (contiguous <= 0) return contiguous;
     unsigned long long ws, tiling, nargs, block_dim, fnv = 0;
@@ -519,7 +521,26 @@ static int register_plan(Phase1 *self, PyObject *const *args, Key *k, PyObject *
     if (h == NULL || PyObject_SetAttr(plan, s_native_hash, h) < 0) PyErr_Clear();
     Py_XDECREF(h);
     st_p1_registered++;
+    *registered = e;
     return 1;
+}
+
+/* Make the executor the Python miss returned launchable by Phase2 in C, as a hit's: its launch
+ * arguments are the call's as they are (the Python path packed them: executor._direct_args) and
+ * its plan is `e`'s. */
+static void make_fast(Executor *ex, Entry *e, Phase1 *self, PyObject *const *args) {
+    if (Py_TYPE(ex) != &ExecutorType || !ex->has_args || ex->ntensors != 0 || ex->nargs != e->nargs) return;
+    Py_ssize_t n_in = self->n_in, ntensors = n_in + self->n_out;
+    uint64_t bytes = 0;
+    for (Py_ssize_t i = 0; i < ntensors; i++)
+        bytes += (uint64_t)PyArray_NBYTES((PyArrayObject *)args[i < n_in ? i : i + self->n_attr]);
+    ex->block_dim = e->block_dim;
+    ex->sync = e->sync;
+    ex->empty = e->empty;
+    ex->ws_size = e->ws_size;
+    ex->fn = e->fn;
+    ex->release_gil = e->block_dim > 1 || bytes >= RELEASE_GIL_BYTES;
+    ex->fast = 1;
 }
 
 /* The Python phase 1 of a call this path keyed: its key words as the keyword argument `_opkey`
@@ -560,12 +581,14 @@ static PyObject *phase1_slow(Phase1 *self, PyObject *const *args, size_t nargsf,
         Py_DECREF(res);
         return NULL;
     }
-    int rc = register_plan(self, args, k, plan);
+    Entry *e = NULL;
+    int rc = register_plan(self, args, k, plan, &e);
     Py_DECREF(plan);
     if (rc < 0) {
         Py_DECREF(res);
         return NULL;
     }
+    if (rc > 0) make_fast((Executor *)ex, e, self, args);
     return res;
 }
 
@@ -885,7 +908,8 @@ static PyGetSetDef executor_getset[] = {
     {"args", (getter)executor_args, NULL, "the launch-argument array as packed native uint64", NULL},
     {"inputs", (getter)executor_obj, NULL, "the normalized inputs of a prepared launch, or None", NULL},
     {"outputs", (getter)executor_obj, NULL, "the normalized outputs of a prepared launch, or None", (void *)1},
-    {"fast", (getter)executor_fast, NULL, "made by the C fast path's cache hit", NULL},
+    {"fast", (getter)executor_fast, NULL,
+     "phase 2 launches it in C: made by a cache hit of this path, or by a miss whose plan it registered", NULL},
     {"repeatable", (getter)executor_get_flag, (setter)executor_set_flag, NULL, NULL},
     {"used", (getter)executor_get_flag, (setter)executor_set_flag, NULL, (void *)1},
     {"simplified_key", (getter)executor_simplified_key, NULL, NULL, NULL},
