@@ -46,16 +46,17 @@ def tiling_key_problems(spec: OpSpec, marks: Marks, kernel_text: str, kernel_sho
         return problems  # (a branch on a value the check cannot know; or the ordinary unbranched kernel)
     tested = {t.key for t in tests}
     if tested:
-        why = (f"it tests {', '.join(map(str, sorted(tested)))}: a launch with this key takes none of its key "
-               f"paths); branch on it with `if (TILING_KEY_IS({{}})) {{{{ ... }}}}`, or remove it from tiling.keys")
+        why, other_fix = (f"it tests {', '.join(map(str, sorted(tested)))}: a launch with this key takes none of "
+                          f"its key paths"), "remove it from tiling.keys"
     else:
-        why = ("it has no TILING_KEY_IS at all: every key runs the same code); branch on it with "
-               "`if (TILING_KEY_IS({})) {{ ... }}`, or leave tiling.keys out (the default, [0])")
+        why, other_fix = "it has no TILING_KEY_IS at all: every key runs the same code", \
+            "leave tiling.keys out (the default, [0])"
     for i, key in enumerate(declared):
         if key not in tested:
             problems.append(marks.problem(("tiling", "keys", i) if given else keys_path,
                                           f"op {spec.op} declares tiling key {key}, but its kernel {kernel_shown} "
-                                          f"has no TILING_KEY_IS({key}) branch ({why.format(key)}"))
+                                          f"has no TILING_KEY_IS({key}) branch ({why}); branch on it with "
+                                          f"`if (TILING_KEY_IS({key})) {{ ... }}`, or {other_fix}"))
     return problems
 
 
