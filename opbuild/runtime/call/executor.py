@@ -211,44 +211,43 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
     fast path's miss (it built it: plain arrays, the process-wide d and p)."""
     d, p, fallback = settings.resolve(deterministic, impl_mode)
     dp = settings.dp_code(d, p, fallback)
-    if opkey is not None:
-        simple = opkey, [*inputs, *outputs]
-    elif inputs is not None and outputs is not None and attrs is not None:
-        simple = simple_key(op, dp, inputs, attrs, outputs)
-    else:
-        simple = None
     plans = _CACHE.plans
-    if simple is not None:
-        key, arrays = simple
+    plan = None
+    if opkey is not None:  # the C fast path's miss: plain numpy arrays, keyed there
+        key, arrays = opkey, [*inputs, *outputs]
+    else:
+        simple = simple_key(op, dp, inputs, attrs, outputs) if inputs is not None and outputs is not None and attrs is not None else None
+        key, arrays = simple if simple is not None else (None, None)
+    if key is not None:
         plan = plans.get(key)
         if plan is not None and plan_fresh(plan):
-            n_in = op.n_inputs
-            for what, a in zip(op.output_what, arrays[n_in:]):
+            for what, a in zip(op.output_what, arrays[op.n_inputs:]):
                 if not a.flags.writeable:
                     raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what} is read-only")
             plan.hot = True
             args = _direct_args(plan, arrays)
             if args is not None:
                 return plan.workspace_size, Executor(plan, op, tuple(arrays), args)
-    plain = normalize_plain(op, simple[1]) if simple is not None else None
+        else:
+            plan = None
+    plain = normalize_plain(op, arrays) if arrays is not None else None
     if plain is not None:
         in_params, out_params = plain
     else:
         in_params = normalize_tensors(op, inputs, outputs=False)
         out_params = normalize_tensors(op, outputs, outputs=True)
+        arrays = [a for g in in_params + out_params for a, _ in g]
     attr_values = normalize_attrs(op, attrs)
-    if simple is None:
+    if key is None:
         key = (op, dp, "generic", attr_values, _signature(in_params), _signature(out_params), _search_env())
-    plan = plans.get(key)
-    if plan is None or not plan_fresh(plan):
+        plan = plans.get(key)
+        if plan is not None and not plan_fresh(plan):
+            plan = None
+    if plan is None:
         plan = build_plan(op, in_params, out_params, attr_values, d, p, fallback)
         _store(key, plan, PARAM_CACHE_CAPACITY)
     else:
         plan.hot = True
-    if simple is not None:  # one array per parameter, as given
-        arrays = simple[1]
-    else:
-        arrays = [a for g in in_params + out_params for a, _ in g]
     args = None
     if len(arrays) == plan.nargs - 2 and not op.has_dynamic:  # no absent optional, no list
         args = _direct_args(plan, arrays)

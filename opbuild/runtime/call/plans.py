@@ -283,30 +283,40 @@ class SignatureTiling:
             raise AclnnError(ACLNN_ERR_PARAM_INVALID if exc.invalid else ACLNN_ERR_INNER, str(exc)) from None
 
     def tile(self, in_inst, out_inst, block: Any, full_key: str) -> TilingResult:
-        """The tiling function's result for the call (or a package provider's precomputed one),
-        checked against the kernel and the SoC."""
-        spec, kernel, info = self.spec, self.kernel, self.info
+        """The tiling result of the call (run_tiling), checked against the kernel and the SoC."""
+        result = self.run_tiling(in_inst, out_inst, block, full_key)
+        self.check(result)
+        return result
+
+    def run_tiling(self, in_inst, out_inst, block: Any, full_key: str) -> TilingResult:
+        """The tiling function's result for the call (or a package provider's precomputed one);
+        `block`: the call's context (`context`), None to fill one through ctypes."""
+        spec = self.spec
         symbol = spec.tiling.symbol
         # A package provider (an .om) may hold the tiling result computed when it was built.
         precomputed = getattr(self.package, "precomputed_tiling", None)
         result = precomputed(spec, full_key, in_inst, out_inst, self.attrs) if precomputed is not None else None
-        if result is None:
-            try:
-                if block is not None:
-                    fn = self.tiling_fn
-                    if fn is None:
-                        fn = self.tiling_fn = self.op.tiling_library(self.package).address(symbol)
-                    result = _c_callbacks.tiling_on_block(block, fn, spec.op, symbol, kernel.op_para_size)
-                else:
-                    result = _c_callbacks.run_tiling(self.op.tiling_library(self.package), symbol, spec, in_inst,
-                                                     out_inst, self.attrs, soc=self.soc, core_num=info.core_num,
-                                                     ub_size=info.ub_size, deterministic=self.d, impl_mode=self.p,
-                                                     capacity=kernel.op_para_size)
-            except _c_callbacks.CallbackError as exc:
-                raise AclnnError(ACLNN_ERR_INNER, str(exc)) from None
-        check_tiling_result(spec.op, symbol, result.block_dim, result.workspace_size, info, kernel.intercore_sync,
-                            result.tiling_key, kernel.tiling_keys)
-        return result
+        if result is not None:
+            return result
+        try:
+            if block is not None:
+                fn = self.tiling_fn
+                if fn is None:
+                    fn = self.tiling_fn = self.op.tiling_library(self.package).address(symbol)
+                return _c_callbacks.tiling_on_block(block, fn, spec.op, symbol, self.kernel.op_para_size)
+            info = self.info
+            return _c_callbacks.run_tiling(self.op.tiling_library(self.package), symbol, spec, in_inst, out_inst,
+                                           self.attrs, soc=self.soc, core_num=info.core_num, ub_size=info.ub_size,
+                                           deterministic=self.d, impl_mode=self.p, capacity=self.kernel.op_para_size)
+        except _c_callbacks.CallbackError as exc:
+            raise AclnnError(ACLNN_ERR_INNER, str(exc)) from None
+
+    def check(self, result: TilingResult) -> None:
+        """AclnnError 561000 when the result is out of what the kernel and the SoC take
+        (tiling_bounds.check_tiling_result)."""
+        kernel = self.kernel
+        check_tiling_result(self.spec.op, self.spec.tiling.symbol, result.block_dim, result.workspace_size, self.info,
+                            kernel.intercore_sync, result.tiling_key, kernel.tiling_keys)
 
 
 def _prepare(op: OpRuntime, soc: str, in_inst, out_inst, signature: tuple, outputs, attrs: tuple, d: int, p: int,
