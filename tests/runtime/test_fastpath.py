@@ -345,7 +345,6 @@ from hypothesis import strategies as st  # noqa: E402
 
 from opbuild.abi.ge_types import DTYPE_TO_GE, dtype_name  # noqa: E402
 from opbuild.runtime.call import cache_key  # noqa: E402
-from opbuild.runtime.call.fast_wrappers import key_id  # noqa: E402
 
 array_strategy = st.tuples(st.lists(st.integers(1, 5), min_size=0, max_size=3),
                            st.sampled_from([np.float32, np.float16, np.int32]), st.integers(1, 2))
@@ -375,11 +374,11 @@ def test_c_fast_path_key_equals_python_key(ops, builtin_ops, monkeypatch, arrays
         x, y, z = (_make(s) for s in arrays)
         dp = settings.DP[0]
         add = ops.aclnnAddCustomTemplateGetWorkspaceSize
-        expected = cache_key.key_words(key_id(ops._OPS["AddCustomTemplate"]), cache_key.env_token(), dp,
+        expected = cache_key.key_words(ops._OPS["AddCustomTemplate"].key_id, cache_key.env_token(), dp,
                                        [_slot(x), _slot(y), _slot(z)], [])
         assert fastpath.key_words(add, x, y, z) == expected
         leaky = builtin_ops.aclnnLeakyReluCustomGetWorkspaceSize
-        expected = cache_key.key_words(key_id(builtin_ops._OPS["LeakyReluCustom"]), cache_key.env_token(), dp,
+        expected = cache_key.key_words(builtin_ops._OPS["LeakyReluCustom"].key_id, cache_key.env_token(), dp,
                                        [_slot(x), _slot(z)], [("float", float(slope))])
         assert fastpath.key_words(leaky, x, slope, z) == expected
     finally:

@@ -2,9 +2,9 @@
 
 `normalize_tensors` / `normalize_attrs` turn the arguments of aclnnXxxGetWorkspaceSize into
 (array, format) instances and a hashable attribute tuple, raising the AclnnError CANN would;
-`_signature` is the generic cache key of normalized tensors. `simple_key` is the cheap cache
-key of a "simple" op called with numpy arrays or ND Tensors (the key the per-op fast wrappers
-build inline), so a hit skips normalization. Kept apart from plan building and launching so
+`params_key` is the cache key of normalized arguments; `simple_key` the same key of a "simple"
+op called with numpy arrays or ND Tensors (the one the C fast path builds), so a hit skips
+normalization. Kept apart from plan building and launching so
 the key a call maps to is defined in one place.
 """
 
@@ -14,9 +14,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from opbuild.abi.ge_types import dtype_name
+from opbuild.abi.ge_types import FORMAT_TO_GE, dtype_name
 from opbuild.abi.vocabulary import ATTR_TYPES
-from opbuild.runtime.call.cache_key import env_key
+from opbuild.runtime.call import cache_key
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
 from opbuild.runtime.binaries.selection import OpRuntime
 from opbuild.runtime.tensor import Tensor, as_array
@@ -111,8 +111,26 @@ def normalize_attrs(op: OpRuntime, values: Sequence[Any]) -> tuple:
     return tuple(out)
 
 
-def _signature(params: list[list[tuple[np.ndarray, str]]]) -> tuple:
-    return tuple(tuple((a.dtype, a.shape, a.strides, f) for a, f in instances) for instances in params)
+def params_key(op: OpRuntime, dp: int, in_params: list, out_params: list, attr_values: tuple) -> bytes | None:
+    """The cache key of a call's normalized tensors and attributes: opkey.h's words as bytes, as
+    simple_key's (the same words for a call both cover), for the calls simple_key does not take
+    (optional or list parameters, formats other than ND, Tensors, numpy scalar attributes). None
+    when the call has no key (strides not in whole elements): it is then planned on every call.
+    Made in C (fastpath.c params_key) when the extension is built, else by cache_key.params_key."""
+    fn = _PARAMS_KEY[0]
+    if fn is None:
+        fn = _PARAMS_KEY[0] = _params_key_function()
+    return fn(op.key_id, dp, op.slot_kinds, in_params + out_params, FORMAT_TO_GE, op.attr_tags, attr_values)
+
+
+_PARAMS_KEY: list = [None]
+
+
+def _params_key_function():
+    from opbuild.runtime.call.fast_wrappers import _fastpath_ready
+    from opbuild.runtime.call.plan_cache import _fastpath
+
+    return _fastpath.params_key if _fastpath is not None and _fastpath_ready() else cache_key.params_key
 
 
 _ndarray = np.ndarray
@@ -125,9 +143,6 @@ def _plain_array(value: Any) -> np.ndarray | None:
     if type(value) is Tensor and value.format == "ND":
         return value.array
     return None
-
-
-_search_env = env_key  # the search environment, part of every cache key (cache_key.ENV_VARS)
 
 
 def simple_key(op: OpRuntime, dp: int, inputs: Sequence[Any], attrs: Sequence[Any],

@@ -65,21 +65,6 @@ search_env = raw_reader(*ENV_VARS)
 every call: environ.raw_reader)."""
 
 
-def _env_key_reader():
-    """env_key: the C extension's env token of the calling thread (opkey.h opkey_env_token_cached:
-    the environment is scanned again only when it may have changed, so a call reads no
-    variable), else search_env."""
-    from opbuild.runtime import fastpath_ext
-
-    ext = fastpath_ext.load()
-    return ext.env_token if ext is not None else search_env
-
-
-env_key = _env_key_reader()
-"""The search environment as it enters the Python cache keys (a hashable value that changes
-whenever a variable of ENV_VARS does): one C call per key with the extension."""
-
-
 def _tensor(words: list[int], t: Tensor) -> None:
     dtype, fmt, dims, strides, offset = t
     words += (TENSOR, _u64(dtype), _u64(fmt), len(dims))
@@ -204,3 +189,56 @@ def plain_call_key(op_id: int, n_in: int, kinds: bytes, dp: int, *args: Any) -> 
             return None
         attrs.append(item)
     return key_bytes(op_id, env_token(), dp, slots, attrs)
+
+
+_TYPE_BY_TAG = {t.key_tag: t for t in ATTR_TYPES}
+
+
+def _keyable(element: str, v: Any) -> Any:
+    """An attribute item as the key encodes it, or None when it has no encoding (an int out of
+    int64, a float overflowing a double, a string that is not UTF-8), as the C code decides."""
+    if element == "int":
+        return v if _INT64_MIN <= v <= _INT64_MAX else None
+    if element == "float":
+        try:
+            return float(v)
+        except OverflowError:
+            return None
+    if element == "str":
+        try:
+            return v.encode()
+        except UnicodeEncodeError:
+            return None
+    return bool(v)
+
+
+def params_key(op_id: int, dp: int, slot_kinds: bytes, params: Sequence[Sequence[tuple[np.ndarray, str]]],
+               formats: dict[str, int], attr_tags: bytes, attrs: Sequence[Any]) -> bytes | None:
+    """The key (key_bytes) of a call given as normalized tensors (per IR parameter, inputs then
+    outputs, a list of (array, format name); `slot_kinds` 1 for a tensor list) and normalized
+    attribute values (`attr_tags`: their key tags); None when a tensor's strides are not in
+    whole elements or a value has no key encoding. The pure-Python equivalent of the C fast
+    path's params_key (fastpath.c), used where the extension is missing."""
+    codes = numpy_dtype_codes()
+    slots: list[Any] = []
+    for kind, group in zip(slot_kinds, params):
+        tensors = []
+        for a, fmt in group:
+            size = a.itemsize
+            if a.ndim > 64 or size <= 0 or any([s % size for s in a.strides]):
+                return None
+            tensors.append((codes[a.dtype], formats[fmt], a.shape, [s // size for s in a.strides], 0))
+        if kind:
+            slots.append(tensors)
+        elif len(tensors) > 1:
+            raise ValueError("params_key: a single parameter has one tensor or none")
+        else:
+            slots.append(tensors[0] if tensors else None)
+    items = []
+    for tag, v in zip(attr_tags, attrs):
+        t = _TYPE_BY_TAG[tag]
+        values = [_keyable(t.element, x) for x in (v if t.is_list else (v,))]
+        if any(x is None for x in values):
+            return None
+        items.append((t.name, values if t.is_list else values[0]))
+    return key_bytes(op_id, env_token(), dp, slots, items)

@@ -44,12 +44,11 @@ from opbuild.runtime.call.arguments import (  # noqa: F401 - re-exported: opbuil
     _dtype_name,
     _ndarray,
     _plain_array,
-    _search_env,
-    _signature,
     _tensor_arg,
     normalize_attrs,
     normalize_plain,
     normalize_tensors,
+    params_key,
     simple_key,
 )
 from opbuild.runtime.errors import (  # noqa: F401
@@ -239,13 +238,14 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
         arrays = [a for g in in_params + out_params for a, _ in g]
     attr_values = normalize_attrs(op, attrs)
     if key is None:
-        key = (op, dp, "generic", attr_values, _signature(in_params), _signature(out_params), _search_env())
-        plan = plans.get(key)
+        key = params_key(op, dp, in_params, out_params, attr_values)
+        plan = plans.get(key) if key is not None else None
         if plan is not None and not plan_fresh(plan):
             plan = None
     if plan is None:
         plan = build_plan(op, in_params, out_params, attr_values, d, p, fallback)
-        _store(key, plan, PARAM_CACHE_CAPACITY)
+        if key is not None:  # (no key: strides not in whole elements, planned on every call)
+            _store(key, plan, PARAM_CACHE_CAPACITY)
     else:
         plan.hot = True
     args = None

@@ -15,7 +15,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import inspect
-import itertools
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -86,14 +85,9 @@ def _native_phase1(op: OpRuntime, slow: Callable[..., Any]) -> Any:
     simple), made its key function (`op.call_key`) too."""
     if not op.simple or op.spec.is_aicpu or not _fastpath_ready():
         return None
-    native = _fastpath.Phase1(op, op.n_inputs, op.n_attrs, op.n_outputs, slow, key_id(op), _attr_kinds(op))
+    native = _fastpath.Phase1(op, op.n_inputs, op.n_attrs, op.n_outputs, slow, op.key_id, op.attr_tags)
     op.call_key = native.key
     return native
-
-
-def _attr_kinds(op: OpRuntime) -> bytes:
-    """Per attribute, its tag in the key (cache_key.ATTR_TAGS)."""
-    return bytes(cache_key.ATTR_TAGS[a.type] for a in op.spec.attrs)
 
 
 def key_function(op: OpRuntime) -> Callable[..., bytes | None]:
@@ -101,7 +95,7 @@ def key_function(op: OpRuntime) -> Callable[..., bytes | None]:
     key(dp, *args) -> the call's key (opkey.h words as bytes) or None. The C fast path's
     Phase1.key when the extension is built, else cache_key.plain_call_key (the same words)."""
     if op.call_key is None and _native_phase1(op, _no_phase1) is None:
-        op.call_key = functools.partial(cache_key.plain_call_key, key_id(op), op.n_inputs, _attr_kinds(op))
+        op.call_key = functools.partial(cache_key.plain_call_key, op.key_id, op.n_inputs, op.attr_tags)
     return op.call_key
 
 
@@ -141,17 +135,6 @@ def _dress(fn: Callable[..., Any], name: str, doc: str | None) -> None:
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     fn.__module__ = __name__
-
-
-_KEY_IDS = itertools.count(1)
-
-
-def key_id(op: OpRuntime) -> int:
-    """The op's id in the cache key (opkey.h word 1), given once per OpRuntime."""
-    kid = getattr(op, "key_id", None)
-    if kid is None:
-        kid = op.key_id = next(_KEY_IDS)
-    return kid
 
 
 def check_executor_op(executor: Any, op: OpRuntime, api: str) -> None:

@@ -1155,6 +1155,171 @@ static PyObject *fp_key_words(PyObject *mod, PyObject *const *args, Py_ssize_t n
     return list;
 }
 
+/* One normalized tensor ((array, format name) of executor.normalize_tensors) into the key; 1 done,
+ * 0 strides not in whole elements (not keyable), -1 error. */
+static int params_key_tensor(opkey *key, PyObject *pair, PyObject *formats) {
+    if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2 || !PyArray_Check(PyTuple_GET_ITEM(pair, 0))) {
+        PyErr_SetString(PyExc_TypeError, "params_key: a tensor is an (array, format name) pair");
+        return -1;
+    }
+    PyArrayObject *a = (PyArrayObject *)PyTuple_GET_ITEM(pair, 0);
+    int code = PyArray_ISBYTESWAPPED(a) ? -1 : dtype_code((PyObject *)PyArray_DESCR(a));
+    PyObject *fmt = PyDict_GetItemWithError(formats, PyTuple_GET_ITEM(pair, 1));
+    if (code < 0 || fmt == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "params_key: dtype or format without a GE code");
+        return -1;
+    }
+    long fmt_code = PyLong_AsLong(fmt);
+    if (fmt_code == -1 && PyErr_Occurred()) return -1;
+    int nd = PyArray_NDIM(a);
+    npy_intp itemsize = PyArray_ITEMSIZE(a);
+    if (nd > 64 || itemsize <= 0) return 0;
+    int64_t dims[64], strides[64];
+    for (int d = 0; d < nd; d++) {
+        npy_intp st = PyArray_STRIDES(a)[d];
+        if (st % itemsize) return 0;
+        dims[d] = PyArray_DIMS(a)[d];
+        strides[d] = st / itemsize;
+    }
+    opkey_tensor(key, code, fmt_code, (uint64_t)nd, dims, strides, 0);
+    return 1;
+}
+
+/* One normalized attribute value of key tag `tag` into the key; 1 done, 0 not representable (an
+ * int out of int64, a string that is not UTF-8), -1 error. */
+static int params_key_attr(opkey *key, int tag, PyObject *v) {
+    if (tag == OPKEY_STR) {
+        Py_ssize_t len;
+        const char *text = PyUnicode_Check(v) ? PyUnicode_AsUTF8AndSize(v, &len) : NULL;
+        if (text == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        opkey_str(key, text, (size_t)len);
+        return 1;
+    }
+    int is_list = tag == OPKEY_INTS || tag == OPKEY_FLOATS || tag == OPKEY_BOOLS;
+    PyObject *seq = is_list ? PySequence_Fast(v, "params_key: a list attribute is a sequence") : Py_NewRef(v);
+    if (seq == NULL) return -1;
+    Py_ssize_t n = is_list ? PySequence_Fast_GET_SIZE(seq) : 1;
+    PyObject **items = is_list ? PySequence_Fast_ITEMS(seq) : &seq;
+    int64_t *ints = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+    double *reals = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(double));
+    uint8_t *flags = PyMem_Malloc((size_t)(n ? n : 1));
+    int rc = ints && reals && flags ? 1 : -1;
+    if (rc < 0) PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n && rc == 1; i++) {
+        PyObject *x = items[i];
+        if (tag == OPKEY_INT || tag == OPKEY_INTS) {
+            int overflow;
+            ints[i] = PyLong_AsLongLongAndOverflow(x, &overflow);
+            if (overflow) rc = 0;
+            else if (ints[i] == -1 && PyErr_Occurred()) rc = -1;
+        } else if (tag == OPKEY_FLOAT || tag == OPKEY_FLOATS) {
+            reals[i] = PyFloat_AsDouble(x);
+            if (reals[i] == -1.0 && PyErr_Occurred()) {
+                rc = PyErr_ExceptionMatches(PyExc_OverflowError) ? 0 : -1;
+                if (rc == 0) PyErr_Clear();
+            }
+        } else if (tag == OPKEY_BOOL || tag == OPKEY_BOOLS) {
+            int t = PyObject_IsTrue(x);
+            if (t < 0) rc = -1;
+            flags[i] = (uint8_t)t;
+        } else {
+            PyErr_Format(PyExc_ValueError, "params_key: unknown attribute tag %d", tag);
+            rc = -1;
+        }
+    }
+    if (rc == 1) {
+        switch (tag) {
+        case OPKEY_INT: opkey_int(key, ints[0]); break;
+        case OPKEY_FLOAT: opkey_float(key, reals[0]); break;
+        case OPKEY_BOOL: opkey_bool(key, flags[0]); break;
+        case OPKEY_INTS: opkey_ints(key, ints, (uint64_t)n); break;
+        case OPKEY_FLOATS: opkey_floats(key, reals, (uint64_t)n); break;
+        default: opkey_bools(key, flags, (uint64_t)n); break;
+        }
+    }
+    PyMem_Free(ints);
+    PyMem_Free(reals);
+    PyMem_Free(flags);
+    Py_DECREF(seq);
+    return rc;
+}
+
+/* params_key(op_id, dp, slot_kinds, params, formats, attr_tags, attrs) -> the cache key (opkey.h
+ * words as bytes) of a call given as normalized tensors and attributes: what executor.py files
+ * the calls the simple key does not cover under (optional or list parameters, other formats,
+ * Tensors). params: per IR parameter (inputs, then outputs) a list of (array, format name);
+ * slot_kinds: per parameter 0 (one tensor, [] when absent) or 1 (a tensor list); formats: {format
+ * name: GE code}; attr_tags: per attribute its OPKEY_* tag. None when a tensor's strides are not
+ * in whole elements or a value has no key encoding (the call is then planned without the
+ * cache). cache_key.params_key is the pure-Python equivalent. */
+static PyObject *fp_params_key(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    (void)mod;
+    if (nargs != 7 || !PyBytes_Check(args[2]) || !PyDict_Check(args[4]) || !PyBytes_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "params_key(op_id, dp, slot_kinds: bytes, params, formats: dict, "
+                                         "attr_tags: bytes, attrs)");
+        return NULL;
+    }
+    if (!configured()) return NULL;
+    unsigned long long op_id = PyLong_AsUnsignedLongLong(args[0]);
+    long dp = PyLong_AsLong(args[1]);
+    if (PyErr_Occurred()) return NULL;
+    PyObject *params = PySequence_Fast(args[3], "params_key: params is a sequence");
+    if (params == NULL) return NULL;
+    PyObject *attrs = PySequence_Fast(args[6], "params_key: attrs is a sequence");
+    if (attrs == NULL) {
+        Py_DECREF(params);
+        return NULL;
+    }
+    const char *kinds = PyBytes_AS_STRING(args[2]), *tags = PyBytes_AS_STRING(args[5]);
+    Py_ssize_t nslots = PySequence_Fast_GET_SIZE(params), nattrs = PySequence_Fast_GET_SIZE(attrs);
+    PyObject *result = NULL;
+    if (nslots != PyBytes_GET_SIZE(args[2]) || nattrs != PyBytes_GET_SIZE(args[5])) {
+        PyErr_SetString(PyExc_ValueError, "params_key: one kind per parameter and one tag per attribute");
+        Py_DECREF(params);
+        Py_DECREF(attrs);
+        return NULL;
+    }
+    Table *t = thread_table(1);
+    if (t == NULL) {
+        Py_DECREF(params);
+        Py_DECREF(attrs);
+        return NULL;
+    }
+    opkey key;
+    opkey_begin(&key, op_id, opkey_env_token_cached(&t->env), (uint64_t)dp, (uint32_t)nslots, (uint32_t)nattrs);
+    int rc = 1;
+    for (Py_ssize_t i = 0; i < nslots && rc == 1; i++) {
+        PyObject *group = PySequence_Fast(PySequence_Fast_GET_ITEM(params, i), "params_key: a parameter is a list");
+        if (group == NULL) {
+            rc = -1;
+            break;
+        }
+        Py_ssize_t m = PySequence_Fast_GET_SIZE(group);
+        if (kinds[i]) opkey_list(&key, (uint64_t)m);
+        else if (m == 0) opkey_absent(&key);
+        else if (m != 1) {
+            PyErr_SetString(PyExc_ValueError, "params_key: a single parameter has one tensor or none");
+            rc = -1;
+        }
+        for (Py_ssize_t k = 0; k < m && rc == 1; k++)
+            rc = params_key_tensor(&key, PySequence_Fast_GET_ITEM(group, k), args[4]);
+        Py_DECREF(group);
+    }
+    for (Py_ssize_t i = 0; i < nattrs && rc == 1; i++)
+        rc = params_key_attr(&key, (unsigned char)tags[i], PySequence_Fast_GET_ITEM(attrs, i));
+    if (rc == 1 && !key.failed)
+        result = PyBytes_FromStringAndSize((const char *)key.w, (Py_ssize_t)(key.n * sizeof(uint64_t)));
+    else if (rc >= 0)
+        result = Py_NewRef(Py_None);
+    opkey_free(&key);
+    Py_DECREF(params);
+    Py_DECREF(attrs);
+    return result;
+}
+
 static PyObject *fp_set_observed(PyObject *mod, PyObject *arg) {
     (void)mod;
     long n = PyLong_AsLong(arg);
@@ -1252,6 +1417,8 @@ extern PyTypeObject TilingBlockType;                                            
 static PyMethodDef fp_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))fp_configure, METH_VARARGS | METH_KEYWORDS,
      "configure(aclnn_error, dp, executor_type, plan_type, launch_failed, sim_launch): bind to the runtime."},
+    {"params_key", (PyCFunction)(void (*)(void))fp_params_key, METH_FASTCALL,
+     "params_key(op_id, dp, slot_kinds, params, formats, attr_tags, attrs): the key of normalized arguments"},
     {"key_words", (PyCFunction)(void (*)(void))fp_key_words, METH_FASTCALL,
      "key_words(phase1, *args): the key (opkey.h words) the C path builds for this call, or None."},
     {"set_observed", fp_set_observed, METH_O,
