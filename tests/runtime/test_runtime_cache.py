@@ -138,6 +138,22 @@ def test_hit_with_default_keys_and_strides(ops, monkeypatch, tiling_calls):
     assert (keys.calls, tiling_calls.calls) == (2, 3)
 
 
+def test_a_call_without_a_key_is_planned_every_time(ops, tiling_calls):
+    # strides not in whole elements have no encoding in the key (opkey.h: strides in elements):
+    # such a call is right, and tiled on every call rather than cached under a wrong key
+    rt.clear_op_cache()
+    raw = np.zeros(64, np.uint8)
+    x = np.lib.stride_tricks.as_strided(raw[:4].view(np.float32), shape=(4,), strides=(6,))
+    x[...] = [1.5, -2.0, 3.25, 4.0]  # 4 bytes every 6: no overlap
+    y = np.ones(4, np.float32)
+    z = np.empty(4, np.float32)
+    for k in range(1, 3):
+        size, ex = ops.aclnnAddCustomTemplateGetWorkspaceSize(x, y, z)
+        ops.aclnnAddCustomTemplate(None, size, ex)
+        np.testing.assert_array_equal(z, x.copy() + 1)
+        assert tiling_calls.calls == k and executor.cache_size() == 0
+
+
 def test_clear_op_cache_clears_only_the_calling_thread(ops, tiling_calls):
     x = np.ones(16, np.float32)
     ops.add_custom_template(x, x)
