@@ -241,8 +241,8 @@ class SignatureTiling:
     """What inference and tiling take on every new shape of one call signature, found once: the
     SoC's platform, the kernel, the tiling function and the op_proto shape function by address,
     and the tiling context's fixed fields (op, SoC, attributes, d, p, tiling data capacity).
-    `context` fills a call's TilingBlock (None without the extension: then `infer`/`tile` take
-    the general ctypes path of the same functions)."""
+    `context` fills a call's TilingBlock (None without the extension: then `infer` and
+    `run_tiling` take the ctypes path of the same functions)."""
 
     __slots__ = ("op", "spec", "soc", "attrs", "d", "p", "info", "kernel", "package", "items", "fill_args",
                  "tiling_fn", "proto", "shape_fns", "shape_symbols")
@@ -290,7 +290,8 @@ class SignatureTiling:
 
     def run_tiling(self, in_inst, out_inst, block: Any, full_key: str) -> TilingResult:
         """The tiling function's result for the call (or a package provider's precomputed one);
-        `block`: the call's context (`context`), None to fill one through ctypes."""
+        `block`: the call's context when the shape check filled one (else filled here; through
+        ctypes without the extension)."""
         spec = self.spec
         symbol = spec.tiling.symbol
         # A package provider (an .om) may hold the tiling result computed when it was built.
@@ -298,6 +299,8 @@ class SignatureTiling:
         result = precomputed(spec, full_key, in_inst, out_inst, self.attrs) if precomputed is not None else None
         if result is not None:
             return result
+        if block is None:
+            block = self.context(in_inst, out_inst)
         try:
             if block is not None:
                 fn = self.tiling_fn
@@ -373,8 +376,6 @@ def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fal
         # axis, still runs: the kernel writes the identity).
         return Plan(op, selection, None, 0, 0, 0, None, True, contiguous, nargs)
     tiling = prepared.tiling(op, soc, attrs, d)
-    if block is None:
-        block = tiling.context(in_inst, out_inst)
     result = tiling.tile(in_inst, out_inst, block, selection.full_key)
     kernel = tiling.kernel
     try:
