@@ -5,6 +5,7 @@ call, including which calls they do not key (None: the generic path takes those)
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 import numpy as np
@@ -167,3 +168,42 @@ def test_simple_and_normalized_calls_have_one_key(keyed_op):
     attrs = normalize_attrs(op, args[2:6])
     assert c_key(5, *args) == params_key(op, 5, inputs, outputs, attrs)
     assert params_key(op, 5, inputs, [[(z, "NCHW")]], attrs) != c_key(5, *args)  # the format is in it
+
+
+_WITHOUT_EXTENSION = r"""
+import sys
+import numpy as np
+import opbuild.runtime as rt
+from opbuild.runtime.call import arguments, cache_key, executor
+from opbuild.runtime.tensor import Tensor
+
+assert executor._fastpath is None  # OPBUILD_NO_FASTPATH=1: the pure-Python key builders
+ops = rt.import_ops(sys.argv[1])
+op = ops._OPS["AddCustomTemplate"]
+x = np.arange(6, dtype=np.float32).reshape(2, 3)
+z = np.empty_like(x)
+for _ in range(2):
+    size, ex = ops.aclnnAddCustomTemplateGetWorkspaceSize(x, x, z)
+    ops.aclnnAddCustomTemplate(None, size, ex)
+assert (z == 2 * x).all() and executor.cache_size() == 1
+assert op.call_key.func is cache_key.plain_call_key  # made on first use
+(key,) = executor._CACHE.plans
+assert type(key) is bytes
+# an ND Tensor and numpy arrays are one call: the generic key (params_key) is the same bytes
+ops.aclnnAddCustomTemplate(None, *ops.aclnnAddCustomTemplateGetWorkspaceSize(Tensor(x), x, z))
+assert executor.cache_size() == 1
+print("ok")
+"""
+
+
+@pytest.mark.slow
+def test_the_same_keys_without_the_extension(package, tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "no_ext.py"
+    script.write_text(_WITHOUT_EXTENSION)
+    env = {**os.environ, "OPBUILD_NO_FASTPATH": "1"}
+    run = subprocess.run([sys.executable, str(script), str(package)], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr
