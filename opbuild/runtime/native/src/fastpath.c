@@ -44,6 +44,8 @@
 #define TABLE_LIMIT 8192
 #define RELEASE_GIL_BYTES (64 * 1024)
 
+_Static_assert(sizeof(void *) == sizeof(uint64_t), "launch arguments are kept as uint64 and passed as pointers");
+
 typedef int (*sim_launch_fn)(void *stream, void *fn, void *const *args, uint32_t nargs, uint32_t block_dim,
                              int intercore_sync, char *err, uint32_t errlen);
 
@@ -60,6 +62,8 @@ static PyObject *g_table_key;        /* the thread-state-dict key of the plan ta
 static PyObject *s_args, *s_plan, *s_workspace_size, *s_tiling_addr, *s_fn, *s_value, *s_nargs, *s_block_dim,
     *s_sync, *s_empty, *s_contiguous, *s_selection, *s_full_key, *s_entry, *s_name, *s_deterministic,
     *s_impl_mode, *s_stamp, *s_stamp_path, *s_native_hash;
+
+static PyObject *s_zero; /* 0, phase 2's result */
 
 static unsigned long long st_p1_hits, st_p1_misses, st_p1_registered, st_p2_fast, st_p2_slow;
 
@@ -278,6 +282,23 @@ typedef struct {
 } Executor;
 
 static PyTypeObject ExecutorType;
+
+/* Executors of up to EXEC_FREE_ITEMS data words (a launch of up to 7 tensors) are allocated with
+ * that many and recycled through a free list (every hit makes one and drops it a moment later:
+ * the allocator was ~6% of a hit). The GIL guards the list; every field is set by the maker. */
+#define EXEC_FREE_ITEMS 16
+#define EXEC_FREE_MAX 16
+static Executor *g_exec_free[EXEC_FREE_MAX];
+static int g_exec_nfree;
+
+static Executor *executor_alloc(Py_ssize_t items) {
+    if (items > EXEC_FREE_ITEMS) return PyObject_NewVar(Executor, &ExecutorType, items);
+    if (g_exec_nfree > 0) {
+        Executor *ex = g_exec_free[--g_exec_nfree];
+        return (Executor *)PyObject_InitVar((PyVarObject *)ex, &ExecutorType, EXEC_FREE_ITEMS);
+    }
+    return PyObject_NewVar(Executor, &ExecutorType, EXEC_FREE_ITEMS);
+}
 
 /* The call's key in `words` (and its hash); 0 if the call is not one the C path handles. */
 typedef struct {
@@ -695,11 +716,13 @@ static PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf,
     for (Py_ssize_t i = 0; i < ntensors; i++) {
         PyArrayObject *a = (PyArrayObject *)args[i < n_in ? i : i + self->n_attr];
         or_addr |= (uintptr_t)PyArray_DATA(a);
-        bytes += (uint64_t)PyArray_NBYTES(a);
+        uint64_t nbytes = (uint64_t)PyArray_ITEMSIZE(a); /* PyArray_NBYTES without its call */
+        for (int d = 0; d < PyArray_NDIM(a); d++) nbytes *= (uint64_t)PyArray_DIMS(a)[d];
+        bytes += nbytes;
         if (i >= n_in && !PyArray_ISWRITEABLE(a)) return phase1_slow(self, args, nargsf, kwnames, NULL, 0);
     }
     if (or_addr & 15) return phase1_slow(self, args, nargsf, kwnames, NULL, 0);
-    Executor *ex = PyObject_NewVar(Executor, &ExecutorType, ntensors + e->nargs);
+    Executor *ex = executor_alloc(ntensors + e->nargs);
     if (ex == NULL) return NULL;
     ex->plan = Py_NewRef(e->plan);
     ex->op = Py_NewRef(self->op);
@@ -832,7 +855,8 @@ static void executor_dealloc(Executor *self) {
     Py_XDECREF(self->refs);
     Py_XDECREF(self->inputs);
     Py_XDECREF(self->outputs);
-    PyObject_Free(self);
+    if (Py_SIZE(self) == EXEC_FREE_ITEMS && g_exec_nfree < EXEC_FREE_MAX) g_exec_free[g_exec_nfree++] = self;
+    else PyObject_Free(self);
 }
 
 /* Executor(plan, op, refs, args, inputs=None, outputs=None): what the Python phase 1 makes (the
@@ -852,7 +876,8 @@ static PyObject *executor_new(PyTypeObject *type, PyObject *args, PyObject *kwds
         }
         nbytes = PyBytes_GET_SIZE(packed);
     }
-    Executor *ex = PyObject_NewVar(Executor, type, nbytes / 8 + 1);
+    (void)type; /* ExecutorType: not subclassable */
+    Executor *ex = executor_alloc(nbytes / 8 + 1);
     if (ex == NULL) return NULL;
     ex->plan = Py_NewRef(plan);
     ex->op = Py_NewRef(op);
@@ -1064,7 +1089,7 @@ static PyObject *phase2_call(Phase2 *self, PyObject *const *args, size_t nargsf,
     if (ex->empty) {
         ex->used = 1;
         st_p2_fast++;
-        return PyLong_FromLong(0);
+        return Py_NewRef(s_zero);
     }
     if (size < 0 || (unsigned long long)size < ex->ws_size) {
         raise_aclnn(ACLNN_ERR_PARAM_INVALID,
@@ -1077,13 +1102,16 @@ static PyObject *phase2_call(Phase2 *self, PyObject *const *args, size_t nargsf,
                     PyUnicode_FromFormat("workspace is a null pointer (%llu bytes required)", ex->ws_size));
         return NULL;
     }
-    void *launch_args[MAX_TENSORS + 2];
-    memcpy(launch_args, ex->data + ex->ntensors, (size_t)ex->nargs * sizeof(uint64_t));
+    void *const *launch_args = (void *const *)(ex->data + ex->ntensors);
+    void *copy[MAX_TENSORS + 2];
     ex->used = 1;
     st_p2_fast++;
     int rc;
     if (ex->release_gil) {
-        /* keep the executor (and so its arrays) alive while the kernel runs without the GIL */
+        /* a copy: set_arg may change the executor's while the kernel runs without the GIL; and keep
+         * the executor (and so its arrays) alive meanwhile */
+        memcpy(copy, launch_args, (size_t)ex->nargs * sizeof(uint64_t));
+        launch_args = copy;
         Py_INCREF(ex);
         Py_BEGIN_ALLOW_THREADS
         rc = g_launch(NULL, ex->fn, launch_args, ex->nargs, ex->block_dim, ex->sync, NULL, 0);
@@ -1098,7 +1126,7 @@ static PyObject *phase2_call(Phase2 *self, PyObject *const *args, size_t nargsf,
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "kernel launch failed");
         return NULL;
     }
-    return PyLong_FromLong(0);
+    return Py_NewRef(s_zero);
 }
 
 static PyObject *phase2_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
@@ -1360,6 +1388,7 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
         PyType_Ready(&TilingBlockType) < 0)
         return NULL;
     INTERN(g_table_key, "opbuild.runtime._fastpath.table");
+    if ((s_zero = PyLong_FromLong(0)) == NULL) return NULL;
     INTERN(s_args, "args");
     INTERN(s_plan, "plan");
     INTERN(s_workspace_size, "workspace_size");
