@@ -513,7 +513,8 @@ static void memo_set(Phase1 *self, PyObject *const *args, PyObject *dpo, Table *
     Memo *m = &self->memo;
     Py_ssize_t n_in = self->n_in, n_attr = self->n_attr, ntensors = n_in + self->n_out;
     Py_ssize_t nshape = 0;
-    for (Py_ssize_t i = 0; i < ntensors; i++) nshape += 1 + 2 * PyArray_NDIM((PyArrayObject *)args[i < n_in ? i : i + n_attr]);
+    for (Py_ssize_t i = 0; i < ntensors; i++)
+        nshape += 1 + 2 * PyArray_NDIM((PyArrayObject *)args[i < n_in ? i : i + n_attr]);
     memo_release(self);
     if (m->objs == NULL) {
         m->objs = PyMem_Calloc((size_t)(ntensors + n_attr) + 1, sizeof(PyObject *));
