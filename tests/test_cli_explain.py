@@ -78,6 +78,29 @@ def test_seed_table_1(capsys, package, dtype, key, binary):
     assert "x=float16" in out or "x=float32" in out  # the call as the key rule saw it
 
 
+@pytest.mark.parametrize("shape, chosen", [
+    ("[8,2048]", "tiling key 0 (block_dim "),  # whole rows of 64
+    ("[3]", "tiling key 1 (block_dim 1, "),  # a partial last row: the tail path
+    ("[0]", None),  # nothing to launch: tiling does not run
+])
+def test_the_tiling_key_of_the_call(capsys, package, shape, chosen):
+    status, out, err = explain(capsys, package, "AddCustomTemplate", "-i", f"x=float32{shape}", "-i", f"y=float32{shape}")
+    assert status == 0, err
+    assert _field(out, "kernel") == "tiling keys 0, 1 (the kernelList of AddCustomTemplate_FP32.json)"
+    if chosen is None:
+        assert _field(out, "tiling") == "not run: no output has elements, so the call launches nothing"
+    else:
+        assert _field(out, "tiling").startswith(f"add_custom_template_tiling chose {chosen}")
+
+
+def test_a_failing_tiling_function_is_reported(capsys, package):
+    status, out, _ = explain(capsys, package, "AddCustomTemplate", "-i", "x=float32[3]", "-i", "y=float32[3]",
+                             "-i", "z=float32[4]")
+    assert status == 1 and _field(out, "tiling").startswith("FAILED: AddCustomTemplate: tiling function "
+                                                            "add_custom_template_tiling failed: AddCustomTemplate: "
+                                                            "shapes differ (x [3], y [3], z [4])")
+
+
 def test_snake_name_deterministic_and_impl_mode(capsys, package):
     status, out, _ = explain(capsys, package, "add_custom_template", "-i", "x=float32[3]", "-i", "y=float32[3]",
                              "--deterministic", "--impl-mode", "default")
@@ -87,6 +110,7 @@ def test_snake_name_deterministic_and_impl_mode(capsys, package):
 def test_python_and_c_callbacks_and_default_keys(capsys, package, builtin):
     status, out, _ = explain(capsys, builtin, "LeakyReluCustom", "-i", "x=bfloat16[10]", "-a", "negative_slope=0")
     assert status == 0 and _field(out, "binary") == "LeakyReluCustom_Relu_BF16"
+    assert _field(out, "tiling").startswith("leaky_relu_custom_tiling chose tiling key 1 ")  # slope 0: ReLU
     assert _field(out, "bin path").endswith("ops_nn/leaky_relu_custom/LeakyReluCustom_Relu_BF16.so")
     status, out, _ = explain(capsys, package, "AddNCustom", "-i", "x=int32[4]", "-i", "x=int32[4]")
     assert status == 0 and _field(out, "full key") == "AddNCustom/d=0,p=1/diy,addn,3"

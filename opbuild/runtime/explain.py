@@ -1,12 +1,15 @@
 """`opbuild explain`: show how the runtime would select a binary for a call, step by step.
 
 It answers "why does my op not find its kernel?" with the context the key rule saw, the
-fragment it produced, the full key, and either the selected binary (and its tiling result) or
-the nearest keys that do exist.
+fragment it produced, the full key, and either the selected binary or the nearest keys that do
+exist. For the selected binary it goes on as the runtime's cache miss does (call/plans.py): the
+tiling keys its kernel JSON's kernelList declares, the tiling function run on the call, the key
+it chose, and whether the runtime accepts that result (tiling_bounds.check_tiling_result).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +20,7 @@ from opbuild.abi.vocabulary import ATTR_TYPE
 from opbuild.keys import KeyContext, describe_call
 from opbuild.runtime import settings
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
-from opbuild.runtime.binaries.selection import OpRuntime, current_soc, nearest_keys
+from opbuild.runtime.binaries.selection import OpRuntime, Selection, current_soc, nearest_keys
 from opbuild.runtime.infer import infer_outputs
 
 _TENSOR_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<dtype>[a-z0-9]+)\[(?P<dims>[-0-9, ]*)\](?:@(?P<fmt>[A-Z]+))?$")
@@ -132,7 +135,7 @@ def explain(package_dir: Path, op_name: str, tensor_args: list[str], attr_args: 
               f"package:   {op.package}", f"soc:       {soc}", f"call:      {describe_call(spec, ctx)}"]
     package, index = op.resolve_package(soc)
     try:
-        _, fragment, key, entry, tried = op.lookup(ctx, package, index, fallback)
+        used, fragment, key, entry, tried = op.lookup(ctx, package, index, fallback)
     except AclnnError as exc:
         lines.append(f"fragment:  FAILED: {exc.message}")
         return 1, "\n".join(lines)
@@ -147,7 +150,54 @@ def explain(package_dir: Path, op_name: str, tensor_args: list[str], attr_args: 
         lines += [f"    {k}  ->  {index.by_key[k].name}" for k in nearest_keys(key, existing)]
         return 1, "\n".join(lines)
     lines += [f"binary:    {entry.name}", f"bin path:  {entry.bin_path}", f"json path: {entry.json_path}"]
-    return 0, "\n".join(lines)
+    status, tiling = tiling_report(op, Selection(fragment, key, entry, package, used.impl_mode), used, inputs,
+                                   outputs, attr_values, soc)
+    return status, "\n".join(lines + tiling)
+
+
+def tiling_report(op: OpRuntime, selection: Selection, ctx: KeyContext, inputs: list, outputs: list,
+                  attr_values: list[Any], soc: str) -> tuple[int, list[str]]:
+    """(exit status, lines): the tiling keys the selected kernel declares, and the one its tiling
+    function chooses for the call (status 1 when the call would fail there), computed as the
+    runtime's cache miss computes them."""
+    from opbuild.abi.c_callbacks import CallbackError, run_tiling
+    from opbuild.abi.platform import platform
+    from opbuild.runtime.call.plans import load_kernel_info
+    from opbuild.runtime.call.tiling_bounds import check_tiling_result
+
+    spec = op.spec
+    try:
+        kernel = load_kernel_info(selection, spec)
+    except AclnnError as exc:
+        return 1, [f"kernel:    FAILED: {exc.message}"]
+    lines = [f"kernel:    tiling keys {', '.join(map(str, kernel.tiling_keys))} "
+             f"(the kernelList of {selection.entry.json_path.name})"]
+    if not any(math.prod(shape) for group in outputs for _, _, shape in group):
+        return 0, lines + ["tiling:    not run: no output has elements, so the call launches nothing"]
+    in_inst, out_inst = _instances(inputs), _instances(outputs)
+    try:
+        info = platform(soc)
+        result = run_tiling(op.tiling_library(selection.package), spec.tiling.symbol, spec, in_inst, out_inst,
+                            tuple(attr_values), soc=soc, core_num=info.core_num, ub_size=info.ub_size,
+                            deterministic=ctx.deterministic, impl_mode=ctx.impl_mode, capacity=kernel.op_para_size)
+    except (CallbackError, ValueError) as exc:
+        return 1, lines + [f"tiling:    FAILED: {exc}"]
+    except AclnnError as exc:
+        return 1, lines + [f"tiling:    FAILED: {exc.message}"]
+    lines.append(f"tiling:    {spec.tiling.symbol} chose tiling key {result.tiling_key} "
+                 f"(block_dim {result.block_dim}, workspace {result.workspace_size} bytes)")
+    try:
+        check_tiling_result(spec.op, spec.tiling.symbol, result.block_dim, result.workspace_size, info,
+                            kernel.intercore_sync, result.tiling_key, kernel.tiling_keys)
+    except AclnnError as exc:
+        return 1, lines + [f"refused:   {exc.message}"]
+    return 0, lines
+
+
+def _instances(groups: list) -> tuple:
+    """Per IR parameter, its tensors as the runtime hands them to tiling: (dtype, format, shape,
+    strides), strides None (contiguous)."""
+    return tuple(tuple((dtype, fmt, shape, None) for dtype, fmt, shape in group) for group in groups)
 
 
 def parse_impl_mode(value: str | None) -> str | None:

@@ -4,8 +4,9 @@ Enough C to answer what the spec checks and `opbuild validate` ask of an op's so
 compiling them: is
 `kernel.entry` defined in the kernel source, is `tiling.function` (the infer-shape function, the
 C key callback) defined in the tiling source, is it declared `OPBUILD_API` (exported from a
-tiling library linked with -fvisibility=hidden), and which functions does one library get from
-it as global symbols (two ops defining one fail to link; spec/project_checks.py). Comments are
+tiling library linked with -fvisibility=hidden), which functions does one library get from
+it as global symbols (two ops defining one fail to link; spec/project_checks.py), and which
+tiling keys a kernel branches on (`TILING_KEY_IS`; validate/tiling_keys.py). Comments are
 blanked, keeping every position.
 """
 
@@ -53,9 +54,7 @@ def c_functions(text: str) -> list[CFunction]:
         prefix = m.group("prefix")
         if name in _NOT_NAMES or re.search(r"\b(?:return|else|typedef)\b", prefix):
             continue
-        pos = m.start("name")
-        line = code.count("\n", 0, pos) + 1
-        col = pos - (code.rfind("\n", 0, pos) + 1) + 1
+        line, col = _position(code, m.start("name"))
         found.append(CFunction(name, line, col, m.group("end") == "{",
                                any(marker in prefix for marker in _EXPORT_MARKERS),
                                re.search(r"\bstatic\b", prefix) is not None))
@@ -77,8 +76,10 @@ def defined_names(functions: list[CFunction], *, exported_only: bool = False) ->
     return [f.name for f in functions if f.defined and (f.exported or not exported_only)]
 
 
-_NOT_CODE = re.compile(r"""/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'"""
-                       r"|(?m:^[ \t]*#[^\n]*(?:(?<=\\)\n[^\n]*)*)", re.S)
+_COMMENTS_AND_LITERALS = r"""/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'"""
+_NOT_TEXT = re.compile(_COMMENTS_AND_LITERALS, re.S)
+"""Comments, string and character literals."""
+_NOT_CODE = re.compile(_COMMENTS_AND_LITERALS + r"|(?m:^[ \t]*#[^\n]*(?:(?<=\\)\n[^\n]*)*)", re.S)
 """Comments, string and character literals, preprocessor directives (with their continuation lines)."""
 _BLOCK_OR_END = re.compile(r"[{};]")
 _PARAMS_END = re.compile(r"\)\s*$")
@@ -128,7 +129,71 @@ def _definition(code: str, start: int, end: int) -> list[CFunction]:
     name = _NAME_BEFORE.search(declaration, 0, i)
     if name is None or name.group(1) in _NOT_NAMES or _LOCAL.search(declaration, 0, name.start()):
         return []
-    pos = start + name.start(1)
-    line = code.count("\n", 0, pos) + 1
-    return [CFunction(name.group(1), line, pos - (code.rfind("\n", 0, pos) + 1) + 1, True,
+    line, col = _position(code, start + name.start(1))
+    return [CFunction(name.group(1), line, col, True,
                       any(marker in declaration[:name.start()] for marker in _EXPORT_MARKERS), False)]
+
+
+# ~~~ tiling keys a kernel tests ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+_KEY_TEST = re.compile(r"\bTILING_KEY_IS\s*\(")
+_INT_LITERAL = re.compile(r"(0[xX][0-9A-Fa-f]+|0[bB][01]+|[0-9]+)(?:[uU](?:ll|LL|[lL])?|(?:ll|LL|[lL])[uU]?)?")
+_OBJECT_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([^\n]*?)[ \t]*$", re.M)
+
+
+@dataclass(frozen=True)
+class KeyTest:
+    """One `TILING_KEY_IS(argument)` of a kernel source (opbuild/kernel.h's branch on the launch's
+    tiling key)."""
+
+    argument: str
+    """As written, whitespace collapsed."""
+    key: int | None
+    """Its value: an integer literal, or a name the source `#define`s as one (once); None for
+    anything else (an expression, an enum constant, a macro parameter or one from a header)."""
+    line: int
+    col: int
+
+
+def int_literal(text: str) -> int | None:
+    """The value of a C integer literal (decimal, 0x hex, 0 octal, 0b binary, u/l suffixes; in
+    parentheses or not), or None when `text` is something else."""
+    text = text.strip()
+    while text.startswith("(") and text.endswith(")"):
+        text = text[1:-1].strip()
+    m = _INT_LITERAL.fullmatch(text)
+    if m is None:
+        return None
+    digits = m.group(1)
+    if digits[:2] in ("0x", "0X", "0b", "0B"):
+        return int(digits, 0)
+    if len(digits) > 1 and digits[0] == "0":
+        return int(digits, 8) if set(digits) <= set("01234567") else None
+    return int(digits)
+
+
+def tiling_key_tests(text: str) -> list[KeyTest]:
+    """Every `TILING_KEY_IS(...)` of a C source, in source order; not those in comments or string
+    literals. Preprocessor conditionals are not evaluated: a branch under `#if 0` counts too."""
+    code = _NOT_TEXT.sub(_spaces, text)
+    values: dict[str, set[int | None]] = {}
+    for m in _OBJECT_MACRO.finditer(code):
+        values.setdefault(m.group(1), set()).add(int_literal(m.group(2)))
+    macros = {name: v.pop() for name, v in values.items() if len(v) == 1}  # (defined twice alike: one value)
+    found = []
+    for m in _KEY_TEST.finditer(code):
+        depth, end = 1, m.end()
+        while end < len(code) and depth:
+            depth += {"(": 1, ")": -1}.get(code[end], 0)
+            end += 1
+        argument = " ".join(code[m.end():end - 1].split())
+        key = int_literal(argument)
+        if key is None and argument in macros:
+            key = macros[argument]
+        found.append(KeyTest(argument, key, *_position(code, m.start())))
+    return found
+
+
+def _position(code: str, pos: int) -> tuple[int, int]:
+    """(line, column) of offset `pos`, both from 1."""
+    return code.count("\n", 0, pos) + 1, pos - (code.rfind("\n", 0, pos) + 1) + 1

@@ -9,7 +9,8 @@ runs it on every spec it has not checked before, before it declares or writes an
    a C key callback defined in the tiling source and exported (`OPBUILD_API`): a declaration that
    does not say OPBUILD_API is confirmed by compiling the tiling source (cached, tiling_lib.py);
 3. the aclnn C and Python parameter names the op's names derive to (reserved, colliding);
-4. the key/binary consistency check for the default, table, Python and C key rules (a C rule
+4. the kernel's `TILING_KEY_IS` branches and `tiling.keys` agree (tiling_keys.py);
+5. the key/binary consistency check for the default, table, Python and C key rules (a C rule
    runs from the compiled tiling source), each problem located in the author's file
    (key_problems.py).
 
@@ -68,6 +69,7 @@ class _OpChecks:
             self.check_generated()
         if self.spec.is_aicpu:  # its compute entry was checked with the spec; no key, no tiling
             return self.problems
+        self.check_tiling_keys()
         sources_ok = self.check_symbols()
         if sources_ok:
             self.check_keys()
@@ -191,6 +193,14 @@ class _OpChecks:
                     f"{what} {f.name!r} {how}, so the tiling library (built with -fvisibility=hidden) does not "
                     f"export it and the op fails at run time; declare it `OPBUILD_API ... {f.name}(...)`", ""))
         return good
+
+    def check_tiling_keys(self) -> None:
+        """The kernel's TILING_KEY_IS branches and the spec's tiling.keys agree (tiling_keys.py)."""
+        from opbuild.validate.tiling_keys import tiling_key_problems
+
+        text = self.read(self.spec.kernel.source)
+        if text is not None:
+            self.problems += tiling_key_problems(self.spec, self.marks, text, self.shown(self.spec.kernel.source))
 
     # ---- keys --------------------------------------------------------------------------------
 

@@ -5,9 +5,10 @@
  * opbuild_float_to_bf16, round to nearest even). NaN stays NaN (NaN >= 0 is false, slope * NaN
  * is NaN).
  *
- * ReLU binaries are compiled with OPBUILD_WHEN_NEGATIVE_SLOPE (pinned to 0.0 in their `when`):
- * they take a max(x, 0) path with no multiply (negative -> +0, -0 and NaN pass through, like
- * numpy.maximum) and check that the tiling's slope is the pinned value.
+ * The tiling key says which path runs: 1 when negative_slope == 0 (ReLU: a max(x, 0) path with no
+ * multiply; negative -> +0, -0 and NaN pass through, like numpy.maximum), 0 otherwise. ReLU
+ * binaries are compiled with OPBUILD_WHEN_NEGATIVE_SLOPE (pinned to 0.0 in their `when`) and
+ * check that the tiling's slope is the pinned value.
  *
  * Block i owns [i * block_length, min(total, (i + 1) * block_length)).
  */
@@ -32,13 +33,17 @@ KERNEL_ENTRY void leaky_relu_custom(GM_ADDR x, GM_ADDR y, GM_ADDR workspace, GM_
     if (td.negative_slope != (float)(OPBUILD_WHEN_NEGATIVE_SLOPE))
         KERNEL_FAIL("%s: built for negative_slope=%g but the tiling has %g", OPBUILD_BINARY_NAME,
                     (double)(OPBUILD_WHEN_NEGATIVE_SLOPE), (double)td.negative_slope);
-    const DTYPE_Y zero = FROM_FLOAT(DTYPE_Y, 0.0f);
-    for (uint64_t i = begin; i < end; ++i) yp[i] = TO_FLOAT(xp[i]) < 0.0f ? zero : xp[i];
-#else
-    const float slope = td.negative_slope;
-    for (uint64_t i = begin; i < end; ++i) {
-        float v = TO_FLOAT(xp[i]);
-        yp[i] = v >= 0.0f ? xp[i] : FROM_FLOAT(DTYPE_Y, v * slope);
-    }
 #endif
+    if (TILING_KEY_IS(1)) { /* negative_slope == 0 */
+        const DTYPE_Y zero = FROM_FLOAT(DTYPE_Y, 0.0f);
+        for (uint64_t i = begin; i < end; ++i) yp[i] = TO_FLOAT(xp[i]) < 0.0f ? zero : xp[i];
+    } else if (TILING_KEY_IS(0)) {
+        const float slope = td.negative_slope;
+        for (uint64_t i = begin; i < end; ++i) {
+            float v = TO_FLOAT(xp[i]);
+            yp[i] = v >= 0.0f ? xp[i] : FROM_FLOAT(DTYPE_Y, v * slope);
+        }
+    } else {
+        KERNEL_FAIL("%s: unexpected tiling key %llu", OPBUILD_BINARY_NAME, (unsigned long long)GetTilingKey());
+    }
 }

@@ -129,6 +129,22 @@ def test_the_kernel_json_lists_the_declared_keys(keyed_package):
     assert kernel_list_keys(desc) == (3, 7)
 
 
+def test_explain_shows_the_declared_keys_and_the_chosen_one(keyed_package, capsys):
+    from opbuild.cli import main
+
+    def report(n: int) -> tuple[int, dict[str, str]]:
+        status = main(["explain", str(keyed_package), "KeyedAdd", "-i", f"x=float32[{n}]", "-i", f"y=float32[{n}]"])
+        lines = capsys.readouterr().out.splitlines()
+        return status, {k: v.strip() for k, _, v in (line.partition(":") for line in lines)}
+
+    status, fields = report(1000)
+    assert status == 0 and fields["kernel"] == "tiling keys 3, 7 (the kernelList of KeyedAdd_FP32.json)"
+    assert fields["tiling"] == "keyed_add_tiling chose tiling key 3 (block_dim 1, workspace 0 bytes)"
+    status, fields = report(13)
+    assert status == 1 and fields["tiling"].startswith("keyed_add_tiling chose tiling key 9 ")
+    assert fields["refused"] == UNDECLARED  # what the runtime says at the miss
+
+
 def test_an_undeclared_tiling_key_is_an_error_at_the_miss(keyed_package):
     ops = rt.import_ops(keyed_package)
     x = np.ones(13, dtype=np.float32)
