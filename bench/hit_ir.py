@@ -9,8 +9,8 @@ Counts, with valgrind's callgrind, the instructions (Ir) of one two-phase cache 
           from after a warm-up (valgrind --instr-atstart=no, then callgrind_control -i on)
   C ABI   the same two calls from a C program (bench/capi_bench.c hits)
 Each is run with N and 2N hits; (Ir(2N) - Ir(N)) / N is the cost of one hit, start-up and
-warm-up cancelled. Wall-clock times on a shared machine swing 2x; these counts move by a few
-instructions. Needs valgrind; OPENBLAS_NUM_THREADS=1 is set (numpy's BLAS threads would count).
+warm-up cancelled. Wall-clock times on a shared machine swing 2x; the Python count repeats to
+the instruction, the C one within ~1-2% (its process's other threads are counted too). Needs valgrind; OPENBLAS_NUM_THREADS=1 is set (numpy's BLAS threads would count).
 Takes a few minutes (four runs under valgrind; the C program starts the embedded interpreter
 for its first call).
 """
