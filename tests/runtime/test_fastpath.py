@@ -441,3 +441,78 @@ def test_eviction_keeps_the_table_as_small_as_the_cache(ops, monkeypatch):
     before = stats()
     p1(x, x, np.empty_like(x))
     assert delta(before)["phase1_hits"] == 0
+
+
+# ---- the hit path's shortcuts: the memo of the last hit, recycled executors -------------------------
+
+def _row_strided(row_bytes: int) -> np.ndarray:
+    """A (1, 4) fp32 array whose row stride is `row_bytes` (contiguous: the stride of a size-1 dim
+    does not matter to numpy, but it is part of the key)."""
+    base = np.ones(row_bytes // 4 * 2, np.float32)
+    return np.lib.stride_tricks.as_strided(base, shape=(1, 4), strides=(row_bytes, 4))
+
+
+def test_last_hit_memo_serves_only_the_same_call(ops):
+    """Phase1 remembers its last hit; calls differing in any part of the key from it (shape, dtype,
+    strides) alternate with it and must each get their own plan, the one the Python path gives."""
+    p1, p2 = add_phases(ops)
+    calls = []
+    for x in (np.ones(4, np.float32), np.ones(5, np.float32), np.ones(4, np.float16), np.ones((4, 1), np.float32),
+              _row_strided(16), _row_strided(32)):
+        calls.append((x, x.copy(), np.empty_like(x)) if x.base is None else (x, x, np.empty((1, 4), np.float32)))
+    for args in calls:
+        p2(None, *p1(*args))  # misses: plans made and registered
+    plans = [p1.__wrapped__(*args)[1].plan for args in calls]
+    assert len({id(p) for p in plans}) == len(calls)  # six keys
+    before = stats()
+    for _ in range(3):
+        for args, plan in zip(calls, plans):
+            for _ in range(2):  # the second call of a pair is served by the memo
+                size, ex = p1(*args)
+                assert ex.fast and ex.plan is plan
+                args[2][...] = 0
+                p2(None, size, ex)
+                np.testing.assert_array_equal(args[2], args[0] + args[1])
+    d = delta(before)
+    assert d["phase1_hits"] == 36 and d["phase1_misses"] == 0
+
+
+def test_recycled_executors_start_fresh_and_nothing_leaks(ops):
+    """Executors are recycled (a free list): many alive at once are all distinct and run; a recycled
+    one is not used nor repeatable; churning through many keeps memory and array references flat."""
+    import gc
+    import sys
+
+    p1, p2 = add_phases(ops)
+    x = np.ones(3, np.float32)
+    z = np.empty_like(x)
+    p2(None, *p1(x, x, z))
+    live = [p1(x, x, z) for _ in range(100)]  # more than the free list holds
+    assert len({id(ex) for _, ex in live}) == 100 and all(ex.fast and not ex.used for _, ex in live)
+    for i, (size, ex) in enumerate(live):
+        if i % 2:
+            ex.set_repeatable()
+        z[:] = 0
+        assert p2(None, size, ex) == 0
+        np.testing.assert_array_equal(z, 2 * x)
+    assert all(ex.used for _, ex in live) and sum(ex.repeatable for _, ex in live) == 50
+    del live, ex
+    for _ in range(40):
+        size, ex = p1(x, x, z)
+        assert ex.fast and not ex.used and not ex.repeatable
+        p2(None, size, ex)
+        assert error_of(p2, None, size, ex)[0] == ACLNN_ERR_PARAM_INVALID  # runs once, as a new one
+    del ex
+
+    def churn(n: int) -> None:
+        for _ in range(n):
+            size, ex = p1(x, x, z)
+            p2(None, size, ex)
+
+    churn(1000)
+    gc.collect()
+    blocks, refs = sys.getallocatedblocks(), sys.getrefcount(x)
+    churn(20000)
+    gc.collect()
+    assert sys.getrefcount(x) == refs
+    assert sys.getallocatedblocks() - blocks < 200

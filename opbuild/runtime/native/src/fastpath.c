@@ -44,6 +44,8 @@
 #define TABLE_LIMIT 8192
 #define RELEASE_GIL_BYTES (64 * 1024)
 
+_Static_assert(sizeof(void *) == sizeof(uint64_t), "launch arguments are kept as uint64 and passed as pointers");
+
 typedef int (*sim_launch_fn)(void *stream, void *fn, void *const *args, uint32_t nargs, uint32_t block_dim,
                              int intercore_sync, char *err, uint32_t errlen);
 
@@ -61,6 +63,8 @@ static PyObject *s_opkey_kwnames; /* ("_opkey",) */
 static PyObject *s_args, *s_plan, *s_workspace_size, *s_tiling_addr, *s_fn, *s_value, *s_nargs, *s_block_dim,
     *s_sync, *s_empty, *s_contiguous, *s_selection, *s_full_key, *s_entry, *s_name, *s_deterministic,
     *s_impl_mode, *s_stamp, *s_stamp_path, *s_native_hash;
+
+static PyObject *s_zero; /* 0, phase 2's result */
 
 static unsigned long long st_p1_hits, st_p1_misses, st_p1_registered, st_p2_fast, st_p2_slow;
 
@@ -112,7 +116,12 @@ typedef struct {
     opkey_env_cache env; /* this thread's last look at the search environment (opkey.h) */
 } Table;
 
+/* Bumped whenever an entry is freed or inserted (and so when a table is cleared or freed): a
+ * Phase1's memo of its last hit (below) is valid only while this is unchanged. */
+static uint64_t g_epoch = 1;
+
 static void entry_free(Entry *e) {
+    g_epoch++;
     for (Py_ssize_t i = 0; i < e->nattrs; i++) Py_XDECREF(e->attrs[i]);
     for (Py_ssize_t i = 0; i < e->ndescr; i++) Py_XDECREF(e->descrs[i]);
     Py_XDECREF(e->plan);
@@ -210,6 +219,7 @@ static int table_insert(Table *t, Entry *e) {
         t->mask = n - 1;
     }
     size_t b = e->hash & t->mask;
+    g_epoch++;
     e->next = t->buckets[b];
     t->buckets[b] = e;
     t->count++;
@@ -223,6 +233,27 @@ static inline uint64_t mix(uint64_t h, uint64_t w) {
 
 /* ---- phase 1 ------------------------------------------------------------------------------- */
 
+/* The last hit of a Phase1: what the key was built from (not the key) and the entry it found.
+ * A call made of the same things -- the same thread, dp object, search environment, per tensor
+ * an exact ndarray of the same descriptor, dims and byte strides, per attribute the same object
+ * (or an equal float/int/str of the same type) -- has the same key, so it skips building and
+ * hashing the key and the table lookup: that was ~60% of a hit's instructions. The key stays
+ * the one definition (opkey.h): the memo is only ever filled from a call whose key was built
+ * and found. It points into the thread's table, so any entry freed or inserted anywhere
+ * (g_epoch) invalidates it; the package stamp is still checked on every hit (entry_fresh). */
+typedef struct {
+    uint64_t epoch;        /* g_epoch when filled; 0 = empty (g_epoch starts counting at 1) */
+    PyThreadState *ts;     /* the thread it was made in (pointer and id: a new thread state may */
+    uint64_t ts_id;        /* reuse the address, never the id) */
+    Table *table;          /* that thread's table, and the entry found in it */
+    Entry *entry;
+    PyObject *dp;          /* owned: the settings.DP[0] object of the call */
+    uint64_t env_token;
+    PyObject **objs;       /* owned: per tensor its descriptor, then per attribute its value */
+    npy_intp *shape;       /* per tensor: ndim, dims..., byte strides... */
+    Py_ssize_t nshape, cap;
+} Memo;
+
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
@@ -232,6 +263,7 @@ typedef struct {
     Py_ssize_t n_in, n_attr, n_out;
     uint64_t key_id;            /* the op's id in the key (opkey.h) */
     uint8_t attr_kind[MAX_ATTRS]; /* per attribute, its opkey tag (OPKEY_INT ...) */
+    Memo memo;
 } Phase1;
 
 typedef struct {
@@ -252,6 +284,23 @@ typedef struct {
 } Executor;
 
 static PyTypeObject ExecutorType;
+
+/* Executors of up to EXEC_FREE_ITEMS data words (a launch of up to 7 tensors) are allocated with
+ * that many and recycled through a free list (every hit makes one and drops it a moment later:
+ * the allocator was ~6% of a hit). The GIL guards the list; every field is set by the maker. */
+#define EXEC_FREE_ITEMS 16
+#define EXEC_FREE_MAX 16
+static Executor *g_exec_free[EXEC_FREE_MAX];
+static int g_exec_nfree;
+
+static Executor *executor_alloc(Py_ssize_t items) {
+    if (items > EXEC_FREE_ITEMS) return PyObject_NewVar(Executor, &ExecutorType, items);
+    if (g_exec_nfree > 0) {
+        Executor *ex = g_exec_free[--g_exec_nfree];
+        return (Executor *)PyObject_InitVar((PyVarObject *)ex, &ExecutorType, EXEC_FREE_ITEMS);
+    }
+    return PyObject_NewVar(Executor, &ExecutorType, EXEC_FREE_ITEMS);
+}
 
 /* The call's key in `words` (and its hash); 0 if the call is not one the C path handles. */
 typedef struct {
@@ -407,6 +456,97 @@ static Entry *lookup(Table *t, Phase1 *self, PyObject *const *args, Key *k) {
         return e;
     }
     return NULL;
+}
+
+/* ---- the memo of the last hit (see Memo) ------------------------------------------------------ */
+
+static void memo_release(Phase1 *self) {
+    Memo *m = &self->memo;
+    Py_ssize_t n = self->n_in + self->n_out + self->n_attr;
+    m->epoch = 0;
+    Py_CLEAR(m->dp);
+    for (Py_ssize_t i = 0; m->objs != NULL && i < n; i++) Py_CLEAR(m->objs[i]);
+}
+
+/* Whether attribute values a (this call's) and b (the memo's) give the same key words. */
+static inline int memo_same_attr(PyObject *a, PyObject *b) {
+    if (a == b) return 1;
+    if (Py_TYPE(a) != Py_TYPE(b)) return 0;
+    if (PyFloat_CheckExact(a)) {
+        double x = PyFloat_AS_DOUBLE(a), y = PyFloat_AS_DOUBLE(b);
+        return memcmp(&x, &y, sizeof x) == 0; /* the key has the bits (0.0 and -0.0 differ) */
+    }
+    if (PyLong_CheckExact(a) || PyUnicode_CheckExact(a)) {
+        int eq = PyObject_RichCompareBool(a, b, Py_EQ); /* cannot run Python code for these types */
+        if (eq < 0) PyErr_Clear();
+        return eq > 0;
+    }
+    return 0;
+}
+
+/* The memo's entry when this call matches it (and its package is unchanged), else NULL. */
+static inline Entry *memo_match(Phase1 *self, PyObject *const *args, PyObject *dpo) {
+    Memo *m = &self->memo;
+    if (m->epoch != g_epoch || m->dp != dpo) return NULL;
+    PyThreadState *ts = PyThreadState_Get();
+    if (ts != m->ts || ts->id != m->ts_id) return NULL;
+    Py_ssize_t n_in = self->n_in, n_attr = self->n_attr, ntensors = n_in + self->n_out;
+    const npy_intp *shape = m->shape;
+    for (Py_ssize_t i = 0; i < ntensors; i++) {
+        PyObject *o = args[i < n_in ? i : i + n_attr];
+        if (Py_TYPE(o) != &PyArray_Type) return NULL;
+        PyArrayObject *a = (PyArrayObject *)o;
+        int nd = PyArray_NDIM(a);
+        if ((PyObject *)PyArray_DESCR(a) != m->objs[i] || nd != shape[0]) return NULL;
+        const npy_intp *dims = PyArray_DIMS(a), *strides = PyArray_STRIDES(a);
+        for (int d = 0; d < nd; d++)
+            if (dims[d] != shape[1 + d] || strides[d] != shape[1 + nd + d]) return NULL;
+        shape += 1 + 2 * nd;
+    }
+    for (Py_ssize_t i = 0; i < n_attr; i++)
+        if (!memo_same_attr(args[n_in + i], m->objs[ntensors + i])) return NULL;
+    if (opkey_env_token_cached(&m->table->env) != m->env_token) return NULL;
+    if (!entry_fresh(m->entry)) return NULL; /* the lookup drops it */
+    return m->entry;
+}
+
+/* Remember a hit: `e`, found in `t` under the key of this call (built in this thread just now). */
+static void memo_set(Phase1 *self, PyObject *const *args, PyObject *dpo, Table *t, Entry *e) {
+    Memo *m = &self->memo;
+    Py_ssize_t n_in = self->n_in, n_attr = self->n_attr, ntensors = n_in + self->n_out;
+    Py_ssize_t nshape = 0;
+    for (Py_ssize_t i = 0; i < ntensors; i++)
+        nshape += 1 + 2 * PyArray_NDIM((PyArrayObject *)args[i < n_in ? i : i + n_attr]);
+    memo_release(self);
+    if (m->objs == NULL) {
+        m->objs = PyMem_Calloc((size_t)(ntensors + n_attr) + 1, sizeof(PyObject *));
+        if (m->objs == NULL) return; /* no memo: every hit builds its key */
+    }
+    if (nshape > m->cap) {
+        npy_intp *shape = PyMem_Realloc(m->shape, (size_t)nshape * sizeof(npy_intp));
+        if (shape == NULL) return;
+        m->shape = shape;
+        m->cap = nshape;
+    }
+    npy_intp *out = m->shape;
+    for (Py_ssize_t i = 0; i < ntensors; i++) {
+        PyArrayObject *a = (PyArrayObject *)args[i < n_in ? i : i + n_attr];
+        int nd = PyArray_NDIM(a);
+        m->objs[i] = Py_NewRef((PyObject *)PyArray_DESCR(a));
+        *out++ = nd;
+        for (int d = 0; d < nd; d++) out[d] = PyArray_DIMS(a)[d];
+        for (int d = 0; d < nd; d++) out[nd + d] = PyArray_STRIDES(a)[d];
+        out += 2 * nd;
+    }
+    for (Py_ssize_t i = 0; i < n_attr; i++) m->objs[ntensors + i] = Py_NewRef(args[n_in + i]);
+    m->nshape = nshape;
+    m->dp = Py_NewRef(dpo);
+    m->ts = PyThreadState_Get();
+    m->ts_id = m->ts->id;
+    m->table = t;
+    m->entry = e;
+    m->env_token = t->env.token; /* build_key just read it through t->env */
+    m->epoch = g_epoch;
 }
 
 static int get_u64(PyObject *obj, PyObject *name, unsigned long long *out) {
@@ -598,25 +738,31 @@ static PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf,
     if (nargs != self->n_in + self->n_attr + self->n_out || !kw_defaults_only(args, nargs, kwnames))
         return phase1_slow(self, args, nargsf, kwnames, NULL, 0);
     PyObject *dpo = PyList_GET_ITEM(g_dp, 0);
-    long dp = PyLong_AsLong(dpo);
-    if (dp == -1 && PyErr_Occurred()) return NULL;
-    Table *t = thread_table(1);
-    if (t == NULL) return NULL;
-    int rc = build_key(self, args, &k, dp, &t->env);
-    if (rc <= 0) return rc < 0 ? NULL : phase1_slow(self, args, nargsf, kwnames, NULL, 0);
-    Entry *e = lookup(t, self, args, &k);
-    if (e == NULL) return phase1_slow(self, args, nargsf, kwnames, &k, dp);
+    Entry *e = memo_match(self, args, dpo);
+    if (e == NULL) {
+        long dp = PyLong_AsLong(dpo);
+        if (dp == -1 && PyErr_Occurred()) return NULL;
+        Table *t = thread_table(1);
+        if (t == NULL) return NULL;
+        int rc = build_key(self, args, &k, dp, &t->env);
+        if (rc <= 0) return rc < 0 ? NULL : phase1_slow(self, args, nargsf, kwnames, NULL, 0);
+        e = lookup(t, self, args, &k);
+        if (e == NULL) return phase1_slow(self, args, nargsf, kwnames, &k, dp);
+        memo_set(self, args, dpo, t, e);
+    }
     Py_ssize_t n_in = self->n_in, ntensors = n_in + self->n_out;
     uintptr_t or_addr = 0;
     uint64_t bytes = 0;
     for (Py_ssize_t i = 0; i < ntensors; i++) {
         PyArrayObject *a = (PyArrayObject *)args[i < n_in ? i : i + self->n_attr];
         or_addr |= (uintptr_t)PyArray_DATA(a);
-        bytes += (uint64_t)PyArray_NBYTES(a);
+        uint64_t nbytes = (uint64_t)PyArray_ITEMSIZE(a); /* PyArray_NBYTES without its call */
+        for (int d = 0; d < PyArray_NDIM(a); d++) nbytes *= (uint64_t)PyArray_DIMS(a)[d];
+        bytes += nbytes;
         if (i >= n_in && !PyArray_ISWRITEABLE(a)) return phase1_slow(self, args, nargsf, kwnames, NULL, 0);
     }
     if (or_addr & 15) return phase1_slow(self, args, nargsf, kwnames, NULL, 0);
-    Executor *ex = PyObject_NewVar(Executor, &ExecutorType, ntensors + e->nargs);
+    Executor *ex = executor_alloc(ntensors + e->nargs);
     if (ex == NULL) return NULL;
     ex->plan = Py_NewRef(e->plan);
     ex->op = Py_NewRef(self->op);
@@ -718,6 +864,9 @@ static PyMethodDef phase1_methods[] = {
 };
 
 static int phase1_traverse(Phase1 *self, visitproc visit, void *arg) {
+    Py_VISIT(self->memo.dp);
+    for (Py_ssize_t i = 0; self->memo.objs != NULL && i < self->n_in + self->n_out + self->n_attr; i++)
+        Py_VISIT(self->memo.objs[i]);
     Py_VISIT(self->op);
     Py_VISIT(self->slow);
     Py_VISIT(self->dict);
@@ -725,6 +874,7 @@ static int phase1_traverse(Phase1 *self, visitproc visit, void *arg) {
 }
 
 static int phase1_clear(Phase1 *self) {
+    memo_release(self);
     Py_CLEAR(self->op);
     Py_CLEAR(self->slow);
     Py_CLEAR(self->dict);
@@ -734,6 +884,8 @@ static int phase1_clear(Phase1 *self) {
 static void phase1_dealloc(Phase1 *self) {
     PyObject_GC_UnTrack(self);
     phase1_clear(self);
+    PyMem_Free(self->memo.objs);
+    PyMem_Free(self->memo.shape);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -771,7 +923,8 @@ static void executor_dealloc(Executor *self) {
     Py_XDECREF(self->refs);
     Py_XDECREF(self->inputs);
     Py_XDECREF(self->outputs);
-    PyObject_Free(self);
+    if (Py_SIZE(self) == EXEC_FREE_ITEMS && g_exec_nfree < EXEC_FREE_MAX) g_exec_free[g_exec_nfree++] = self;
+    else PyObject_Free(self);
 }
 
 /* Executor(plan, op, refs, args, inputs=None, outputs=None): what the Python phase 1 makes (the
@@ -791,7 +944,8 @@ static PyObject *executor_new(PyTypeObject *type, PyObject *args, PyObject *kwds
         }
         nbytes = PyBytes_GET_SIZE(packed);
     }
-    Executor *ex = PyObject_NewVar(Executor, type, nbytes / 8 + 1);
+    (void)type; /* ExecutorType: not subclassable */
+    Executor *ex = executor_alloc(nbytes / 8 + 1);
     if (ex == NULL) return NULL;
     ex->plan = Py_NewRef(plan);
     ex->op = Py_NewRef(op);
@@ -1004,7 +1158,7 @@ static PyObject *phase2_call(Phase2 *self, PyObject *const *args, size_t nargsf,
     if (ex->empty) {
         ex->used = 1;
         st_p2_fast++;
-        return PyLong_FromLong(0);
+        return Py_NewRef(s_zero);
     }
     if (size < 0 || (unsigned long long)size < ex->ws_size) {
         raise_aclnn(ACLNN_ERR_PARAM_INVALID,
@@ -1017,13 +1171,16 @@ static PyObject *phase2_call(Phase2 *self, PyObject *const *args, size_t nargsf,
                     PyUnicode_FromFormat("workspace is a null pointer (%llu bytes required)", ex->ws_size));
         return NULL;
     }
-    void *launch_args[MAX_TENSORS + 2];
-    memcpy(launch_args, ex->data + ex->ntensors, (size_t)ex->nargs * sizeof(uint64_t));
+    void *const *launch_args = (void *const *)(ex->data + ex->ntensors);
+    void *copy[MAX_TENSORS + 2];
     ex->used = 1;
     st_p2_fast++;
     int rc;
     if (ex->release_gil) {
-        /* keep the executor (and so its arrays) alive while the kernel runs without the GIL */
+        /* a copy: set_arg may change the executor's while the kernel runs without the GIL; and keep
+         * the executor (and so its arrays) alive meanwhile */
+        memcpy(copy, launch_args, (size_t)ex->nargs * sizeof(uint64_t));
+        launch_args = copy;
         Py_INCREF(ex);
         Py_BEGIN_ALLOW_THREADS
         rc = g_launch(NULL, ex->fn, launch_args, ex->nargs, ex->block_dim, ex->sync, NULL, 0);
@@ -1038,7 +1195,7 @@ static PyObject *phase2_call(Phase2 *self, PyObject *const *args, size_t nargsf,
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "kernel launch failed");
         return NULL;
     }
-    return PyLong_FromLong(0);
+    return Py_NewRef(s_zero);
 }
 
 static PyObject *phase2_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
@@ -1467,6 +1624,7 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
         PyType_Ready(&TilingBlockType) < 0)
         return NULL;
     INTERN(g_table_key, "opbuild.runtime._fastpath.table");
+    if ((s_zero = PyLong_FromLong(0)) == NULL) return NULL;
     INTERN(s_args, "args");
     INTERN(s_plan, "plan");
     INTERN(s_workspace_size, "workspace_size");
