@@ -1,6 +1,8 @@
 /* capi_bench.c: the C rows of bench/runtime_bench.py (compiled and run by it).
  *
  *   capi_bench <iterations> <repeats> <threads>...
+ *   capi_bench hits <iterations>     only <iterations> cache hits (bench/hit_ir.py counts their
+ *                                    instructions under callgrind)
  *
  * A C program calling aclnnAddCustomTemplate (1 fp32 element, default stream) through the
  * generated aclnn C ABI, as CANN's samples do. Prints, one per line ("name: value"):
@@ -14,6 +16,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "acl/acl.h"
@@ -118,13 +121,23 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s <iterations> <repeats> <threads>...\n", argv[0]);
         return 2;
     }
-    long n = atol(argv[1]);
-    int repeats = atoi(argv[2]);
+    int hits_only = strcmp(argv[1], "hits") == 0;
+    long n = atol(argv[hits_only ? 2 : 1]);
+    int repeats = hits_only ? 1 : atoi(argv[2]);
     if (aclInit(NULL) != ACL_SUCCESS || aclrtSetDevice(0) != ACL_SUCCESS) return 1;
     operands o;
     if (make(&o) || call(&o) || o.z[0] != 3.0f) {
         fprintf(stderr, "first call failed: %s\n", aclGetRecentErrMsg());
         return 1;
+    }
+    if (hits_only) {
+        double hit = per_call(&o, n, 1, 0);
+        if (hit < 0 || o.z[0] != 3.0f) {
+            fprintf(stderr, "call failed: %s\n", aclGetRecentErrMsg());
+            return 1;
+        }
+        printf("hit_us: %.4f\n", hit * 1e6);
+        return 0;
     }
     double hit = per_call(&o, n, repeats, 0);
     double miss = per_call(&o, n / 20 + 1, repeats, 1);

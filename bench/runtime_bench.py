@@ -108,21 +108,26 @@ def signature_miss(ops):
 
 # ---- 0. issue 11's table ------------------------------------------------------------------------
 
-def c_rows(package: Path, number: int, repeat: int, threads: tuple[int, ...]) -> dict[str, float] | None:
-    """Compile bench/capi_bench.c against the package's C API and run it; its "name: value" lines,
-    or None without a C compiler (or when it fails: the reason is printed)."""
+def build_capi_bench(package: Path, exe: Path) -> str | None:
+    """Compile bench/capi_bench.c against the package's C API into `exe`; None, or why it could not."""
     from opbuild.abi.native_libs import app_flags
 
     cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
     if cc is None:
-        print("   (no C compiler: the C rows say n/a)")
-        return None
+        return "no C compiler"
+    build = subprocess.run([cc, "-O2", "-std=gnu11", "-pthread", "-o", str(exe), str(REPO / "bench/capi_bench.c"),
+                            *app_flags(package)], capture_output=True, text=True)
+    return f"capi_bench.c did not compile: {build.stderr.strip()[:500]}" if build.returncode else None
+
+
+def c_rows(package: Path, number: int, repeat: int, threads: tuple[int, ...]) -> dict[str, float] | None:
+    """Compile bench/capi_bench.c against the package's C API and run it; its "name: value" lines,
+    or None without a C compiler (or when it fails: the reason is printed)."""
     with tempfile.TemporaryDirectory(prefix="capi_bench") as tmp:
         exe = Path(tmp) / "capi_bench"
-        build = subprocess.run([cc, "-O2", "-std=gnu11", "-pthread", "-o", str(exe), str(REPO / "bench/capi_bench.c"),
-                                *app_flags(package)], capture_output=True, text=True)
-        if build.returncode:
-            print(f"   (capi_bench.c did not compile: {build.stderr.strip()[:500]})")
+        problem = build_capi_bench(package, exe)
+        if problem:
+            print(f"   ({problem}: the C rows say n/a)")
             return None
         run = subprocess.run([str(exe), str(number), str(repeat), *map(str, threads)], capture_output=True, text=True,
                              timeout=1800)

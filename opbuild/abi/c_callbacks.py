@@ -101,14 +101,20 @@ def run_tiling(library: TilingLibrary, symbol: str, spec: OpSpec, inputs, output
         items = _attr_items(spec, attrs)
         return _run_tiling_ctypes(library, symbol, spec, inputs, outputs, items, soc=soc, core_num=core_num,
                                   ub_size=ub_size, deterministic=deterministic, impl_mode=impl_mode, capacity=capacity)
+    return tiling_on_block(block, address, spec.op, symbol, capacity)
+
+
+def tiling_on_block(block: Any, address: int, op: str, symbol: str, capacity: int) -> TilingResult:
+    """run_tiling on a filled TilingBlock, the tiling function given by address (a call
+    signature's misses keep it: runtime/call/plans.SignatureTiling)."""
     status, block_dim, tiling_key, workspace_size, size, overrun, error = block.run_tiling(address)
     if status != GRAPH_SUCCESS:
         message = error.decode("utf-8", "replace") or f"returned {status}"
-        raise CallbackError(f"{spec.op}: tiling function {symbol} failed: {message}")
+        raise CallbackError(f"{op}: tiling function {symbol} failed: {message}")
     try:
         check_tiling_data(capacity, size, None if overrun < 0 else overrun)
     except TilingContextError as exc:
-        raise CallbackError(f"{spec.op}: tiling function {symbol}: {exc}") from None
+        raise CallbackError(f"{op}: tiling function {symbol}: {exc}") from None
     return TilingResult(block_dim, tiling_key, workspace_size, block.tiling_data(size))
 
 

@@ -50,16 +50,26 @@ def infer_outputs(library: TilingLibrary, spec: OpSpec, inputs: Sequence[Sequenc
         block = fill_block(spec.op, inputs, ((),) * n, items, soc, core_num, ub_size, 0, 0, 0)
     if block is None:  # no extension, or a call only the Python builder takes (it says what is wrong)
         written = _infer_ctypes(library, spec, inputs, items, symbols, soc=soc, core_num=core_num, ub_size=ub_size)
-    else:
-        status, error, last, written = block.run_infer(library.addresses(symbols), n)
-        if status != GRAPH_SUCCESS:
-            raise InferError(error.decode("utf-8", "replace") or f"{spec.op}: {symbols[last]} returned {status}",
-                             status == INFER_INVALID)
-    result = []
-    for dtype, dims in written:
-        shape = None if not shapes or dims == _UNKNOWN else dims
-        result.append((shape, DTYPE_BY_GE[dtype].name if dtypes else None))
-    return result
+        return outputs_of(written, shapes, dtypes)
+    return infer_on_block(block, library.addresses(symbols), symbols, spec.op, n, shapes, dtypes)
+
+
+def infer_on_block(block: Any, addresses: tuple[int, ...], symbols: tuple[str, ...], op: str, n_outputs: int,
+                   shapes: bool, dtypes: bool) -> list[tuple[tuple[int, ...] | None, str | None]]:
+    """infer_outputs on a filled TilingBlock, the op_proto functions `symbols` given by address
+    (a call signature's misses keep them: plans.SignatureTiling)."""
+    status, error, last, written = block.run_infer(addresses, n_outputs)
+    if status != GRAPH_SUCCESS:
+        raise InferError(error.decode("utf-8", "replace") or f"{op}: {symbols[last]} returned {status}",
+                         status == INFER_INVALID)
+    return outputs_of(written, shapes, dtypes)
+
+
+def outputs_of(written, shapes: bool, dtypes: bool) -> list[tuple[tuple[int, ...] | None, str | None]]:
+    """(shape or None, dtype name or None) per output from the (dtype code, dims) the functions wrote."""
+    if not dtypes:
+        return [(None if not shapes or dims == _UNKNOWN else dims, None) for _, dims in written]
+    return [(None if not shapes or dims == _UNKNOWN else dims, DTYPE_BY_GE[dtype].name) for dtype, dims in written]
 
 
 _UNKNOWN = (UNKNOWN_RANK,)

@@ -94,4 +94,19 @@ def read_onnx_plugins(path: Path) -> dict[str, Framework]:
                 domain=d.get("domain", "ai.onnx"), min_opset=d.get("min_opset", 1), max_opset=d.get("max_opset"),
                 attrs=tuple(d.get("attrs", {}).items()), defaults=tuple(d.get("defaults", {}).items())))
         out[op] = Framework(onnx=tuple(origins))
+    _check_no_overlap(path, out)
     return out
+
+
+def _check_no_overlap(path: Path, plugins: dict[str, Framework]) -> None:
+    """PluginFileError when two entries of the file map the same ONNX op for a common opset
+    (OnnxOrigin.overlaps, the rule the build checks its own packages by): which op a node
+    becomes would depend on the file's order. Across packages the search order decides."""
+    entries = [(op, k, origin) for op, framework in plugins.items() for k, origin in enumerate(framework.onnx)]
+    for i, (op, k, origin) in enumerate(entries):
+        for other, j, earlier in entries[:i]:
+            if earlier.overlaps(origin):
+                raise PluginFileError(
+                    f"{path}: ops.{op}.onnx[{k}] (opsets {origin.opset_range()}) and ops.{other}.onnx[{j}] (opsets "
+                    f"{earlier.opset_range()}) both map {origin.domain}::{origin.op_type}: which op a node becomes "
+                    f"would be ambiguous")

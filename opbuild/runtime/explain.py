@@ -158,16 +158,14 @@ def explain(package_dir: Path, op_name: str, tensor_args: list[str], attr_args: 
 def tiling_report(op: OpRuntime, selection: Selection, ctx: KeyContext, inputs: list, outputs: list,
                   attr_values: list[Any], soc: str) -> tuple[int, list[str]]:
     """(exit status, lines): the tiling keys the selected kernel declares, and the one its tiling
-    function chooses for the call (status 1 when the call would fail there), computed as the
-    runtime's cache miss computes them."""
-    from opbuild.abi.c_callbacks import CallbackError, run_tiling
-    from opbuild.abi.platform import platform
-    from opbuild.runtime.call.plans import load_kernel_info
-    from opbuild.runtime.call.tiling_bounds import check_tiling_result
+    function chooses for the call (status 1 when the call would fail there), computed by the
+    runtime's cache miss (plans.SignatureTiling)."""
+    from opbuild.runtime.call.plans import Prepared
 
     spec = op.spec
+    prepared = Prepared(None, selection, None)
     try:
-        kernel = load_kernel_info(selection, spec)
+        kernel = prepared.kernel(spec)
     except AclnnError as exc:
         return 1, [f"kernel:    FAILED: {exc.message}"]
     lines = [f"kernel:    tiling keys {', '.join(map(str, kernel.tiling_keys))} "
@@ -176,19 +174,14 @@ def tiling_report(op: OpRuntime, selection: Selection, ctx: KeyContext, inputs: 
         return 0, lines + ["tiling:    not run: no output has elements, so the call launches nothing"]
     in_inst, out_inst = _instances(inputs), _instances(outputs)
     try:
-        info = platform(soc)
-        result = run_tiling(op.tiling_library(selection.package), spec.tiling.symbol, spec, in_inst, out_inst,
-                            tuple(attr_values), soc=soc, core_num=info.core_num, ub_size=info.ub_size,
-                            deterministic=ctx.deterministic, impl_mode=ctx.impl_mode, capacity=kernel.op_para_size)
-    except (CallbackError, ValueError) as exc:
-        return 1, lines + [f"tiling:    FAILED: {exc}"]
+        tiling = prepared.tiling(op, soc, tuple(attr_values), ctx.deterministic)
+        result = tiling.run_tiling(in_inst, out_inst, None, selection.full_key)
     except AclnnError as exc:
         return 1, lines + [f"tiling:    FAILED: {exc.message}"]
     lines.append(f"tiling:    {spec.tiling.symbol} chose tiling key {result.tiling_key} "
                  f"(block_dim {result.block_dim}, workspace {result.workspace_size} bytes)")
     try:
-        check_tiling_result(spec.op, spec.tiling.symbol, result.block_dim, result.workspace_size, info,
-                            kernel.intercore_sync, result.tiling_key, kernel.tiling_keys)
+        tiling.check(result)
     except AclnnError as exc:
         return 1, lines + [f"refused:   {exc.message}"]
     return 0, lines

@@ -153,12 +153,7 @@ def render_launch_shim(info: OpInfo) -> str:
     return f"""#include "opbuild/kernel.h"
 #include "{info.snake}_tiling.h"
 
-__thread uint32_t opbuild_block_idx_ __attribute__((visibility("hidden")));
-__thread uint32_t opbuild_block_num_ __attribute__((visibility("hidden")));
-__thread char opbuild_kernel_error_[OPBUILD_KERNEL_ERROR_LEN] __attribute__((visibility("hidden")));
-__thread opbuild_sync_all_fn opbuild_sync_all_ __attribute__((visibility("hidden")));
-__thread void *opbuild_sync_ctx_ __attribute__((visibility("hidden")));
-__thread uint64_t opbuild_tiling_key_ __attribute__((visibility("hidden")));
+__thread opbuild_kernel_state opbuild_kernel_state_ __attribute__((visibility("hidden")));
 /* the tiling key follows the tiling data (at least 1 byte) at the next 8-byte boundary */
 #define TILING_KEY_OFFSET (((sizeof({info.op}TilingData) > 0 ? sizeof({info.op}TilingData) : 1) + 7u) / 8u * 8u)
 
@@ -170,16 +165,17 @@ __attribute__((visibility("default"))) int32_t opbuild_kernel_launch(void *const
         snprintf(err, errlen, "%s: expected {n} arguments, got %u", OPBUILD_BINARY_NAME, nargs);
         return 1;
     }}
-    opbuild_block_idx_ = block_idx;
-    opbuild_block_num_ = block_num;
-    opbuild_sync_all_ = sync;
-    opbuild_sync_ctx_ = sync_ctx;
-    opbuild_kernel_error_[0] = '\\0';
-    opbuild_tiling_key_ = 0;
-    if (args[{n - 1}]) memcpy(&opbuild_tiling_key_, (const char *)args[{n - 1}] + TILING_KEY_OFFSET, sizeof(uint64_t));
+    opbuild_kernel_state *s = &opbuild_kernel_state_;
+    s->block_idx = block_idx;
+    s->block_num = block_num;
+    s->sync_all = sync;
+    s->sync_ctx = sync_ctx;
+    s->error[0] = '\\0';
+    s->tiling_key = 0;
+    if (args[{n - 1}]) memcpy(&s->tiling_key, (const char *)args[{n - 1}] + TILING_KEY_OFFSET, sizeof(uint64_t));
     {info.kernel_entry}({call});
-    if (opbuild_kernel_error_[0] != '\\0') {{
-        snprintf(err, errlen, "%s", opbuild_kernel_error_);
+    if (s->error[0] != '\\0') {{
+        snprintf(err, errlen, "%s", s->error);
         return 1;
     }}
     return 0;

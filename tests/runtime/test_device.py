@@ -23,11 +23,7 @@ INCLUDE = REPO / "opbuild" / "runtime" / "native" / "include"
 
 SHIM = r"""
 #include "opbuild/kernel.h"
-__thread uint32_t opbuild_block_idx_ __attribute__((visibility("hidden")));
-__thread uint32_t opbuild_block_num_ __attribute__((visibility("hidden")));
-__thread char opbuild_kernel_error_[OPBUILD_KERNEL_ERROR_LEN] __attribute__((visibility("hidden")));
-__thread opbuild_sync_all_fn opbuild_sync_all_ __attribute__((visibility("hidden")));
-__thread void *opbuild_sync_ctx_ __attribute__((visibility("hidden")));
+__thread opbuild_kernel_state opbuild_kernel_state_ __attribute__((visibility("hidden")));
 
 KERNEL_ENTRY void %(entry)s(%(params)s);
 
@@ -38,14 +34,15 @@ int32_t opbuild_kernel_launch(void *const *args, uint32_t nargs, uint32_t block_
         snprintf(err, errlen, "%(entry)s takes %(nargs)d arguments, got %%u", nargs);
         return 1;
     }
-    opbuild_block_idx_ = block_idx;
-    opbuild_block_num_ = block_num;
-    opbuild_sync_all_ = sync;
-    opbuild_sync_ctx_ = sync_ctx;
-    opbuild_kernel_error_[0] = '\0';
+    opbuild_kernel_state *s = &opbuild_kernel_state_;
+    s->block_idx = block_idx;
+    s->block_num = block_num;
+    s->sync_all = sync;
+    s->sync_ctx = sync_ctx;
+    s->error[0] = '\0';
     %(entry)s(%(call)s);
-    if (opbuild_kernel_error_[0]) {
-        snprintf(err, errlen, "%%s", opbuild_kernel_error_);
+    if (s->error[0]) {
+        snprintf(err, errlen, "%%s", s->error);
         return 1;
     }
     return 0;

@@ -62,9 +62,11 @@ def test_hits_take_the_c_path_and_match_the_python_path(ops):
     z = np.empty_like(x)
     before = stats()
     size, ex = p1(x, y, z)  # miss: the Python path builds and registers the plan
-    assert not ex.fast
+    assert ex.fast  # ... and its executor launches from C, as a hit's
     p2(None, size, ex)
-    assert delta(before)["phase1_misses"] == 1 and delta(before)["registered"] == 1
+    np.testing.assert_array_equal(z, x + y)
+    d = delta(before)
+    assert (d["phase1_misses"], d["registered"], d["phase2_fast"], d["phase2_slow"]) == (1, 1, 1, 0)
     assert fastpath.table_size() == 1
     for k in range(3):
         x2, y2 = rng.standard_normal((2, 1000), dtype=np.float32)  # new arrays, same signature
@@ -251,7 +253,8 @@ def test_clear_op_cache_clears_it(ops, monkeypatch):
     rt.clear_op_cache()
     assert fastpath.table_size() == 0 and executor.cache_size() == 0
     before = stats()
-    assert not p1(x, x, z)[1].fast and delta(before)["phase1_misses"] == 1
+    p1(x, x, z)
+    assert delta(before)["phase1_misses"] == 1 and delta(before)["phase1_hits"] == 0
     assert executor.cache_size() == 1
 
 
@@ -342,7 +345,6 @@ from hypothesis import strategies as st  # noqa: E402
 
 from opbuild.abi.ge_types import DTYPE_TO_GE, dtype_name  # noqa: E402
 from opbuild.runtime.call import cache_key  # noqa: E402
-from opbuild.runtime.call.fast_wrappers import key_id  # noqa: E402
 
 array_strategy = st.tuples(st.lists(st.integers(1, 5), min_size=0, max_size=3),
                            st.sampled_from([np.float32, np.float16, np.int32]), st.integers(1, 2))
@@ -372,11 +374,11 @@ def test_c_fast_path_key_equals_python_key(ops, builtin_ops, monkeypatch, arrays
         x, y, z = (_make(s) for s in arrays)
         dp = settings.DP[0]
         add = ops.aclnnAddCustomTemplateGetWorkspaceSize
-        expected = cache_key.key_words(key_id(ops._OPS["AddCustomTemplate"]), cache_key.env_token(), dp,
+        expected = cache_key.key_words(ops._OPS["AddCustomTemplate"].key_id, cache_key.env_token(), dp,
                                        [_slot(x), _slot(y), _slot(z)], [])
         assert fastpath.key_words(add, x, y, z) == expected
         leaky = builtin_ops.aclnnLeakyReluCustomGetWorkspaceSize
-        expected = cache_key.key_words(key_id(builtin_ops._OPS["LeakyReluCustom"]), cache_key.env_token(), dp,
+        expected = cache_key.key_words(builtin_ops._OPS["LeakyReluCustom"].key_id, cache_key.env_token(), dp,
                                        [_slot(x), _slot(z)], [("float", float(slope))])
         assert fastpath.key_words(leaky, x, slope, z) == expected
     finally:
@@ -439,3 +441,78 @@ def test_eviction_keeps_the_table_as_small_as_the_cache(ops, monkeypatch):
     before = stats()
     p1(x, x, np.empty_like(x))
     assert delta(before)["phase1_hits"] == 0
+
+
+# ---- the hit path's shortcuts: the memo of the last hit, recycled executors -------------------------
+
+def _row_strided(row_bytes: int) -> np.ndarray:
+    """A (1, 4) fp32 array whose row stride is `row_bytes` (contiguous: the stride of a size-1 dim
+    does not matter to numpy, but it is part of the key)."""
+    base = np.ones(row_bytes // 4 * 2, np.float32)
+    return np.lib.stride_tricks.as_strided(base, shape=(1, 4), strides=(row_bytes, 4))
+
+
+def test_last_hit_memo_serves_only_the_same_call(ops):
+    """Phase1 remembers its last hit; calls differing in any part of the key from it (shape, dtype,
+    strides) alternate with it and must each get their own plan, the one the Python path gives."""
+    p1, p2 = add_phases(ops)
+    calls = []
+    for x in (np.ones(4, np.float32), np.ones(5, np.float32), np.ones(4, np.float16), np.ones((4, 1), np.float32),
+              _row_strided(16), _row_strided(32)):
+        calls.append((x, x.copy(), np.empty_like(x)) if x.base is None else (x, x, np.empty((1, 4), np.float32)))
+    for args in calls:
+        p2(None, *p1(*args))  # misses: plans made and registered
+    plans = [p1.__wrapped__(*args)[1].plan for args in calls]
+    assert len({id(p) for p in plans}) == len(calls)  # six keys
+    before = stats()
+    for _ in range(3):
+        for args, plan in zip(calls, plans):
+            for _ in range(2):  # the second call of a pair is served by the memo
+                size, ex = p1(*args)
+                assert ex.fast and ex.plan is plan
+                args[2][...] = 0
+                p2(None, size, ex)
+                np.testing.assert_array_equal(args[2], args[0] + args[1])
+    d = delta(before)
+    assert d["phase1_hits"] == 36 and d["phase1_misses"] == 0
+
+
+def test_recycled_executors_start_fresh_and_nothing_leaks(ops):
+    """Executors are recycled (a free list): many alive at once are all distinct and run; a recycled
+    one is not used nor repeatable; churning through many keeps memory and array references flat."""
+    import gc
+    import sys
+
+    p1, p2 = add_phases(ops)
+    x = np.ones(3, np.float32)
+    z = np.empty_like(x)
+    p2(None, *p1(x, x, z))
+    live = [p1(x, x, z) for _ in range(100)]  # more than the free list holds
+    assert len({id(ex) for _, ex in live}) == 100 and all(ex.fast and not ex.used for _, ex in live)
+    for i, (size, ex) in enumerate(live):
+        if i % 2:
+            ex.set_repeatable()
+        z[:] = 0
+        assert p2(None, size, ex) == 0
+        np.testing.assert_array_equal(z, 2 * x)
+    assert all(ex.used for _, ex in live) and sum(ex.repeatable for _, ex in live) == 50
+    del live, ex
+    for _ in range(40):
+        size, ex = p1(x, x, z)
+        assert ex.fast and not ex.used and not ex.repeatable
+        p2(None, size, ex)
+        assert error_of(p2, None, size, ex)[0] == ACLNN_ERR_PARAM_INVALID  # runs once, as a new one
+    del ex
+
+    def churn(n: int) -> None:
+        for _ in range(n):
+            size, ex = p1(x, x, z)
+            p2(None, size, ex)
+
+    churn(1000)
+    gc.collect()
+    blocks, refs = sys.getallocatedblocks(), sys.getrefcount(x)
+    churn(20000)
+    gc.collect()
+    assert sys.getrefcount(x) == refs
+    assert sys.getallocatedblocks() - blocks < 200

@@ -30,11 +30,23 @@ class Counter:
         return self.fn(*args, **kwargs)
 
 
+class TilingCalls:
+    """Counts the tiling function's runs: the two places it is called (on a C-filled TilingBlock,
+    or on a ctypes context without the extension)."""
+
+    def __init__(self, monkeypatch):
+        self.counters = [Counter(c_callbacks.tiling_on_block), Counter(c_callbacks._run_tiling_ctypes)]
+        monkeypatch.setattr(c_callbacks, "tiling_on_block", self.counters[0])
+        monkeypatch.setattr(c_callbacks, "_run_tiling_ctypes", self.counters[1])
+
+    @property
+    def calls(self) -> int:
+        return sum(c.calls for c in self.counters)
+
+
 @pytest.fixture
 def tiling_calls(monkeypatch):
-    counter = Counter(c_callbacks.run_tiling)
-    monkeypatch.setattr(c_callbacks, "run_tiling", counter)
-    return counter
+    return TilingCalls(monkeypatch)
 
 
 def _count_fragments(monkeypatch, op) -> Counter:
@@ -124,6 +136,22 @@ def test_hit_with_default_keys_and_strides(ops, monkeypatch, tiling_calls):
     rt.clear_op_cache(selections=True)  # forgotten: the key rule runs again
     ops.mul_custom(base, base)
     assert (keys.calls, tiling_calls.calls) == (2, 3)
+
+
+def test_a_call_without_a_key_is_planned_every_time(ops, tiling_calls):
+    # strides not in whole elements have no encoding in the key (opkey.h: strides in elements):
+    # such a call is right, and tiled on every call rather than cached under a wrong key
+    rt.clear_op_cache()
+    raw = np.zeros(64, np.uint8)
+    x = np.lib.stride_tricks.as_strided(raw[:4].view(np.float32), shape=(4,), strides=(6,))
+    x[...] = [1.5, -2.0, 3.25, 4.0]  # 4 bytes every 6: no overlap
+    y = np.ones(4, np.float32)
+    z = np.empty(4, np.float32)
+    for k in range(1, 3):
+        size, ex = ops.aclnnAddCustomTemplateGetWorkspaceSize(x, y, z)
+        ops.aclnnAddCustomTemplate(None, size, ex)
+        np.testing.assert_array_equal(z, x.copy() + 1)
+        assert tiling_calls.calls == k and executor.cache_size() == 0
 
 
 def test_clear_op_cache_clears_only_the_calling_thread(ops, tiling_calls):

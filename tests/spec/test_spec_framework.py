@@ -89,6 +89,12 @@ def test_every_sample_has_plugins_and_the_package_file_round_trips(name, tmp_pat
     ('{"format_version": 2, "ops": {}}', "format_version"),
     ('{"format_version": 1, "ops": {"A": {"onnx": [{"op_type": "X", "min_opset": "1"}]}}}', "'1' is not of type 'integer'"),
     ('{"format_version": 1, "ops": {"A": {"onnx": [{"op_type": "X"}]}}}', "lacks inputs or outputs"),
+    # two ops of one file mapping one ONNX op for a common opset (the build refuses to write it)
+    ('{"format_version": 1, "ops": {"A": {"onnx": [{"op_type": "X", "inputs": [], "outputs": [], "max_opset": 12}]}, '
+     '"B": {"onnx": [{"op_type": "X", "inputs": [], "outputs": [], "min_opset": 12}]}}}',
+     r"ops\.B\.onnx\[0\] \(opsets \[12, ∞\)\) and ops\.A\.onnx\[0\] \(opsets \[1, 12\]\) both map ai\.onnx::X"),
+    ('{"format_version": 1, "ops": {"A": {"onnx": [{"op_type": "X", "inputs": [], "outputs": []}, '
+     '{"op_type": "X", "inputs": [], "outputs": [], "min_opset": 5}]}}}', r"ops\.A\.onnx\[1\]"),
 ])
 def test_a_malformed_package_file_names_itself(tmp_path, text, message):
     path = tmp_path / "plugins.json"

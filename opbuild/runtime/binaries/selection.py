@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import itertools
 import threading
 import weakref
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from opbuild.abi import package_layout as layout
-from opbuild.abi.vocabulary import DEFAULT_SOC
+from opbuild.abi.vocabulary import ATTR_TYPE, DEFAULT_SOC
 from opbuild.runtime.environ import decode, raw_reader
 from opbuild.runtime.settings import DEFAULT_P, FALLBACK_P
 from opbuild.keys import KeyContext, KeyRuleError, check_fragment, describe_call, full_key, make_fragment_fn
@@ -28,6 +29,8 @@ from opbuild.spec.model import OpSpec
 
 
 _OPS: "weakref.WeakSet[OpRuntime]" = weakref.WeakSet()
+_KEY_IDS = itertools.count(1)
+"""OpRuntime.key_id: one per op runtime made in this process (word 1 of its cache keys)."""
 """Every OpRuntime alive (forget_selections reaches their selection memos)."""
 
 
@@ -119,6 +122,14 @@ class OpRuntime:
         # simple: every tensor is one required tensor and every attribute a scalar, so a call's cache
         # key can be built from the arguments as given (executor.simple_key, the fast wrappers).
         self.simple = (all(p.param_type == "required" for p in spec.inputs + spec.outputs) and not self.list_attrs)
+        # The op in the op-parameter cache key (opkey.h): its id, per parameter (inputs, outputs)
+        # whether it is a tensor list, per attribute its key tag (call/cache_key.py, fastpath.c).
+        self.key_id = next(_KEY_IDS)
+        self.slot_kinds = bytes(p.param_type == "dynamic" for p in spec.inputs + spec.outputs)
+        self.attr_tags = bytes(ATTR_TYPE[a.type].key_tag for a in spec.attrs)
+        # key(dp, *args) of a simple call: its cache key (opkey.h words as bytes) or None; made on
+        # first use (arguments.simple_key, fast_wrappers.key_function).
+        self.call_key: Callable[..., bytes | None] | None = None
         # The op's aclnn functions, set when the package's generated module makes them.
         self.phase1: Callable[..., Any] | None = None
         self.phase2: Callable[..., Any] | None = None

@@ -2,9 +2,9 @@
 
 `normalize_tensors` / `normalize_attrs` turn the arguments of aclnnXxxGetWorkspaceSize into
 (array, format) instances and a hashable attribute tuple, raising the AclnnError CANN would;
-`_signature` is the generic cache key of normalized tensors. `simple_key` is the cheap cache
-key of a "simple" op called with numpy arrays or ND Tensors (the key the per-op fast wrappers
-build inline), so a hit skips normalization. Kept apart from plan building and launching so
+`params_key` is the cache key of normalized arguments; `simple_key` the same key of a "simple"
+op called with numpy arrays or ND Tensors (the one the C fast path builds), so a hit skips
+normalization. Kept apart from plan building and launching so
 the key a call maps to is defined in one place.
 """
 
@@ -14,9 +14,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from opbuild.abi.ge_types import dtype_name
+from opbuild.abi.ge_types import FORMAT_TO_GE, dtype_name
 from opbuild.abi.vocabulary import ATTR_TYPES
-from opbuild.runtime.call.cache_key import env_key
+from opbuild.runtime.call import cache_key
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
 from opbuild.runtime.binaries.selection import OpRuntime
 from opbuild.runtime.tensor import Tensor, as_array
@@ -111,8 +111,26 @@ def normalize_attrs(op: OpRuntime, values: Sequence[Any]) -> tuple:
     return tuple(out)
 
 
-def _signature(params: list[list[tuple[np.ndarray, str]]]) -> tuple:
-    return tuple(tuple((a.dtype, a.shape, a.strides, f) for a, f in instances) for instances in params)
+def params_key(op: OpRuntime, dp: int, in_params: list, out_params: list, attr_values: tuple) -> bytes | None:
+    """The cache key of a call's normalized tensors and attributes: opkey.h's words as bytes, as
+    simple_key's (the same words for a call both cover), for the calls simple_key does not take
+    (optional or list parameters, formats other than ND, Tensors, numpy scalar attributes). None
+    when the call has no key (strides not in whole elements): it is then planned on every call.
+    Made in C (fastpath.c params_key) when the extension is built, else by cache_key.params_key."""
+    fn = _PARAMS_KEY[0]
+    if fn is None:
+        fn = _PARAMS_KEY[0] = _params_key_function()
+    return fn(op.key_id, dp, op.slot_kinds, in_params + out_params, FORMAT_TO_GE, op.attr_tags, attr_values)
+
+
+_PARAMS_KEY: list = [None]
+
+
+def _params_key_function():
+    from opbuild.runtime.call.fast_wrappers import _fastpath_ready
+    from opbuild.runtime.call.plan_cache import _fastpath
+
+    return _fastpath.params_key if _fastpath is not None and _fastpath_ready() else cache_key.params_key
 
 
 _ndarray = np.ndarray
@@ -127,34 +145,27 @@ def _plain_array(value: Any) -> np.ndarray | None:
     return None
 
 
-_search_env = env_key  # the search environment, part of every cache key (cache_key.ENV_VARS)
-
-
 def simple_key(op: OpRuntime, dp: int, inputs: Sequence[Any], attrs: Sequence[Any],
-               outputs: Sequence[Any]) -> tuple[tuple, list[np.ndarray]] | None:
-    """(cache key, arrays) of a call that the per-op fast wrappers can handle, else None.
+               outputs: Sequence[Any]) -> tuple[bytes, list[np.ndarray]] | None:
+    """(cache key, arrays) of a simple op's call given as numpy arrays or ND Tensors, else None.
 
-    The key is `(op, dp, a0, type(a0), ..., x.dtype, x.shape, x.strides, ..., out.dtype, ..., env)`,
-    exactly what `phase1_function`'s code builds, so both share cached plans.
+    The key is the call's opkey.h words as bytes (one definition of the key): made by the op's
+    key function (`op.call_key`: the C fast path's Phase1.key, or cache_key.plain_call_key
+    without the extension), the key the C fast path's hits look up, so both share cached plans.
     """
     if not op.simple or len(inputs) != op.n_inputs or len(outputs) != op.n_outputs or len(attrs) != op.n_attrs:
         return None
-    key: list[Any] = [op, dp]
-    for v in attrs:
-        key.append(v)
-        key.append(type(v))
     arrays = []
     for v in (*inputs, *outputs):
         a = v if type(v) is _ndarray else _plain_array(v)
         if a is None:
             return None
         arrays.append(a)
-        key += (a.dtype, a.shape, a.strides)
-    key.append(_search_env())
-    key_t = tuple(key)
-    try:
-        hash(key_t)
-    except TypeError:  # an unhashable attribute value: the generic path says what is wrong
-        return None
-    return key_t, arrays
+    call_key = op.call_key
+    if call_key is None:
+        from opbuild.runtime.call.fast_wrappers import key_function
 
+        call_key = key_function(op)
+    n_in = op.n_inputs
+    key = call_key(dp, *arrays[:n_in], *attrs, *arrays[n_in:])
+    return None if key is None else (key, arrays)

@@ -11,10 +11,14 @@ record's `key_tag` is its OPKEY_* tag).
 
 from __future__ import annotations
 
+import functools
 import os
 import struct
 from typing import Any, Sequence
 
+import numpy as np
+
+from opbuild.abi.ge_types import DTYPE_TO_GE, FORMAT_TO_GE, numpy_dtype
 from opbuild.abi.vocabulary import ATTR_TYPE, ATTR_TYPES
 from opbuild.runtime.environ import raw_reader
 
@@ -59,21 +63,6 @@ def env_token() -> int:
 search_env = raw_reader(*ENV_VARS)
 """The search environment (SoC, package paths) of a call's cache key, as a hashable tuple (read on
 every call: environ.raw_reader)."""
-
-
-def _env_key_reader():
-    """env_key: the C extension's env token of the calling thread (opkey.h opkey_env_token_cached:
-    the environment is scanned again only when it may have changed, so a call reads no
-    variable), else search_env."""
-    from opbuild.runtime import fastpath_ext
-
-    ext = fastpath_ext.load()
-    return ext.env_token if ext is not None else search_env
-
-
-env_key = _env_key_reader()
-"""The search environment as it enters the Python cache keys (a hashable value that changes
-whenever a variable of ENV_VARS does): one C call per key with the extension."""
 
 
 def _tensor(words: list[int], t: Tensor) -> None:
@@ -129,3 +118,127 @@ def key_bytes(op_id: int, env: int, dp: int, slots: Sequence[Tensor | list[Tenso
     """key_words as native uint64 bytes (what the C code compares)."""
     words = key_words(op_id, env, dp, slots, attrs)
     return struct.pack(f"={len(words)}Q", *words)
+
+
+@functools.cache
+def numpy_dtype_codes() -> dict[np.dtype, int]:
+    """{numpy dtype: GE code} of every dtype the runtime takes (a tensor's dtype word); the C
+    fast path gets the same table (fast_wrappers._fastpath_ready)."""
+    codes = {}
+    for name, code in DTYPE_TO_GE.items():
+        try:
+            codes[np.dtype(numpy_dtype(name))] = code
+        except (TypeError, ValueError, KeyError):
+            continue
+    return codes
+
+
+_ND = FORMAT_TO_GE["ND"]
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_TAG = {t.name: t.key_tag for t in ATTR_TYPES}
+_INT, _FLOAT, _BOOL, _STR = _TAG["int"], _TAG["float"], _TAG["bool"], _TAG["str"]
+
+
+def _plain_attr(kind: int, v: Any) -> tuple[str, Any] | None:
+    """(attribute type, value) of a scalar argument of the key's `kind`, as the C path takes it
+    (the exact Python type; an int for a float), else None."""
+    t = type(v)
+    if kind == _INT:
+        return ("int", v) if t is int and _INT64_MIN <= v <= _INT64_MAX else None
+    if kind == _FLOAT:
+        if t is float:
+            return "float", v
+        if t is int:
+            try:
+                return "float", float(v)
+            except OverflowError:
+                return None
+        return None
+    if kind == _BOOL:
+        return ("bool", v) if t is bool else None
+    if kind == _STR and t is str:
+        try:
+            return "str", v.encode()
+        except UnicodeEncodeError:
+            return None
+    return None
+
+
+def plain_call_key(op_id: int, n_in: int, kinds: bytes, dp: int, *args: Any) -> bytes | None:
+    """The key (key_bytes) of a simple op's call given as plain numpy arrays and scalar
+    attributes, `args` in parameter order (inputs, attributes, outputs); None for a call the
+    key does not cover (then the caller takes the generic path). The pure-Python equivalent of
+    the C fast path's Phase1.key (fastpath.c build_key), used where the extension is missing:
+    exact ndarrays of a supported native dtype with strides in whole elements (format ND,
+    storage offset 0), attributes of the exact Python type of their `kinds` tag."""
+    n_attr = len(kinds)
+    codes = numpy_dtype_codes()
+    slots = []
+    for a in (*args[:n_in], *args[n_in + n_attr:]):
+        if type(a) is not np.ndarray or not a.dtype.isnative or a.ndim > 64:
+            return None
+        code = codes.get(a.dtype)
+        size = a.itemsize
+        if code is None or size <= 0 or any([s % size for s in a.strides]):
+            return None
+        slots.append((code, _ND, a.shape, [s // size for s in a.strides], 0))
+    attrs = []
+    for kind, v in zip(kinds, args[n_in:n_in + n_attr]):
+        item = _plain_attr(kind, v)
+        if item is None:
+            return None
+        attrs.append(item)
+    return key_bytes(op_id, env_token(), dp, slots, attrs)
+
+
+_TYPE_BY_TAG = {t.key_tag: t for t in ATTR_TYPES}
+
+
+def _keyable(element: str, v: Any) -> Any:
+    """An attribute item as the key encodes it, or None when it has no encoding (an int out of
+    int64, a float overflowing a double, a string that is not UTF-8), as the C code decides."""
+    if element == "int":
+        return v if _INT64_MIN <= v <= _INT64_MAX else None
+    if element == "float":
+        try:
+            return float(v)
+        except OverflowError:
+            return None
+    if element == "str":
+        try:
+            return v.encode()
+        except UnicodeEncodeError:
+            return None
+    return bool(v)
+
+
+def params_key(op_id: int, dp: int, slot_kinds: bytes, params: Sequence[Sequence[tuple[np.ndarray, str]]],
+               formats: dict[str, int], attr_tags: bytes, attrs: Sequence[Any]) -> bytes | None:
+    """The key (key_bytes) of a call given as normalized tensors (per IR parameter, inputs then
+    outputs, a list of (array, format name); `slot_kinds` 1 for a tensor list) and normalized
+    attribute values (`attr_tags`: their key tags); None when a tensor's strides are not in
+    whole elements or a value has no key encoding. The pure-Python equivalent of the C fast
+    path's params_key (fastpath.c), used where the extension is missing."""
+    codes = numpy_dtype_codes()
+    slots: list[Any] = []
+    for kind, group in zip(slot_kinds, params):
+        tensors = []
+        for a, fmt in group:
+            size = a.itemsize
+            if a.ndim > 64 or size <= 0 or any([s % size for s in a.strides]):
+                return None
+            tensors.append((codes[a.dtype], formats[fmt], a.shape, [s // size for s in a.strides], 0))
+        if kind:
+            slots.append(tensors)
+        elif len(tensors) > 1:
+            raise ValueError("params_key: a single parameter has one tensor or none")
+        else:
+            slots.append(tensors[0] if tensors else None)
+    items = []
+    for tag, v in zip(attr_tags, attrs):
+        t = _TYPE_BY_TAG[tag]
+        values = [_keyable(t.element, x) for x in (v if t.is_list else (v,))]
+        if any(x is None for x in values):
+            return None
+        items.append((t.name, values if t.is_list else values[0]))
+    return key_bytes(op_id, env_token(), dp, slots, items)

@@ -44,12 +44,11 @@ from opbuild.runtime.call.arguments import (  # noqa: F401 - re-exported: opbuil
     _dtype_name,
     _ndarray,
     _plain_array,
-    _search_env,
-    _signature,
     _tensor_arg,
     normalize_attrs,
     normalize_plain,
     normalize_tensors,
+    params_key,
     simple_key,
 )
 from opbuild.runtime.errors import (  # noqa: F401
@@ -171,7 +170,7 @@ class PyExecutor:
         self.args = packer(n).pack(*words)
         return True
 
-    fast = False  # made by the C fast path (never, without it)
+    fast = False  # launched by the C fast path (never, without it)
 
     def __repr__(self) -> str:
         return f"Executor({self.simplified_key} -> {self.binary_name}, workspace={self.plan.workspace_size})"
@@ -205,43 +204,50 @@ _pack_direct = _fastpath.pack_direct if _fastpath is not None else _direct_args_
 
 
 def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], outputs: Sequence[Any],
-                       deterministic: bool | None = None, impl_mode: str | int | None = None) -> tuple[int, Executor]:
-    """Phase 1: (workspace_size, executor) for one call."""
+                       deterministic: bool | None = None, impl_mode: str | int | None = None,
+                       opkey: bytes | None = None) -> tuple[int, Executor]:
+    """Phase 1: (workspace_size, executor) for one call. `opkey`: the call's key, given by the C
+    fast path's miss (it built it: plain arrays, the process-wide d and p)."""
     d, p, fallback = settings.resolve(deterministic, impl_mode)
     dp = settings.dp_code(d, p, fallback)
-    simple = simple_key(op, dp, inputs, attrs, outputs) if inputs is not None and outputs is not None and attrs is not None else None
     plans = _CACHE.plans
-    if simple is not None:
-        key, arrays = simple
+    plan = None
+    if opkey is not None:  # the C fast path's miss: plain numpy arrays, keyed there
+        key, arrays = opkey, [*inputs, *outputs]
+    else:
+        simple = simple_key(op, dp, inputs, attrs, outputs) if inputs is not None and outputs is not None and attrs is not None else None
+        key, arrays = simple if simple is not None else (None, None)
+    if key is not None:
         plan = plans.get(key)
         if plan is not None and plan_fresh(plan):
-            n_in = op.n_inputs
-            for what, a in zip(op.output_what, arrays[n_in:]):
+            for what, a in zip(op.output_what, arrays[op.n_inputs:]):
                 if not a.flags.writeable:
                     raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what} is read-only")
             plan.hot = True
             args = _direct_args(plan, arrays)
             if args is not None:
                 return plan.workspace_size, Executor(plan, op, tuple(arrays), args)
-    plain = normalize_plain(op, simple[1]) if simple is not None else None
+        else:
+            plan = None
+    plain = normalize_plain(op, arrays) if arrays is not None else None
     if plain is not None:
         in_params, out_params = plain
     else:
         in_params = normalize_tensors(op, inputs, outputs=False)
         out_params = normalize_tensors(op, outputs, outputs=True)
+        arrays = [a for g in in_params + out_params for a, _ in g]
     attr_values = normalize_attrs(op, attrs)
-    if simple is None:
-        key = (op, dp, "generic", attr_values, _signature(in_params), _signature(out_params), _search_env())
-    plan = plans.get(key)
-    if plan is None or not plan_fresh(plan):
+    if key is None:
+        key = params_key(op, dp, in_params, out_params, attr_values)
+        plan = plans.get(key) if key is not None else None
+        if plan is not None and not plan_fresh(plan):
+            plan = None
+    if plan is None:
         plan = build_plan(op, in_params, out_params, attr_values, d, p, fallback)
-        _store(key, plan, PARAM_CACHE_CAPACITY)
+        if key is not None:  # (no key: strides not in whole elements, planned on every call)
+            _store(key, plan, PARAM_CACHE_CAPACITY)
     else:
         plan.hot = True
-    if simple is not None:  # one array per parameter, as given
-        arrays = simple[1]
-    else:
-        arrays = [a for g in in_params + out_params for a, _ in g]
     args = None
     if len(arrays) == plan.nargs - 2 and not op.has_dynamic:  # no absent optional, no list
         args = _direct_args(plan, arrays)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import inspect
-import itertools
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -58,12 +57,13 @@ def phase1_function(op: OpRuntime, name: str, inputs: Sequence[str], attrs: Sequ
         fn.__signature__ = _signature(params)
         op.phase1 = fn
         return fn
-    def phase1(*args: Any, deterministic: Any = None, impl_mode: Any = None) -> tuple[int, Executor]:
+    def phase1(*args: Any, deterministic: Any = None, impl_mode: Any = None, _opkey: bytes | None = None
+               ) -> tuple[int, Executor]:
         if len(args) != n_all:
             raise TypeError(f"{name}() takes {n_all} arguments ({', '.join(params)}), got {len(args)}")
-        try:  # _guarded, inline: every miss of the C wrapper comes here
+        try:  # _guarded, inline: every miss of the C wrapper comes here (with the key it built)
             return get_workspace_size(op, args[:n_in], args[n_in:n_in + n_attr], args[n_in + n_attr:], deterministic,
-                                      impl_mode)
+                                      impl_mode, _opkey)
         except AclnnError:
             raise
         except Exception as exc:  # noqa: BLE001 - the aclnn API raises AclnnError only
@@ -72,12 +72,35 @@ def phase1_function(op: OpRuntime, name: str, inputs: Sequence[str], attrs: Sequ
     _dress(phase1, name, doc)
     phase1.__signature__ = _signature(params)
     fn: Any = phase1
-    if op.simple and _FAST_POINTERS and op.package is not None and _fastpath_ready():
+    native = _native_phase1(op, phase1)
+    if native is not None and _FAST_POINTERS and op.package is not None:
         # Cache hits of plain numpy arrays in C; everything else (and every miss) runs `phase1`.
-        fn = _wrap(_fastpath.Phase1(op, n_in, n_attr, len(outputs), phase1, key_id(op),
-                                    bytes(cache_key.ATTR_TAGS[a.type] for a in op.spec.attrs)), phase1, name, doc)
+        fn = _wrap(native, phase1, name, doc)
     op.phase1 = fn
     return fn
+
+
+def _native_phase1(op: OpRuntime, slow: Callable[..., Any]) -> Any:
+    """The op's C Phase1 around `slow` (None without the extension, or for an op that is not
+    simple), made its key function (`op.call_key`) too."""
+    if not op.simple or op.spec.is_aicpu or not _fastpath_ready():
+        return None
+    native = _fastpath.Phase1(op, op.n_inputs, op.n_attrs, op.n_outputs, slow, op.key_id, op.attr_tags)
+    op.call_key = native.key
+    return native
+
+
+def key_function(op: OpRuntime) -> Callable[..., bytes | None]:
+    """op.call_key, made on first use for an op no phase-1 function was made for (an .om node):
+    key(dp, *args) -> the call's key (opkey.h words as bytes) or None. The C fast path's
+    Phase1.key when the extension is built, else cache_key.plain_call_key (the same words)."""
+    if op.call_key is None and _native_phase1(op, _no_phase1) is None:
+        op.call_key = functools.partial(cache_key.plain_call_key, op.key_id, op.n_inputs, op.attr_tags)
+    return op.call_key
+
+
+def _no_phase1(*args: Any, **kwargs: Any) -> Any:
+    raise TypeError("this Phase1 only makes keys")
 
 
 def phase2_function(op: OpRuntime, name: str, doc: str | None = None) -> Callable[..., int]:
@@ -112,30 +135,6 @@ def _dress(fn: Callable[..., Any], name: str, doc: str | None) -> None:
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     fn.__module__ = __name__
-
-
-_KEY_IDS = itertools.count(1)
-
-
-def key_id(op: OpRuntime) -> int:
-    """The op's id in the cache key (opkey.h word 1), given once per OpRuntime."""
-    kid = getattr(op, "key_id", None)
-    if kid is None:
-        kid = op.key_id = next(_KEY_IDS)
-    return kid
-
-
-def _dtype_codes() -> dict:
-    """{numpy dtype: GE code} of every dtype the runtime takes (the key's dtype word)."""
-    from opbuild.abi.ge_types import DTYPE_TO_GE, numpy_dtype
-
-    codes = {}
-    for name, code in DTYPE_TO_GE.items():
-        try:
-            codes[np.dtype(numpy_dtype(name))] = code
-        except (TypeError, ValueError, KeyError):
-            continue
-    return codes
 
 
 def check_executor_op(executor: Any, op: OpRuntime, api: str) -> None:
@@ -187,7 +186,7 @@ def _fastpath_ready() -> bool:
                 if _Native.launch is None:
                     _Native.bind()
                 _fastpath.configure(AclnnError, settings.DP, Executor, Plan, _launch_failed,
-                                    ctypes.cast(_Native.launch, ctypes.c_void_p).value, _dtype_codes())
+                                    ctypes.cast(_Native.launch, ctypes.c_void_p).value, cache_key.numpy_dtype_codes())
                 _fastpath.set_observed(len(LAUNCH_OBSERVERS))
                 ready = True
             except (OSError, AttributeError, device.DeviceError, TypeError, ValueError, RuntimeError):

@@ -18,10 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from opbuild.abi import c_callbacks as _c_callbacks
+from opbuild.abi.c_callbacks import TilingResult
 from opbuild.abi.ge_types import dtype_name
 from opbuild.abi.kernel_launch import kernel_list_keys, tiling_argument, tiling_data_size
+from opbuild.abi.op_proto import InferError, infer_on_block
 from opbuild.abi.platform import platform
 from opbuild.abi.tiling_context import fill_block
+from opbuild.codegen.op_proto import infer_shape_symbol
 from opbuild.runtime import device, fastpath_ext
 from opbuild.runtime.call.arguments import _DTYPE_NAMES
 from opbuild.runtime.call.tiling_bounds import check_tiling_result
@@ -209,13 +212,14 @@ class Prepared:
     shapes (KeyRule.reads_shapes), so a new shape of a known signature only infers and tiles.
     Valid while `index` is the package's current index (a rebuilt package is a new index)."""
 
-    __slots__ = ("index", "selection", "proto", "_kernel")
+    __slots__ = ("index", "selection", "proto", "_kernel", "_tiling")
 
     def __init__(self, index: Any, selection: Selection, proto: Any) -> None:
         self.index = index
         self.selection = selection
         self.proto = proto  # the op_proto library to infer with (None: the general path, e.g. an .om node)
         self._kernel: KernelInfo | None = None
+        self._tiling: SignatureTiling | None = None
 
     def kernel(self, spec: Any) -> KernelInfo:
         """The selected kernel, loaded on first use (an all-empty call launches nothing)."""
@@ -223,6 +227,99 @@ class Prepared:
         if kernel is None:
             kernel = self._kernel = load_kernel_info(self.selection, spec)
         return kernel
+
+    def tiling(self, op: OpRuntime, soc: str, attrs: tuple, d: int) -> "SignatureTiling":
+        """The signature's SignatureTiling, made on its first launching call (soc, attrs and d are
+        part of the signature: the same on every call that finds this Prepared)."""
+        tiling = self._tiling
+        if tiling is None:
+            tiling = self._tiling = SignatureTiling(op, self, soc, attrs, d)
+        return tiling
+
+
+class SignatureTiling:
+    """What inference and tiling take on every new shape of one call signature, found once: the
+    SoC's platform, the kernel, the tiling function and the op_proto shape function by address,
+    and the tiling context's fixed fields (op, SoC, attributes, d, p, tiling data capacity).
+    `context` fills a call's TilingBlock (None without the extension: then `infer` and
+    `run_tiling` take the ctypes path of the same functions)."""
+
+    __slots__ = ("op", "spec", "soc", "attrs", "d", "p", "info", "kernel", "package", "items", "fill_args",
+                 "tiling_fn", "proto", "shape_fns", "shape_symbols")
+
+    def __init__(self, op: OpRuntime, prepared: Prepared, soc: str, attrs: tuple, d: int) -> None:
+        spec = op.spec
+        try:
+            info = platform(soc)
+        except ValueError as exc:
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op}: {exc} (OPBUILD_SOC)") from None
+        self.op, self.spec, self.soc, self.attrs, self.d = op, spec, soc, attrs, d
+        self.p = prepared.selection.impl_mode
+        self.info = info
+        self.kernel = kernel = prepared.kernel(spec)
+        self.package = prepared.selection.package
+        self.items = _c_callbacks._attr_items(spec, attrs)
+        self.fill_args = (spec.op, self.items, soc, info.core_num, info.ub_size, d, self.p, kernel.op_para_size)
+        self.tiling_fn: int | None = None  # the tiling function's address, found on first use
+        self.proto = prepared.proto
+        self.shape_symbols = (infer_shape_symbol(spec),)
+        self.shape_fns = None if prepared.proto is None else prepared.proto.addresses(self.shape_symbols)
+
+    def context(self, in_inst, out_inst) -> Any:
+        """The call's filled TilingBlock (tiling_context.fill_block), or None."""
+        op_type, items, soc, core_num, ub_size, d, p, capacity = self.fill_args
+        return fill_block(op_type, in_inst, out_inst, items, soc, core_num, ub_size, d, p, capacity)
+
+    def infer(self, in_inst, block: Any) -> list | None:
+        """The outputs' shapes (dtypes: None; the selection fixed them) by the op_proto library."""
+        if block is None or self.shape_fns is None:
+            if self.proto is None:
+                return infer_instances(self.op, self.soc, in_inst, self.attrs, dtypes=False)
+            return infer_with(self.proto, self.op, self.soc, in_inst, self.attrs, dtypes=False)
+        try:
+            return infer_on_block(block, self.shape_fns, self.shape_symbols, self.spec.op, len(self.spec.outputs),
+                                  True, False)
+        except InferError as exc:
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID if exc.invalid else ACLNN_ERR_INNER, str(exc)) from None
+
+    def tile(self, in_inst, out_inst, block: Any, full_key: str) -> TilingResult:
+        """The tiling result of the call (run_tiling), checked against the kernel and the SoC."""
+        result = self.run_tiling(in_inst, out_inst, block, full_key)
+        self.check(result)
+        return result
+
+    def run_tiling(self, in_inst, out_inst, block: Any, full_key: str) -> TilingResult:
+        """The tiling function's result for the call (or a package provider's precomputed one);
+        `block`: the call's context when the shape check filled one (else filled here; through
+        ctypes without the extension)."""
+        spec = self.spec
+        symbol = spec.tiling.symbol
+        # A package provider (an .om) may hold the tiling result computed when it was built.
+        precomputed = getattr(self.package, "precomputed_tiling", None)
+        result = precomputed(spec, full_key, in_inst, out_inst, self.attrs) if precomputed is not None else None
+        if result is not None:
+            return result
+        if block is None:
+            block = self.context(in_inst, out_inst)
+        try:
+            if block is not None:
+                fn = self.tiling_fn
+                if fn is None:
+                    fn = self.tiling_fn = self.op.tiling_library(self.package).address(symbol)
+                return _c_callbacks.tiling_on_block(block, fn, spec.op, symbol, self.kernel.op_para_size)
+            info = self.info
+            return _c_callbacks.run_tiling(self.op.tiling_library(self.package), symbol, spec, in_inst, out_inst,
+                                           self.attrs, soc=self.soc, core_num=info.core_num, ub_size=info.ub_size,
+                                           deterministic=self.d, impl_mode=self.p, capacity=self.kernel.op_para_size)
+        except _c_callbacks.CallbackError as exc:
+            raise AclnnError(ACLNN_ERR_INNER, str(exc)) from None
+
+    def check(self, result: TilingResult) -> None:
+        """AclnnError 561000 when the result is out of what the kernel and the SoC take
+        (tiling_bounds.check_tiling_result)."""
+        kernel = self.kernel
+        check_tiling_result(self.spec.op, self.spec.tiling.symbol, result.block_dim, result.workspace_size, self.info,
+                            kernel.intercore_sync, result.tiling_key, kernel.tiling_keys)
 
 
 def _prepare(op: OpRuntime, soc: str, in_inst, out_inst, signature: tuple, outputs, attrs: tuple, d: int, p: int,
@@ -238,13 +335,15 @@ def _prepare(op: OpRuntime, soc: str, in_inst, out_inst, signature: tuple, outpu
                 None if op.simple else (tuple(map(len, in_inst)), tuple(map(len, out_inst))))
         found = op.signature_memo.get(memo)
         if found is not None and found.index is index:
-            proto, block = found.proto, None
-            if proto is None:
+            block = None
+            if nonempty:
+                tiling = found.tiling(op, soc, attrs, d)
+                block = tiling.context(in_inst, out_inst)
+                inferred = tiling.infer(in_inst, block)
+            elif found.proto is None:
                 inferred = infer_instances(op, soc, in_inst, attrs, dtypes=False)
             else:
-                if nonempty:
-                    block = _context(op, found, soc, in_inst, out_inst, attrs, d)
-                inferred = infer_with(proto, op, soc, in_inst, attrs, dtypes=False, block=block)
+                inferred = infer_with(found.proto, op, soc, in_inst, attrs, dtypes=False)
             _check_output_shapes(op, outputs, inferred)
             return found, block
     # dtypes are not inferred: the key selection says which combinations exist
@@ -261,19 +360,6 @@ def _prepare(op: OpRuntime, soc: str, in_inst, out_inst, signature: tuple, outpu
     return prepared, None
 
 
-def _context(op: OpRuntime, prepared: Prepared, soc: str, in_inst, out_inst, attrs: tuple, d: int) -> Any:
-    """The call's tiling context as the tiling function will see it (None: the extension is
-    missing, or only the Python builder takes the call)."""
-    try:
-        info = platform(soc)
-    except ValueError:
-        return None  # build_plan says what is wrong
-    spec = op.spec
-    return fill_block(spec.op, in_inst, out_inst, _c_callbacks._attr_items(spec, attrs), soc,
-                      info.core_num, info.ub_size, d, prepared.selection.impl_mode,
-                      prepared.kernel(spec).op_para_size)
-
-
 def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fallback: bool = False) -> Plan:
     """Cache miss: check shapes, select the binary by simplified key (with the p=0 retry when
     `fallback`: no impl mode set), run tiling with the selected key's p."""
@@ -284,29 +370,14 @@ def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fal
     in_inst, out_inst, signature, contiguous, nonempty = describe_call(inputs, outputs, _DTYPE_NAMES)
     prepared, block = _prepare(op, soc, in_inst, out_inst, signature, outputs, attrs, d, p, fallback, nonempty)
     selection = prepared.selection
-    p = selection.impl_mode
     nargs = len(inputs) + len(outputs) + 2
     if not nonempty:
         # Nothing to compute (an empty input with a non-empty output, e.g. a sum over an empty
         # axis, still runs: the kernel writes the identity).
         return Plan(op, selection, None, 0, 0, 0, None, True, contiguous, nargs)
-    kernel = prepared.kernel(spec)
-    try:
-        info = platform(soc)
-    except ValueError as exc:
-        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op}: {exc} (OPBUILD_SOC)") from None
-    # A package provider (an .om) may hold the tiling result computed when it was built.
-    precomputed = getattr(selection.package, "precomputed_tiling", None)
-    result = precomputed(spec, selection.full_key, in_inst, out_inst, attrs) if precomputed is not None else None
-    if result is None:
-        try:
-            result = _c_callbacks.run_tiling(op.tiling_library(selection.package), spec.tiling.symbol, spec, in_inst,
-                                             out_inst, attrs, soc=soc, core_num=info.core_num, ub_size=info.ub_size,
-                                             deterministic=d, impl_mode=p, capacity=kernel.op_para_size, block=block)
-        except _c_callbacks.CallbackError as exc:
-            raise AclnnError(ACLNN_ERR_INNER, str(exc)) from None
-    check_tiling_result(spec.op, spec.tiling.symbol, result.block_dim, result.workspace_size, info,
-                        kernel.intercore_sync, result.tiling_key, kernel.tiling_keys)
+    tiling = prepared.tiling(op, soc, attrs, d)
+    result = tiling.tile(in_inst, out_inst, block, selection.full_key)
+    kernel = tiling.kernel
     try:
         argument = tiling_argument(result.tiling_data, kernel.op_para_size, result.tiling_key)
     except ValueError as exc:

@@ -44,6 +44,8 @@
 #define TABLE_LIMIT 8192
 #define RELEASE_GIL_BYTES (64 * 1024)
 
+_Static_assert(sizeof(void *) == sizeof(uint64_t), "launch arguments are kept as uint64 and passed as pointers");
+
 typedef int (*sim_launch_fn)(void *stream, void *fn, void *const *args, uint32_t nargs, uint32_t block_dim,
                              int intercore_sync, char *err, uint32_t errlen);
 
@@ -57,9 +59,12 @@ static Py_ssize_t g_hot_offset = -1; /* offset of Plan.hot's slot */
 static sim_launch_fn g_launch;
 static PyObject *g_table_key;        /* the thread-state-dict key of the plan table */
 
+static PyObject *s_opkey_kwnames; /* ("_opkey",) */
 static PyObject *s_args, *s_plan, *s_workspace_size, *s_tiling_addr, *s_fn, *s_value, *s_nargs, *s_block_dim,
     *s_sync, *s_empty, *s_contiguous, *s_selection, *s_full_key, *s_entry, *s_name, *s_deterministic,
     *s_impl_mode, *s_stamp, *s_stamp_path, *s_native_hash;
+
+static PyObject *s_zero; /* 0, phase 2's result */
 
 static unsigned long long st_p1_hits, st_p1_misses, st_p1_registered, st_p2_fast, st_p2_slow;
 
@@ -111,7 +116,12 @@ typedef struct {
     opkey_env_cache env; /* this thread's last look at the search environment (opkey.h) */
 } Table;
 
+/* Bumped whenever an entry is freed or inserted (and so when a table is cleared or freed): a
+ * Phase1's memo of its last hit (below) is valid only while this is unchanged. */
+static uint64_t g_epoch = 1;
+
 static void entry_free(Entry *e) {
+    g_epoch++;
     for (Py_ssize_t i = 0; i < e->nattrs; i++) Py_XDECREF(e->attrs[i]);
     for (Py_ssize_t i = 0; i < e->ndescr; i++) Py_XDECREF(e->descrs[i]);
     Py_XDECREF(e->plan);
@@ -209,6 +219,7 @@ static int table_insert(Table *t, Entry *e) {
         t->mask = n - 1;
     }
     size_t b = e->hash & t->mask;
+    g_epoch++;
     e->next = t->buckets[b];
     t->buckets[b] = e;
     t->count++;
@@ -222,6 +233,27 @@ static inline uint64_t mix(uint64_t h, uint64_t w) {
 
 /* ---- phase 1 ------------------------------------------------------------------------------- */
 
+/* The last hit of a Phase1: what the key was built from (not the key) and the entry it found.
+ * A call made of the same things -- the same thread, dp object, search environment, per tensor
+ * an exact ndarray of the same descriptor, dims and byte strides, per attribute the same object
+ * (or an equal float/int/str of the same type) -- has the same key, so it skips building and
+ * hashing the key and the table lookup: that was ~60% of a hit's instructions. The key stays
+ * the one definition (opkey.h): the memo is only ever filled from a call whose key was built
+ * and found. It points into the thread's table, so any entry freed or inserted anywhere
+ * (g_epoch) invalidates it; the package stamp is still checked on every hit (entry_fresh). */
+typedef struct {
+    uint64_t epoch;        /* g_epoch when filled; 0 = empty (g_epoch starts counting at 1) */
+    PyThreadState *ts;     /* the thread it was made in (pointer and id: a new thread state may */
+    uint64_t ts_id;        /* reuse the address, never the id) */
+    Table *table;          /* that thread's table, and the entry found in it */
+    Entry *entry;
+    PyObject *dp;          /* owned: the settings.DP[0] object of the call */
+    uint64_t env_token;
+    PyObject **objs;       /* owned: per tensor its descriptor, then per attribute its value */
+    npy_intp *shape;       /* per tensor: ndim, dims..., byte strides... */
+    Py_ssize_t nshape, cap;
+} Memo;
+
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
@@ -231,6 +263,7 @@ typedef struct {
     Py_ssize_t n_in, n_attr, n_out;
     uint64_t key_id;            /* the op's id in the key (opkey.h) */
     uint8_t attr_kind[MAX_ATTRS]; /* per attribute, its opkey tag (OPKEY_INT ...) */
+    Memo memo;
 } Phase1;
 
 typedef struct {
@@ -242,7 +275,8 @@ typedef struct {
     PyObject *outputs;
     uint32_t nargs, block_dim, ntensors;
     int sync, empty, repeatable, used, release_gil;
-    int fast;          /* made by Phase1's hit: the launch fields below are set, Phase2 may launch */
+    int fast;          /* the launch fields below are set, Phase2 may launch: made by Phase1's hit, or
+                        * by a miss whose plan Phase1 registered (make_fast) */
     int has_args;      /* `data` holds launch arguments (else: phase 2 prepares them from inputs) */
     unsigned long long ws_size;
     void *fn;
@@ -250,6 +284,23 @@ typedef struct {
 } Executor;
 
 static PyTypeObject ExecutorType;
+
+/* Executors of up to EXEC_FREE_ITEMS data words (a launch of up to 7 tensors) are allocated with
+ * that many and recycled through a free list (every hit makes one and drops it a moment later:
+ * the allocator was ~6% of a hit). The GIL guards the list; every field is set by the maker. */
+#define EXEC_FREE_ITEMS 16
+#define EXEC_FREE_MAX 16
+static Executor *g_exec_free[EXEC_FREE_MAX];
+static int g_exec_nfree;
+
+static Executor *executor_alloc(Py_ssize_t items) {
+    if (items > EXEC_FREE_ITEMS) return PyObject_NewVar(Executor, &ExecutorType, items);
+    if (g_exec_nfree > 0) {
+        Executor *ex = g_exec_free[--g_exec_nfree];
+        return (Executor *)PyObject_InitVar((PyVarObject *)ex, &ExecutorType, EXEC_FREE_ITEMS);
+    }
+    return PyObject_NewVar(Executor, &ExecutorType, EXEC_FREE_ITEMS);
+}
 
 /* The call's key in `words` (and its hash); 0 if the call is not one the C path handles. */
 typedef struct {
@@ -407,6 +458,97 @@ static Entry *lookup(Table *t, Phase1 *self, PyObject *const *args, Key *k) {
     return NULL;
 }
 
+/* ---- the memo of the last hit (see Memo) ------------------------------------------------------ */
+
+static void memo_release(Phase1 *self) {
+    Memo *m = &self->memo;
+    Py_ssize_t n = self->n_in + self->n_out + self->n_attr;
+    m->epoch = 0;
+    Py_CLEAR(m->dp);
+    for (Py_ssize_t i = 0; m->objs != NULL && i < n; i++) Py_CLEAR(m->objs[i]);
+}
+
+/* Whether attribute values a (this call's) and b (the memo's) give the same key words. */
+static inline int memo_same_attr(PyObject *a, PyObject *b) {
+    if (a == b) return 1;
+    if (Py_TYPE(a) != Py_TYPE(b)) return 0;
+    if (PyFloat_CheckExact(a)) {
+        double x = PyFloat_AS_DOUBLE(a), y = PyFloat_AS_DOUBLE(b);
+        return memcmp(&x, &y, sizeof x) == 0; /* the key has the bits (0.0 and -0.0 differ) */
+    }
+    if (PyLong_CheckExact(a) || PyUnicode_CheckExact(a)) {
+        int eq = PyObject_RichCompareBool(a, b, Py_EQ); /* cannot run Python code for these types */
+        if (eq < 0) PyErr_Clear();
+        return eq > 0;
+    }
+    return 0;
+}
+
+/* The memo's entry when this call matches it (and its package is unchanged), else NULL. */
+static inline Entry *memo_match(Phase1 *self, PyObject *const *args, PyObject *dpo) {
+    Memo *m = &self->memo;
+    if (m->epoch != g_epoch || m->dp != dpo) return NULL;
+    PyThreadState *ts = PyThreadState_Get();
+    if (ts != m->ts || ts->id != m->ts_id) return NULL;
+    Py_ssize_t n_in = self->n_in, n_attr = self->n_attr, ntensors = n_in + self->n_out;
+    const npy_intp *shape = m->shape;
+    for (Py_ssize_t i = 0; i < ntensors; i++) {
+        PyObject *o = args[i < n_in ? i : i + n_attr];
+        if (Py_TYPE(o) != &PyArray_Type) return NULL;
+        PyArrayObject *a = (PyArrayObject *)o;
+        int nd = PyArray_NDIM(a);
+        if ((PyObject *)PyArray_DESCR(a) != m->objs[i] || nd != shape[0]) return NULL;
+        const npy_intp *dims = PyArray_DIMS(a), *strides = PyArray_STRIDES(a);
+        for (int d = 0; d < nd; d++)
+            if (dims[d] != shape[1 + d] || strides[d] != shape[1 + nd + d]) return NULL;
+        shape += 1 + 2 * nd;
+    }
+    for (Py_ssize_t i = 0; i < n_attr; i++)
+        if (!memo_same_attr(args[n_in + i], m->objs[ntensors + i])) return NULL;
+    if (opkey_env_token_cached(&m->table->env) != m->env_token) return NULL;
+    if (!entry_fresh(m->entry)) return NULL; /* the lookup drops it */
+    return m->entry;
+}
+
+/* Remember a hit: `e`, found in `t` under the key of this call (built in this thread just now). */
+static void memo_set(Phase1 *self, PyObject *const *args, PyObject *dpo, Table *t, Entry *e) {
+    Memo *m = &self->memo;
+    Py_ssize_t n_in = self->n_in, n_attr = self->n_attr, ntensors = n_in + self->n_out;
+    Py_ssize_t nshape = 0;
+    for (Py_ssize_t i = 0; i < ntensors; i++)
+        nshape += 1 + 2 * PyArray_NDIM((PyArrayObject *)args[i < n_in ? i : i + n_attr]);
+    memo_release(self);
+    if (m->objs == NULL) {
+        m->objs = PyMem_Calloc((size_t)(ntensors + n_attr) + 1, sizeof(PyObject *));
+        if (m->objs == NULL) return; /* no memo: every hit builds its key */
+    }
+    if (nshape > m->cap) {
+        npy_intp *shape = PyMem_Realloc(m->shape, (size_t)nshape * sizeof(npy_intp));
+        if (shape == NULL) return;
+        m->shape = shape;
+        m->cap = nshape;
+    }
+    npy_intp *out = m->shape;
+    for (Py_ssize_t i = 0; i < ntensors; i++) {
+        PyArrayObject *a = (PyArrayObject *)args[i < n_in ? i : i + n_attr];
+        int nd = PyArray_NDIM(a);
+        m->objs[i] = Py_NewRef((PyObject *)PyArray_DESCR(a));
+        *out++ = nd;
+        for (int d = 0; d < nd; d++) out[d] = PyArray_DIMS(a)[d];
+        for (int d = 0; d < nd; d++) out[nd + d] = PyArray_STRIDES(a)[d];
+        out += 2 * nd;
+    }
+    for (Py_ssize_t i = 0; i < n_attr; i++) m->objs[ntensors + i] = Py_NewRef(args[n_in + i]);
+    m->nshape = nshape;
+    m->dp = Py_NewRef(dpo);
+    m->ts = PyThreadState_Get();
+    m->ts_id = m->ts->id;
+    m->table = t;
+    m->entry = e;
+    m->env_token = t->env.token; /* build_key just read it through t->env */
+    m->epoch = g_epoch;
+}
+
 static int get_u64(PyObject *obj, PyObject *name, unsigned long long *out) {
     PyObject *v = PyObject_GetAttr(obj, name);
     if (v == NULL) return -1;
@@ -427,8 +569,9 @@ static int get_bool(PyObject *obj, PyObject *name) {
     return r;
 }
 
-/* Register `plan` (of a Python executor that could launch directly) under the call's key. */
-static int register_plan(Phase1 *self, PyObject *const *args, Key *k, PyObject *plan) {
+/* Register `plan` (of a Python executor that could launch directly) under the call's key; 1 and
+ * the new entry in *registered, 0 when it is not one this path caches, -1 error. */
+static int register_plan(Phase1 *self, PyObject *const *args, Key *k, PyObject *plan, Entry **registered) {
     int contiguous = get_bool(plan, s_contiguous);
     if (contiguous <= 0) return contiguous;
     unsigned long long ws, tiling, nargs, block_dim, fnv = 0;
@@ -518,13 +661,47 @@ static int register_plan(Phase1 *self, PyObject *const *args, Key *k, PyObject *
     if (h == NULL || PyObject_SetAttr(plan, s_native_hash, h) < 0) PyErr_Clear();
     Py_XDECREF(h);
     st_p1_registered++;
+    *registered = e;
     return 1;
+}
+
+/* Make the executor the Python miss returned launchable by Phase2 in C, as a hit's: its launch
+ * arguments are the call's as they are (the Python path packed them: executor._direct_args) and
+ * its plan is `e`'s. */
+static void make_fast(Executor *ex, Entry *e, Phase1 *self, PyObject *const *args) {
+    if (Py_TYPE(ex) != &ExecutorType || !ex->has_args || ex->ntensors != 0 || ex->nargs != e->nargs) return;
+    Py_ssize_t n_in = self->n_in, ntensors = n_in + self->n_out;
+    uint64_t bytes = 0;
+    for (Py_ssize_t i = 0; i < ntensors; i++)
+        bytes += (uint64_t)PyArray_NBYTES((PyArrayObject *)args[i < n_in ? i : i + self->n_attr]);
+    ex->block_dim = e->block_dim;
+    ex->sync = e->sync;
+    ex->empty = e->empty;
+    ex->ws_size = e->ws_size;
+    ex->fn = e->fn;
+    ex->release_gil = e->block_dim > 1 || bytes >= RELEASE_GIL_BYTES;
+    ex->fast = 1;
+}
+
+/* The Python phase 1 of a call this path keyed: its key words as the keyword argument `_opkey`
+ * (bytes), so that the Python cache files the plan under the same key (executor.get_workspace_size).
+ * Only calls whose deterministic/impl_mode keywords are absent or None get a key: they are dropped. */
+static PyObject *call_slow_with_key(Phase1 *self, PyObject *const *args, Py_ssize_t nargs, Key *k) {
+    PyObject *stack[MAX_TENSORS + MAX_ATTRS + 1];
+    PyObject *key = PyBytes_FromStringAndSize((const char *)k->words, k->nwords * (Py_ssize_t)sizeof(uint64_t));
+    if (key == NULL) return NULL;
+    memcpy(stack, args, (size_t)nargs * sizeof(PyObject *));
+    stack[nargs] = key;
+    PyObject *res = PyObject_Vectorcall(self->slow, stack, (size_t)nargs, s_opkey_kwnames);
+    Py_DECREF(key);
+    return res;
 }
 
 static PyObject *phase1_slow(Phase1 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames, Key *k,
                              long dp) {
     st_p1_misses++;
-    PyObject *res = PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
+    PyObject *res = k == NULL ? PyObject_Vectorcall(self->slow, args, nargsf, kwnames)
+                              : call_slow_with_key(self, args, PyVectorcall_NARGS(nargsf), k);
     if (res == NULL || k == NULL) return res;
     if (!PyTuple_CheckExact(res) || PyTuple_GET_SIZE(res) != 2) return res;
     PyObject *ex = PyTuple_GET_ITEM(res, 1);
@@ -544,12 +721,14 @@ static PyObject *phase1_slow(Phase1 *self, PyObject *const *args, size_t nargsf,
         Py_DECREF(res);
         return NULL;
     }
-    int rc = register_plan(self, args, k, plan);
+    Entry *e = NULL;
+    int rc = register_plan(self, args, k, plan, &e);
     Py_DECREF(plan);
     if (rc < 0) {
         Py_DECREF(res);
         return NULL;
     }
+    if (rc > 0) make_fast((Executor *)ex, e, self, args);
     return res;
 }
 
@@ -559,25 +738,31 @@ static PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf,
     if (nargs != self->n_in + self->n_attr + self->n_out || !kw_defaults_only(args, nargs, kwnames))
         return phase1_slow(self, args, nargsf, kwnames, NULL, 0);
     PyObject *dpo = PyList_GET_ITEM(g_dp, 0);
-    long dp = PyLong_AsLong(dpo);
-    if (dp == -1 && PyErr_Occurred()) return NULL;
-    Table *t = thread_table(1);
-    if (t == NULL) return NULL;
-    int rc = build_key(self, args, &k, dp, &t->env);
-    if (rc <= 0) return rc < 0 ? NULL : phase1_slow(self, args, nargsf, kwnames, NULL, 0);
-    Entry *e = lookup(t, self, args, &k);
-    if (e == NULL) return phase1_slow(self, args, nargsf, kwnames, &k, dp);
+    Entry *e = memo_match(self, args, dpo);
+    if (e == NULL) {
+        long dp = PyLong_AsLong(dpo);
+        if (dp == -1 && PyErr_Occurred()) return NULL;
+        Table *t = thread_table(1);
+        if (t == NULL) return NULL;
+        int rc = build_key(self, args, &k, dp, &t->env);
+        if (rc <= 0) return rc < 0 ? NULL : phase1_slow(self, args, nargsf, kwnames, NULL, 0);
+        e = lookup(t, self, args, &k);
+        if (e == NULL) return phase1_slow(self, args, nargsf, kwnames, &k, dp);
+        memo_set(self, args, dpo, t, e);
+    }
     Py_ssize_t n_in = self->n_in, ntensors = n_in + self->n_out;
     uintptr_t or_addr = 0;
     uint64_t bytes = 0;
     for (Py_ssize_t i = 0; i < ntensors; i++) {
         PyArrayObject *a = (PyArrayObject *)args[i < n_in ? i : i + self->n_attr];
         or_addr |= (uintptr_t)PyArray_DATA(a);
-        bytes += (uint64_t)PyArray_NBYTES(a);
+        uint64_t nbytes = (uint64_t)PyArray_ITEMSIZE(a); /* PyArray_NBYTES without its call */
+        for (int d = 0; d < PyArray_NDIM(a); d++) nbytes *= (uint64_t)PyArray_DIMS(a)[d];
+        bytes += nbytes;
         if (i >= n_in && !PyArray_ISWRITEABLE(a)) return phase1_slow(self, args, nargsf, kwnames, NULL, 0);
     }
     if (or_addr & 15) return phase1_slow(self, args, nargsf, kwnames, NULL, 0);
-    Executor *ex = PyObject_NewVar(Executor, &ExecutorType, ntensors + e->nargs);
+    Executor *ex = executor_alloc(ntensors + e->nargs);
     if (ex == NULL) return NULL;
     ex->plan = Py_NewRef(e->plan);
     ex->op = Py_NewRef(self->op);
@@ -651,7 +836,37 @@ static PyObject *phase1_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
     return (PyObject *)self;
 }
 
+/* phase1.key(dp, *args) -> the call's key words as bytes (opkey.h; what the cache files its plan
+ * under), or None for a call this path does not key (the Python path then uses its generic key).
+ * `dp` is the call's resolved deterministic/impl-mode code (a Python call may set its own). */
+static PyObject *phase1_key(Phase1 *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "key(dp, *args)");
+        return NULL;
+    }
+    if (!configured()) return NULL;
+    long dp = PyLong_AsLong(args[0]);
+    if (dp == -1 && PyErr_Occurred()) return NULL;
+    if (nargs - 1 != self->n_in + self->n_attr + self->n_out) Py_RETURN_NONE;
+    Table *t = thread_table(1);
+    if (t == NULL) return NULL;
+    Key k;
+    int rc = build_key(self, args + 1, &k, dp, &t->env);
+    if (rc < 0) return NULL;
+    if (rc == 0) Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)k.words, k.nwords * (Py_ssize_t)sizeof(uint64_t));
+}
+
+static PyMethodDef phase1_methods[] = {
+    {"key", (PyCFunction)(void (*)(void))phase1_key, METH_FASTCALL,
+     "key(dp, *args): the call's cache key (opkey.h words as bytes), or None when this path does not key it"},
+    {NULL},
+};
+
 static int phase1_traverse(Phase1 *self, visitproc visit, void *arg) {
+    Py_VISIT(self->memo.dp);
+    for (Py_ssize_t i = 0; self->memo.objs != NULL && i < self->n_in + self->n_out + self->n_attr; i++)
+        Py_VISIT(self->memo.objs[i]);
     Py_VISIT(self->op);
     Py_VISIT(self->slow);
     Py_VISIT(self->dict);
@@ -659,6 +874,7 @@ static int phase1_traverse(Phase1 *self, visitproc visit, void *arg) {
 }
 
 static int phase1_clear(Phase1 *self) {
+    memo_release(self);
     Py_CLEAR(self->op);
     Py_CLEAR(self->slow);
     Py_CLEAR(self->dict);
@@ -668,6 +884,8 @@ static int phase1_clear(Phase1 *self) {
 static void phase1_dealloc(Phase1 *self) {
     PyObject_GC_UnTrack(self);
     phase1_clear(self);
+    PyMem_Free(self->memo.objs);
+    PyMem_Free(self->memo.shape);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -691,6 +909,7 @@ static PyTypeObject Phase1Type = {
     .tp_traverse = (traverseproc)phase1_traverse,
     .tp_clear = (inquiry)phase1_clear,
     .tp_members = phase1_members,
+    .tp_methods = phase1_methods,
     .tp_dictoffset = offsetof(Phase1, dict),
     .tp_new = phase1_new,
 };
@@ -704,7 +923,8 @@ static void executor_dealloc(Executor *self) {
     Py_XDECREF(self->refs);
     Py_XDECREF(self->inputs);
     Py_XDECREF(self->outputs);
-    PyObject_Free(self);
+    if (Py_SIZE(self) == EXEC_FREE_ITEMS && g_exec_nfree < EXEC_FREE_MAX) g_exec_free[g_exec_nfree++] = self;
+    else PyObject_Free(self);
 }
 
 /* Executor(plan, op, refs, args, inputs=None, outputs=None): what the Python phase 1 makes (the
@@ -724,7 +944,8 @@ static PyObject *executor_new(PyTypeObject *type, PyObject *args, PyObject *kwds
         }
         nbytes = PyBytes_GET_SIZE(packed);
     }
-    Executor *ex = PyObject_NewVar(Executor, type, nbytes / 8 + 1);
+    (void)type; /* ExecutorType: not subclassable */
+    Executor *ex = executor_alloc(nbytes / 8 + 1);
     if (ex == NULL) return NULL;
     ex->plan = Py_NewRef(plan);
     ex->op = Py_NewRef(op);
@@ -841,7 +1062,8 @@ static PyGetSetDef executor_getset[] = {
     {"args", (getter)executor_args, NULL, "the launch-argument array as packed native uint64", NULL},
     {"inputs", (getter)executor_obj, NULL, "the normalized inputs of a prepared launch, or None", NULL},
     {"outputs", (getter)executor_obj, NULL, "the normalized outputs of a prepared launch, or None", (void *)1},
-    {"fast", (getter)executor_fast, NULL, "made by the C fast path's cache hit", NULL},
+    {"fast", (getter)executor_fast, NULL,
+     "phase 2 launches it in C: made by a cache hit of this path, or by a miss whose plan it registered", NULL},
     {"repeatable", (getter)executor_get_flag, (setter)executor_set_flag, NULL, NULL},
     {"used", (getter)executor_get_flag, (setter)executor_set_flag, NULL, (void *)1},
     {"simplified_key", (getter)executor_simplified_key, NULL, NULL, NULL},
@@ -936,7 +1158,7 @@ static PyObject *phase2_call(Phase2 *self, PyObject *const *args, size_t nargsf,
     if (ex->empty) {
         ex->used = 1;
         st_p2_fast++;
-        return PyLong_FromLong(0);
+        return Py_NewRef(s_zero);
     }
     if (size < 0 || (unsigned long long)size < ex->ws_size) {
         raise_aclnn(ACLNN_ERR_PARAM_INVALID,
@@ -949,13 +1171,16 @@ static PyObject *phase2_call(Phase2 *self, PyObject *const *args, size_t nargsf,
                     PyUnicode_FromFormat("workspace is a null pointer (%llu bytes required)", ex->ws_size));
         return NULL;
     }
-    void *launch_args[MAX_TENSORS + 2];
-    memcpy(launch_args, ex->data + ex->ntensors, (size_t)ex->nargs * sizeof(uint64_t));
+    void *const *launch_args = (void *const *)(ex->data + ex->ntensors);
+    void *copy[MAX_TENSORS + 2];
     ex->used = 1;
     st_p2_fast++;
     int rc;
     if (ex->release_gil) {
-        /* keep the executor (and so its arrays) alive while the kernel runs without the GIL */
+        /* a copy: set_arg may change the executor's while the kernel runs without the GIL; and keep
+         * the executor (and so its arrays) alive meanwhile */
+        memcpy(copy, launch_args, (size_t)ex->nargs * sizeof(uint64_t));
+        launch_args = copy;
         Py_INCREF(ex);
         Py_BEGIN_ALLOW_THREADS
         rc = g_launch(NULL, ex->fn, launch_args, ex->nargs, ex->block_dim, ex->sync, NULL, 0);
@@ -970,7 +1195,7 @@ static PyObject *phase2_call(Phase2 *self, PyObject *const *args, size_t nargsf,
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "kernel launch failed");
         return NULL;
     }
-    return PyLong_FromLong(0);
+    return Py_NewRef(s_zero);
 }
 
 static PyObject *phase2_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
@@ -1087,6 +1312,171 @@ static PyObject *fp_key_words(PyObject *mod, PyObject *const *args, Py_ssize_t n
     return list;
 }
 
+/* One normalized tensor ((array, format name) of executor.normalize_tensors) into the key; 1 done,
+ * 0 strides not in whole elements (not keyable), -1 error. */
+static int params_key_tensor(opkey *key, PyObject *pair, PyObject *formats) {
+    if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2 || !PyArray_Check(PyTuple_GET_ITEM(pair, 0))) {
+        PyErr_SetString(PyExc_TypeError, "params_key: a tensor is an (array, format name) pair");
+        return -1;
+    }
+    PyArrayObject *a = (PyArrayObject *)PyTuple_GET_ITEM(pair, 0);
+    int code = PyArray_ISBYTESWAPPED(a) ? -1 : dtype_code((PyObject *)PyArray_DESCR(a));
+    PyObject *fmt = PyDict_GetItemWithError(formats, PyTuple_GET_ITEM(pair, 1));
+    if (code < 0 || fmt == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "params_key: dtype or format without a GE code");
+        return -1;
+    }
+    long fmt_code = PyLong_AsLong(fmt);
+    if (fmt_code == -1 && PyErr_Occurred()) return -1;
+    int nd = PyArray_NDIM(a);
+    npy_intp itemsize = PyArray_ITEMSIZE(a);
+    if (nd > 64 || itemsize <= 0) return 0;
+    int64_t dims[64], strides[64];
+    for (int d = 0; d < nd; d++) {
+        npy_intp st = PyArray_STRIDES(a)[d];
+        if (st % itemsize) return 0;
+        dims[d] = PyArray_DIMS(a)[d];
+        strides[d] = st / itemsize;
+    }
+    opkey_tensor(key, code, fmt_code, (uint64_t)nd, dims, strides, 0);
+    return 1;
+}
+
+/* One normalized attribute value of key tag `tag` into the key; 1 done, 0 not representable (an
+ * int out of int64, a string that is not UTF-8), -1 error. */
+static int params_key_attr(opkey *key, int tag, PyObject *v) {
+    if (tag == OPKEY_STR) {
+        Py_ssize_t len;
+        const char *text = PyUnicode_Check(v) ? PyUnicode_AsUTF8AndSize(v, &len) : NULL;
+        if (text == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        opkey_str(key, text, (size_t)len);
+        return 1;
+    }
+    int is_list = tag == OPKEY_INTS || tag == OPKEY_FLOATS || tag == OPKEY_BOOLS;
+    PyObject *seq = is_list ? PySequence_Fast(v, "params_key: a list attribute is a sequence") : Py_NewRef(v);
+    if (seq == NULL) return -1;
+    Py_ssize_t n = is_list ? PySequence_Fast_GET_SIZE(seq) : 1;
+    PyObject **items = is_list ? PySequence_Fast_ITEMS(seq) : &seq;
+    int64_t *ints = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+    double *reals = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(double));
+    uint8_t *flags = PyMem_Malloc((size_t)(n ? n : 1));
+    int rc = ints && reals && flags ? 1 : -1;
+    if (rc < 0) PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n && rc == 1; i++) {
+        PyObject *x = items[i];
+        if (tag == OPKEY_INT || tag == OPKEY_INTS) {
+            int overflow;
+            ints[i] = PyLong_AsLongLongAndOverflow(x, &overflow);
+            if (overflow) rc = 0;
+            else if (ints[i] == -1 && PyErr_Occurred()) rc = -1;
+        } else if (tag == OPKEY_FLOAT || tag == OPKEY_FLOATS) {
+            reals[i] = PyFloat_AsDouble(x);
+            if (reals[i] == -1.0 && PyErr_Occurred()) {
+                rc = PyErr_ExceptionMatches(PyExc_OverflowError) ? 0 : -1;
+                if (rc == 0) PyErr_Clear();
+            }
+        } else if (tag == OPKEY_BOOL || tag == OPKEY_BOOLS) {
+            int t = PyObject_IsTrue(x);
+            if (t < 0) rc = -1;
+            flags[i] = (uint8_t)t;
+        } else {
+            PyErr_Format(PyExc_ValueError, "params_key: unknown attribute tag %d", tag);
+            rc = -1;
+        }
+    }
+    if (rc == 1) {
+        switch (tag) {
+        case OPKEY_INT: opkey_int(key, ints[0]); break;
+        case OPKEY_FLOAT: opkey_float(key, reals[0]); break;
+        case OPKEY_BOOL: opkey_bool(key, flags[0]); break;
+        case OPKEY_INTS: opkey_ints(key, ints, (uint64_t)n); break;
+        case OPKEY_FLOATS: opkey_floats(key, reals, (uint64_t)n); break;
+        default: opkey_bools(key, flags, (uint64_t)n); break;
+        }
+    }
+    PyMem_Free(ints);
+    PyMem_Free(reals);
+    PyMem_Free(flags);
+    Py_DECREF(seq);
+    return rc;
+}
+
+/* params_key(op_id, dp, slot_kinds, params, formats, attr_tags, attrs) -> the cache key (opkey.h
+ * words as bytes) of a call given as normalized tensors and attributes: what executor.py files
+ * the calls the simple key does not cover under (optional or list parameters, other formats,
+ * Tensors). params: per IR parameter (inputs, then outputs) a list of (array, format name);
+ * slot_kinds: per parameter 0 (one tensor, [] when absent) or 1 (a tensor list); formats: {format
+ * name: GE code}; attr_tags: per attribute its OPKEY_* tag. None when a tensor's strides are not
+ * in whole elements or a value has no key encoding (the call is then planned without the
+ * cache). cache_key.params_key is the pure-Python equivalent. */
+static PyObject *fp_params_key(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    (void)mod;
+    if (nargs != 7 || !PyBytes_Check(args[2]) || !PyDict_Check(args[4]) || !PyBytes_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "params_key(op_id, dp, slot_kinds: bytes, params, formats: dict, "
+                                         "attr_tags: bytes, attrs)");
+        return NULL;
+    }
+    if (!configured()) return NULL;
+    unsigned long long op_id = PyLong_AsUnsignedLongLong(args[0]);
+    long dp = PyLong_AsLong(args[1]);
+    if (PyErr_Occurred()) return NULL;
+    PyObject *params = PySequence_Fast(args[3], "params_key: params is a sequence");
+    if (params == NULL) return NULL;
+    PyObject *attrs = PySequence_Fast(args[6], "params_key: attrs is a sequence");
+    if (attrs == NULL) {
+        Py_DECREF(params);
+        return NULL;
+    }
+    const char *kinds = PyBytes_AS_STRING(args[2]), *tags = PyBytes_AS_STRING(args[5]);
+    Py_ssize_t nslots = PySequence_Fast_GET_SIZE(params), nattrs = PySequence_Fast_GET_SIZE(attrs);
+    PyObject *result = NULL;
+    if (nslots != PyBytes_GET_SIZE(args[2]) || nattrs != PyBytes_GET_SIZE(args[5])) {
+        PyErr_SetString(PyExc_ValueError, "params_key: one kind per parameter and one tag per attribute");
+        Py_DECREF(params);
+        Py_DECREF(attrs);
+        return NULL;
+    }
+    Table *t = thread_table(1);
+    if (t == NULL) {
+        Py_DECREF(params);
+        Py_DECREF(attrs);
+        return NULL;
+    }
+    opkey key;
+    opkey_begin(&key, op_id, opkey_env_token_cached(&t->env), (uint64_t)dp, (uint32_t)nslots, (uint32_t)nattrs);
+    int rc = 1;
+    for (Py_ssize_t i = 0; i < nslots && rc == 1; i++) {
+        PyObject *group = PySequence_Fast(PySequence_Fast_GET_ITEM(params, i), "params_key: a parameter is a list");
+        if (group == NULL) {
+            rc = -1;
+            break;
+        }
+        Py_ssize_t m = PySequence_Fast_GET_SIZE(group);
+        if (kinds[i]) opkey_list(&key, (uint64_t)m);
+        else if (m == 0) opkey_absent(&key);
+        else if (m != 1) {
+            PyErr_SetString(PyExc_ValueError, "params_key: a single parameter has one tensor or none");
+            rc = -1;
+        }
+        for (Py_ssize_t k = 0; k < m && rc == 1; k++)
+            rc = params_key_tensor(&key, PySequence_Fast_GET_ITEM(group, k), args[4]);
+        Py_DECREF(group);
+    }
+    for (Py_ssize_t i = 0; i < nattrs && rc == 1; i++)
+        rc = params_key_attr(&key, (unsigned char)tags[i], PySequence_Fast_GET_ITEM(attrs, i));
+    if (rc == 1 && !key.failed)
+        result = PyBytes_FromStringAndSize((const char *)key.w, (Py_ssize_t)(key.n * sizeof(uint64_t)));
+    else if (rc >= 0)
+        result = Py_NewRef(Py_None);
+    opkey_free(&key);
+    Py_DECREF(params);
+    Py_DECREF(attrs);
+    return result;
+}
+
 static PyObject *fp_set_observed(PyObject *mod, PyObject *arg) {
     (void)mod;
     long n = PyLong_AsLong(arg);
@@ -1184,6 +1574,8 @@ extern PyTypeObject TilingBlockType;                                            
 static PyMethodDef fp_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))fp_configure, METH_VARARGS | METH_KEYWORDS,
      "configure(aclnn_error, dp, executor_type, plan_type, launch_failed, sim_launch): bind to the runtime."},
+    {"params_key", (PyCFunction)(void (*)(void))fp_params_key, METH_FASTCALL,
+     "params_key(op_id, dp, slot_kinds, params, formats, attr_tags, attrs): the key of normalized arguments"},
     {"key_words", (PyCFunction)(void (*)(void))fp_key_words, METH_FASTCALL,
      "key_words(phase1, *args): the key (opkey.h words) the C path builds for this call, or None."},
     {"set_observed", fp_set_observed, METH_O,
@@ -1232,6 +1624,7 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
         PyType_Ready(&TilingBlockType) < 0)
         return NULL;
     INTERN(g_table_key, "opbuild.runtime._fastpath.table");
+    if ((s_zero = PyLong_FromLong(0)) == NULL) return NULL;
     INTERN(s_args, "args");
     INTERN(s_plan, "plan");
     INTERN(s_workspace_size, "workspace_size");
@@ -1252,6 +1645,11 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     INTERN(s_stamp, "stamp");
     INTERN(s_stamp_path, "stamp_path");
     INTERN(s_native_hash, "native_hash");
+    {
+        PyObject *name = PyUnicode_InternFromString("_opkey");
+        if (name == NULL || (s_opkey_kwnames = PyTuple_Pack(1, name)) == NULL) return NULL;
+        Py_DECREF(name);
+    }
     PyObject *m = PyModule_Create(&fp_module);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "Phase1", (PyObject *)&Phase1Type) < 0 ||

@@ -533,7 +533,8 @@ SIM_API uint32_t sim_threads(void) {
 SIM_HIDDEN int run_inline(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs, uint32_t block_dim,
                       char *msg) {
     char kerr[OPBUILD_KERNEL_ERROR_LEN];
-    failure f = {.idx = SIM_NO_BLOCK};
+    failure f;
+    f.idx = SIM_NO_BLOCK; /* msg is written with the first failure (no 256-byte clear per launch) */
     for (uint32_t b = 0; b < block_dim; ++b)
         if (run_block(fn, args, nargs, b, block_dim, NULL, NULL, kerr)) failure_note(&f, b, kerr);
     return failure_report(&f, msg);
@@ -824,17 +825,24 @@ static int run_gang(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nar
 
 /* ---- launch ------------------------------------------------------------------------------- */
 
-/* Runs a validated launch in the calling thread; msg gets the error. */
+/* Runs a validated launch in the calling thread, `process` the isolation setting (isolation_config);
+ * msg gets the error. The one place that decides: every launch (default stream, streams, Python
+ * and C callers). */
+static int execute_as(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs, uint32_t block_dim,
+                      int intercore_sync, int process, char *msg) {
+    if (process && !intercore_sync) return execute_isolated(fn, args, nargs, block_dim, msg);
+    if (intercore_sync) return run_gang(fn, args, nargs, block_dim, msg);
+    if (block_dim == 1) return run_inline(fn, args, nargs, block_dim, msg);
+    return run_pool(fn, args, nargs, block_dim, msg);
+}
+
+/* execute_as with the isolation setting read now. */
 static int execute(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs, uint32_t block_dim,
                    int intercore_sync, char *msg) {
     int process = 0;
     int rc = isolation_config(&process, msg);
     if (rc != SIM_OK) return rc;
-    /* the one place that decides: every launch (default stream, streams, Python and C callers) */
-    if (process && !intercore_sync) return execute_isolated(fn, args, nargs, block_dim, msg);
-    if (intercore_sync) return run_gang(fn, args, nargs, block_dim, msg);
-    if (block_dim == 1) return run_inline(fn, args, nargs, block_dim, msg);
-    return run_pool(fn, args, nargs, block_dim, msg);
+    return execute_as(fn, args, nargs, block_dim, intercore_sync, process, msg);
 }
 
 static int validate(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs, uint32_t block_dim,
@@ -944,7 +952,7 @@ static int execute_interruptible(opbuild_kernel_launch_fn fn, void *const *args,
     cur.jmp = &jb;
     atomic_store(&main_in_launch, 1);
     atomic_signal_fence(memory_order_seq_cst);
-    int rc = execute(fn, args, nargs, block_dim, 0, msg);
+    int rc = execute_as(fn, args, nargs, block_dim, 0, 0, msg); /* sim_launch read the setting: in process */
     atomic_signal_fence(memory_order_seq_cst);
     atomic_store(&main_in_launch, 0);
     cur.jmp = NULL;

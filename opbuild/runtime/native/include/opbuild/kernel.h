@@ -46,23 +46,30 @@ typedef struct OpbuildTensorList {
 static inline uint64_t opbuild_list_count(GM_ADDR list) { return ((const OpbuildTensorList *)list)->count; }
 static inline void *opbuild_list_item(GM_ADDR list, uint64_t i) { return ((const OpbuildTensorList *)list)->data[i]; }
 
-/* Set by the launch shim in the thread that runs the block. */
-extern __thread uint32_t opbuild_block_idx_ __attribute__((visibility("hidden")));
-extern __thread uint32_t opbuild_block_num_ __attribute__((visibility("hidden")));
-extern __thread char opbuild_kernel_error_[OPBUILD_KERNEL_ERROR_LEN] __attribute__((visibility("hidden")));
-
 /* Cross-block barrier (Ascend C SyncAll). Only valid in kernels whose spec sets
  * `kernel.intercore_sync: true`: the simulator then runs all blocks concurrently, and the tiling
  * must keep block_dim <= the core count. A block that returns early leaves the barrier. */
 typedef void (*opbuild_sync_all_fn)(void *barrier);
-extern __thread opbuild_sync_all_fn opbuild_sync_all_ __attribute__((visibility("hidden")));
-extern __thread void *opbuild_sync_ctx_ __attribute__((visibility("hidden")));
+
+/* What the launch shim sets in the thread that runs a block. One thread-local struct, not one
+ * variable per field: in a dlopen'ed binary every thread-local variable costs a __tls_get_addr
+ * call per access, and the shim touches all of them on every launch. */
+typedef struct opbuild_kernel_state {
+    uint32_t block_idx, block_num;
+    opbuild_sync_all_fn sync_all;
+    void *sync_ctx;
+    uint64_t tiling_key;
+    char error[OPBUILD_KERNEL_ERROR_LEN]; /* the block's KERNEL_FAIL message, or "" */
+} opbuild_kernel_state;
+extern __thread opbuild_kernel_state opbuild_kernel_state_ __attribute__((visibility("hidden")));
+
 static inline void SyncAll(void) {
-    if (opbuild_sync_all_) opbuild_sync_all_(opbuild_sync_ctx_);
+    opbuild_kernel_state *s = &opbuild_kernel_state_;
+    if (s->sync_all) s->sync_all(s->sync_ctx);
 }
 
-static inline uint32_t GetBlockIdx(void) { return opbuild_block_idx_; }
-static inline uint32_t GetBlockNum(void) { return opbuild_block_num_; }
+static inline uint32_t GetBlockIdx(void) { return opbuild_kernel_state_.block_idx; }
+static inline uint32_t GetBlockNum(void) { return opbuild_kernel_state_.block_num; }
 
 /* The launch's tiling key (the tiling function's tiling_set_tiling_key). The runtime passes it
  * after the tiling data, at the next 8-byte boundary past opParaSize (at least 1) bytes; the
@@ -70,17 +77,17 @@ static inline uint32_t GetBlockNum(void) { return opbuild_block_num_; }
  *
  *     if (TILING_KEY_IS(1)) { ...aligned path... } else if (TILING_KEY_IS(2)) { ...tail path... }
  */
-extern __thread uint64_t opbuild_tiling_key_ __attribute__((visibility("hidden")));
-static inline uint64_t GetTilingKey(void) { return opbuild_tiling_key_; }
-#define TILING_KEY_IS(k) (opbuild_tiling_key_ == (uint64_t)(k))
+static inline uint64_t GetTilingKey(void) { return opbuild_kernel_state_.tiling_key; }
+#define TILING_KEY_IS(k) (opbuild_kernel_state_.tiling_key == (uint64_t)(k))
 
 /* Record a kernel failure for this block; the launch reports it as an error. */
 static inline void opbuild_kernel_fail(const char *fmt, ...) {
+    char *error = opbuild_kernel_state_.error;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(opbuild_kernel_error_, OPBUILD_KERNEL_ERROR_LEN, fmt, ap);
+    vsnprintf(error, OPBUILD_KERNEL_ERROR_LEN, fmt, ap);
     va_end(ap);
-    if (opbuild_kernel_error_[0] == '\0') opbuild_kernel_error_[0] = '?';
+    if (error[0] == '\0') error[0] = '?';
 }
 #define KERNEL_FAIL(...) do { opbuild_kernel_fail(__VA_ARGS__); return; } while (0)
 
