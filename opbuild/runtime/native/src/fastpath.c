@@ -61,8 +61,6 @@ void raise_aclnn(int status, PyObject *message) {
 
 /* ---- the per-thread plan table --------------------------------------------------------------- */
 
-
-
 /* Bumped whenever an entry is freed or inserted (and so when a table is cleared or freed): a
  * Phase1's memo of its last hit (below) is valid only while this is unchanged. */
 uint64_t g_epoch = 1;
@@ -173,16 +171,7 @@ int table_insert(Table *t, Entry *e) {
     return 0;
 }
 
-static inline uint64_t mix(uint64_t h, uint64_t w) {
-    h ^= w + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    return h * 0xff51afd7ed558ccdull;
-}
-
-/* ---- phase 1 ------------------------------------------------------------------------------- */
-
-
-
-
+/* ---- executor allocation ----------------------------------------------------------------------- */
 
 /* Executors of up to EXEC_FREE_ITEMS data words (a launch of up to 7 tensors) are allocated with
  * that many and recycled through a free list (every hit makes one and drops it a moment later:
@@ -201,7 +190,7 @@ Executor *executor_alloc(Py_ssize_t items) {
     return PyObject_NewVar(Executor, &ExecutorType, EXEC_FREE_ITEMS);
 }
 
-
+/* ---- the Python miss: its call, and the registration of the plan it made ---------------------- */
 
 static int get_u64(PyObject *obj, PyObject *name, unsigned long long *out) {
     PyObject *v = PyObject_GetAttr(obj, name);
@@ -386,6 +375,7 @@ PyObject *phase1_slow(Phase1 *self, PyObject *const *args, size_t nargsf, PyObje
     return res;
 }
 
+/* ---- the Phase1 type ------------------------------------------------------------------------- */
 
 static PyObject *phase1_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     PyObject *op, *slow;
@@ -694,9 +684,7 @@ PyTypeObject ExecutorType = {
     .tp_getset = executor_getset,
 };
 
-/* ---- phase 2 ------------------------------------------------------------------------------- */
-
-
+/* ---- the Phase2 type ------------------------------------------------------------------------- */
 
 static PyObject *phase2_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     PyObject *op, *slow;
