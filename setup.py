@@ -155,11 +155,11 @@ def _numpy_include() -> list[str]:
 FASTPATH_NAME = "opbuild.runtime._fastpath"
 fastpath = Extension(
     FASTPATH_NAME,
-    sources=[f"{NATIVE}/src/fastpath.c", f"{NATIVE}/src/opkey.c", f"{NATIVE}/src/fallback_exec.c",
-             f"{NATIVE}/src/oneshot.c", f"{NATIVE}/src/tiling_fill.c",
+    sources=[f"{NATIVE}/src/fastpath.c", f"{NATIVE}/src/fastpath_hit.c", f"{NATIVE}/src/opkey.c",
+             f"{NATIVE}/src/fallback_exec.c", f"{NATIVE}/src/oneshot.c", f"{NATIVE}/src/tiling_fill.c",
              f"{NATIVE}/src/describe.c"],
     include_dirs=[*_numpy_include(), f"{NATIVE}/src", f"{NATIVE}/include"],
-    depends=[f"{NATIVE}/src/opkey.h", f"{NATIVE}/include/opbuild/tiling.h"],
+    depends=[f"{NATIVE}/src/opkey.h", f"{NATIVE}/src/fastpath.h", f"{NATIVE}/include/opbuild/tiling.h"],
     extra_compile_args=["-std=gnu11", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-missing-field-initializers",
                         "-Wno-unused-parameter", "-Wno-cast-function-type"],
     language="c",

@@ -110,6 +110,8 @@ class OpRuntime:
         self._lock = threading.Lock()
         self._fragment_fn: Callable[[KeyContext], str] | None = None
         self._tiling_libs: dict[tuple[Path, str], Any] = {}
+        self._package_type: type | None = None  # resolve_package: whether `package` is a provider
+        self._provider = False
         # Precomputed once, read by the executor on every call.
         self.name = spec.op
         self.n_inputs = len(spec.inputs)
@@ -147,10 +149,11 @@ class OpRuntime:
         `binary_index(soc)` and `tiling_library()`, and optionally `fragment_fn(spec)` and
         `precomputed_tiling(...)`; it is then used instead of a package directory.
         """
-        if self.package is not None and hasattr(self.package, "binary_index"):
-            return self.package, self.package.binary_index(soc)
-        if self.package is not None:
-            return self.package, binary_index(self.package, soc)
+        package = self.package
+        if package is not None:
+            if type(package) is not self._package_type:  # (hasattr of a Path raises inside: once per type)
+                self._package_type, self._provider = type(package), hasattr(package, "binary_index")
+            return package, package.binary_index(soc) if self._provider else binary_index(package, soc)
         root, roots = find_op_package(self.spec.op, soc)
         if root is None:
             searched = ", ".join(str(r) for r in roots) or "(nothing: set ASCEND_CUSTOM_OPP_PATH or ASCEND_OPP_PATH)"

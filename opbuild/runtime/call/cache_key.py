@@ -168,7 +168,7 @@ def plain_call_key(op_id: int, n_in: int, kinds: bytes, dp: int, *args: Any) -> 
     """The key (key_bytes) of a simple op's call given as plain numpy arrays and scalar
     attributes, `args` in parameter order (inputs, attributes, outputs); None for a call the
     key does not cover (then the caller takes the generic path). The pure-Python equivalent of
-    the C fast path's Phase1.key (fastpath.c build_key), used where the extension is missing:
+    the C fast path's Phase1.key (fastpath_hit.c build_key), used where the extension is missing:
     exact ndarrays of a supported native dtype with strides in whole elements (format ND,
     storage offset 0), attributes of the exact Python type of their `kinds` tag."""
     n_attr = len(kinds)

@@ -16,8 +16,8 @@ from typing import Any
 from opbuild.runtime import fastpath_ext
 from opbuild.runtime.call.plans import Plan
 
-# The cache-hit path in C (opbuild/runtime/native/src/fastpath.c); None when it is not built or
-# is disabled with OPBUILD_NO_FASTPATH=1. Configured by the first wrapper made
+# The cache-hit path in C (opbuild/runtime/native/src/fastpath_hit.c, fastpath.c); None when it is
+# not built or is disabled with OPBUILD_NO_FASTPATH=1. Configured by the first wrapper made
 # (fast_wrappers._fastpath_ready).
 _fastpath = fastpath_ext.load()
 

@@ -244,8 +244,8 @@ class SignatureTiling:
     `context` fills a call's TilingBlock (None without the extension: then `infer` and
     `run_tiling` take the ctypes path of the same functions)."""
 
-    __slots__ = ("op", "spec", "soc", "attrs", "d", "p", "info", "kernel", "package", "items", "fill_args",
-                 "tiling_fn", "proto", "shape_fns", "shape_symbols")
+    __slots__ = ("op", "spec", "soc", "attrs", "d", "p", "info", "kernel", "package", "precomputed", "items",
+                 "fill_args", "tiling_fn", "proto", "shape_fns", "shape_symbols")
 
     def __init__(self, op: OpRuntime, prepared: Prepared, soc: str, attrs: tuple, d: int) -> None:
         spec = op.spec
@@ -257,7 +257,9 @@ class SignatureTiling:
         self.p = prepared.selection.impl_mode
         self.info = info
         self.kernel = kernel = prepared.kernel(spec)
-        self.package = prepared.selection.package
+        self.package = package = prepared.selection.package
+        # A package provider (an .om) may hold the tiling result computed when it was built.
+        self.precomputed = getattr(package, "precomputed_tiling", None)
         self.items = _c_callbacks._attr_items(spec, attrs)
         self.fill_args = (spec.op, self.items, soc, info.core_num, info.ub_size, d, self.p, kernel.op_para_size)
         self.tiling_fn: int | None = None  # the tiling function's address, found on first use
@@ -294,11 +296,10 @@ class SignatureTiling:
         ctypes without the extension)."""
         spec = self.spec
         symbol = spec.tiling.symbol
-        # A package provider (an .om) may hold the tiling result computed when it was built.
-        precomputed = getattr(self.package, "precomputed_tiling", None)
-        result = precomputed(spec, full_key, in_inst, out_inst, self.attrs) if precomputed is not None else None
-        if result is not None:
-            return result
+        if self.precomputed is not None:
+            result = self.precomputed(spec, full_key, in_inst, out_inst, self.attrs)
+            if result is not None:
+                return result
         if block is None:
             block = self.context(in_inst, out_inst)
         try:

@@ -1,74 +1,47 @@
-/* fastpath.c: opbuild.runtime._fastpath, the cache-hit path of the per-op two-phase wrappers in C.
+/* fastpath.c: opbuild.runtime._fastpath, the C side of the per-op two-phase wrappers.
  *
- * opbuild/runtime/call/executor.py stays the reference and handles everything else. For each "simple"
- * op (required tensors, scalar attributes, bound to a package) it wraps its Python phase-1 and
- * phase-2 functions in a Phase1 / Phase2 object of this module:
+ * opbuild/runtime/call/executor.py stays the reference and handles everything else. For each
+ * "simple" op (required tensors, scalar attributes) the wrappers of its Python phase-1 and phase-2
+ * functions are a Phase1 / Phase2 object of this module. Their cache hit -- key (opkey.h) ->
+ * cached plan -> launch -- is fastpath_hit.c; this file holds the rest:
  *
- *   Phase1(x, y, ..., z): when every tensor is a plain numpy array (exact ndarray) and no
- *   per-call deterministic / impl_mode is given, the call's key -- op, the process-wide dp code
- *   (settings.DP[0], read on every call), each attribute (value and type) and each tensor's dtype
- *   (descriptor identity), shape and strides: what executor.simple_key covers -- is looked up in
- *   the calling thread's plan table. A hit with writable outputs and 16-byte aligned data returns
- *   (workspace_size, Executor) with the launch arguments packed. Anything else calls the Python
- *   function; when that returns a directly launchable Python executor, its plan is registered
- *   under the call's key.
+ *   - the calling thread's plan table (in the thread state dict, freed with the thread; cleared
+ *     with the Python cache, entries dropped on eviction or when their package changed);
+ *   - the Python miss: phase1_slow calls the Python phase 1 with the key the hit path built
+ *     (`_opkey`, so both caches file the plan under one key), registers the plan it made and
+ *     lets phase 2 launch that executor from C (make_fast);
+ *   - the Executor type (the one executor type of the runtime), Phase1 / Phase2, and the module
+ *     functions: configure, the keys of normalized arguments (params_key) and of a Phase1 call
+ *     (Phase1.key, key_words), reset, forget, stats.
  *
- *   Phase2(workspace, workspaceSize, executor, stream=None): an Executor of this module for the
- *   same op on the default stream with no workspace buffer is checked (run once, workspace size,
- *   null workspace; the messages of executor.execute) and launched with sim_launch; everything
- *   else goes to the Python function.
- *
- * The plan table lives in the thread state dict (freed with the thread); executor.py clears it
- * with the Python cache (ResetCacheThreadLocal, eviction). Every table access holds the GIL.
+ * Every table access holds the GIL.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#define FASTPATH_IMPORTS_ARRAY /* this file's module init imports the numpy API */
+#include "fastpath.h"
+
 #include <structmember.h>
-#include <stdint.h>
-#include <string.h>
-
 #include <sys/stat.h>
-
-#include "opkey.h"
-
-#define PY_ARRAY_UNIQUE_SYMBOL opbuild_fastpath_ARRAY_API /* shared with fallback_exec.c */
-#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
-#include <numpy/arrayobject.h>
-
-#define ACLNN_ERR_PARAM_NULLPTR 161001
-#define ACLNN_ERR_PARAM_INVALID 161002
-
-#define MAX_KEY_WORDS 512
-#define MAX_TENSORS 60
-#define MAX_ATTRS 60
-#define TABLE_LIMIT 8192
-#define RELEASE_GIL_BYTES (64 * 1024)
-
-_Static_assert(sizeof(void *) == sizeof(uint64_t), "launch arguments are kept as uint64 and passed as pointers");
-
-typedef int (*sim_launch_fn)(void *stream, void *fn, void *const *args, uint32_t nargs, uint32_t block_dim,
-                             int intercore_sync, char *err, uint32_t errlen);
 
 /* ---- module state (set by configure(); used with the GIL held) ------------------------------- */
 
-static PyObject *g_aclnn_error;      /* opbuild.runtime.errors.AclnnError */
-static PyObject *g_dp;               /* settings.DP: [dp code] */
-static PyObject *g_py_executor;      /* executor.Executor (what the Python phase 1 returns) */
-static PyObject *g_launch_failed;    /* executor._launch_failed(plan): raises the launch error */
-static Py_ssize_t g_hot_offset = -1; /* offset of Plan.hot's slot */
-static sim_launch_fn g_launch;
-static PyObject *g_table_key;        /* the thread-state-dict key of the plan table */
+PyObject *g_aclnn_error;      /* opbuild.runtime.errors.AclnnError */
+PyObject *g_dp;               /* settings.DP: [dp code] */
+PyObject *g_py_executor;      /* executor.Executor (what the Python phase 1 returns) */
+PyObject *g_launch_failed;    /* executor._launch_failed(plan): raises the launch error */
+Py_ssize_t g_hot_offset = -1; /* offset of Plan.hot's slot */
+sim_launch_fn g_launch;
+PyObject *g_table_key;        /* the thread-state-dict key of the plan table */
 
-static PyObject *s_opkey_kwnames; /* ("_opkey",) */
-static PyObject *s_args, *s_plan, *s_workspace_size, *s_tiling_addr, *s_fn, *s_value, *s_nargs, *s_block_dim,
+PyObject *s_opkey_kwnames; /* ("_opkey",) */
+PyObject *s_args, *s_plan, *s_workspace_size, *s_tiling_addr, *s_fn, *s_value, *s_nargs, *s_block_dim,
     *s_sync, *s_empty, *s_contiguous, *s_selection, *s_full_key, *s_entry, *s_name, *s_deterministic,
     *s_impl_mode, *s_stamp, *s_stamp_path, *s_native_hash;
 
-static PyObject *s_zero; /* 0, phase 2's result */
+PyObject *s_zero; /* 0, phase 2's result */
 
-static unsigned long long st_p1_hits, st_p1_misses, st_p1_registered, st_p2_fast, st_p2_slow;
+unsigned long long st_p1_hits, st_p1_misses, st_p1_registered, st_p2_fast, st_p2_slow;
 
-static int configured(void) {
+int configured(void) {
     if (g_aclnn_error == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "opbuild.runtime._fastpath is not configured");
         return 0;
@@ -76,7 +49,7 @@ static int configured(void) {
     return 1;
 }
 
-static void raise_aclnn(int status, PyObject *message) {
+void raise_aclnn(int status, PyObject *message) {
     if (message == NULL) return;
     PyObject *exc = PyObject_CallFunction(g_aclnn_error, "iO", status, message);
     Py_DECREF(message);
@@ -88,39 +61,11 @@ static void raise_aclnn(int status, PyObject *message) {
 
 /* ---- the per-thread plan table --------------------------------------------------------------- */
 
-typedef struct Entry {
-    struct Entry *next;
-    uint64_t hash;
-    PyObject *op;
-    Py_ssize_t nwords, nattrs, ndescr;
-    uint64_t *words;      /* the key (opkey.h) */
-    PyObject **attrs;     /* owned */
-    PyObject **descrs;    /* owned (their addresses are in words) */
-    PyObject *plan;       /* owned */
-    PyObject *ws_obj;     /* owned: plan.workspace_size */
-    unsigned long long ws_size;
-    uint64_t tiling_addr;
-    void *fn;
-    uint32_t nargs, block_dim;
-    int sync, empty;
-    char *stamp_path;     /* the package's binary_info_config.json (Selection.config), or NULL */
-    int64_t stamp[3];     /* its mtime ns, size, inode when the plan was made (plans.file_stamp) */
-    int64_t checked_ns;   /* when it was last checked */
-} Entry;
-
-typedef struct {
-    PyObject_HEAD
-    Entry **buckets;
-    size_t mask; /* buckets - 1 */
-    size_t count;
-    opkey_env_cache env; /* this thread's last look at the search environment (opkey.h) */
-} Table;
-
 /* Bumped whenever an entry is freed or inserted (and so when a table is cleared or freed): a
  * Phase1's memo of its last hit (below) is valid only while this is unchanged. */
-static uint64_t g_epoch = 1;
+uint64_t g_epoch = 1;
 
-static void entry_free(Entry *e) {
+void entry_free(Entry *e) {
     g_epoch++;
     for (Py_ssize_t i = 0; i < e->nattrs; i++) Py_XDECREF(e->attrs[i]);
     for (Py_ssize_t i = 0; i < e->ndescr; i++) Py_XDECREF(e->descrs[i]);
@@ -135,7 +80,7 @@ static void entry_free(Entry *e) {
 }
 
 /* Whether the package of an entry's plan is unchanged (plans.plan_fresh, in C). */
-static int entry_fresh(Entry *e) {
+int entry_fresh(Entry *e) {
     if (e->stamp_path == NULL) return 1;
     int64_t now = opkey_now_ns();
     if (now - e->checked_ns < OPKEY_STAMP_INTERVAL_NS) return 1; /* opkey.h: checked at most every 1 ms */
@@ -148,7 +93,7 @@ static int entry_fresh(Entry *e) {
     return 1;
 }
 
-static void table_clear(Table *t) {
+void table_clear(Table *t) {
     /* Detach first: freeing entries may run arbitrary destructors. */
     Entry **buckets = t->buckets;
     size_t n = t->mask + 1;
@@ -182,7 +127,7 @@ static PyTypeObject TableType = {
 };
 
 /* The calling thread's table; created when `create`, else NULL (no error) when there is none. */
-static Table *thread_table(int create) {
+Table *thread_table(int create) {
     PyObject *dict = PyThreadState_GetDict();
     if (dict == NULL) return NULL;
     PyObject *t = PyDict_GetItemWithError(dict, g_table_key);
@@ -194,7 +139,7 @@ static Table *thread_table(int create) {
     return rc < 0 ? NULL : (Table *)t;
 }
 
-static int table_insert(Table *t, Entry *e) {
+int table_insert(Table *t, Entry *e) {
     if (t->count >= TABLE_LIMIT) table_clear(t);
     if (t->buckets == NULL || t->count >= t->mask + 1) {
         size_t n = t->buckets == NULL ? 64 : (t->mask + 1) * 2;
@@ -226,64 +171,7 @@ static int table_insert(Table *t, Entry *e) {
     return 0;
 }
 
-static inline uint64_t mix(uint64_t h, uint64_t w) {
-    h ^= w + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    return h * 0xff51afd7ed558ccdull;
-}
-
-/* ---- phase 1 ------------------------------------------------------------------------------- */
-
-/* The last hit of a Phase1: what the key was built from (not the key) and the entry it found.
- * A call made of the same things -- the same thread, dp object, search environment, per tensor
- * an exact ndarray of the same descriptor, dims and byte strides, per attribute the same object
- * (or an equal float/int/str of the same type) -- has the same key, so it skips building and
- * hashing the key and the table lookup: that was ~60% of a hit's instructions. The key stays
- * the one definition (opkey.h): the memo is only ever filled from a call whose key was built
- * and found. It points into the thread's table, so any entry freed or inserted anywhere
- * (g_epoch) invalidates it; the package stamp is still checked on every hit (entry_fresh). */
-typedef struct {
-    uint64_t epoch;        /* g_epoch when filled; 0 = empty (g_epoch starts counting at 1) */
-    PyThreadState *ts;     /* the thread it was made in (pointer and id: a new thread state may */
-    uint64_t ts_id;        /* reuse the address, never the id) */
-    Table *table;          /* that thread's table, and the entry found in it */
-    Entry *entry;
-    PyObject *dp;          /* owned: the settings.DP[0] object of the call */
-    uint64_t env_token;
-    PyObject **objs;       /* owned: per tensor its descriptor, then per attribute its value */
-    npy_intp *shape;       /* per tensor: ndim, dims..., byte strides... */
-    Py_ssize_t nshape, cap;
-} Memo;
-
-typedef struct {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
-    PyObject *op;
-    PyObject *slow; /* the Python phase-1 function */
-    PyObject *dict;
-    Py_ssize_t n_in, n_attr, n_out;
-    uint64_t key_id;            /* the op's id in the key (opkey.h) */
-    uint8_t attr_kind[MAX_ATTRS]; /* per attribute, its opkey tag (OPKEY_INT ...) */
-    Memo memo;
-} Phase1;
-
-typedef struct {
-    PyObject_VAR_HEAD /* ob_size = ntensors + nargs */
-    PyObject *plan;
-    PyObject *op;
-    PyObject *refs;    /* made by Python: the call's arrays (tuple); NULL when they are in `data` */
-    PyObject *inputs;  /* made by Python for a prepared launch: the normalized tensors, or NULL */
-    PyObject *outputs;
-    uint32_t nargs, block_dim, ntensors;
-    int sync, empty, repeatable, used, release_gil;
-    int fast;          /* the launch fields below are set, Phase2 may launch: made by Phase1's hit, or
-                        * by a miss whose plan Phase1 registered (make_fast) */
-    int has_args;      /* `data` holds launch arguments (else: phase 2 prepares them from inputs) */
-    unsigned long long ws_size;
-    void *fn;
-    uint64_t data[1]; /* ntensors array references, then the nargs launch arguments */
-} Executor;
-
-static PyTypeObject ExecutorType;
+/* ---- executor allocation ----------------------------------------------------------------------- */
 
 /* Executors of up to EXEC_FREE_ITEMS data words (a launch of up to 7 tensors) are allocated with
  * that many and recycled through a free list (every hit makes one and drops it a moment later:
@@ -293,7 +181,7 @@ static PyTypeObject ExecutorType;
 static Executor *g_exec_free[EXEC_FREE_MAX];
 static int g_exec_nfree;
 
-static Executor *executor_alloc(Py_ssize_t items) {
+Executor *executor_alloc(Py_ssize_t items) {
     if (items > EXEC_FREE_ITEMS) return PyObject_NewVar(Executor, &ExecutorType, items);
     if (g_exec_nfree > 0) {
         Executor *ex = g_exec_free[--g_exec_nfree];
@@ -302,252 +190,7 @@ static Executor *executor_alloc(Py_ssize_t items) {
     return PyObject_NewVar(Executor, &ExecutorType, EXEC_FREE_ITEMS);
 }
 
-/* The call's key in `words` (and its hash); 0 if the call is not one the C path handles. */
-typedef struct {
-    uint64_t words[MAX_KEY_WORDS];
-    Py_ssize_t nwords;
-    uint64_t hash;
-} Key;
-
-static int kw_defaults_only(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
-    if (kwnames == NULL) return 1;
-    Py_ssize_t nk = PyTuple_GET_SIZE(kwnames);
-    for (Py_ssize_t i = 0; i < nk; i++) {
-        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
-        if (args[nargs + i] != Py_None) return 0;
-        if (name != s_deterministic && name != s_impl_mode) {
-            if (PyUnicode_Compare(name, s_deterministic) != 0 && PyUnicode_Compare(name, s_impl_mode) != 0) {
-                PyErr_Clear();
-                return 0;
-            }
-        }
-    }
-    return 1;
-}
-
-/* -1 error, 0 not handled, 1 key built. */
-/* The dtype code (GE) of an array's descriptor, from configure()'s table; -1 if not supported. */
-static PyObject *g_dtype_codes; /* {numpy dtype: GE code} */
-static struct { PyObject *descr; int code; } g_code_cache[16];
-
-static int dtype_code(PyObject *descr) {
-    for (int i = 0; i < 16 && g_code_cache[i].descr != NULL; i++)
-        if (g_code_cache[i].descr == descr) return g_code_cache[i].code;
-    PyObject *v = g_dtype_codes ? PyDict_GetItemWithError(g_dtype_codes, descr) : NULL;
-    if (v == NULL) {
-        PyErr_Clear();
-        return -1;
-    }
-    int code = (int)PyLong_AsLong(v);
-    for (int i = 0; i < 16; i++)
-        if (g_code_cache[i].descr == NULL) {
-            g_code_cache[i].descr = Py_NewRef(descr); /* kept: descriptors of builtin types live forever */
-            g_code_cache[i].code = code;
-            break;
-        }
-    return code;
-}
-
-/* The call's key (opkey.h: the same words as cache_key.key_words of the call) in `k`; 1 built,
- * 0 not a call this path handles (the Python path validates it), -1 error. */
-static int build_key(Phase1 *self, PyObject *const *args, Key *k, long dp, opkey_env_cache *env) {
-    Py_ssize_t n_in = self->n_in, n_attr = self->n_attr;
-    Py_ssize_t ntensors = n_in + self->n_out;
-    opkey key;
-    opkey_begin(&key, self->key_id, env ? opkey_env_token_cached(env) : opkey_env_token(), (uint64_t)dp,
-                (uint32_t)ntensors, (uint32_t)n_attr);
-    int ok = 1;
-    for (Py_ssize_t i = 0; i < ntensors && ok; i++) {
-        PyObject *o = args[i < n_in ? i : i + n_attr];
-        if (!PyArray_CheckExact(o)) {
-            ok = 0;
-            break;
-        }
-        PyArrayObject *a = (PyArrayObject *)o;
-        int nd = PyArray_NDIM(a);
-        npy_intp itemsize = PyArray_ITEMSIZE(a);
-        int code = PyArray_ISBYTESWAPPED(a) ? -1 : dtype_code((PyObject *)PyArray_DESCR(a));
-        if (code < 0 || nd > 64 || itemsize <= 0) {
-            ok = 0;
-            break;
-        }
-        int64_t dims[64], strides[64];
-        for (int d = 0; d < nd; d++) {
-            dims[d] = PyArray_DIMS(a)[d];
-            npy_intp st = PyArray_STRIDES(a)[d];
-            if (st % itemsize) ok = 0;
-            strides[d] = st / itemsize;
-        }
-        opkey_tensor(&key, code, 2 /* ND */, (uint64_t)nd, dims, strides, 0);
-    }
-    for (Py_ssize_t i = 0; i < n_attr && ok; i++) {
-        PyObject *v = args[n_in + i];
-        switch (self->attr_kind[i]) {
-        case OPKEY_INT: {
-            if (!PyLong_CheckExact(v)) { ok = 0; break; }
-            int overflow;
-            long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-            if (overflow || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); ok = 0; break; }
-            opkey_int(&key, x);
-            break;
-        }
-        case OPKEY_FLOAT:
-            if (PyFloat_CheckExact(v)) opkey_float(&key, PyFloat_AS_DOUBLE(v));
-            else if (PyLong_CheckExact(v)) {
-                double x = PyLong_AsDouble(v);
-                if (x == -1.0 && PyErr_Occurred()) { PyErr_Clear(); ok = 0; break; }
-                opkey_float(&key, x);
-            } else ok = 0;
-            break;
-        case OPKEY_BOOL:
-            if (!PyBool_Check(v)) ok = 0;
-            else opkey_bool(&key, v == Py_True);
-            break;
-        case OPKEY_STR: {
-            Py_ssize_t len;
-            const char *text = PyUnicode_CheckExact(v) ? PyUnicode_AsUTF8AndSize(v, &len) : NULL;
-            if (text == NULL) { PyErr_Clear(); ok = 0; break; }
-            opkey_str(&key, text, (size_t)len);
-            break;
-        }
-        default: ok = 0; /* lists: not a simple op */
-        }
-    }
-    if (!ok || key.failed || key.n > MAX_KEY_WORDS) {
-        opkey_free(&key);
-        return 0;
-    }
-    memcpy(k->words, key.w, key.n * sizeof(uint64_t));
-    k->nwords = (Py_ssize_t)key.n;
-    k->hash = opkey_hash(key.w, key.n);
-    opkey_free(&key);
-    return 1;
-}
-
-static Entry *lookup(Table *t, Phase1 *self, PyObject *const *args, Key *k) {
-    if (t->buckets == NULL) return NULL;
-    Entry **link = &t->buckets[k->hash & t->mask];
-    for (Entry *e = *link; e != NULL; link = &e->next, e = e->next) {
-        if (e->hash != k->hash || e->op != self->op || e->nwords != k->nwords ||
-            memcmp(e->words, k->words, (size_t)k->nwords * sizeof(uint64_t)) != 0)
-            continue;
-        int same = 1;
-        for (Py_ssize_t i = 0; i < e->nattrs && same; i++) {
-            PyObject *a = args[self->n_in + i], *b = e->attrs[i];
-            if (a == b) continue;
-            if (Py_TYPE(a) != Py_TYPE(b)) {
-                same = 0;
-                break;
-            }
-            int eq = PyObject_RichCompareBool(a, b, Py_EQ);
-            if (eq < 0) {
-                PyErr_Clear();
-                eq = 0;
-            }
-            same = eq;
-        }
-        if (!same) continue;
-        if (!entry_fresh(e)) { /* the package was rebuilt: drop the plan, the Python path selects again */
-            *link = e->next;
-            t->count--;
-            entry_free(e);
-            return NULL;
-        }
-        return e;
-    }
-    return NULL;
-}
-
-/* ---- the memo of the last hit (see Memo) ------------------------------------------------------ */
-
-static void memo_release(Phase1 *self) {
-    Memo *m = &self->memo;
-    Py_ssize_t n = self->n_in + self->n_out + self->n_attr;
-    m->epoch = 0;
-    Py_CLEAR(m->dp);
-    for (Py_ssize_t i = 0; m->objs != NULL && i < n; i++) Py_CLEAR(m->objs[i]);
-}
-
-/* Whether attribute values a (this call's) and b (the memo's) give the same key words. */
-static inline int memo_same_attr(PyObject *a, PyObject *b) {
-    if (a == b) return 1;
-    if (Py_TYPE(a) != Py_TYPE(b)) return 0;
-    if (PyFloat_CheckExact(a)) {
-        double x = PyFloat_AS_DOUBLE(a), y = PyFloat_AS_DOUBLE(b);
-        return memcmp(&x, &y, sizeof x) == 0; /* the key has the bits (0.0 and -0.0 differ) */
-    }
-    if (PyLong_CheckExact(a) || PyUnicode_CheckExact(a)) {
-        int eq = PyObject_RichCompareBool(a, b, Py_EQ); /* cannot run Python code for these types */
-        if (eq < 0) PyErr_Clear();
-        return eq > 0;
-    }
-    return 0;
-}
-
-/* The memo's entry when this call matches it (and its package is unchanged), else NULL. */
-static inline Entry *memo_match(Phase1 *self, PyObject *const *args, PyObject *dpo) {
-    Memo *m = &self->memo;
-    if (m->epoch != g_epoch || m->dp != dpo) return NULL;
-    PyThreadState *ts = PyThreadState_Get();
-    if (ts != m->ts || ts->id != m->ts_id) return NULL;
-    Py_ssize_t n_in = self->n_in, n_attr = self->n_attr, ntensors = n_in + self->n_out;
-    const npy_intp *shape = m->shape;
-    for (Py_ssize_t i = 0; i < ntensors; i++) {
-        PyObject *o = args[i < n_in ? i : i + n_attr];
-        if (Py_TYPE(o) != &PyArray_Type) return NULL;
-        PyArrayObject *a = (PyArrayObject *)o;
-        int nd = PyArray_NDIM(a);
-        if ((PyObject *)PyArray_DESCR(a) != m->objs[i] || nd != shape[0]) return NULL;
-        const npy_intp *dims = PyArray_DIMS(a), *strides = PyArray_STRIDES(a);
-        for (int d = 0; d < nd; d++)
-            if (dims[d] != shape[1 + d] || strides[d] != shape[1 + nd + d]) return NULL;
-        shape += 1 + 2 * nd;
-    }
-    for (Py_ssize_t i = 0; i < n_attr; i++)
-        if (!memo_same_attr(args[n_in + i], m->objs[ntensors + i])) return NULL;
-    if (opkey_env_token_cached(&m->table->env) != m->env_token) return NULL;
-    if (!entry_fresh(m->entry)) return NULL; /* the lookup drops it */
-    return m->entry;
-}
-
-/* Remember a hit: `e`, found in `t` under the key of this call (built in this thread just now). */
-static void memo_set(Phase1 *self, PyObject *const *args, PyObject *dpo, Table *t, Entry *e) {
-    Memo *m = &self->memo;
-    Py_ssize_t n_in = self->n_in, n_attr = self->n_attr, ntensors = n_in + self->n_out;
-    Py_ssize_t nshape = 0;
-    for (Py_ssize_t i = 0; i < ntensors; i++)
-        nshape += 1 + 2 * PyArray_NDIM((PyArrayObject *)args[i < n_in ? i : i + n_attr]);
-    memo_release(self);
-    if (m->objs == NULL) {
-        m->objs = PyMem_Calloc((size_t)(ntensors + n_attr) + 1, sizeof(PyObject *));
-        if (m->objs == NULL) return; /* no memo: every hit builds its key */
-    }
-    if (nshape > m->cap) {
-        npy_intp *shape = PyMem_Realloc(m->shape, (size_t)nshape * sizeof(npy_intp));
-        if (shape == NULL) return;
-        m->shape = shape;
-        m->cap = nshape;
-    }
-    npy_intp *out = m->shape;
-    for (Py_ssize_t i = 0; i < ntensors; i++) {
-        PyArrayObject *a = (PyArrayObject *)args[i < n_in ? i : i + n_attr];
-        int nd = PyArray_NDIM(a);
-        m->objs[i] = Py_NewRef((PyObject *)PyArray_DESCR(a));
-        *out++ = nd;
-        for (int d = 0; d < nd; d++) out[d] = PyArray_DIMS(a)[d];
-        for (int d = 0; d < nd; d++) out[nd + d] = PyArray_STRIDES(a)[d];
-        out += 2 * nd;
-    }
-    for (Py_ssize_t i = 0; i < n_attr; i++) m->objs[ntensors + i] = Py_NewRef(args[n_in + i]);
-    m->nshape = nshape;
-    m->dp = Py_NewRef(dpo);
-    m->ts = PyThreadState_Get();
-    m->ts_id = m->ts->id;
-    m->table = t;
-    m->entry = e;
-    m->env_token = t->env.token; /* build_key just read it through t->env */
-    m->epoch = g_epoch;
-}
+/* ---- the Python miss: its call, and the registration of the plan it made ---------------------- */
 
 static int get_u64(PyObject *obj, PyObject *name, unsigned long long *out) {
     PyObject *v = PyObject_GetAttr(obj, name);
@@ -697,7 +340,7 @@ static PyObject *call_slow_with_key(Phase1 *self, PyObject *const *args, Py_ssiz
     return res;
 }
 
-static PyObject *phase1_slow(Phase1 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames, Key *k,
+PyObject *phase1_slow(Phase1 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames, Key *k,
                              long dp) {
     st_p1_misses++;
     PyObject *res = k == NULL ? PyObject_Vectorcall(self->slow, args, nargsf, kwnames)
@@ -732,77 +375,7 @@ static PyObject *phase1_slow(Phase1 *self, PyObject *const *args, size_t nargsf,
     return res;
 }
 
-static PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    Key k;
-    if (nargs != self->n_in + self->n_attr + self->n_out || !kw_defaults_only(args, nargs, kwnames))
-        return phase1_slow(self, args, nargsf, kwnames, NULL, 0);
-    PyObject *dpo = PyList_GET_ITEM(g_dp, 0);
-    Entry *e = memo_match(self, args, dpo);
-    if (e == NULL) {
-        long dp = PyLong_AsLong(dpo);
-        if (dp == -1 && PyErr_Occurred()) return NULL;
-        Table *t = thread_table(1);
-        if (t == NULL) return NULL;
-        int rc = build_key(self, args, &k, dp, &t->env);
-        if (rc <= 0) return rc < 0 ? NULL : phase1_slow(self, args, nargsf, kwnames, NULL, 0);
-        e = lookup(t, self, args, &k);
-        if (e == NULL) return phase1_slow(self, args, nargsf, kwnames, &k, dp);
-        memo_set(self, args, dpo, t, e);
-    }
-    Py_ssize_t n_in = self->n_in, ntensors = n_in + self->n_out;
-    uintptr_t or_addr = 0;
-    uint64_t bytes = 0;
-    for (Py_ssize_t i = 0; i < ntensors; i++) {
-        PyArrayObject *a = (PyArrayObject *)args[i < n_in ? i : i + self->n_attr];
-        or_addr |= (uintptr_t)PyArray_DATA(a);
-        uint64_t nbytes = (uint64_t)PyArray_ITEMSIZE(a); /* PyArray_NBYTES without its call */
-        for (int d = 0; d < PyArray_NDIM(a); d++) nbytes *= (uint64_t)PyArray_DIMS(a)[d];
-        bytes += nbytes;
-        if (i >= n_in && !PyArray_ISWRITEABLE(a)) return phase1_slow(self, args, nargsf, kwnames, NULL, 0);
-    }
-    if (or_addr & 15) return phase1_slow(self, args, nargsf, kwnames, NULL, 0);
-    Executor *ex = executor_alloc(ntensors + e->nargs);
-    if (ex == NULL) return NULL;
-    ex->plan = Py_NewRef(e->plan);
-    ex->op = Py_NewRef(self->op);
-    ex->refs = ex->inputs = ex->outputs = NULL;
-    ex->fast = ex->has_args = 1;
-    ex->nargs = e->nargs;
-    ex->block_dim = e->block_dim;
-    ex->ntensors = (uint32_t)ntensors;
-    ex->sync = e->sync;
-    ex->empty = e->empty;
-    ex->repeatable = 0;
-    ex->used = 0;
-    ex->release_gil = e->block_dim > 1 || bytes >= RELEASE_GIL_BYTES;
-    ex->ws_size = e->ws_size;
-    ex->fn = e->fn;
-    uint64_t *launch_args = ex->data + ntensors;
-    for (Py_ssize_t i = 0; i < ntensors; i++) {
-        PyObject *o = args[i < n_in ? i : i + self->n_attr];
-        ex->data[i] = (uint64_t)(uintptr_t)Py_NewRef(o);
-        launch_args[i] = (uint64_t)(uintptr_t)PyArray_DATA((PyArrayObject *)o);
-    }
-    launch_args[ntensors] = 0;
-    launch_args[ntensors + 1] = e->tiling_addr;
-    if (g_hot_offset >= 0) {
-        PyObject **slot = (PyObject **)((char *)e->plan + g_hot_offset);
-        if (*slot != Py_True) Py_XSETREF(*slot, Py_NewRef(Py_True));
-    } else if (PyObject_SetAttrString(e->plan, "hot", Py_True) < 0) {
-        Py_DECREF(ex);
-        return NULL;
-    }
-    st_p1_hits++;
-    PyObject *res = PyTuple_New(2);
-    if (res == NULL) {
-        Py_DECREF(ex);
-        return NULL;
-    }
-    PyTuple_SET_ITEM(res, 0, Py_NewRef(e->ws_obj));
-    PyTuple_SET_ITEM(res, 1, (PyObject *)ex);
-    return res;
-}
+/* ---- the Phase1 type ------------------------------------------------------------------------- */
 
 static PyObject *phase1_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     PyObject *op, *slow;
@@ -1096,7 +669,7 @@ static PyMethodDef executor_methods[] = {
     {NULL},
 };
 
-static PyTypeObject ExecutorType = {
+PyTypeObject ExecutorType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "opbuild.runtime._fastpath.Executor",
     .tp_basicsize = offsetof(Executor, data),
@@ -1111,92 +684,7 @@ static PyTypeObject ExecutorType = {
     .tp_getset = executor_getset,
 };
 
-/* ---- phase 2 ------------------------------------------------------------------------------- */
-
-typedef struct {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
-    PyObject *op;
-    PyObject *slow; /* the Python phase-2 function */
-    PyObject *dict;
-} Phase2;
-
-/* launch.observe_launches: while > 0, launches go through the Python path (which calls them). */
-static long g_observed;
-
-static PyObject *phase2_slow(Phase2 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    st_p2_slow++;
-    return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
-}
-
-static PyObject *phase2_call(Phase2 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (kwnames != NULL || nargs < 3 || nargs > 4 || (nargs == 4 && args[3] != Py_None))
-        return phase2_slow(self, args, nargsf, kwnames);
-    if (g_observed) return phase2_slow(self, args, nargsf, kwnames);
-    PyObject *workspace = args[0], *size_obj = args[1];
-    Executor *ex = (Executor *)args[2];
-    if (Py_TYPE(ex) != &ExecutorType || !ex->fast || ex->op != self->op || !PyLong_CheckExact(size_obj) ||
-        (workspace != Py_None && ex->ws_size != 0))
-        return phase2_slow(self, args, nargsf, kwnames);
-    int overflow;
-    long long size = PyLong_AsLongLongAndOverflow(size_obj, &overflow);
-    if (overflow || (size == -1 && PyErr_Occurred())) {
-        PyErr_Clear();
-        return phase2_slow(self, args, nargsf, kwnames);
-    }
-    if (workspace != Py_None) {
-        /* no workspace needed: the Python path checks what was given */
-        return phase2_slow(self, args, nargsf, kwnames);
-    }
-    /* the checks of executor.execute, in its order */
-    if (ex->used && !ex->repeatable) {
-        raise_aclnn(ACLNN_ERR_PARAM_INVALID,
-                    PyUnicode_FromString("this executor already ran; make it repeatable to run it again"));
-        return NULL;
-    }
-    if (ex->empty) {
-        ex->used = 1;
-        st_p2_fast++;
-        return Py_NewRef(s_zero);
-    }
-    if (size < 0 || (unsigned long long)size < ex->ws_size) {
-        raise_aclnn(ACLNN_ERR_PARAM_INVALID,
-                    PyUnicode_FromFormat("workspace of %lld bytes is smaller than the %llu required", size,
-                                         ex->ws_size));
-        return NULL;
-    }
-    if (ex->ws_size) {
-        raise_aclnn(ACLNN_ERR_PARAM_NULLPTR,
-                    PyUnicode_FromFormat("workspace is a null pointer (%llu bytes required)", ex->ws_size));
-        return NULL;
-    }
-    void *const *launch_args = (void *const *)(ex->data + ex->ntensors);
-    void *copy[MAX_TENSORS + 2];
-    ex->used = 1;
-    st_p2_fast++;
-    int rc;
-    if (ex->release_gil) {
-        /* a copy: set_arg may change the executor's while the kernel runs without the GIL; and keep
-         * the executor (and so its arrays) alive meanwhile */
-        memcpy(copy, launch_args, (size_t)ex->nargs * sizeof(uint64_t));
-        launch_args = copy;
-        Py_INCREF(ex);
-        Py_BEGIN_ALLOW_THREADS
-        rc = g_launch(NULL, ex->fn, launch_args, ex->nargs, ex->block_dim, ex->sync, NULL, 0);
-        Py_END_ALLOW_THREADS
-        Py_DECREF(ex);
-    } else {
-        rc = g_launch(NULL, ex->fn, launch_args, ex->nargs, ex->block_dim, ex->sync, NULL, 0);
-    }
-    if (rc) {
-        PyObject *r = PyObject_CallOneArg(g_launch_failed, ex->plan);
-        Py_XDECREF(r);
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "kernel launch failed");
-        return NULL;
-    }
-    return Py_NewRef(s_zero);
-}
+/* ---- the Phase2 type ------------------------------------------------------------------------- */
 
 static PyObject *phase2_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     PyObject *op, *slow;

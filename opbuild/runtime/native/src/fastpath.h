@@ -1,0 +1,166 @@
+/* fastpath.h: what the files of the _fastpath extension's hit path share (internal).
+ *
+ * fastpath_hit.c is the hit path (key -> cached plan -> launch); fastpath.c the rest of the
+ * extension: the per-thread plan table, the Executor type, the registration of a Python miss's
+ * plan, the Phase1/Phase2 types and the module. Every function and variable here is used with
+ * the GIL held.
+ */
+#ifndef OPBUILD_FASTPATH_H
+#define OPBUILD_FASTPATH_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "opkey.h"
+
+#define PY_ARRAY_UNIQUE_SYMBOL opbuild_fastpath_ARRAY_API /* shared with fallback_exec.c, oneshot.c ... */
+#ifndef FASTPATH_IMPORTS_ARRAY
+#define NO_IMPORT_ARRAY /* fastpath.c's module init imports the numpy API */
+#endif
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+
+#define ACLNN_ERR_PARAM_NULLPTR 161001
+#define ACLNN_ERR_PARAM_INVALID 161002
+
+#define MAX_KEY_WORDS 512
+#define MAX_TENSORS 60
+#define MAX_ATTRS 60
+#define TABLE_LIMIT 8192
+#define RELEASE_GIL_BYTES (64 * 1024)
+
+_Static_assert(sizeof(void *) == sizeof(uint64_t), "launch arguments are kept as uint64 and passed as pointers");
+
+typedef int (*sim_launch_fn)(void *stream, void *fn, void *const *args, uint32_t nargs, uint32_t block_dim,
+                             int intercore_sync, char *err, uint32_t errlen);
+
+/* ---- types ------------------------------------------------------------------------------------- */
+
+typedef struct Entry {
+    struct Entry *next;
+    uint64_t hash;
+    PyObject *op;
+    Py_ssize_t nwords, nattrs, ndescr;
+    uint64_t *words;      /* the key (opkey.h) */
+    PyObject **attrs;     /* owned */
+    PyObject **descrs;    /* owned (their addresses are in words) */
+    PyObject *plan;       /* owned */
+    PyObject *ws_obj;     /* owned: plan.workspace_size */
+    unsigned long long ws_size;
+    uint64_t tiling_addr;
+    void *fn;
+    uint32_t nargs, block_dim;
+    int sync, empty;
+    char *stamp_path;     /* the package's binary_info_config.json (Selection.config), or NULL */
+    int64_t stamp[3];     /* its mtime ns, size, inode when the plan was made (plans.file_stamp) */
+    int64_t checked_ns;   /* when it was last checked */
+} Entry;
+
+typedef struct {
+    PyObject_HEAD
+    Entry **buckets;
+    size_t mask; /* buckets - 1 */
+    size_t count;
+    opkey_env_cache env; /* this thread's last look at the search environment (opkey.h) */
+} Table;
+
+/* The last hit of a Phase1: what the key was built from (not the key) and the entry it found.
+ * A call made of the same things -- the same thread, dp object, search environment, per tensor
+ * an exact ndarray of the same descriptor, dims and byte strides, per attribute the same object
+ * (or an equal float/int/str of the same type) -- has the same key, so it skips building and
+ * hashing the key and the table lookup: that was ~60% of a hit's instructions. The key stays
+ * the one definition (opkey.h): the memo is only ever filled from a call whose key was built
+ * and found. It points into the thread's table, so any entry freed or inserted anywhere
+ * (g_epoch) invalidates it; the package stamp is still checked on every hit (entry_fresh). */
+typedef struct {
+    uint64_t epoch;        /* g_epoch when filled; 0 = empty (g_epoch starts counting at 1) */
+    PyThreadState *ts;     /* the thread it was made in (pointer and id: a new thread state may */
+    uint64_t ts_id;        /* reuse the address, never the id) */
+    Table *table;          /* that thread's table, and the entry found in it */
+    Entry *entry;
+    PyObject *dp;          /* owned: the settings.DP[0] object of the call */
+    uint64_t env_token;
+    PyObject **objs;       /* owned: per tensor its descriptor, then per attribute its value */
+    npy_intp *shape;       /* per tensor: ndim, dims..., byte strides... */
+    Py_ssize_t nshape, cap;
+} Memo;
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *op;
+    PyObject *slow; /* the Python phase-1 function */
+    PyObject *dict;
+    Py_ssize_t n_in, n_attr, n_out;
+    uint64_t key_id;            /* the op's id in the key (opkey.h) */
+    uint8_t attr_kind[MAX_ATTRS]; /* per attribute, its opkey tag (OPKEY_INT ...) */
+    Memo memo;
+} Phase1;
+
+typedef struct {
+    PyObject_VAR_HEAD /* ob_size = ntensors + nargs */
+    PyObject *plan;
+    PyObject *op;
+    PyObject *refs;    /* made by Python: the call's arrays (tuple); NULL when they are in `data` */
+    PyObject *inputs;  /* made by Python for a prepared launch: the normalized tensors, or NULL */
+    PyObject *outputs;
+    uint32_t nargs, block_dim, ntensors;
+    int sync, empty, repeatable, used, release_gil;
+    int fast;          /* the launch fields below are set, Phase2 may launch: made by Phase1's hit, or
+                        * by a miss whose plan Phase1 registered (make_fast) */
+    int has_args;      /* `data` holds launch arguments (else: phase 2 prepares them from inputs) */
+    unsigned long long ws_size;
+    void *fn;
+    uint64_t data[1]; /* ntensors array references, then the nargs launch arguments */
+} Executor;
+
+/* The call's key in `words` (and its hash); 0 if the call is not one the C path handles. */
+typedef struct {
+    uint64_t words[MAX_KEY_WORDS];
+    Py_ssize_t nwords;
+    uint64_t hash;
+} Key;
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *op;
+    PyObject *slow; /* the Python phase-2 function */
+    PyObject *dict;
+} Phase2;
+
+/* ---- module state (fastpath.c; set by configure()) ---------------------------------------------- */
+
+extern PyObject *g_aclnn_error, *g_dp, *g_py_executor, *g_launch_failed, *g_table_key, *g_dtype_codes;
+extern Py_ssize_t g_hot_offset;
+extern sim_launch_fn g_launch;
+extern long g_observed;  /* launch observers registered (fastpath_hit.c) */
+extern uint64_t g_epoch; /* bumped when any table entry is freed or inserted */
+extern PyObject *s_opkey_kwnames, *s_zero, *s_deterministic, *s_impl_mode;
+extern unsigned long long st_p1_hits, st_p1_misses, st_p1_registered, st_p2_fast, st_p2_slow;
+extern PyTypeObject ExecutorType;
+
+/* ---- fastpath.c ---------------------------------------------------------------------------------- */
+
+int configured(void);
+void raise_aclnn(int status, PyObject *message);
+void entry_free(Entry *e);
+int entry_fresh(Entry *e);
+void table_clear(Table *t);
+Table *thread_table(int create);
+int table_insert(Table *t, Entry *e);
+Executor *executor_alloc(Py_ssize_t items);
+/* A call the hit path does not serve: the Python phase 1 (with the key `k` when it built one). */
+PyObject *phase1_slow(Phase1 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames, Key *k, long dp);
+
+/* ---- fastpath_hit.c ------------------------------------------------------------------------------ */
+
+int dtype_code(PyObject *descr);
+int build_key(Phase1 *self, PyObject *const *args, Key *k, long dp, opkey_env_cache *env);
+void memo_release(Phase1 *self);
+PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+PyObject *phase2_call(Phase2 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+
+#endif /* OPBUILD_FASTPATH_H */

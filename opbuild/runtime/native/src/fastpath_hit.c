@@ -1,0 +1,405 @@
+/* fastpath_hit.c: the hit path of the Python callers' two-phase calls, in one file.
+ *
+ * Phase1(x, y, ..., z): a call of plain numpy arrays (exact ndarrays) without per-call
+ * deterministic / impl_mode is looked up in the calling thread's plan table by its key (opkey.h,
+ * built by build_key; or found again through the Phase1's memo of its last hit): a hit with
+ * writable outputs and 16-byte aligned data returns (workspace_size, Executor) with the launch
+ * arguments packed. Anything else goes to phase1_slow (fastpath.c: the Python phase 1, and the
+ * registration of the plan it makes).
+ *
+ * Phase2(workspace, workspaceSize, executor, stream=None): an executor this path may launch
+ * (`fast`) of the same op, on the default stream, with no workspace buffer, is checked as
+ * executor.execute checks it and launched with sim_launch; everything else goes to the Python
+ * phase 2.
+ *
+ * The table, the Executor type and the module are in fastpath.c (fastpath.h).
+ */
+#include "fastpath.h"
+
+static int kw_defaults_only(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    if (kwnames == NULL) return 1;
+    Py_ssize_t nk = PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t i = 0; i < nk; i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+        if (args[nargs + i] != Py_None) return 0;
+        if (name != s_deterministic && name != s_impl_mode) {
+            if (PyUnicode_Compare(name, s_deterministic) != 0 && PyUnicode_Compare(name, s_impl_mode) != 0) {
+                PyErr_Clear();
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+/* The dtype code (GE) of an array's descriptor, from configure()'s table; -1 if not supported. */
+PyObject *g_dtype_codes; /* {numpy dtype: GE code}: set by configure() */
+static struct { PyObject *descr; int code; } g_code_cache[16];
+
+int dtype_code(PyObject *descr) {
+    for (int i = 0; i < 16 && g_code_cache[i].descr != NULL; i++)
+        if (g_code_cache[i].descr == descr) return g_code_cache[i].code;
+    PyObject *v = g_dtype_codes ? PyDict_GetItemWithError(g_dtype_codes, descr) : NULL;
+    if (v == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    int code = (int)PyLong_AsLong(v);
+    for (int i = 0; i < 16; i++)
+        if (g_code_cache[i].descr == NULL) {
+            g_code_cache[i].descr = Py_NewRef(descr); /* kept: descriptors of builtin types live forever */
+            g_code_cache[i].code = code;
+            break;
+        }
+    return code;
+}
+
+/* The call's key (opkey.h: the same words as cache_key.key_words of the call) in `k`; 1 built,
+ * 0 not a call this path handles (the Python path validates it), -1 error. */
+int build_key(Phase1 *self, PyObject *const *args, Key *k, long dp, opkey_env_cache *env) {
+    Py_ssize_t n_in = self->n_in, n_attr = self->n_attr;
+    Py_ssize_t ntensors = n_in + self->n_out;
+    opkey key;
+    opkey_begin(&key, self->key_id, env ? opkey_env_token_cached(env) : opkey_env_token(), (uint64_t)dp,
+                (uint32_t)ntensors, (uint32_t)n_attr);
+    int ok = 1;
+    for (Py_ssize_t i = 0; i < ntensors && ok; i++) {
+        PyObject *o = args[i < n_in ? i : i + n_attr];
+        if (!PyArray_CheckExact(o)) {
+            ok = 0;
+            break;
+        }
+        PyArrayObject *a = (PyArrayObject *)o;
+        int nd = PyArray_NDIM(a);
+        npy_intp itemsize = PyArray_ITEMSIZE(a);
+        int code = PyArray_ISBYTESWAPPED(a) ? -1 : dtype_code((PyObject *)PyArray_DESCR(a));
+        if (code < 0 || nd > 64 || itemsize <= 0) {
+            ok = 0;
+            break;
+        }
+        int64_t dims[64], strides[64];
+        for (int d = 0; d < nd; d++) {
+            dims[d] = PyArray_DIMS(a)[d];
+            npy_intp st = PyArray_STRIDES(a)[d];
+            if (st % itemsize) ok = 0;
+            strides[d] = st / itemsize;
+        }
+        opkey_tensor(&key, code, 2 /* ND */, (uint64_t)nd, dims, strides, 0);
+    }
+    for (Py_ssize_t i = 0; i < n_attr && ok; i++) {
+        PyObject *v = args[n_in + i];
+        switch (self->attr_kind[i]) {
+        case OPKEY_INT: {
+            if (!PyLong_CheckExact(v)) { ok = 0; break; }
+            int overflow;
+            long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+            if (overflow || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); ok = 0; break; }
+            opkey_int(&key, x);
+            break;
+        }
+        case OPKEY_FLOAT:
+            if (PyFloat_CheckExact(v)) opkey_float(&key, PyFloat_AS_DOUBLE(v));
+            else if (PyLong_CheckExact(v)) {
+                double x = PyLong_AsDouble(v);
+                if (x == -1.0 && PyErr_Occurred()) { PyErr_Clear(); ok = 0; break; }
+                opkey_float(&key, x);
+            } else ok = 0;
+            break;
+        case OPKEY_BOOL:
+            if (!PyBool_Check(v)) ok = 0;
+            else opkey_bool(&key, v == Py_True);
+            break;
+        case OPKEY_STR: {
+            Py_ssize_t len;
+            const char *text = PyUnicode_CheckExact(v) ? PyUnicode_AsUTF8AndSize(v, &len) : NULL;
+            if (text == NULL) { PyErr_Clear(); ok = 0; break; }
+            opkey_str(&key, text, (size_t)len);
+            break;
+        }
+        default: ok = 0; /* lists: not a simple op */
+        }
+    }
+    if (!ok || key.failed || key.n > MAX_KEY_WORDS) {
+        opkey_free(&key);
+        return 0;
+    }
+    memcpy(k->words, key.w, key.n * sizeof(uint64_t));
+    k->nwords = (Py_ssize_t)key.n;
+    k->hash = opkey_hash(key.w, key.n);
+    opkey_free(&key);
+    return 1;
+}
+
+static Entry *lookup(Table *t, Phase1 *self, PyObject *const *args, Key *k) {
+    if (t->buckets == NULL) return NULL;
+    Entry **link = &t->buckets[k->hash & t->mask];
+    for (Entry *e = *link; e != NULL; link = &e->next, e = e->next) {
+        if (e->hash != k->hash || e->op != self->op || e->nwords != k->nwords ||
+            memcmp(e->words, k->words, (size_t)k->nwords * sizeof(uint64_t)) != 0)
+            continue;
+        int same = 1;
+        for (Py_ssize_t i = 0; i < e->nattrs && same; i++) {
+            PyObject *a = args[self->n_in + i], *b = e->attrs[i];
+            if (a == b) continue;
+            if (Py_TYPE(a) != Py_TYPE(b)) {
+                same = 0;
+                break;
+            }
+            int eq = PyObject_RichCompareBool(a, b, Py_EQ);
+            if (eq < 0) {
+                PyErr_Clear();
+                eq = 0;
+            }
+            same = eq;
+        }
+        if (!same) continue;
+        if (!entry_fresh(e)) { /* the package was rebuilt: drop the plan, the Python path selects again */
+            *link = e->next;
+            t->count--;
+            entry_free(e);
+            return NULL;
+        }
+        return e;
+    }
+    return NULL;
+}
+
+/* ---- the memo of the last hit (see Memo) ------------------------------------------------------ */
+
+void memo_release(Phase1 *self) {
+    Memo *m = &self->memo;
+    Py_ssize_t n = self->n_in + self->n_out + self->n_attr;
+    m->epoch = 0;
+    Py_CLEAR(m->dp);
+    for (Py_ssize_t i = 0; m->objs != NULL && i < n; i++) Py_CLEAR(m->objs[i]);
+}
+
+/* Whether attribute values a (this call's) and b (the memo's) give the same key words. */
+static inline int memo_same_attr(PyObject *a, PyObject *b) {
+    if (a == b) return 1;
+    if (Py_TYPE(a) != Py_TYPE(b)) return 0;
+    if (PyFloat_CheckExact(a)) {
+        double x = PyFloat_AS_DOUBLE(a), y = PyFloat_AS_DOUBLE(b);
+        return memcmp(&x, &y, sizeof x) == 0; /* the key has the bits (0.0 and -0.0 differ) */
+    }
+    if (PyLong_CheckExact(a) || PyUnicode_CheckExact(a)) {
+        int eq = PyObject_RichCompareBool(a, b, Py_EQ); /* cannot run Python code for these types */
+        if (eq < 0) PyErr_Clear();
+        return eq > 0;
+    }
+    return 0;
+}
+
+/* The memo's entry when this call matches it (and its package is unchanged), else NULL. */
+static inline Entry *memo_match(Phase1 *self, PyObject *const *args, PyObject *dpo) {
+    Memo *m = &self->memo;
+    if (m->epoch != g_epoch || m->dp != dpo) return NULL;
+    PyThreadState *ts = PyThreadState_Get();
+    if (ts != m->ts || ts->id != m->ts_id) return NULL;
+    Py_ssize_t n_in = self->n_in, n_attr = self->n_attr, ntensors = n_in + self->n_out;
+    const npy_intp *shape = m->shape;
+    for (Py_ssize_t i = 0; i < ntensors; i++) {
+        PyObject *o = args[i < n_in ? i : i + n_attr];
+        if (Py_TYPE(o) != &PyArray_Type) return NULL;
+        PyArrayObject *a = (PyArrayObject *)o;
+        int nd = PyArray_NDIM(a);
+        if ((PyObject *)PyArray_DESCR(a) != m->objs[i] || nd != shape[0]) return NULL;
+        const npy_intp *dims = PyArray_DIMS(a), *strides = PyArray_STRIDES(a);
+        for (int d = 0; d < nd; d++)
+            if (dims[d] != shape[1 + d] || strides[d] != shape[1 + nd + d]) return NULL;
+        shape += 1 + 2 * nd;
+    }
+    for (Py_ssize_t i = 0; i < n_attr; i++)
+        if (!memo_same_attr(args[n_in + i], m->objs[ntensors + i])) return NULL;
+    if (opkey_env_token_cached(&m->table->env) != m->env_token) return NULL;
+    if (!entry_fresh(m->entry)) return NULL; /* the lookup drops it */
+    return m->entry;
+}
+
+/* Remember a hit: `e`, found in `t` under the key of this call (built in this thread just now). */
+static void memo_set(Phase1 *self, PyObject *const *args, PyObject *dpo, Table *t, Entry *e) {
+    Memo *m = &self->memo;
+    Py_ssize_t n_in = self->n_in, n_attr = self->n_attr, ntensors = n_in + self->n_out;
+    Py_ssize_t nshape = 0;
+    for (Py_ssize_t i = 0; i < ntensors; i++)
+        nshape += 1 + 2 * PyArray_NDIM((PyArrayObject *)args[i < n_in ? i : i + n_attr]);
+    memo_release(self);
+    if (m->objs == NULL) {
+        m->objs = PyMem_Calloc((size_t)(ntensors + n_attr) + 1, sizeof(PyObject *));
+        if (m->objs == NULL) return; /* no memo: every hit builds its key */
+    }
+    if (nshape > m->cap) {
+        npy_intp *shape = PyMem_Realloc(m->shape, (size_t)nshape * sizeof(npy_intp));
+        if (shape == NULL) return;
+        m->shape = shape;
+        m->cap = nshape;
+    }
+    npy_intp *out = m->shape;
+    for (Py_ssize_t i = 0; i < ntensors; i++) {
+        PyArrayObject *a = (PyArrayObject *)args[i < n_in ? i : i + n_attr];
+        int nd = PyArray_NDIM(a);
+        m->objs[i] = Py_NewRef((PyObject *)PyArray_DESCR(a));
+        *out++ = nd;
+        for (int d = 0; d < nd; d++) out[d] = PyArray_DIMS(a)[d];
+        for (int d = 0; d < nd; d++) out[nd + d] = PyArray_STRIDES(a)[d];
+        out += 2 * nd;
+    }
+    for (Py_ssize_t i = 0; i < n_attr; i++) m->objs[ntensors + i] = Py_NewRef(args[n_in + i]);
+    m->nshape = nshape;
+    m->dp = Py_NewRef(dpo);
+    m->ts = PyThreadState_Get();
+    m->ts_id = m->ts->id;
+    m->table = t;
+    m->entry = e;
+    m->env_token = t->env.token; /* build_key just read it through t->env */
+    m->epoch = g_epoch;
+}
+
+PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Key k;
+    if (nargs != self->n_in + self->n_attr + self->n_out || !kw_defaults_only(args, nargs, kwnames))
+        return phase1_slow(self, args, nargsf, kwnames, NULL, 0);
+    PyObject *dpo = PyList_GET_ITEM(g_dp, 0);
+    Entry *e = memo_match(self, args, dpo);
+    if (e == NULL) {
+        long dp = PyLong_AsLong(dpo);
+        if (dp == -1 && PyErr_Occurred()) return NULL;
+        Table *t = thread_table(1);
+        if (t == NULL) return NULL;
+        int rc = build_key(self, args, &k, dp, &t->env);
+        if (rc <= 0) return rc < 0 ? NULL : phase1_slow(self, args, nargsf, kwnames, NULL, 0);
+        e = lookup(t, self, args, &k);
+        if (e == NULL) return phase1_slow(self, args, nargsf, kwnames, &k, dp);
+        memo_set(self, args, dpo, t, e);
+    }
+    Py_ssize_t n_in = self->n_in, ntensors = n_in + self->n_out;
+    uintptr_t or_addr = 0;
+    uint64_t bytes = 0;
+    for (Py_ssize_t i = 0; i < ntensors; i++) {
+        PyArrayObject *a = (PyArrayObject *)args[i < n_in ? i : i + self->n_attr];
+        or_addr |= (uintptr_t)PyArray_DATA(a);
+        uint64_t nbytes = (uint64_t)PyArray_ITEMSIZE(a); /* PyArray_NBYTES without its call */
+        for (int d = 0; d < PyArray_NDIM(a); d++) nbytes *= (uint64_t)PyArray_DIMS(a)[d];
+        bytes += nbytes;
+        if (i >= n_in && !PyArray_ISWRITEABLE(a)) return phase1_slow(self, args, nargsf, kwnames, NULL, 0);
+    }
+    if (or_addr & 15) return phase1_slow(self, args, nargsf, kwnames, NULL, 0);
+    Executor *ex = executor_alloc(ntensors + e->nargs);
+    if (ex == NULL) return NULL;
+    ex->plan = Py_NewRef(e->plan);
+    ex->op = Py_NewRef(self->op);
+    ex->refs = ex->inputs = ex->outputs = NULL;
+    ex->fast = ex->has_args = 1;
+    ex->nargs = e->nargs;
+    ex->block_dim = e->block_dim;
+    ex->ntensors = (uint32_t)ntensors;
+    ex->sync = e->sync;
+    ex->empty = e->empty;
+    ex->repeatable = 0;
+    ex->used = 0;
+    ex->release_gil = e->block_dim > 1 || bytes >= RELEASE_GIL_BYTES;
+    ex->ws_size = e->ws_size;
+    ex->fn = e->fn;
+    uint64_t *launch_args = ex->data + ntensors;
+    for (Py_ssize_t i = 0; i < ntensors; i++) {
+        PyObject *o = args[i < n_in ? i : i + self->n_attr];
+        ex->data[i] = (uint64_t)(uintptr_t)Py_NewRef(o);
+        launch_args[i] = (uint64_t)(uintptr_t)PyArray_DATA((PyArrayObject *)o);
+    }
+    launch_args[ntensors] = 0;
+    launch_args[ntensors + 1] = e->tiling_addr;
+    if (g_hot_offset >= 0) {
+        PyObject **slot = (PyObject **)((char *)e->plan + g_hot_offset);
+        if (*slot != Py_True) Py_XSETREF(*slot, Py_NewRef(Py_True));
+    } else if (PyObject_SetAttrString(e->plan, "hot", Py_True) < 0) {
+        Py_DECREF(ex);
+        return NULL;
+    }
+    st_p1_hits++;
+    PyObject *res = PyTuple_New(2);
+    if (res == NULL) {
+        Py_DECREF(ex);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(res, 0, Py_NewRef(e->ws_obj));
+    PyTuple_SET_ITEM(res, 1, (PyObject *)ex);
+    return res;
+}
+
+/* launch.observe_launches: while > 0, launches go through the Python path (which calls them). */
+long g_observed;
+
+static PyObject *phase2_slow(Phase2 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    st_p2_slow++;
+    return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
+}
+
+PyObject *phase2_call(Phase2 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames != NULL || nargs < 3 || nargs > 4 || (nargs == 4 && args[3] != Py_None))
+        return phase2_slow(self, args, nargsf, kwnames);
+    if (g_observed) return phase2_slow(self, args, nargsf, kwnames);
+    PyObject *workspace = args[0], *size_obj = args[1];
+    Executor *ex = (Executor *)args[2];
+    if (Py_TYPE(ex) != &ExecutorType || !ex->fast || ex->op != self->op || !PyLong_CheckExact(size_obj) ||
+        (workspace != Py_None && ex->ws_size != 0))
+        return phase2_slow(self, args, nargsf, kwnames);
+    int overflow;
+    long long size = PyLong_AsLongLongAndOverflow(size_obj, &overflow);
+    if (overflow || (size == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return phase2_slow(self, args, nargsf, kwnames);
+    }
+    if (workspace != Py_None) {
+        /* no workspace needed: the Python path checks what was given */
+        return phase2_slow(self, args, nargsf, kwnames);
+    }
+    /* the checks of executor.execute, in its order */
+    if (ex->used && !ex->repeatable) {
+        raise_aclnn(ACLNN_ERR_PARAM_INVALID,
+                    PyUnicode_FromString("this executor already ran; make it repeatable to run it again"));
+        return NULL;
+    }
+    if (ex->empty) {
+        ex->used = 1;
+        st_p2_fast++;
+        return Py_NewRef(s_zero);
+    }
+    if (size < 0 || (unsigned long long)size < ex->ws_size) {
+        raise_aclnn(ACLNN_ERR_PARAM_INVALID,
+                    PyUnicode_FromFormat("workspace of %lld bytes is smaller than the %llu required", size,
+                                         ex->ws_size));
+        return NULL;
+    }
+    if (ex->ws_size) {
+        raise_aclnn(ACLNN_ERR_PARAM_NULLPTR,
+                    PyUnicode_FromFormat("workspace is a null pointer (%llu bytes required)", ex->ws_size));
+        return NULL;
+    }
+    void *const *launch_args = (void *const *)(ex->data + ex->ntensors);
+    void *copy[MAX_TENSORS + 2];
+    ex->used = 1;
+    st_p2_fast++;
+    int rc;
+    if (ex->release_gil) {
+        /* a copy: set_arg may change the executor's while the kernel runs without the GIL; and keep
+         * the executor (and so its arrays) alive meanwhile */
+        memcpy(copy, launch_args, (size_t)ex->nargs * sizeof(uint64_t));
+        launch_args = copy;
+        Py_INCREF(ex);
+        Py_BEGIN_ALLOW_THREADS
+        rc = g_launch(NULL, ex->fn, launch_args, ex->nargs, ex->block_dim, ex->sync, NULL, 0);
+        Py_END_ALLOW_THREADS
+        Py_DECREF(ex);
+    } else {
+        rc = g_launch(NULL, ex->fn, launch_args, ex->nargs, ex->block_dim, ex->sync, NULL, 0);
+    }
+    if (rc) {
+        PyObject *r = PyObject_CallOneArg(g_launch_failed, ex->plan);
+        Py_XDECREF(r);
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "kernel launch failed");
+        return NULL;
+    }
+    return Py_NewRef(s_zero);
+}
