@@ -54,23 +54,27 @@ def env_hash(values: Sequence[bytes | None]) -> int:
     return h
 
 
-def env_token() -> int:
-    """opkey_env_token: env_hash of this process's environment."""
-    env = os.environb
-    return env_hash([env.get(name.encode()) for name in ENV_VARS])
-
-
 search_env = raw_reader(*ENV_VARS)
 """The search environment (SoC, package paths) of a call's cache key, as a hashable tuple (read on
 every call: environ.raw_reader)."""
 
+_LAST_ENV: list = [(None, 0)]  # (the last search environment seen, its token), replaced as one
+
+
+def env_token() -> int:
+    """opkey_env_token: env_hash of this process's search environment (hashed again only when a
+    value changed: the pure-Python key builders ask on every call)."""
+    values = search_env()
+    seen, token = _LAST_ENV[0]
+    if values != seen:
+        token = env_hash([v if v is None or isinstance(v, bytes) else os.fsencode(v) for v in values])
+        _LAST_ENV[0] = (values, token)
+    return token
+
 
 def _tensor(words: list[int], t: Tensor) -> None:
     dtype, fmt, dims, strides, offset = t
-    words += (TENSOR, _u64(dtype), _u64(fmt), len(dims))
-    words += (_u64(d) for d in dims)
-    words += (_u64(s) for s in strides)
-    words.append(_u64(offset))
+    words += (TENSOR, dtype, fmt, len(dims), *dims, *strides, offset)  # (key_words masks to 64 bits)
 
 
 _ITEM_WORD = {"int": lambda v: _u64(int(v)), "float": _double_bits, "bool": lambda v: 1 if v else 0}
@@ -98,7 +102,7 @@ def _attr(words: list[int], kind: str, value: Any) -> None:
 def key_words(op_id: int, env: int, dp: int, slots: Sequence[Tensor | list[Tensor] | None],
               attrs: Sequence[tuple[str, Any]]) -> list[int]:
     """The key's words (opkey.h) of one call."""
-    words = [VERSION, _u64(op_id), _u64(env), _u64(dp), len(slots), len(attrs)]
+    words = [VERSION, op_id, env, dp, len(slots), len(attrs)]
     for slot in slots:
         if slot is None:
             words.append(ABSENT)
@@ -110,7 +114,7 @@ def key_words(op_id: int, env: int, dp: int, slots: Sequence[Tensor | list[Tenso
             _tensor(words, slot)
     for kind, value in attrs:
         _attr(words, kind, value)
-    return words
+    return [w & _MASK for w in words]  # two's complement of negative strides and values
 
 
 def key_bytes(op_id: int, env: int, dp: int, slots: Sequence[Tensor | list[Tensor] | None],
