@@ -165,13 +165,7 @@ __attribute__((visibility("default"))) int32_t opbuild_kernel_launch(void *const
         snprintf(err, errlen, "%s: expected {n} arguments, got %u", OPBUILD_BINARY_NAME, nargs);
         return 1;
     }}
-    opbuild_kernel_state *s = &opbuild_kernel_state_;
-    s->block_idx = block_idx;
-    s->block_num = block_num;
-    s->sync_all = sync;
-    s->sync_ctx = sync_ctx;
-    s->error[0] = '\\0';
-    s->tiling_key = 0;
+    opbuild_kernel_state *s = opbuild_kernel_begin(block_idx, block_num, sync, sync_ctx);
     if (args[{n - 1}]) memcpy(&s->tiling_key, (const char *)args[{n - 1}] + TILING_KEY_OFFSET, sizeof(uint64_t));
     {info.kernel_entry}({call});
     if (s->error[0] != '\\0') {{

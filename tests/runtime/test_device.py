@@ -34,12 +34,7 @@ int32_t opbuild_kernel_launch(void *const *args, uint32_t nargs, uint32_t block_
         snprintf(err, errlen, "%(entry)s takes %(nargs)d arguments, got %%u", nargs);
         return 1;
     }
-    opbuild_kernel_state *s = &opbuild_kernel_state_;
-    s->block_idx = block_idx;
-    s->block_num = block_num;
-    s->sync_all = sync;
-    s->sync_ctx = sync_ctx;
-    s->error[0] = '\0';
+    opbuild_kernel_state *s = opbuild_kernel_begin(block_idx, block_num, sync, sync_ctx);
     %(entry)s(%(call)s);
     if (s->error[0]) {
         snprintf(err, errlen, "%%s", s->error);

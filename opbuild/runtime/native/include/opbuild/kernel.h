@@ -63,6 +63,20 @@ typedef struct opbuild_kernel_state {
 } opbuild_kernel_state;
 extern __thread opbuild_kernel_state opbuild_kernel_state_ __attribute__((visibility("hidden")));
 
+/* A launch shim's start of a block: the calling thread's state for it (block, barrier, no error
+ * yet, tiling key 0 until the shim reads it from the tiling argument). */
+static inline opbuild_kernel_state *opbuild_kernel_begin(uint32_t block_idx, uint32_t block_num,
+                                                         opbuild_sync_all_fn sync, void *sync_ctx) {
+    opbuild_kernel_state *s = &opbuild_kernel_state_; /* one thread-local lookup per launch */
+    s->block_idx = block_idx;
+    s->block_num = block_num;
+    s->sync_all = sync;
+    s->sync_ctx = sync_ctx;
+    s->error[0] = '\0';
+    s->tiling_key = 0;
+    return s;
+}
+
 static inline void SyncAll(void) {
     opbuild_kernel_state *s = &opbuild_kernel_state_;
     if (s->sync_all) s->sync_all(s->sync_ctx);
