@@ -29,9 +29,9 @@ from opbuild.spec.model import OpSpec
 
 
 _OPS: "weakref.WeakSet[OpRuntime]" = weakref.WeakSet()
+"""Every OpRuntime alive (forget_selections reaches their selection memos)."""
 _KEY_IDS = itertools.count(1)
 """OpRuntime.key_id: one per op runtime made in this process (word 1 of its cache keys)."""
-"""Every OpRuntime alive (forget_selections reaches their selection memos)."""
 
 
 def forget_selections() -> None:

@@ -139,33 +139,20 @@ def numpy_dtype_codes() -> dict[np.dtype, int]:
 
 _ND = FORMAT_TO_GE["ND"]
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
-_TAG = {t.name: t.key_tag for t in ATTR_TYPES}
-_INT, _FLOAT, _BOOL, _STR = _TAG["int"], _TAG["float"], _TAG["bool"], _TAG["str"]
+_PLAIN_TYPES = {"int": (int,), "float": (float, int), "bool": (bool,), "str": (str,)}
+_EXACT = {t.key_tag: (t.name, t.element, _PLAIN_TYPES[t.element]) for t in ATTR_TYPES if not t.is_list}
+"""Per scalar key tag: its attribute type, element, and the exact Python types a plain call may
+give for it (as the C path checks them: a bool is not an int; an int is taken for a float)."""
 
 
 def _plain_attr(kind: int, v: Any) -> tuple[str, Any] | None:
-    """(attribute type, value) of a scalar argument of the key's `kind`, as the C path takes it
-    (the exact Python type; an int for a float), else None."""
-    t = type(v)
-    if kind == _INT:
-        return ("int", v) if t is int and _INT64_MIN <= v <= _INT64_MAX else None
-    if kind == _FLOAT:
-        if t is float:
-            return "float", v
-        if t is int:
-            try:
-                return "float", float(v)
-            except OverflowError:
-                return None
+    """(attribute type, value) of a scalar argument of the key's `kind`, as the C path takes it,
+    else None (another type, or a value with no key encoding: _keyable)."""
+    found = _EXACT.get(kind)
+    if found is None or type(v) not in found[2]:
         return None
-    if kind == _BOOL:
-        return ("bool", v) if t is bool else None
-    if kind == _STR and t is str:
-        try:
-            return "str", v.encode()
-        except UnicodeEncodeError:
-            return None
-    return None
+    value = _keyable(found[1], v)
+    return None if value is None else (found[0], value)
 
 
 def plain_call_key(op_id: int, n_in: int, kinds: bytes, dp: int, *args: Any) -> bytes | None:

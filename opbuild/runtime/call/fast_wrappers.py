@@ -17,8 +17,6 @@ import functools
 import inspect
 from typing import Any, Callable, Sequence
 
-import numpy as np
-
 from opbuild.runtime import device, settings
 from opbuild.runtime.call import cache_key
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError, as_aclnn_error

@@ -244,7 +244,7 @@ class SignatureTiling:
     `context` fills a call's TilingBlock (None without the extension: then `infer` and
     `run_tiling` take the ctypes path of the same functions)."""
 
-    __slots__ = ("op", "spec", "soc", "attrs", "d", "p", "info", "kernel", "package", "precomputed", "items",
+    __slots__ = ("op", "spec", "soc", "attrs", "d", "p", "info", "kernel", "package", "precomputed",
                  "fill_args", "tiling_fn", "proto", "shape_fns", "shape_symbols")
 
     def __init__(self, op: OpRuntime, prepared: Prepared, soc: str, attrs: tuple, d: int) -> None:
@@ -260,8 +260,7 @@ class SignatureTiling:
         self.package = package = prepared.selection.package
         # A package provider (an .om) may hold the tiling result computed when it was built.
         self.precomputed = getattr(package, "precomputed_tiling", None)
-        self.items = _c_callbacks._attr_items(spec, attrs)
-        self.fill_args = (spec.op, self.items, soc, info.core_num, info.ub_size, d, self.p, kernel.op_para_size)
+        self.fill_args = (spec.op, _c_callbacks._attr_items(spec, attrs), soc, info.core_num, info.ub_size, d, self.p, kernel.op_para_size)
         self.tiling_fn: int | None = None  # the tiling function's address, found on first use
         self.proto = prepared.proto
         self.shape_symbols = (infer_shape_symbol(spec),)
