@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from opbuild.abi.ascendc_bridge import bridge_symbol
 from opbuild.abi.vocabulary import (ATTR_TYPE, DEFAULT_CORE_TYPE, DEFAULT_FORMAT, DEFAULT_SOC, DTYPE_NAMES,
                                     FORMAT_NAMES, MAX_SIMPLIFIED_KEY_LEN)
 
@@ -43,7 +44,7 @@ from .naming import snake_case
 from opbuild.suggest import closest, did_you_mean
 from .yaml_marks import Marks
 from .schema import schema  # its sections are declared in opbuild/spec/fields.py
-from .fields import AICORE_ONLY, AICORE_REQUIRED
+from .fields import AICORE_ONLY, AICORE_REQUIRED, ASCENDC_REPLACES
 
 MAX_KEY_FRAGMENT_BYTES = MAX_SIMPLIFIED_KEY_LEN
 """GenSimplifiedKey gets a 256-byte buffer (OPBUILD_MAX_SIMPLIFIED_KEY_LEN)."""
@@ -150,7 +151,7 @@ class SpecChecker:
             (("attrs",), self.build_attrs),
             (("inputs", "outputs"), self.check_columns),
             (("tiling_data",), self.check_tiling_data),
-            (("kernel", "tiling", "compute"), self.check_sources),
+            (("kernel", "tiling", "host", "compute"), self.check_sources),
             (("tiling",), self.check_tiling_keys),
             (("inputs", "outputs", "attrs", "engine"), self.build_shapes),
             (("simplified_key",), self.build_key_rule),
@@ -173,6 +174,11 @@ class SpecChecker:
     def aicpu(self) -> bool:
         return self.d.get("engine") == "aicpu"
 
+    @property
+    def ascendc(self) -> bool:
+        kernel = self.d.get("kernel")
+        return isinstance(kernel, dict) and kernel.get("api") == "ascendc"
+
     def check_engine(self) -> None:
         """An AI CPU op has `compute` and none of the AI Core sections; an AI Core op the reverse."""
         if self.aicpu:
@@ -186,9 +192,20 @@ class SpecChecker:
         if "compute" in self.d:
             self.err(("compute",), "compute is for engine: aicpu ops (set engine: aicpu, or remove compute)",
                      at_key=True)
-        missing = [s for s in AICORE_REQUIRED if s not in self.d]
+        if self.ascendc:
+            for section in ASCENDC_REPLACES:
+                if section in self.d:
+                    self.err((section,), f"{section} is for C-API ops: an Ascend C op (kernel.api: ascendc) has its "
+                                         f"tiling function and tiling data in its host source (remove {section})",
+                             at_key=True)
+            required = tuple("host" if s == "tiling" else s for s in AICORE_REQUIRED)
+        else:
+            if "host" in self.d:
+                self.err(("host",), "host is for Ascend C ops (set kernel.api: ascendc, or remove host)", at_key=True)
+            required = AICORE_REQUIRED
+        missing = [s for s in required if s not in self.d]
         for section in missing:
-            self.err((), f"missing required field {section!r} (an AI Core op needs {_names(AICORE_REQUIRED)}; "
+            self.err((), f"missing required field {section!r} (an AI Core op needs {_names(required)}; "
                          f"an engine: aicpu op a compute function instead)")
         self.broken.update(missing)
 
@@ -313,12 +330,16 @@ class SpecChecker:
 
     def check_sources(self) -> None:
         root = self.op_dir.resolve()
-        for section, symbol_field in (("kernel", "entry"), ("tiling", "function"), ("compute", "entry")):
-            if section not in self.d or (section == "compute") != self.aicpu:
+        for section, symbol_field in (("kernel", "entry"), ("tiling", "function"), ("host", None),
+                                      ("compute", "entry")):
+            if section not in self.d or (section == "compute") != self.aicpu or (section == "host") != self.ascendc:
                 continue  # (check_engine reports a missing or misplaced section)
             source = self.d[section]["source"]
             path = (section, "source")
-            self.sources[section] = SourceRef(source, self.d[section][symbol_field])
+            if section == "host":  # the model's tiling: the host source and its bridge's tiling function
+                self.sources["tiling"] = SourceRef(source, bridge_symbol(snake_case(self.d["op"]), "tiling"))
+            else:
+                self.sources[section] = SourceRef(source, self.d[section][symbol_field])
             if Path(source).is_absolute():
                 self.err(path, f"{section} source {source!r} must be a path relative to the op directory")
                 continue
@@ -733,6 +754,7 @@ class SpecChecker:
             engine=d.get("engine", "aicore"),
             compute=self.sources.get("compute"),
             framework=self.framework,
+            kernel_api=d.get("kernel", {}).get("api", "c"),
         )
 
 

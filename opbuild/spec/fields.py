@@ -56,10 +56,17 @@ OUTPUT_PARAM_TYPES = ("required", "dynamic")
 KEY_MODES = ("default", "customized")
 ENGINES = ("aicore", "aicpu")
 """Where an op runs: AI Core kernels (kernel, tiling, binaries) or the AI CPU (a `compute` function)."""
-AICORE_ONLY = ("kernel", "tiling", "simplified_key", "binaries", "tiling_data", "core_type")
+AICORE_ONLY = ("kernel", "tiling", "host", "simplified_key", "binaries", "tiling_data", "core_type")
 """Sections only an AI Core op has (an AI CPU op's `compute` function replaces them)."""
 AICORE_REQUIRED = ("kernel", "tiling", "binaries")
-"""Sections every AI Core op must have (not required by the schema: an AI CPU op has none)."""
+"""Sections every AI Core op must have (not required by the schema: an AI CPU op has none). An
+Ascend C op (`kernel.api: ascendc`) has `host` instead of `tiling` (ASCENDC_REPLACES)."""
+KERNEL_APIS = ("c", "ascendc")
+"""`kernel.api`: opbuild's C kernel API (opbuild/kernel.h, a C tiling source) or Ascend C
+(kernel_operator.h and an op_host C++ source with the OpDef and tiling class; opbuild/ascendc)."""
+ASCENDC_REPLACES = ("tiling", "tiling_data")
+"""Sections an Ascend C op does not have: its `host` source defines the tiling function and the
+tiling-data class, read back at validation (opbuild/ascendc/lower.py)."""
 DEFAULT_FORMATS = (DEFAULT_FORMAT,)
 
 _ID = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -229,7 +236,16 @@ KERNEL = Record("kernel", "The kernel source and its entry function.", (
     Field("entry", SYMBOL, "the kernel entry function (compiled once per binary)", required=True, model="symbol"),
     Field("intercore_sync", Bool(), "the kernel uses SyncAll(): the simulator runs all blocks concurrently",
           default=False, becomes="OpSpec.intercore_sync"),
+    Field("api", Enum(KERNEL_APIS), "`c`: opbuild's C kernel API (kernel.h; with `tiling`); `ascendc`: an Ascend C "
+          "source (kernel_operator.h, compiled as C++17; with `host`, docs/ascendc.md)", default=KERNEL_APIS[0],
+          becomes="OpSpec.kernel_api", check="check_engine"),
 ), model=SourceRef)
+
+HOST = Record("host", "Ascend C ops (`kernel.api: ascendc`): the op_host C++ source (OpDef, tiling class, tiling "
+              "function, InferShape/InferDataType); replaces `tiling` and `tiling_data`.", (
+    Field("source", SOURCE, "the op_host C++ source, inside the op directory (its OpDef is checked against this "
+          "spec)", required=True, becomes="OpSpec.tiling", check="check_sources"),
+))
 
 TILING = Record("tiling", "The tiling source and its tiling function.", (
     Field("source", SOURCE, "the tiling C source, inside the op directory", required=True, model="source",
@@ -287,8 +303,10 @@ OP_SPEC = Record(
               check="check_engine"),
         Field("kernel", KERNEL, "engine aicore (required): the kernel source and entry", model="kernel",
               check="check_sources"),
-        Field("tiling", TILING, "engine aicore (required): the tiling source and function", model="tiling",
-              check="check_sources"),
+        Field("tiling", TILING, "engine aicore (required unless `kernel.api: ascendc`): the tiling source and "
+              "function", model="tiling", check="check_sources"),
+        Field("host", HOST, "`kernel.api: ascendc` (required): the op_host C++ source", becomes="OpSpec.tiling",
+              check="check_engine"),
         Field("simplified_key", SIMPLIFIED_KEY, "how GenSimplifiedKey chooses a binary (left out: default mode)", default={},
               model="key_rule", check="build_key_rule"),
         Field("binaries", List(BINARY, min_items=1), "engine aicore (required): the precompiled kernel binaries",
@@ -301,7 +319,7 @@ OP_SPEC = Record(
               default={}, model="framework", check="build_framework"),
     ),
     model=OpSpec,
-    derived=("snake", "spec_path", "infer_shape", "intercore_sync", "tiling_keys"),
+    derived=("snake", "spec_path", "infer_shape", "intercore_sync", "tiling_keys", "kernel_api"),
 )
 
 SCHEMA_DESCRIPTION = (
@@ -311,7 +329,7 @@ SCHEMA_DESCRIPTION = (
 SECTIONS: tuple[str, ...] = tuple(f.name for f in OP_SPEC.fields)
 """The top-level sections of op.yaml, in order."""
 
-RECORDS: tuple[Record, ...] = (OP_SPEC, COMPUTE, KERNEL, TILING, SIMPLIFIED_KEY, FRAMEWORK,
+RECORDS: tuple[Record, ...] = (OP_SPEC, COMPUTE, KERNEL, TILING, HOST, SIMPLIFIED_KEY, FRAMEWORK,
                                *(t for t in DEFS.values() if isinstance(t, Record)))
 """Every record of the format: the top level, its inline sections, then the named ones."""
 

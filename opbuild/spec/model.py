@@ -271,6 +271,14 @@ class OpSpec:
     """`aicore`: kernel binaries selected by key; `aicpu`: `compute` run by the AI CPU."""
     compute: SourceRef | None = None
     """engine aicpu: the compute source and function (compiled into libcust_aicpu_kernels.so)."""
+    kernel_api: Literal["c", "ascendc"] = "c"
+    """`kernel.api`: `ascendc` for an Ascend C op, whose `tiling` is its `host` source and the
+    bridge's tiling function (`<snake>_opbuild_tiling`), and whose tiling_data and tiling_keys
+    are read back from the sources (opbuild/ascendc/lower.py)."""
+
+    @property
+    def is_ascendc(self) -> bool:
+        return self.kernel_api == "ascendc"
 
     @property
     def is_aicpu(self) -> bool:
