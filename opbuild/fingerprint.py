@@ -35,7 +35,7 @@ FORMAT = 2
 
 _PKG = Path(__file__).resolve().parent
 
-CODE_PACKAGES = ("builder", "codegen", "spec", "keys", "abi", "validate")
+CODE_PACKAGES = ("builder", "codegen", "spec", "keys", "abi", "validate", "ascendc")
 """The opbuild packages whose modules builds and spec checks run (the runtime, om and CLI are not)."""
 
 FileStat = tuple[str, int, int, int, int]

@@ -135,6 +135,32 @@ def memcheck_flags() -> tuple[str, ...]:
     raise ToolchainError(f"OPBUILD_MEMCHECK={value!r} is neither 1 nor 0")
 
 
+ASCENDC_COMMON_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", "-fvisibility-inlines-hidden", "-Wall")
+ASCENDC_KERNEL_FLAGS = (*ASCENDC_COMMON_FLAGS, "-DASCENDC_CPU_DEBUG=1")
+"""An Ascend C kernel compiled for the CPU twin, as CANN's CPU debug build does (ASCENDC_CPU_DEBUG
+keeps the samples' `<<<>>>` launchers out)."""
+ASCENDC_HOST_FLAGS = ASCENDC_COMMON_FLAGS
+"""An Ascend C op's host source and bridge (C++17, like CANN's op_host build)."""
+
+
+def ascendc_soc_macros(soc: str) -> dict[str, str]:
+    """The SoC's limits an Ascend C binary is compiled with (the CPU twin's UB arena and core
+    check, include/ascendc/opbuild_ascendc/launch.h)."""
+    from opbuild.abi.vocabulary import SOC
+
+    info = SOC[soc]
+    return {"OPBUILD_SOC_UB_SIZE": str(info.ub_size), "OPBUILD_SOC_CORE_NUM": str(info.core_num)}
+
+
+def _cxx_for(cc: str) -> str:
+    """The C++ driver beside a C compiler: gcc -> g++, cc -> c++, clang -> clang++, else c++."""
+    name = Path(cc).name
+    for c_name, cxx_name in (("gcc", "g++"), ("clang", "clang++"), ("cc", "c++")):
+        if name == c_name or name.endswith("-" + c_name):
+            return str(Path(cc).with_name(name[: -len(c_name)] + cxx_name)) if "/" in cc else name[: -len(c_name)] + cxx_name
+    return "c++"
+
+
 class HostToolchain(Toolchain):
     """The host C compiler (`CC`, default `cc`): kernels become `.so` files for the simulator
     (instrumented by AddressSanitizer when OPBUILD_MEMCHECK=1: `memcheck_flags`)."""
@@ -152,6 +178,10 @@ class HostToolchain(Toolchain):
         self.root = root
         self._identity: str | None = None
         self.kernel_flags = (*self.common_flags, *memcheck_flags())
+        self.cxx = shlex.split(os.environ.get("CXX") or _cxx_for(self.cc[0]))
+        self.objcopy = os.environ.get("OBJCOPY") or "objcopy"
+        self.ascendc_flags = (*ASCENDC_KERNEL_FLAGS, *memcheck_flags())
+        self.ascendc_host_flags = ASCENDC_HOST_FLAGS
 
     def _prefix_map(self) -> list[str]:
         # Keeps the build machine's absolute paths out of the binaries (reproducible builds).
@@ -184,11 +214,45 @@ class HostToolchain(Toolchain):
         includes = [f"-I{d}" for d in include_dirs]
         return [*self.cc, *self.common_flags, *self._prefix_map(), *includes, "-c", "-o", output, source]
 
-    def tiling_link_command(self, objects, output):
-        return [*self.cc, "-shared", "-o", output, *objects]
+    def tiling_link_command(self, objects, output, cxx: bool = False):
+        """`cxx`: some object is C++ (an Ascend C op's host bridge): link with the C++ driver."""
+        return [*(self.cxx if cxx else self.cc), "-shared", "-o", output, *objects]
 
     def cc_command(self) -> list[str]:
         return list(self.cc)
+
+    # ---- Ascend C ops (opbuild/ascendc): C++17 sources against include/ascendc --------------------
+
+    def ascendc_kernel_step(self, spec, binary, soc, sources, output, macros, include_dirs, work_dir,
+                            forced_header: str) -> KernelStep:
+        """An Ascend C binary: the kernel and its C++ launch shim compiled by the C++ compiler with
+        the binary's macros, the SoC's limits (ascendc_soc_macros) and the kernel-side tiling
+        header force-included (`forced_header`), then linked like a C kernel."""
+        defines = [f"-D{k}={v}" for k, v in sorted({**macros, **ascendc_soc_macros(soc)}.items())]
+        includes = [f"-I{d}" for d in include_dirs]
+        objects = []
+        for source in sources:
+            obj = f"{work_dir}.{Path(source).stem}.o"
+            objects.append(KernelObject(source, obj, [*self.cxx, *self.ascendc_flags, *self._prefix_map(), *defines,
+                                                      "-include", forced_header, *includes, "-c", "-o", obj, source]))
+        link = [*self.cxx, *self.ascendc_flags, "-shared", "-o", output, *(o.object for o in objects)]
+        return KernelStep(link, objects=objects)
+
+    def ascendc_preprocess_command(self, source, output, macros, include_dirs, forced_header: str) -> list[str]:
+        """`-E` of an Ascend C kernel as a binary's compile sees it (the tiling-key scan)."""
+        defines = [f"-D{k}={v}" for k, v in sorted(macros.items())]
+        return [*self.cxx, "-E", *self.ascendc_flags, *defines, "-include", forced_header,
+                *(f"-I{d}" for d in include_dirs), "-o", output, source]
+
+    def ascendc_host_object_command(self, source, output, include_dirs, quote_dirs) -> list[str]:
+        """An Ascend C op's host bridge (a generated unit including the op_host source)."""
+        return [*self.cxx, *self.ascendc_host_flags, *self._prefix_map(), *(f"-iquote{d}" for d in quote_dirs),
+                *(f"-I{d}" for d in include_dirs), "-c", "-o", output, source]
+
+    def localize_command(self, source, output) -> list[str]:
+        """Every hidden symbol of an object made local: the host code of two ops (each with its own
+        OpDef registry and, often, a tiling class of the same name) can share one library."""
+        return [self.objcopy, "--localize-hidden", source, output]
 
     def identity(self) -> str:
         if self._identity is None:

@@ -7,6 +7,8 @@ deterministic. No timestamps, no absolute paths. Formats: docs/package-format.md
     render_tiling_header(spec)                      <op_snake>_tiling.h
     tiling_struct_size(spec)                        sizeof the tiling struct (opParaSize)
     render_launch_shim(spec)                        <op_snake>_launch.c
+    render_host_bridge(spec) and the others of codegen/ascendc.py   an Ascend C op's bridge, kernel
+                                                    tiling header and C++ launch shim
     binary_macros(spec, binary)                     -D macros of one kernel binary
     render_kernel_json(spec, binary, soc, ...)      kernel/<soc>/<op_snake>/<Binary>.json
     render_op_kernel_config(spec, soc, suffix)      kernel/config/<soc>/<op_snake>.json
@@ -38,6 +40,9 @@ _EXPORTS: dict[str, str] = {
     "TILING_C_TYPE": "tiling", "render_tiling_header": "tiling", "tiling_header_name": "tiling",
     "tiling_struct_size": "tiling",
     "render_aicpu_op_info": "aicpu", "render_aicpu_registry": "aicpu",
+    "render_host_bridge": "ascendc", "render_ascendc_tiling_header": "ascendc",
+    "render_ascendc_launch_shim": "ascendc", "host_bridge_name": "ascendc",
+    "ascendc_tiling_header_name": "ascendc", "ascendc_launch_shim_name": "ascendc",
 }
 """Name -> the submodule defining it. Loaded on first use (PEP 562): `opbuild validate` renders
 the tiling header and the aclnn APIs without importing the kernel-JSON generators (numpy)."""
@@ -58,8 +63,9 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "CORE_TYPE_INT", "CORE_TYPE_SHORT", "ENTRY_NAME_SYMBOL", "GENERATOR_FILES", "LAUNCH_SYMBOL", "TEMPLATES_DIR",
-    "TILING_C_TYPE", "binary_macros", "environment", "generator_digest", "impl_mode_string", "kernel_args",
+    "TILING_C_TYPE", "ascendc_launch_shim_name", "ascendc_tiling_header_name", "binary_macros", "host_bridge_name", "environment", "generator_digest", "impl_mode_string", "kernel_args",
     "kernel_json_path", "launch_shim_name", "render_binary_info_config", "render_kernel_json",
+    "render_ascendc_launch_shim", "render_ascendc_tiling_header", "render_host_bridge",
     "render_launch_shim", "render_op_kernel_config", "render_ops_info", "render_tiling_header",
     "render_vendors_config", "render_version_info", "support_info", "tiling_header_name", "tiling_struct_size",
     "write_if_changed",

@@ -319,7 +319,7 @@ OP_SPEC = Record(
               default={}, model="framework", check="build_framework"),
     ),
     model=OpSpec,
-    derived=("snake", "spec_path", "infer_shape", "intercore_sync", "tiling_keys", "kernel_api"),
+    derived=("snake", "spec_path", "infer_shape", "intercore_sync", "tiling_keys", "kernel_api", "tiling_class"),
 )
 
 SCHEMA_DESCRIPTION = (

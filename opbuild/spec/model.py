@@ -276,6 +276,10 @@ class OpSpec:
     bridge's tiling function (`<snake>_opbuild_tiling`), and whose tiling_data and tiling_keys
     are read back from the sources (opbuild/ascendc/lower.py)."""
 
+    tiling_class: str = ""
+    """Ascend C ops: the host's tiling class (REGISTER_TILING_DATA_CLASS), the name of the
+    kernel-side struct; its fields, padding included, are `tiling_data`."""
+
     @property
     def is_ascendc(self) -> bool:
         return self.kernel_api == "ascendc"
@@ -326,4 +330,4 @@ class OpSpec:
 
     @property
     def tiling_data_struct(self) -> str:
-        return f"{self.op}TilingData"
+        return self.tiling_class or f"{self.op}TilingData"

@@ -4,7 +4,9 @@ One function, used by both `opbuild validate` (and so the pre-commit hook) and t
 runs it on every spec it has not checked before, before it declares or writes anything:
 
 1. the spec itself (`opbuild.spec.read_spec`: YAML, schema, semantics, sources inside the op
-   directory, a Python key rule inside it too);
+   directory, a Python key rule inside it too); an Ascend C op's sources compiled and read back,
+   op.yaml checked against its OpDef, and the spec lowered (opbuild/ascendc/check.py), before
+   the checks below (2 and 4 are then part of that);
 2. `kernel.entry` defined in the kernel source; `tiling.function`, a C infer-shape function and
    a C key callback defined in the tiling source and exported (`OPBUILD_API`): a declaration that
    does not say OPBUILD_API is confirmed by compiling the tiling source (cached, tiling_lib.py);
@@ -37,6 +39,12 @@ def validate_op(path: str | os.PathLike[str]) -> tuple[OpSpec | None, list[Probl
     spec, problems, marks = read_spec(path)
     if spec is None or marks is None:
         return None, problems
+    if spec.is_ascendc:  # read back and checked against its sources, then lowered (opbuild/ascendc)
+        from opbuild.ascendc.check import check_ascendc_op
+
+        spec, problems = check_ascendc_op(spec, marks)
+        if spec is None:
+            return None, list(dict.fromkeys(problems))
     problems = list(dict.fromkeys(_OpChecks(spec, marks).run()))
     return (None if problems else spec), problems
 
@@ -68,6 +76,13 @@ class _OpChecks:
         if not self.problems:
             self.check_generated()
         if self.spec.is_aicpu:  # its compute entry was checked with the spec; no key, no tiling
+            return self.problems
+        if self.spec.is_ascendc:  # entry, tiling function and keys: checked against its sources
+            if self.spec.key_rule.callback == "c" and self.spec.key_rule.mode == "customized":
+                self.err(("simplified_key", "callback"), "a C key callback is not supported for Ascend C ops yet "
+                                                         "(use table or python:<module>:<function>)")
+            else:
+                self.check_keys()
             return self.problems
         self.check_tiling_keys()
         sources_ok = self.check_symbols()

@@ -238,8 +238,10 @@ def test_serializer_round_trip_keeps_every_attribute(tmp_path):
     again = spec_from_dict(data, spec.spec_path)
     assert again == spec
     assert again.intercore_sync is True and again.attrs[0].default == (1.0, 2.5) and again.tiling_keys == (3, 1)
-    # kernel_api is left out at its default "c" (a C-API op is written as before Ascend C ops existed)
-    assert set(data) == {"format_version"} | set(fields.model_attributes(OpSpec)) - {"spec_path", "kernel_api"}
+    # kernel_api and tiling_class are left out at their defaults (a C-API op is written as before
+    # Ascend C ops existed)
+    assert set(data) == ({"format_version"} | set(fields.model_attributes(OpSpec))
+                         - {"spec_path", "kernel_api", "tiling_class"})
 
 
 def test_serializer_leaves_out_default_tiling_keys(tmp_path):

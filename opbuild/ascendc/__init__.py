@@ -1,0 +1,9 @@
+"""The Ascend C front end: ops whose kernel is Ascend C (`op_kernel/*.cpp`, kernel_operator.h)
+and whose host code is a CANN op_host C++ source (OpDef, tiling class, tiling function).
+
+The sources are compiled unchanged against opbuild's clean-room headers
+(opbuild/runtime/native/include/ascendc) and run on the CPU twin; the spec stays the single
+source of truth: `check.check_ascendc_op` reads the host source back, checks op.yaml against it
+and lowers the spec (`lower.py`) to the form every later stage knows. `importer` writes op.yaml
+from a CANN op project (`opbuild import ascendc`). docs/ascendc.md.
+"""

@@ -1,0 +1,55 @@
+"""The generated sources of an Ascend C op (`kernel.api: ascendc`; opbuild/ascendc).
+
+* `<op_snake>_host_bridge.cpp`: the op's host source compiled in one unit with the bridge macro
+  of include/ascendc/opbuild_ascendc/host_bridge.h, which exports the tiling function, the shape
+  and dtype inference and the description in opbuild's C ABI (abi/ascendc_bridge.py names them);
+* `<op_snake>_ascendc_tiling.h`: the kernel-side struct of the host's tiling class (its fields and
+  padding as the lowered spec's tiling_data, CANN's layout), force-included in the kernel compile;
+* `<op_snake>_launch.cpp`: the launch shim, which runs each block through
+  `opbuild::ascendc::run_block` (include/ascendc/opbuild_ascendc/launch.h).
+"""
+
+from __future__ import annotations
+
+from opbuild.abi.ascendc_bridge import BRIDGE_PARTS, bridge_symbol
+from opbuild.abi.kernel_launch import tiling_data_size, tiling_key_offset
+from opbuild.codegen.env import render
+from opbuild.codegen.kernel_src import kernel_args
+from opbuild.codegen.naming import c_string, spec_display_path, upper
+from opbuild.codegen.tiling import TILING_C_TYPE, _Field, tiling_fields, tiling_struct_size
+from opbuild.spec.model import OpSpec
+
+
+def host_bridge_name(spec: OpSpec) -> str:
+    return f"{spec.snake}_host_bridge.cpp"
+
+
+def ascendc_tiling_header_name(spec: OpSpec) -> str:
+    return f"{spec.snake}_ascendc_tiling.h"
+
+
+def ascendc_launch_shim_name(spec: OpSpec) -> str:
+    return f"{spec.snake}_launch.cpp"
+
+
+def render_host_bridge(spec: OpSpec) -> str:
+    """The bridge unit; it names the host source relative to the op directory (compiled with
+    `-iquote <op dir>`), so the unit reads the same from any checkout."""
+    return render("ascendc_host_bridge.cpp.j2", spec_path=spec_display_path(spec), op=spec.op,
+                  op_literal=c_string(spec.op), snake=spec.snake, host_source=spec.tiling.source,
+                  exports=[bridge_symbol(spec.snake, part) for part in BRIDGE_PARTS])
+
+
+def render_ascendc_tiling_header(spec: OpSpec) -> str:
+    return render("ascendc_tiling.h.j2", spec_path=spec_display_path(spec), op=spec.op,
+                  guard=f"OPBUILD_{upper(spec.snake)}_ASCENDC_TILING_H", struct=spec.tiling_data_struct,
+                  fields=[_Field(TILING_C_TYPE[f.type], f.name, f.count) for f in tiling_fields(spec)],
+                  size=tiling_struct_size(spec))
+
+
+def render_ascendc_launch_shim(spec: OpSpec) -> str:
+    op_para_size = tiling_struct_size(spec)
+    return render("launch_shim_ascendc.cpp.j2", spec_path=spec_display_path(spec), op=spec.op,
+                  op_literal=c_string(spec.op), entry=spec.kernel.symbol, entry_literal=c_string(spec.kernel.symbol),
+                  args=kernel_args(spec), tiling_data_size=tiling_data_size(op_para_size),
+                  tiling_key_offset=tiling_key_offset(op_para_size))
