@@ -131,6 +131,8 @@ class Planner:
         self.work = options.out / "build" / options.vendor
         self.stamp = stamp
         self.native_include = native_include
+        self.ascendc_include = [str(native_include / "ascendc"), str(native_include)]
+        """Where Ascend C sources find kernel_operator.h and the host headers, then opbuild's C headers."""
         self.cache_key = cache_key
         self._steps: list[PlannedStep] = []
 
@@ -177,16 +179,12 @@ class Planner:
             return self.plan_aicpu_op(spec, packages)
         tc, rel, step = self.tc, self.rel, self.step
         plan = OpPlan(spec)
-        gen_dir = self.work / "gen" / spec.snake
-        header, shim = step("gen_sources", [gen_dir / f"{spec.snake}_tiling.h", gen_dir / f"{spec.snake}_launch.c"],
-                            [spec.spec_path, self.stamp], f"GEN {spec.op} sources", stored=False, OPBUILD_OP=spec.op)
-        includes = [str(self.native_include), rel(gen_dir)]
-        obj = self.work / "obj" / f"{spec.snake}_tiling.o"
-        tiling_src = spec.op_dir / spec.tiling.source
-        plan.tiling_object, = step("compile", [obj], [tiling_src, header], f"CC tiling {spec.op}",
-                                   OPBUILD_CMD=tuple(tc.tiling_object_command(rel(tiling_src), rel(obj), includes)),
-                                   OPBUILD_DISTRIBUTE=1, scan_includes=includes,
-                                   OPBUILD_WHAT=f"op {spec.op}: compiling tiling source {rel(tiling_src)}")
+        if spec.is_ascendc:
+            header, shim, make_kernel = self.plan_ascendc_host(plan)
+            includes = [*self.ascendc_include, rel(self.work / "gen" / spec.snake)]
+        else:
+            header, shim, make_kernel = self.plan_c_tiling(plan)
+            includes = [str(self.native_include), rel(self.work / "gen" / spec.snake)]
         kernel_src = str(spec.op_dir / spec.kernel.source)
         for package in packages:
             if spec not in package.specs:
@@ -197,8 +195,8 @@ class Planner:
                 for binary in spec.binaries:
                     target = pkg_root / layout.kernel_binary(soc, spec.snake, binary.name, tc.binary_suffix, sub)
                     macros = codegen.binary_macros(spec, binary)
-                    kstep = tc.kernel_step(spec, binary, soc, [rel(kernel_src), rel(shim)], rel(target), macros, includes,
-                                           rel(self.work / "kernels" / package.kind / soc / spec.snake / binary.name))
+                    kstep = make_kernel(binary, soc, [rel(kernel_src), rel(shim)], rel(target), macros, includes,
+                                        rel(self.work / "kernels" / package.kind / soc / spec.snake / binary.name))
                     extra = [step("text", [self.root / path], [], f"GEN {Path(path).name} ({soc}, {where})",
                                   stored=False, OPBUILD_TEXT=text)[0] for path, text in kstep.inputs.items()]
                     key = self.cache_key(soc=soc, macros=macros)
@@ -225,6 +223,56 @@ class Planner:
         self.aclnn_api(plan, packages)
         plan.steps = self._take()
         return plan
+
+    def plan_c_tiling(self, plan: OpPlan):
+        """A C-API op's generated tiling header and launch shim, and its tiling object. Returns
+        (header, shim, how a kernel binary is made)."""
+        spec, tc, rel, step = plan.spec, self.tc, self.rel, self.step
+        gen_dir = self.work / "gen" / spec.snake
+        header, shim = step("gen_sources", [gen_dir / f"{spec.snake}_tiling.h", gen_dir / f"{spec.snake}_launch.c"],
+                            [spec.spec_path, self.stamp], f"GEN {spec.op} sources", stored=False, OPBUILD_OP=spec.op)
+        includes = [str(self.native_include), rel(gen_dir)]
+        obj = self.work / "obj" / f"{spec.snake}_tiling.o"
+        tiling_src = spec.op_dir / spec.tiling.source
+        plan.tiling_object, = step("compile", [obj], [tiling_src, header], f"CC tiling {spec.op}",
+                                   OPBUILD_CMD=tuple(tc.tiling_object_command(rel(tiling_src), rel(obj), includes)),
+                                   OPBUILD_DISTRIBUTE=1, scan_includes=includes,
+                                   OPBUILD_WHAT=f"op {spec.op}: compiling tiling source {rel(tiling_src)}")
+
+        def make_kernel(binary, soc, sources, target, macros, include_dirs, work_dir):
+            return tc.kernel_step(spec, binary, soc, sources, target, macros, include_dirs, work_dir)
+
+        return header, shim, make_kernel
+
+    def plan_ascendc_host(self, plan: OpPlan):
+        """An Ascend C op (opbuild/ascendc): its generated kernel tiling header, C++ launch shim and
+        host bridge; the bridge (which includes the op_host source) compiled, then its hidden
+        symbols made local (so two ops' host code, each with its own OpDef registry and perhaps a
+        tiling class of the same name, share the tiling library) -- the op's tiling object.
+        Returns (header, shim, how a kernel binary is made)."""
+        spec, tc, rel, step = plan.spec, self.tc, self.rel, self.step
+        gen_dir = self.work / "gen" / spec.snake
+        header, shim, bridge = step(
+            "gen_sources", [gen_dir / codegen.ascendc_tiling_header_name(spec), gen_dir / codegen.ascendc_launch_shim_name(spec),
+                            gen_dir / codegen.host_bridge_name(spec)],
+            [spec.spec_path, self.stamp], f"GEN {spec.op} sources", stored=False, OPBUILD_OP=spec.op)
+        host_src = spec.op_dir / spec.tiling.source
+        raw = self.work / "obj" / f"{spec.snake}_host.o"
+        quote = [rel(spec.op_dir)]
+        raw, = step("compile", [raw], [bridge, host_src], f"CXX host {spec.op}", stored=False,
+                    OPBUILD_CMD=tuple(tc.ascendc_host_object_command(rel(bridge), rel(raw), self.ascendc_include, quote)),
+                    OPBUILD_DISTRIBUTE=1, scan_includes=[*quote, *self.ascendc_include],
+                    OPBUILD_WHAT=f"op {spec.op}: compiling host source {rel(host_src)} with its bridge")
+        obj = self.work / "obj" / f"{spec.snake}_tiling.o"
+        plan.tiling_object, = step("compile", [obj], [raw], f"LOCALIZE host {spec.op}",
+                                   OPBUILD_CMD=tuple(tc.localize_command(rel(raw), rel(obj))),
+                                   OPBUILD_WHAT=f"op {spec.op}: making the host object's hidden symbols local")
+        forced = rel(header)
+
+        def make_kernel(binary, soc, sources, target, macros, include_dirs, work_dir):
+            return tc.ascendc_kernel_step(spec, binary, soc, sources, target, macros, include_dirs, work_dir, forced)
+
+        return header, shim, make_kernel
 
     def aclnn_api(self, plan: OpPlan, packages: list[PackagePlan]) -> None:
         """The op's aclnn C sources, and its header in every package it goes into."""
@@ -303,8 +351,9 @@ class Planner:
         # in: a library that fails the checks never replaces the one a running app loads, and the
         # package's configs (which depend on the installed library) keep describing that one.
         staged = self.work / "lib" / package.kind / tiling_lib.name
+        cxx = any(s.is_ascendc for s in specs)
         linked = step("compile", [staged], tiling_objects, f"LINK libcust_opmaster_rt2.0.so ({where})",
-                      OPBUILD_CMD=tuple(tc.tiling_link_command([rel(o) for o in tiling_objects], rel(staged))),
+                      OPBUILD_CMD=tuple(tc.tiling_link_command([rel(o) for o in tiling_objects], rel(staged), cxx=cxx)),
                       OPBUILD_WHAT=f"linking the tiling library of {where}")
         lib = step("tiling_lib", [tiling_lib], [*linked, *(s.spec_path for s in specs), self.stamp],
                    f"CHECK libcust_opmaster_rt2.0.so ({where})", OPBUILD_OPS=tuple(s.op for s in specs))
@@ -384,11 +433,13 @@ class Planner:
         obj, = step("compile", [obj], [source], f"CC op_proto.c ({where})", stored=False,
                     OPBUILD_CMD=tuple(tc.tiling_object_command(rel(source), rel(obj), includes)), scan_includes=includes,
                     OPBUILD_WHAT=f"compiling the op_proto library of {where}")
-        wrapped = [ops[s.op].tiling_object for s in package.specs
-                   if any(p.shape is not None and p.shape.kind == "function" for p in s.outputs)]
+        with_function = [s for s in package.specs
+                         if any(p.shape is not None and p.shape.kind == "function" for p in s.outputs)]
+        wrapped = [ops[s.op].tiling_object for s in with_function]
         lib = pkg_root / layout.op_proto_lib()
+        cxx = any(s.is_ascendc for s in with_function)
         step("compile", [lib], [obj, *wrapped], f"LINK {lib.name} ({where})",
-             OPBUILD_CMD=tuple(tc.tiling_link_command([rel(o) for o in (obj, *wrapped)], rel(lib))),
+             OPBUILD_CMD=tuple(tc.tiling_link_command([rel(o) for o in (obj, *wrapped)], rel(lib), cxx=cxx)),
              OPBUILD_WHAT=f"linking the op_proto library of {where}")
         return obj
 

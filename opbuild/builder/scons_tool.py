@@ -239,7 +239,7 @@ def _generator_stamp(target, source, env):
 def _render_op_sources(target, source, env):
     spec = _state(env).specs[env["OPBUILD_OP"]]
     try:
-        steps.render_op_sources(spec, Path(str(target[0])), Path(str(target[1])))
+        steps.render_op_sources(spec, *(Path(str(t)) for t in target))
     except Exception as exc:  # noqa: BLE001 - reported with the op's name
         return _fail(RuntimeError(f"error: op {spec.op}: generating sources failed: {exc}"))
     return 0

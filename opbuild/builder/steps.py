@@ -51,8 +51,16 @@ def write_file(path: Path, text: str | bytes) -> bool:
     return write_if_changed(path, text)
 
 
-def render_op_sources(spec: OpSpec, header: Path, shim: Path) -> None:
-    """The op's tiling-data header and kernel launch shim (inputs of every compile of the op)."""
+def render_op_sources(spec: OpSpec, header: Path, shim: Path, bridge: Path | None = None) -> None:
+    """The op's tiling-data header and kernel launch shim (inputs of every compile of the op);
+    an Ascend C op's are its kernel tiling header and C++ shim, plus its host bridge."""
+    if spec.is_ascendc:
+        if bridge is None:
+            raise ValueError(f"op {spec.op}: an Ascend C op's sources include its host bridge")
+        write_file(header, codegen.render_ascendc_tiling_header(spec))
+        write_file(shim, codegen.render_ascendc_launch_shim(spec))
+        write_file(bridge, codegen.render_host_bridge(spec))
+        return
     write_file(header, codegen.render_tiling_header(spec))
     write_file(shim, codegen.render_launch_shim(spec))
 

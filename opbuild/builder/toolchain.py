@@ -87,8 +87,9 @@ class Toolchain(ABC):
         """The command line that compiles one op's tiling source to an object."""
 
     @abstractmethod
-    def tiling_link_command(self, objects: list[str], output: str) -> list[str]:
-        """The command line that links every op's tiling object into the tiling library."""
+    def tiling_link_command(self, objects: list[str], output: str, cxx: bool = False) -> list[str]:
+        """The command line that links every op's tiling object into the tiling library (`cxx`:
+        some object is C++, an Ascend C op's host bridge)."""
 
     @abstractmethod
     def cc_command(self) -> list[str]:
@@ -323,6 +324,11 @@ class CcecToolchain(HostToolchain):
 
     def tiling_object_command(self, source, output, include_dirs):
         return super().tiling_object_command(source, output, [*include_dirs, os.path.join(self.home, "include")])
+
+    def ascendc_kernel_step(self, spec, binary, soc, sources, output, macros, include_dirs, work_dir, forced_header):
+        """asc_opc compiles Ascend C itself, from the same parameter JSON (the kernel-side tiling
+        struct comes from its own build of the host class): the C-API path, unchanged."""
+        return self.kernel_step(spec, binary, soc, sources, output, macros, include_dirs, work_dir)
 
     def tool_files(self) -> list[str]:
         version_info = os.path.join(self.home, "compiler", "version.info")
