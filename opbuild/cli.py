@@ -151,6 +151,37 @@ def _new(args: argparse.Namespace) -> int:
     return 0
 
 
+# ~~~ import ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+
+def _configure_import(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="import_command", metavar="KIND", required=True)
+    a = sub.add_parser("ascendc", help="a CANN op project's op_host/ and op_kernel/ (Ascend C), unchanged",
+                       description="Import the Ascend C ops of a CANN op project (a directory with op_host/ and "
+                                   "op_kernel/): the sources are copied byte for byte, op.yaml is written from the "
+                                   "OpDef read back from the host source, and the op is validated.")
+    a.add_argument("project", metavar="DIR", help="the project directory (holds op_host/ and op_kernel/)")
+    a.add_argument("-o", "--output", default="ops", metavar="DIR",
+                   help="the op directory (ops/<op_snake>) or the ops directory to create <op_snake>/ in (default: ops)")
+    a.add_argument("--op", default=None, metavar="OP", help="only this op (default: every OpDef of the project)")
+    a.add_argument("--force", action="store_true", help="replace existing op directories")
+
+
+@command("import", "turn CANN sources into opbuild ops: `import ascendc DIR` (op_host/ + op_kernel/)", _configure_import)
+def _import(args: argparse.Namespace) -> int:
+    from opbuild.ascendc.importer import AscendcImportError, import_ascendc
+
+    try:
+        imported = import_ascendc(Path(args.project), Path(args.output), op=args.op, force=args.force)
+    except (AscendcImportError, OSError) as exc:
+        print(f"opbuild import: error: {exc}", file=sys.stderr)
+        return 1
+    for item in imported:
+        print(f"imported {item.op} into {item.directory}/ ({', '.join(item.files)}); build it with: "
+              f"scons ops OPS={item.op}")
+    return 0
+
+
 # ~~~ inspect ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 
 

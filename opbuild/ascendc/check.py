@@ -129,6 +129,35 @@ class _Sources:
         return found
 
 
+def compile_and_describe(tc, bridge: str, quote_dir: Path, symbol: str) -> tuple[dict[str, Any] | None, str, str]:
+    """Compile the bridge unit `bridge` (with `-iquote quote_dir`), link it alone and read its
+    description through `symbol` in a child process: (description, "", ""), or (None, what
+    failed: "compile" | "link" | "load", the tool's output)."""
+    work = Path(tempfile.mkdtemp(prefix="opbuild-ascendc-"))
+    try:
+        unit, obj, lib = work / "bridge.cpp", work / "bridge.o", work / "bridge.so"
+        unit.write_text(bridge, encoding="utf-8")
+        result = tc.run(tc.ascendc_host_object_command(str(unit), str(obj), ascendc_include_dirs(), [str(quote_dir)]))
+        if result.returncode != 0:
+            return None, "compile", result.output
+        result = tc.run(tc.tiling_link_command([str(obj)], str(lib), cxx=True))
+        if result.returncode != 0:
+            return None, "link", (result.output.strip().splitlines() or ["the linker failed"])[-1]
+        try:
+            proc = subprocess.run([sys.executable, "-c", _DESCRIBE_CHILD, str(lib), symbol], capture_output=True,
+                                  text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            return None, "load", "its static initializers ran for 60 s"
+        if proc.returncode != 0:
+            return None, "load", (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        try:
+            return json.loads(proc.stdout), "", ""
+        except json.JSONDecodeError as exc:
+            return None, "load", f"the host bridge's description is not JSON ({exc}); an opbuild bug: please report it"
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def describe_host(sources: _Sources) -> tuple[dict[str, Any] | None, list[Problem]]:
     """The host description (parsed JSON), or the problems (compile errors at the author's lines)."""
     from opbuild.codegen.ascendc import render_host_bridge
@@ -140,37 +169,14 @@ def describe_host(sources: _Sources) -> tuple[dict[str, Any] | None, list[Proble
     cached = sources.cached(name)
     if cached is not None:
         return json.loads(cached), []
-    work = Path(tempfile.mkdtemp(prefix="opbuild-ascendc-"))
-    try:
-        unit, obj, lib = work / "bridge.cpp", work / "bridge.o", work / "bridge.so"
-        unit.write_text(bridge, encoding="utf-8")
-        result = tc.run(tc.ascendc_host_object_command(str(unit), str(obj), ascendc_include_dirs(),
-                                                       [str(spec.op_dir)]))
-        if result.returncode != 0:
-            return None, _compile_problems(result.output, sources.known_sources(), "the host source")
-        result = tc.run(tc.tiling_link_command([str(obj)], str(lib), cxx=True))
-        if result.returncode != 0:
-            last = (result.output.strip().splitlines() or ["the linker failed"])[-1]
-            return None, [sources.marks.problem(("host", "source"), f"the host source does not link: {last}")]
-        symbol = bridge_symbol(spec.snake, "describe")
-        try:
-            proc = subprocess.run([sys.executable, "-c", _DESCRIBE_CHILD, str(lib), symbol], capture_output=True,
-                                  text=True, timeout=60)
-        except subprocess.TimeoutExpired:
-            return None, [sources.marks.problem(("host", "source"), "loading the host source hangs (its static "
-                                                                    "initializers ran for 60 s)")]
-        if proc.returncode != 0:
-            why = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
-            return None, [sources.marks.problem(("host", "source"), f"loading the compiled host source fails: {why}")]
-        try:
-            description = json.loads(proc.stdout)
-        except json.JSONDecodeError as exc:
-            return None, [sources.marks.problem(("host", "source"), f"the host bridge's description is not JSON "
-                                                                    f"({exc}); an opbuild bug: please report it")]
-        sources.keep(name, proc.stdout.encode())
-        return description, []
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    description, failed, output = compile_and_describe(tc, bridge, spec.op_dir, bridge_symbol(spec.snake, "describe"))
+    if description is None:
+        if failed == "compile":
+            return None, _compile_problems(output, sources.known_sources(), "the host source")
+        what = "does not link" if failed == "link" else "fails to load"
+        return None, [sources.marks.problem(("host", "source"), f"the compiled host source {what}: {output}")]
+    sources.keep(name, json.dumps(description).encode())
+    return description, []
 
 
 def scan_kernel_keys(sources: _Sources, header_text: str) -> tuple[tuple[int, ...] | None, list[Problem]]:
