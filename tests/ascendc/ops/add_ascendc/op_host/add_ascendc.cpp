@@ -1,33 +1,36 @@
 // AddAscendc host side: OpDef, tiling, shape and dtype inference.
-// The kernel splits the elements evenly over the blocks and each block's share into tileNum * 2
-// tiles (double buffering), so the tiling picks the largest block count (up to 8) and tile count
-// (up to 8) for which every tile is a whole number of 32-byte blocks.
+// The tiling asks the platform for the vector core count and the UB size: the elements are split
+// evenly over at most that many blocks, each block's share into tiles so that the kernel's three
+// double-buffered queues (6 tiles) fit the UB; every tile is a whole number of 32-byte blocks.
+#include <algorithm>
+#include <cstdint>
+
 #include "add_ascendc_tiling.h"
 #include "register/op_def_registry.h"
+#include "tiling/platform/platform_ascendc.h"
 
 namespace optiling {
 static ge::graphStatus AddTiling(gert::TilingContext *context)
 {
+    auto platform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
+    uint64_t ubSize = 0;
+    platform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubSize);
     const uint64_t total = context->GetInputShape(0)->GetOriginShape().GetShapeSize();
     const uint32_t typeSize = context->GetInputDesc(0)->GetDataType() == ge::DT_FLOAT ? 4 : 2;
-    const uint32_t perBlock32 = 32 / typeSize;  // elements in one 32-byte block
-    uint32_t blocks = 8, tiles = 8;
-    while (blocks > 1 && total % (uint64_t(blocks) * tiles * 2 * perBlock32) != 0) {
-        if (tiles > 1) {
-            tiles /= 2;
-        } else {
-            blocks /= 2;
-            tiles = 8;
-        }
+    const uint64_t align = 32 / typeSize;  // elements in one 32-byte block
+    if (total == 0 || total % align != 0 || total > UINT32_MAX) {
+        return ge::GRAPH_FAILED;  // the kernel copies whole 32-byte blocks only
     }
-    while (tiles > 1 && total % (uint64_t(blocks) * tiles * 2 * perBlock32) != 0) tiles /= 2;
-    if (total == 0 || total % (uint64_t(blocks) * tiles * 2 * perBlock32) != 0) {
-        return ge::GRAPH_FAILED;  // the kernel handles whole 32-byte tiles only
-    }
+    uint64_t blocks = std::min<uint64_t>(platform.GetCoreNumAiv(), total / align);
+    while (total % (blocks * align) != 0) --blocks;
+    const uint64_t share = total / blocks;
+    uint64_t tile = std::min<uint64_t>(ubSize / (6 * typeSize) / align * align, share);
+    while (share % tile != 0) tile -= align;
+
     TilingData tiling;
     tiling.set_totalLength(static_cast<uint32_t>(total));
-    tiling.set_tileNum(tiles);
-    context->SetBlockDim(blocks);
+    tiling.set_tileLength(static_cast<uint32_t>(tile));
+    context->SetBlockDim(static_cast<uint32_t>(blocks));
     tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());
     context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());
     size_t *workspace = context->GetWorkspaceSizes(1);

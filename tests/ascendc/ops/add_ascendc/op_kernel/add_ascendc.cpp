@@ -1,4 +1,4 @@
-// AddAscendc kernel: z = x + y, one block's share at a time through UB, double-buffered.
+// AddAscendc kernel: z = x + y, each block's share tile by tile through UB (queues of depth 2).
 #include "kernel_operator.h"
 
 namespace {
@@ -7,11 +7,11 @@ constexpr int32_t kBuffers = 2;
 template <typename T>
 class AddTiles {
 public:
-    __aicore__ inline void Init(GM_ADDR x, GM_ADDR y, GM_ADDR z, uint32_t totalLength, uint32_t tileNum)
+    __aicore__ inline void Init(GM_ADDR x, GM_ADDR y, GM_ADDR z, uint32_t totalLength, uint32_t tileLength)
     {
         share_ = totalLength / AscendC::GetBlockNum();
-        tiles_ = tileNum * kBuffers;
-        tileLength_ = share_ / tiles_;
+        tileLength_ = tileLength;
+        tiles_ = share_ / tileLength;
         const uint64_t start = static_cast<uint64_t>(share_) * AscendC::GetBlockIdx();
         x_.SetGlobalBuffer((__gm__ T *)x + start, share_);
         y_.SetGlobalBuffer((__gm__ T *)y + start, share_);
@@ -58,6 +58,6 @@ extern "C" __global__ __aicore__ void add_ascendc(GM_ADDR x, GM_ADDR y, GM_ADDR 
 {
     GET_TILING_DATA(td, tiling);
     AddTiles<DTYPE_X> op;
-    op.Init(x, y, z, td.totalLength, td.tileNum);
+    op.Init(x, y, z, td.totalLength, td.tileLength);
     op.Process();
 }

@@ -1,0 +1,129 @@
+"""Ascend C vs opbuild's C kernel API vs numpy, in one run (issue 22's speed rows).
+
+1. Throughput of z = x + y over N elements (default 16M), fp16 and fp32: the in-house Ascend C op
+   AddAscendc (tests/ascendc/ops/add_ascendc: UB tiles through TPipe/TQue, DataCopy in and out,
+   Add), the C-API sample op AddCustomTemplate (ops/add_custom_template: one pass over GM) and
+   numpy.add(out=). Each as the best of R one-shot-free two-phase calls (phase 1 once, phase 2
+   timed), reported as GB/s of the three tensors and as a ratio to the C-API op (goal >= 0.8x).
+2. Import + first build of one Ascend C op (`opbuild import ascendc` + `scons ops OPS=...`) vs the
+   first build of the C-API op alone, each in a fresh project with a fresh validate cache (goal
+   <= 3x).
+
+    python bench/ascendc_bench.py [--elements N] [--repeat R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+LOOKALIKE = REPO / "tests" / "ascendc" / "ops" / "add_ascendc"
+
+
+def _scons(project: Path, *args: str, env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", *args], cwd=project, env=env, capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"scons failed in {project}:\n{proc.stdout}\n{proc.stderr}")
+    return time.perf_counter() - started
+
+
+def _project(where: Path) -> Path:
+    where.mkdir(parents=True)
+    shutil.copy2(REPO / "SConstruct", where / "SConstruct")
+    (where / "ops").mkdir()
+    return where
+
+
+def build_times(base: Path) -> tuple[float, float, float]:
+    """(C-API first build, Ascend C import, Ascend C first build) in seconds."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPBUILD_CACHE_DIR", "SCONSFLAGS")}
+    env["OPBUILD_VALIDATE_CACHE"] = str(base / "validate-c")
+    c_project = _project(base / "c")
+    shutil.copytree(REPO / "ops" / "add_custom_template", c_project / "ops" / "add_custom_template")
+    c_build = _scons(c_project, "ops", env=env)
+    env["OPBUILD_VALIDATE_CACHE"] = str(base / "validate-ascendc")
+    a_project = _project(base / "ascendc")
+    cann = base / "cann_project"
+    shutil.copytree(LOOKALIKE / "op_host", cann / "op_host")
+    shutil.copytree(LOOKALIKE / "op_kernel", cann / "op_kernel")
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "opbuild", "import", "ascendc", str(cann), "-o",
+                           str(a_project / "ops")], env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"opbuild import failed:\n{proc.stdout}\n{proc.stderr}")
+    imported = time.perf_counter() - started
+    a_build = _scons(a_project, "ops", env=env)
+    return c_build, imported, a_build
+
+
+def _best(fn, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def throughput(base: Path, elements: int, repeat: int) -> list[tuple[str, str, float]]:
+    import opbuild.runtime as rt
+
+    env_project = _project(base / "both")
+    shutil.copytree(REPO / "ops" / "add_custom_template", env_project / "ops" / "add_custom_template")
+    shutil.copytree(LOOKALIKE, env_project / "ops" / "add_ascendc")
+    _scons(env_project, "-j2", "ops", env={k: v for k, v in os.environ.items() if k != "OPBUILD_CACHE_DIR"})
+    ops = rt.import_ops(env_project / "out/opp/vendors/customize")
+    rows = []
+    for dtype in (np.float16, np.float32):
+        x = np.random.default_rng(0).standard_normal(elements).astype(dtype)
+        y = np.random.default_rng(1).standard_normal(elements).astype(dtype)
+        z = np.empty_like(x)
+        for name, phase1, phase2 in (("Ascend C AddAscendc", ops.aclnnAddAscendcGetWorkspaceSize, ops.aclnnAddAscendc),
+                                     ("C API AddCustomTemplate", ops.aclnnAddCustomTemplateGetWorkspaceSize,
+                                      ops.aclnnAddCustomTemplate)):
+            size, executor = phase1(x, y, z)
+            workspace = rt.malloc(size) if size else None
+            phase2(workspace, size, executor, None)
+            np.testing.assert_array_equal(z, x + y)
+            rows.append((name, np.dtype(dtype).name, _best(lambda: phase2(workspace, size, executor, None), repeat)))
+        rows.append(("numpy.add(out=)", np.dtype(dtype).name, _best(lambda: np.add(x, y, out=z), repeat)))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--elements", type=int, default=16 << 20)
+    parser.add_argument("--repeat", type=int, default=10)
+    args = parser.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="opbuild-ascendc-bench-"))
+    try:
+        rows = throughput(base, args.elements, args.repeat)
+        print(f"z = x + y, {args.elements} elements, best of {args.repeat} (phase 2 only)")
+        print(f"{'kernel':26} {'dtype':8} {'time':>10} {'GB/s':>7} {'vs C API':>9} {'vs numpy':>9}")
+        by = {(n, d): t for n, d, t in rows}
+        for name, dtype, t in rows:
+            nbytes = 3 * args.elements * np.dtype(dtype).itemsize
+            c_api = by[("C API AddCustomTemplate", dtype)]
+            numpy_t = by[("numpy.add(out=)", dtype)]
+            print(f"{name:26} {dtype:8} {t * 1e3:8.2f}ms {nbytes / t / 1e9:7.2f} {c_api / t:8.2f}x {numpy_t / t:8.2f}x")
+        c_build, imported, a_build = build_times(base / "builds")
+        print(f"\nfirst build, one op: C API {c_build:.2f} s; Ascend C import {imported:.2f} s + build {a_build:.2f} s "
+              f"= {imported + a_build:.2f} s ({(imported + a_build) / c_build:.2f}x the C API op's)")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
