@@ -74,30 +74,3 @@ def kernel_list_keys(desc: dict[str, Any]) -> tuple[int, ...]:
         keys.append(key)
     return tuple(keys)
 
-
-
-# ---- dynamic (list) inputs ---------------------------------------------------------------------------
-
-LIST_COUNT_SHIFT = 32
-"""A list tensor's first word: its dim count in the low 32 bits, the list's tensor count above."""
-
-
-def tensor_list_words(shapes: list[tuple[int, ...]], pointers: list[int]) -> list[int]:
-    """A dynamic input as its kernel argument sees it: CANN's GM list layout (what Ascend C's
-    `ListTensorDesc` reads; opbuild/kernel.h's `opbuild_list_count` / `opbuild_list_item` read it
-    for C kernels), in uint64 words:
-
-        [0]                  dataPtrOffset: the byte offset of the data pointers
-        per tensor i         dim_i | count << 32, then the dim_i sizes of its shape
-        at dataPtrOffset     the count data pointers
-    """
-    if len(shapes) != len(pointers):
-        raise ValueError("one shape per pointer")
-    count = len(shapes)
-    words = [0]
-    for shape in shapes:
-        words.append(len(shape) | count << LIST_COUNT_SHIFT)
-        words.extend(int(d) for d in shape)
-    words[0] = 8 * len(words)
-    words.extend(pointers)
-    return words

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from opbuild.abi.kernel_launch import tensor_list_words
 from opbuild.runtime import device
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_RUNTIME_ERROR, AclnnError
 from opbuild.runtime.call.plans import Plan
@@ -190,8 +189,7 @@ def _execute_prepared(plan: Plan, executor: Executor, ws_addr: int, workspace: A
         if param.param_type == "dynamic":
             arrays = [a if _usable(a) else np.array(a, order="C") for a, _ in instances]
             keep.extend(arrays)
-            words = tensor_list_words([a.shape for a in arrays], [data_pointer(a) for a in arrays])
-            lst = (ctypes.c_uint64 * len(words))(*words)
+            lst = (ctypes.c_uint64 * (1 + len(arrays)))(len(arrays), *(data_pointer(a) for a in arrays))
             keep.append(lst)
             args.append(ctypes.addressof(lst))
         elif not instances:

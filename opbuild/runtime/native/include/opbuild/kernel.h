@@ -9,7 +9,7 @@
  *         ...
  *     }
  *
- * Inputs come first (a dynamic input is one GM_ADDR to a tensor list, below), then outputs, then
+ * Inputs come first (a dynamic input is one GM_ADDR to an OpbuildTensorList), then outputs, then
  * the workspace, then the tiling data. The build compiles the source once per binary with that
  * binary's macros (DTYPE_<NAME> the C element type, ORIG_DTYPE_<NAME> the GE dtype number, an
  * OPBUILD_DT_* macro usable in `#if`, FORMAT_<NAME>,
@@ -37,19 +37,14 @@ extern "C" {
 #define KERNEL_ENTRY __attribute__((visibility("hidden")))
 #define OPBUILD_KERNEL_ERROR_LEN 256
 
-/* A dynamic (tensor list) input, in CANN's GM list layout (Ascend C's ListTensorDesc reads the
- * same; opbuild/abi/kernel_launch.py writes it), uint64 words:
- *     [0]               dataPtrOffset: the byte offset of the data pointers
- *     per tensor i      dim_i | count << 32, then the dim_i sizes of its shape
- *     at dataPtrOffset  the count data pointers */
-static inline uint64_t opbuild_list_count(GM_ADDR list) {
-    const uint64_t *w = (const uint64_t *)list;
-    return w[0] <= 8 ? 0 : w[1] >> 32;
-}
-static inline void *opbuild_list_item(GM_ADDR list, uint64_t i) {
-    const uint64_t *w = (const uint64_t *)list;
-    return (void *)(uintptr_t)((const uint64_t *)(list + w[0]))[i];
-}
+/* A dynamic (tensor list) input: `count` device pointers. */
+typedef struct OpbuildTensorList {
+    uint64_t count;
+    void *data[];
+} OpbuildTensorList;
+
+static inline uint64_t opbuild_list_count(GM_ADDR list) { return ((const OpbuildTensorList *)list)->count; }
+static inline void *opbuild_list_item(GM_ADDR list, uint64_t i) { return ((const OpbuildTensorList *)list)->data[i]; }
 
 /* Cross-block barrier (Ascend C SyncAll). Only valid in kernels whose spec sets
  * `kernel.intercore_sync: true`: the simulator then runs all blocks concurrently, and the tiling
