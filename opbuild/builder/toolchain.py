@@ -140,8 +140,11 @@ ASCENDC_COMMON_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", "-f
 ASCENDC_KERNEL_FLAGS = (*ASCENDC_COMMON_FLAGS, "-DASCENDC_CPU_DEBUG=1")
 """An Ascend C kernel compiled for the CPU twin, as CANN's CPU debug build does (ASCENDC_CPU_DEBUG
 keeps the samples' `<<<>>>` launchers out)."""
-ASCENDC_HOST_FLAGS = ASCENDC_COMMON_FLAGS
-"""An Ascend C op's host source and bridge (C++17, like CANN's op_host build)."""
+ASCENDC_HOST_FLAGS = (*ASCENDC_COMMON_FLAGS, "-fno-weak", "-fno-gnu-unique")
+"""An Ascend C op's host source and bridge (C++17, like CANN's op_host build). No weak or unique
+symbols (inline functions and template instances in ordinary sections, not COMDAT groups), so
+that `localize_command` can make every hidden one local: two ops' host sources that both define
+`optiling::TilingData` with different fields (the samples do) then each keep their own."""
 
 
 def ascendc_soc_macros(soc: str) -> dict[str, str]:
