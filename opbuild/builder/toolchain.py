@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -71,6 +72,36 @@ COMPILER_ENVIRONMENT = ("CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "GCC_EX
 """Variables gcc (and the CANN compilers built on it) read that change their output."""
 
 
+NO_WEAK_NOTE = "sorry: semantics of inline variable"
+"""What g++ says of each inline variable under -fno-weak (each object gets its own copy): exactly
+what an Ascend C op's host object wants (ASCENDC_HOST_FLAGS), so it is not shown."""
+
+_DIAGNOSTIC_START = re.compile(r"^(In file included from |\s+from |In (member )?function |In instantiation of |"
+                               r"At global scope:|[^\s:][^:]*:(\d+:){1,2} (warning|error|fatal error): )")
+_NOTE = re.compile(r"^[^\s:][^:]*:(\d+:){1,2} note: ")
+
+
+def without_diagnostics(output: str, marker: str) -> str:
+    """The compiler's output without the warnings whose message holds `marker`, each with its
+    include context, source excerpt and notes."""
+    if marker not in output:
+        return output
+    blocks: list[list[str]] = []
+    current: list[str] = []
+    context = False  # the current block so far is only "In file included from" context
+    for line in output.splitlines(keepends=True):
+        starts = bool(_DIAGNOSTIC_START.match(line)) and not _NOTE.match(line)
+        if starts and not context:
+            if current:
+                blocks.append(current)
+            current = []
+        current.append(line)
+        context = starts and not re.match(r"^[^\s:][^:]*:(\d+:){1,2} (warning|error|fatal error): ", line)
+    if current:
+        blocks.append(current)
+    return "".join(line for block in blocks if not any(marker in line for line in block) for line in block)
+
+
 class Toolchain(ABC):
     """Compile kernels and link the tiling library for one target."""
 
@@ -117,7 +148,10 @@ class Toolchain(ABC):
 
     def run(self, command: list[str], cwd: str | None = None) -> CompileResult:
         proc = subprocess.run(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        return CompileResult(tuple(command), proc.returncode, proc.stdout)
+        output = proc.stdout
+        if "-fno-weak" in command:  # (ASCENDC_HOST_FLAGS) its one expected note is not the author's concern
+            output = without_diagnostics(output, NO_WEAK_NOTE)
+        return CompileResult(tuple(command), proc.returncode, output)
 
 
 MEMCHECK_FLAGS = ("-fsanitize=address", "-fsanitize-recover=address", "-fno-omit-frame-pointer")
