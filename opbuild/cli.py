@@ -275,14 +275,16 @@ def _env(args: argparse.Namespace) -> int:
 def _configure_config(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cflags", action="store_true", help="compile flags (acl/acl.h, aclnn/*.h)")
     parser.add_argument("--libs", action="store_true", help="link flags (the acl library, libopbuild_acl.so)")
-    parser.add_argument("--package", default=None, metavar="PKG",
-                        help="also a package's op_api headers and libcust_opapi.so (e.g. out/opp/vendors/customize)")
+    parser.add_argument("--package", action="append", default=[], metavar="PKG",
+                        help="repeatable: also a package's op_api headers and op API libraries (libcust_opapi.so of out/opp/vendors/<v>; "
+                             "libopapi.so and libopapi_<domain>.so of out/opp/built-in)")
     parser.add_argument("--pc", action="store_true", help="print opbuild.pc (pkg-config) instead")
 
 
 @command("config", "print compile/link flags of C programs using the aclnn API (like pkg-config)", _configure_config)
 def _config(args: argparse.Namespace) -> int:
-    from opbuild.abi.native_libs import NativeLibraryMissing, pkg_config_text
+    from opbuild.abi.native_libs import NativeLibraryMissing, package_opapi_libs, pkg_config_text
+    from opbuild.abi.package_layout import opapi_lib_names
     from opbuild.deploy.setenv import config_flags
 
     try:
@@ -292,12 +294,13 @@ def _config(args: argparse.Namespace) -> int:
         if not (args.cflags or args.libs):
             print("opbuild config: error: give --cflags and/or --libs (or --pc)", file=sys.stderr)
             return 2
-        package = Path(args.package) if args.package else None
-        if package is not None and not (package / "op_api" / "lib" / "libcust_opapi.so").is_file():
-            print(f"opbuild config: error: {package} has no op_api/lib/libcust_opapi.so (not a built vendor package)",
-                  file=sys.stderr)
-            return 1
-        print(" ".join(config_flags(args.cflags, args.libs, package)))
+        packages = [Path(p) for p in args.package]
+        for package in packages:
+            if not package_opapi_libs(package):
+                print(f"opbuild config: error: {package} has no op API library in op_api/lib/ (none of "
+                      f"{', '.join(opapi_lib_names())}): not a built op package", file=sys.stderr)
+                return 1
+        print(" ".join(config_flags(args.cflags, args.libs, packages)))
     except NativeLibraryMissing as exc:
         print(f"opbuild config: error: {exc}", file=sys.stderr)
         return 1

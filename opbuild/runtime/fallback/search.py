@@ -18,15 +18,15 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple, Sequence
 
+from opbuild.abi import package_layout as layout
 from opbuild.runtime.call.cache_key import search_env
 from opbuild.runtime.binaries.package import STAMP_INTERVAL_NS
 from opbuild.runtime.errors import ACLNN_ERR_INNER, AclnnError
 
 log = logging.getLogger("opbuild.fallback")
 
-CUSTOM_LIB = "libcust_opapi.so"
-BUILTIN_LIBS = ("libopapi.so", "libopapi_math.so", "libopapi_nn.so", "libopapi_cv.so", "libopapi_transformer.so",
-                "libopapi_oam.so", "libopapi_ras.so")
+CUSTOM_LIB = layout.CUSTOM_OPAPI_LIB
+BUILTIN_LIBS = layout.opapi_lib_names()[1:]
 """The built-in package's op API libraries, in search order (op_api/lib/ of the package)."""
 OP_API_LIB_DIR = os.path.join("op_api", "lib")
 RESET_CACHE = "ResetCacheThreadLocal"
