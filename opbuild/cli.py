@@ -211,7 +211,11 @@ def _configure_install(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("package", metavar="PACKAGE_DIR", help="a built vendor package, e.g. out/opp/vendors/customize")
     parser.add_argument("--opp-path", required=True, metavar="DIR", help="the OPP tree (ASCEND_OPP_PATH) to install into")
     parser.add_argument("--vendor", default=None, help="vendor name (default: the package directory's name)")
-    parser.add_argument("--force", action="store_true", help="replace a different package of the same vendor")
+    parser.add_argument("--replace", action="store_true", help="replace a different package of the same vendor")
+    parser.add_argument("--force", action="store_true",
+                        help="skip the check of the shared libraries (ELF machine, GLIBC version), as the .run's --force")
+    parser.add_argument("--install-for-all", action="store_true",
+                        help="group and others may read the package (755/644 instead of 750/640)")
 
 
 @command("install", "copy a vendor package into an OPP tree and put it first in load_priority", _configure_install)
@@ -219,7 +223,8 @@ def _install(args: argparse.Namespace) -> int:
     from opbuild.deploy.install import InstallError, install
 
     try:
-        print(install(Path(args.package), Path(args.opp_path), args.vendor, args.force))
+        print(install(Path(args.package), Path(args.opp_path), args.vendor, args.replace, args.force,
+                      args.install_for_all))
     except (InstallError, OSError) as exc:
         print(f"opbuild install: error: {exc}", file=sys.stderr)
         return 1

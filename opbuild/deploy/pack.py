@@ -26,9 +26,8 @@ import platform
 import tarfile
 from pathlib import Path
 
-from opbuild.abi.package_layout import vendor_name_problem
 from opbuild.atomic import atomic_write
-from opbuild.deploy.install import InstallError, is_vendor_package
+from opbuild.deploy.install import PAYLOAD_SCRIPTS, SCRIPTS, InstallError, check_vendor, is_vendor_package
 
 
 def run_file_name() -> str:
@@ -41,9 +40,6 @@ def run_file_name() -> str:
     return f"custom_opp_{safe}_{platform.machine() or 'unknown'}.run"
 
 
-SCRIPTS = Path(__file__).resolve().parent / "scripts"
-"""install.sh, uninstall.sh, help.info (the payload's scripts) and header.sh (the .run's header)."""
-PAYLOAD_SCRIPTS = ("install.sh", "uninstall.sh", "help.info")
 
 
 def _normalized(info: tarfile.TarInfo) -> tarfile.TarInfo:
@@ -108,9 +104,7 @@ def pack(package: Path, output: Path | None = None, vendor: str | None = None) -
     if not package.is_dir() or not is_vendor_package(package):
         raise InstallError(f"{package} is not a built op package of a vendor (no op_impl/ai_core/tbe/kernel/config/)")
     vendor = vendor or package.resolve().name
-    problem = vendor_name_problem(vendor)
-    if problem or any(c in "'\"\\$`" for c in vendor):
-        raise InstallError(f"bad vendor name {vendor!r}: {problem or 'contains a quote, backslash, $ or `'}")
+    check_vendor(vendor)
     output = Path(output) if output is not None else package.resolve().parent.parent.parent / run_file_name()
     data, total = payload(package, vendor)
     output.parent.mkdir(parents=True, exist_ok=True)

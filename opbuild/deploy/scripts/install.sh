@@ -108,6 +108,7 @@ machine_glibc() {  # this machine's glibc version (e.g. 2.36); fails when nothin
         && { echo "${v##* }"; return 0; }
     for libc in /lib64/libc.so.6 /lib/*-linux-gnu*/libc.so.6 /usr/lib64/libc.so.6 /usr/lib/*-linux-gnu*/libc.so.6 \
                 /lib/libc.so.6 /usr/lib/libc.so.6; do
+        [ -f "$libc" ] || continue
         v=$(glibc_refs "$libc" | sort -V | tail -n 1)
         [ -n "$v" ] && { echo "$v"; return 0; }
     done
@@ -169,10 +170,12 @@ mode_listing() {  # DIR -> the mode of every entry, sorted
 
 restore_interrupted_swap() {  # a swap killed between its renames left the old package aside
     local old
-    [ -e "$dest" ] || [ -L "$dest" ] && return 0
-    for old in "$vendors_dir"/."$vendor".old-*/"$vendor"; do
-        mv -- "$old" "$dest" && warn "restored $dest (a previous run was interrupted)"
-        return 0
+    for old in "$vendors_dir"/."$vendor".old-*; do
+        if [ ! -e "$dest" ] && [ ! -L "$dest" ] && [ -d "$old/$vendor" ]; then
+            mv -- "$old/$vendor" "$dest" || die "cannot restore $dest from $old"
+            warn "restored $dest (a previous run was interrupted)"
+        fi
+        rm -rf -- "$old"  # (after a swap killed before its clean-up: the replaced package)
     done
 }
 
