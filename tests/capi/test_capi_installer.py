@@ -139,3 +139,12 @@ def test_the_installed_tree_runs_from_python_and_from_c(installer, tmp_path):
     assert c.returncode == 0, c.stdout + c.stderr
     assert [float(line.split("=")[1]) for line in c.stdout.splitlines() if line.startswith("result[")] == values
     assert f"ASCEND_CUSTOM_OPP_PATH={installed}" in c.stdout.splitlines()
+
+    # ... and the runtime searches the vendor dir set_env.bash names (ASCEND_CUSTOM_OPP_PATH): op_fallback
+    # finds the op's aclnn function in its libcust_opapi.so first
+    find = ("from opbuild.runtime.fallback import find_op_api\n"
+            "print(find_op_api('aclnnAddCustomTemplateGetWorkspaceSize')[1])\n")
+    py = subprocess.run(["bash", "-ec", f"source {pkg}/bin/set_env.bash\n{shlex.quote(sys.executable)} -c {shlex.quote(find)}"],
+                        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert py.returncode == 0, py.stdout + py.stderr
+    assert py.stdout.strip() == str(installed / "op_api" / "lib" / "libcust_opapi.so")
