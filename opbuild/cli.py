@@ -249,7 +249,7 @@ def _pack(args: argparse.Namespace) -> int:
     except (InstallError, OSError) as exc:
         print(f"opbuild pack: error: {exc}", file=sys.stderr)
         return 1
-    print(f"wrote {path} ({path.stat().st_size} bytes): run it with --install-path=DIR (--help)")
+    print(f"wrote {path} ({path.stat().st_size} bytes): run it with --install-path=ABS or ASCEND_OPP_PATH set (--help)")
     return 0
 
 
