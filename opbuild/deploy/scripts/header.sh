@@ -34,6 +34,7 @@ Archive options (makeself's):
   --target DIR        extract into DIR (kept) instead of a temporary directory
   --extract=DIR       extract into DIR and do not run the installer (= --noexec --target DIR)
   --quiet             print nothing but errors (also passed to the installer)
+  --nox11 --noprogress --nodiskspace --nochown --accept   accepted, nothing to do
 HELP
     cat <<'HELP'
 @HELP_INFO@
@@ -92,6 +93,7 @@ while [ "$i" -lt "$n" ]; do
         --extract=*) target=${arg#--extract=} noexec=y
                      [ -n "$target" ] || die "--extract= needs a directory" 2 ;;
         --quiet) quiet=y; set -- "$@" "$arg" ;;
+        --nox11|--noprogress|--nodiskspace|--nochown|--accept) ;;  # makeself's, nothing to do here
         --) while [ "$i" -lt "$n" ]; do set -- "$@" "$1"; shift; i=$((i + 1)); done ;;
         *) set -- "$@" "$arg" ;;
     esac

@@ -172,7 +172,7 @@ restore_interrupted_swap() {  # a swap killed between its renames left the old p
     local old
     for old in "$vendors_dir"/."$vendor".old-*; do
         if [ ! -e "$dest" ] && [ ! -L "$dest" ] && [ -d "$old/$vendor" ]; then
-            mv -- "$old/$vendor" "$dest" || die "cannot restore $dest from $old"
+            mv -T -- "$old/$vendor" "$dest" || die "cannot restore $dest from $old"
             warn "restored $dest (a previous run was interrupted)"
         fi
         rm -rf -- "$old"  # (after a swap killed before its clean-up: the replaced package)
@@ -224,7 +224,7 @@ staging= aside=
 cleanup() {
     [ -n "$staging" ] && rm -rf -- "$staging"
     if [ -n "$aside" ]; then
-        if [ ! -e "$dest" ] && [ -d "$aside/$vendor" ]; then mv -- "$aside/$vendor" "$dest"; fi
+        if [ ! -e "$dest" ] && [ -d "$aside/$vendor" ]; then mv -T -- "$aside/$vendor" "$dest"; fi
         rm -rf -- "$aside"
     fi
 }
@@ -260,15 +260,15 @@ fi
 
 if [ -z "$report" ]; then
     if [ -d "$dest" ]; then
-        if mv --exchange -- "$new" "$dest" 2>/dev/null; then
+        if mv -T --exchange -- "$new" "$dest" 2>/dev/null; then
             :  # one atomic rename (coreutils >= 9.5 on Linux): the old package is now at $new
         else
             aside=$(mktemp -d "$vendors_dir/.$vendor.old-XXXXXX") || die "cannot write in $vendors_dir"
-            mv -- "$dest" "$aside/$vendor" && mv -- "$new" "$dest" || die "cannot move the package to $dest"
+            mv -T -- "$dest" "$aside/$vendor" && mv -T -- "$new" "$dest" || die "cannot move the package to $dest"
         fi
         report="replaced $dest"
     else
-        mv -- "$new" "$dest" || die "cannot move the package to $dest"
+        mv -T -- "$new" "$dest" || die "cannot move the package to $dest"
         report="installed $dest"
     fi
 fi
