@@ -319,3 +319,43 @@ def test_install_with_bash_coreutils_tar_gzip_only(pkg, run_file, make_package, 
     refused = _run(new, cwd=tmp_path, path=path, env={"ASCEND_OPP_PATH": str(opp)})
     assert refused.returncode == 1, refused
     assert re.search(r"need GLIBC_99\.0, this machine has glibc 2\.[0-9]+: nothing installed", refused.stderr), refused
+
+
+def test_killed_at_any_point_the_tree_holds_the_old_or_the_new_package(make_package, run_file, tmp_path):
+    """SIGKILL to the whole installer at spread-out moments of a --replace: afterwards vendors/
+    holds the old package or the new one, whole (or, killed between the two renames of a swap,
+    the old one aside, which the next run puts back); the next run leaves nothing behind."""
+    new_run = pack(make_package(tmp_path / "new", "2"), tmp_path / "new.run")
+    opp = tmp_path / "opp"
+    refs = {}
+    for name, installer in (("old", run_file), ("new", new_run)):
+        shutil.rmtree(opp, ignore_errors=True)
+        assert _run(installer, f"--install-path={opp}", cwd=tmp_path).returncode == 0
+        refs[name] = _tree(opp / "vendors/customize")
+    env = {k: v for k, v in os.environ.items() if k not in ENV_VARS}
+    env["TMPDIR"] = str(tmp_path / "tmpdir")
+    seen = set()
+    for i in range(12):
+        shutil.rmtree(opp, ignore_errors=True)
+        assert _run(run_file, f"--install-path={opp}", cwd=tmp_path).returncode == 0
+        proc = subprocess.Popen(["sh", str(new_run), f"--install-path={opp}", "--replace", "--quiet"], env=env,
+                                cwd=tmp_path, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            proc.wait(timeout=0.02 * i)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+        proc.wait()
+        dest = opp / "vendors" / "customize"
+        if dest.exists():
+            state = next((name for name, ref in refs.items() if _tree(dest) == ref), None)
+            assert state is not None, f"kill after {0.02 * i}s: a half package at {dest}"
+        else:
+            [aside] = (opp / "vendors").glob(".customize.old-*/customize")
+            assert _tree(aside) == refs["old"]
+            state = "aside"
+        seen.add(state)
+        # the next run recovers and cleans up
+        again = _run(new_run, f"--install-path={opp}", "--replace", cwd=tmp_path)
+        assert again.returncode == 0 and _tree(dest) == refs["new"], again
+        assert not [p for p in (opp / "vendors").iterdir() if p.name.startswith(".")]
+    assert "old" in seen  # (the kills came early enough at least once)
