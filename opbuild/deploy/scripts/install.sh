@@ -86,12 +86,14 @@ elf_header() {  # FILE -> "class data type machine" of an ELF file; fails for an
     fi
 }
 
-machine_name() {  # e_machine -> a name people know
+machine_name() {  # MACHINE CLASS DATA (ELF e_machine, EI_CLASS, EI_DATA) -> e.g. "x86-64 (64-bit, little-endian)"
+    local name
     case $1 in
-        3) echo "x86 (i386)" ;; 40) echo "ARM" ;; 62) echo "x86-64" ;; 183) echo "AArch64" ;;
-        243) echo "RISC-V" ;; 21) echo "PowerPC64" ;; 22) echo "S390" ;; 258) echo "LoongArch" ;;
-        *) echo "e_machine $1" ;;
+        3) name="x86 (i386)" ;; 40) name=ARM ;; 62) name=x86-64 ;; 183) name=AArch64 ;;
+        243) name=RISC-V ;; 21) name=PowerPC ;; 22) name=S390 ;; 258) name=LoongArch ;;
+        *) name="ELF machine $1" ;;
     esac
+    echo "$name ($([ "$2" = 1 ] && echo 32 || echo 64)-bit, $([ "$3" = 2 ] && echo big || echo little)-endian)"
 }
 
 glibc_refs() {  # FILE... -> the GLIBC_x.y version names they reference, one a line
@@ -127,7 +129,7 @@ check_libraries() {
         read -r -a h <<<"$hdr"
         [ "${h[2]}" = 3 ] || continue  # ET_DYN only (kernel objects for the device are ET_REL)
         if [ "${h[0]} ${h[1]} ${h[3]}" != "$class $data $mach" ]; then
-            die "${lib#"$source_dir"/} is built for $(machine_name "${h[3]}") (ELF class ${h[0]}), this machine is $(machine_name "$mach") (ELF class $class): nothing installed (--force skips this check)"
+            die "${lib#"$source_dir"/} is built for $(machine_name "${h[3]}" "${h[0]}" "${h[1]}"), this machine is $(machine_name "$mach" "$class" "$data"): nothing installed (--force skips this check)"
         fi
         libs+=("$lib")
     done
