@@ -237,7 +237,7 @@ if [ ! -d "$vendors_dir" ]; then
     mkdir -p -- "$vendors_dir" && chmod "$dir_mode" -- "$vendors_dir" || die "cannot create $vendors_dir"
 fi
 restore_interrupted_swap
-for old in "$vendors_dir"/."$vendor".install-*; do rm -rf -- "$old"; done  # left by a killed run
+for old in "$vendors_dir"/."$vendor".install-* "$vendors_dir"/.config.ini.??????; do rm -rf -- "$old"; done  # a killed run's
 
 staging=$(mktemp -d "$vendors_dir/.$vendor.install-XXXXXX") || die "cannot write in $vendors_dir"
 new=$staging/$vendor
