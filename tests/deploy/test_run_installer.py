@@ -20,7 +20,7 @@ import pytest
 
 from opbuild.deploy.pack import pack, run_file_name
 
-from conftest import TILING_LIB
+from fake_package import TILING_LIB
 
 ENV_VARS = ("ASCEND_OPP_PATH", "ASCEND_CUSTOM_OPP_PATH", "LD_LIBRARY_PATH")
 
