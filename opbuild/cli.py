@@ -211,7 +211,11 @@ def _configure_install(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("package", metavar="PACKAGE_DIR", help="a built vendor package, e.g. out/opp/vendors/customize")
     parser.add_argument("--opp-path", required=True, metavar="DIR", help="the OPP tree (ASCEND_OPP_PATH) to install into")
     parser.add_argument("--vendor", default=None, help="vendor name (default: the package directory's name)")
-    parser.add_argument("--force", action="store_true", help="replace a different package of the same vendor")
+    parser.add_argument("--replace", action="store_true", help="replace a different package of the same vendor")
+    parser.add_argument("--force", action="store_true",
+                        help="skip the check of the shared libraries (ELF machine, GLIBC version), as the .run's --force")
+    parser.add_argument("--install-for-all", action="store_true",
+                        help="group and others may read the package (755/644 instead of 750/640)")
 
 
 @command("install", "copy a vendor package into an OPP tree and put it first in load_priority", _configure_install)
@@ -219,7 +223,8 @@ def _install(args: argparse.Namespace) -> int:
     from opbuild.deploy.install import InstallError, install
 
     try:
-        print(install(Path(args.package), Path(args.opp_path), args.vendor, args.force))
+        print(install(Path(args.package), Path(args.opp_path), args.vendor, args.replace, args.force,
+                      args.install_for_all))
     except (InstallError, OSError) as exc:
         print(f"opbuild install: error: {exc}", file=sys.stderr)
         return 1
@@ -244,7 +249,7 @@ def _pack(args: argparse.Namespace) -> int:
     except (InstallError, OSError) as exc:
         print(f"opbuild pack: error: {exc}", file=sys.stderr)
         return 1
-    print(f"wrote {path} ({path.stat().st_size} bytes): run it with --install-path=DIR (--help)")
+    print(f"wrote {path} ({path.stat().st_size} bytes): run it with --install-path=ABS or ASCEND_OPP_PATH set (--help)")
     return 0
 
 
@@ -275,14 +280,16 @@ def _env(args: argparse.Namespace) -> int:
 def _configure_config(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cflags", action="store_true", help="compile flags (acl/acl.h, aclnn/*.h)")
     parser.add_argument("--libs", action="store_true", help="link flags (the acl library, libopbuild_acl.so)")
-    parser.add_argument("--package", default=None, metavar="PKG",
-                        help="also a package's op_api headers and libcust_opapi.so (e.g. out/opp/vendors/customize)")
+    parser.add_argument("--package", action="append", default=[], metavar="PKG",
+                        help="repeatable: also a package's op_api headers and op API libraries (libcust_opapi.so of out/opp/vendors/<v>; "
+                             "libopapi.so and libopapi_<domain>.so of out/opp/built-in)")
     parser.add_argument("--pc", action="store_true", help="print opbuild.pc (pkg-config) instead")
 
 
 @command("config", "print compile/link flags of C programs using the aclnn API (like pkg-config)", _configure_config)
 def _config(args: argparse.Namespace) -> int:
-    from opbuild.abi.native_libs import NativeLibraryMissing, pkg_config_text
+    from opbuild.abi.native_libs import NativeLibraryMissing, package_opapi_libs, pkg_config_text
+    from opbuild.abi.package_layout import opapi_lib_names
     from opbuild.deploy.setenv import config_flags
 
     try:
@@ -292,12 +299,13 @@ def _config(args: argparse.Namespace) -> int:
         if not (args.cflags or args.libs):
             print("opbuild config: error: give --cflags and/or --libs (or --pc)", file=sys.stderr)
             return 2
-        package = Path(args.package) if args.package else None
-        if package is not None and not (package / "op_api" / "lib" / "libcust_opapi.so").is_file():
-            print(f"opbuild config: error: {package} has no op_api/lib/libcust_opapi.so (not a built vendor package)",
-                  file=sys.stderr)
-            return 1
-        print(" ".join(config_flags(args.cflags, args.libs, package)))
+        packages = [Path(p) for p in args.package]
+        for package in packages:
+            if not package_opapi_libs(package):
+                print(f"opbuild config: error: {package} has no op API library in op_api/lib/ (none of "
+                      f"{', '.join(opapi_lib_names())}): not a built op package", file=sys.stderr)
+                return 1
+        print(" ".join(config_flags(args.cflags, args.libs, packages)))
     except NativeLibraryMissing as exc:
         print(f"opbuild config: error: {exc}", file=sys.stderr)
         return 1
