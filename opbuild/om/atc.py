@@ -64,8 +64,12 @@ def soc_of(name: str) -> tuple[Soc, str]:
         if low == soc.soc_version.lower() or (low.startswith(soc.name) and low[len(soc.name):].isalnum()) \
                 or low == soc.name:
             return soc, (soc.soc_version if low == soc.name else name)
-    known = ", ".join(f"{s.soc_version} (and the {s.name[0].upper() + s.name[1:]}* family: {s.name})" for s in SOCS)
-    raise AtcUsageError(f"--soc_version={name}: unknown SoC; known: {known}")
+    raise AtcUsageError(f"--soc_version={name}: unknown SoC; known: {known_socs()}")
+
+
+def known_socs() -> str:
+    """The SoC names soc_of takes, for messages: each SoC's chip and its family pattern."""
+    return ", ".join(f"{s.soc_version} (any {s.soc_version[:len(s.name)]}*)" for s in SOCS)
 
 
 # ---- command line ---------------------------------------------------------------------------------
@@ -105,7 +109,7 @@ def usage() -> str:
              "Op packages: ASCEND_CUSTOM_OPP_PATH entries, then ASCEND_OPP_PATH (default out/opp).", "",
              "options:"]
     lines += [f"  --{name:<12} {text}" for name, text in OPTIONS.items()]
-    lines += ["", "SoC names: " + ", ".join(s.soc_version for s in SOCS) + " (and their families)"]
+    lines += ["", f"--soc_version: {known_socs()}"]
     return "\n".join(lines) + "\n"
 
 
@@ -240,10 +244,10 @@ def _group_inputs(spec, descs: list[TensorDesc], where: str) -> dict[str, list[t
 def _attrs(entry: dict[str, Any], spec, where: str) -> dict[str, Any]:
     attrs = entry.get("attr", [])
     if not isinstance(attrs, list):
-        raise OmError(f"{where}.attr: expected a list of {{\"name\", \"type\", \"value\"}}")
+        raise OmError(f"{where}attr: expected a list of {{\"name\", \"type\", \"value\"}}")
     out: dict[str, Any] = {}
     for k, a in enumerate(attrs):
-        w = f"{where}.attr[{k}]"
+        w = f"{where}attr[{k}]"
         if not isinstance(a, dict) or not {"name", "type", "value"} <= set(a):
             raise OmError(f"{w}: expected {{\"name\", \"type\", \"value\"}}")
         t = JSON_ATTR_TYPES.get(a["type"]) if isinstance(a["type"], str) else None
@@ -258,20 +262,28 @@ def _attrs(entry: dict[str, Any], spec, where: str) -> dict[str, Any]:
     return out
 
 
-def single_op(json_path: Path, out_dir: Path, soc: Soc, soc_name: str, roots: Roots, cmdline: str) -> list[Path]:
-    """Build every entry of a single-op JSON file; write them all only when all built."""
-    from opbuild.om.build import _Packages, build_om
-    from opbuild.om.loader import parse_om
-    from opbuild.om.single_op import op_spec, single_op_model_from
+@dataclass
+class OpEntry:
+    """One checked entry of a single-op JSON file."""
 
-    packages = _Packages(roots.opp, soc.name, roots.custom)
-    built: list[tuple[Path, bytes]] = []
+    where: str  # "<file>:<line>: entry <i> (<op>)"
+    index: int
+    op: str
+    name: str | None
+    inputs: list[TensorDesc]
+    outputs: list[TensorDesc]
+    raw: dict[str, Any]
+
+
+def read_single_op_json(json_path: Path) -> list[OpEntry]:
+    """Every entry of a single-op JSON file, checked (fields, types, formats, shapes, name)
+    before any op is looked up; OmError `<file>:<line>: entry <i> (<op>)...`."""
+    entries = []
     for index, (line, entry) in enumerate(_json_entries(json_path)):
         where = f"{json_path}:{line}: entry {index}"
         if not isinstance(entry, dict) or not isinstance(entry.get("op"), str) or not entry["op"]:
             raise OmError(f"{where}: expected an object with \"op\" (the op type)")
-        op = entry["op"]
-        where += f" ({op})"
+        where += f" ({entry['op']})"
         unknown = sorted(set(entry) - {"op", "name", "input_desc", "output_desc", "attr", "compile_flag"})
         if unknown:
             raise OmError(f"{where}: unknown field(s) {unknown}")
@@ -281,25 +293,35 @@ def single_op(json_path: Path, out_dir: Path, soc: Soc, soc_name: str, roots: Ro
             if not isinstance(value, list):
                 raise OmError(f"{where}.{key}: expected a list")
             descs[key] = [_tensor(d, f"{where}.{key}[{k}]") for k, d in enumerate(value)]
-        try:
-            _, spec = op_spec(packages, op)
-            given = _group_inputs(spec, descs["input_desc"], where)
-            model = single_op_model_from(op, given, _attrs(entry, spec, where), packages,
-                                         name=entry.get("name") if isinstance(entry.get("name"), str) else None)
-            data = build_om(model, roots.opp, soc_version=soc_name, atc_cmdline=cmdline, custom_roots=roots.custom)
-            _check_outputs(parse_om(data).model_def, descs["output_desc"], f"{where}.output_desc")
-        except OmError as exc:
-            if str(exc).startswith(str(json_path)):
-                raise
-            raise OmError(f"{where}: {exc}") from None
         name = entry.get("name")
         if name is not None and (not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", name)
                                  or name.startswith(".")):
             raise OmError(f"{where}.name: {name!r} is not a file name (letters, digits, _ - .)")
-        stem = name or file_name(index, op, descs["input_desc"], descs["output_desc"])
-        built.append((out_dir / f"{stem}.om", data))
-    from opbuild.atomic import atomic_write
+        entries.append(OpEntry(where, index, entry["op"], name, descs["input_desc"], descs["output_desc"], entry))
+    return entries
 
+
+def single_op(json_path: Path, out_dir: Path, soc: Soc, soc_name: str, roots: Roots, cmdline: str) -> list[Path]:
+    """Build every entry of a single-op JSON file into `out_dir`: all are built before any is
+    written (an error leaves the directory as it was)."""
+    from opbuild.atomic import atomic_write
+    from opbuild.om.build import _Packages, build_om
+    from opbuild.om.loader import parse_om
+    from opbuild.om.single_op import op_spec, single_op_model_from
+
+    packages = _Packages(roots.opp, soc.name, roots.custom)
+    built: list[tuple[Path, bytes]] = []
+    for e in read_single_op_json(json_path):
+        try:
+            _, spec = op_spec(packages, e.op)
+            given = _group_inputs(spec, e.inputs, "input_desc")
+            model = single_op_model_from(e.op, given, _attrs(e.raw, spec, ""), packages, name=e.name)
+            data = build_om(model, roots.opp, soc_version=soc_name, atc_cmdline=cmdline, custom_roots=roots.custom)
+            _check_outputs(parse_om(data).model_def, e.outputs, "output_desc")
+        except OmError as exc:
+            raise OmError(f"{e.where}: {exc}") from None
+        stem = e.name or file_name(e.index, e.op, e.inputs, e.outputs)
+        built.append((out_dir / f"{stem}.om", data))
     out_dir.mkdir(parents=True, exist_ok=True)
     for path, data in built:
         atomic_write(path, data)
