@@ -227,17 +227,20 @@ def _group_inputs(spec, descs: list[TensorDesc], where: str) -> dict[str, list[t
         m = re.fullmatch(r"(.*?)(\d+)", name or "")
         return m.group(1) if m and m.group(1) in params and params[m.group(1)].param_type == "dynamic" else None
 
-    given: dict[str, list[tuple[str, list[int]]]] = {}
     if descs and all(param_of(d.name) for d in descs):
-        for d in descs:
-            given.setdefault(param_of(d.name), []).append((d.dtype, d.shape))
-        return given
-    if len(descs) > len(spec.inputs):
-        raise OmError(f"{where}: {len(descs)} input_desc entries, {spec.op} has {len(spec.inputs)} inputs "
+        pairs = [(param_of(d.name), k, d) for k, d in enumerate(descs)]
+    elif len(descs) > len(spec.inputs):
+        raise OmError(f"{where}: {len(descs)} entries, {spec.op} has {len(spec.inputs)} inputs "
                       f"({', '.join(params)}); name a dynamic input's tensors {spec.inputs[0].name}0, "
                       f"{spec.inputs[0].name}1, ...")
-    for p, d in zip(spec.inputs, descs):
-        given[p.name] = [(d.dtype, d.shape)]
+    else:
+        pairs = [(p.name, k, d) for k, (p, d) in enumerate(zip(spec.inputs, descs))]
+    given: dict[str, list[tuple[str, list[int]]]] = {}
+    for name, k, d in pairs:
+        formats = params[name].formats
+        if d.format not in formats:
+            raise OmError(f"{where}[{k}].format: {d.format}, but {spec.op}'s input {name} takes {', '.join(formats)}")
+        given.setdefault(name, []).append((d.dtype, d.shape))
     return given
 
 

@@ -91,3 +91,27 @@ def single_op_model_from(op: str, given: dict[str, list[tuple[str, list[int]]]],
 
 def build_single_op(op: str, inputs: Sequence[str], attrs: Sequence[str], opp: Path, **kw) -> bytes:
     return build_om(single_op_model(op, inputs, attrs, opp, **kw), opp)
+
+
+def signature(model_def: dict[str, Any]) -> dict[str, Any]:
+    """What a single-op model is for, read from a parsed .om (`loader.parse_om(data).model_def`):
+    `{op, inputs: [{name, dtype, format, shape}], outputs: [{name, dtype, format, shape}], attrs}`
+    (-1: a dynamic dim; an output's shape is None in a dynamic model). This is how a caller
+    matching an op call to a single-op .om (aclopSetModelDir's directory) reads one; OmError
+    when the model is not one node."""
+    nodes = model_def["nodes"]
+    if len(nodes) != 1:
+        raise OmError(f"model {model_def['name']!r} has {len(nodes)} nodes, a single-op model has 1")
+    node = nodes[0]
+    definition = model_def["ops"][node["op"]]["definition"]
+    shapes = {i["name"]: (i["dtype"], i["shape"]) for i in model_def["inputs"]}
+    inputs = []
+    for param, names in zip(definition["inputs"], node["inputs"]):
+        for name in names if isinstance(names, list) else ([] if names is None else [names]):
+            dtype, shape = shapes[name]
+            inputs.append({"name": name, "dtype": dtype, "format": param.get("formats", ["ND"])[0], "shape": shape})
+    out_shapes = node.get("output_shapes") or [None] * len(node["outputs"])
+    outputs = [{"name": name, "dtype": dtype, "format": param.get("formats", ["ND"])[0], "shape": shape}
+               for param, name, dtype, shape in zip(definition["outputs"], node["outputs"], node["output_dtypes"],
+                                                    out_shapes)]
+    return {"op": node["type"], "inputs": inputs, "outputs": outputs, "attrs": dict(node["attrs"])}

@@ -18,6 +18,7 @@ from opbuild.om import atc
 from opbuild.om import format as omf
 from opbuild.om.loader import load_om, parse_om
 from opbuild.om.run import OmRunner
+from opbuild.om.single_op import signature
 
 CONSOLE_ATC = Path(sys.executable).with_name("atc")
 
@@ -72,6 +73,9 @@ def test_singleop_static_shape_as_the_sample_runs(opp, tmp_path):
     # what aclopSetModelDir readers need: op type and tensor descs (docs/om-format.md, "Single-op models")
     assert node["type"] == "AddCustomTemplate" and [i["shape"] for i in md["inputs"]] == [[8, 2048]] * 2
     assert node["kernelname"] == "customize:AddCustomTemplate_FP16"
+    t = {"dtype": "float16", "format": "ND", "shape": [8, 2048]}
+    assert signature(md) == {"op": "AddCustomTemplate", "inputs": [{"name": "x", **t}, {"name": "y", **t}],
+                             "outputs": [{"name": "z", **t}], "attrs": {}}
 
 
 def test_singleop_dynamic_shape_runs_any_shape(opp, tmp_path):
@@ -132,6 +136,9 @@ def test_singleop_errors_name_file_and_line(opp, tmp_path):
          "output_desc[0].type: float32, but AddCustomTemplate gives float16"),
         ([{**add_json([8, 64])[0], "attr": [{"name": "alpha", "type": "float", "value": 1}]}],
          "AddCustomTemplate has no attribute 'alpha'"),
+        ([{**add_json([8, 64])[0], "input_desc": [dict(add_json([8, 64])[0]["input_desc"][0], format="NCHW"),
+                                                  add_json([8, 64])[0]["input_desc"][1]]}],
+         "input_desc[0].format: NCHW, but AddCustomTemplate's input x takes ND"),
     ]
     for k, (data, message) in enumerate(cases):
         good = add_json([2, 32])[0]
