@@ -1,11 +1,13 @@
 """MODEL_DEF as GE's `ge.proto.ModelDef` (opbuild/om/ge_ir.py), to and from the model dict the
 rest of opbuild/om works with (its JSON schema: loader._MODEL_DEF_SCHEMA).
 
-The graph is GE's: `graph[0]` holds one `Data` op per model input (attr `index`), one `Const`
-op per weight (attr `value`: a TensorDef whose descriptor gives dtype and shape; the bytes stay
-in WEIGHTS_DATA), one op per node (`type` = op type, `input` = "producer:output index",
+The graph is GE's: `graph[0]` holds one `Data` op per model input (attr `index`; listed in
+`GraphDef.input` as "<name>:0"), one `Const` op per weight (attr `value`: a TensorDef whose
+descriptor gives dtype, shape and, format 3, `data_offset`/`weight_size` of its bytes in
+WEIGHTS_DATA), one op per node (`type` = op type, `input` = "producer:output index",
 `input_desc`/`output_desc` with dtype, layout and shape, the op's attributes typed as GE types
-them) and a `NetOutput` op whose inputs are the model outputs. A tensor is named by its
+them, `_kernelname` on static nodes) and a `NetOutput` op whose inputs are the model outputs
+(one `input_desc` each). Ops are numbered (`OpDef.id`) in that order. A tensor is named by its
 producer's `output_desc[k].name`.
 
 What only opbuild needs rides in attributes whose names start with `_opbuild_` (GE's
