@@ -484,6 +484,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         print("ATC run failed", file=sys.stderr)
         return 1
+    except Exception as exc:  # noqa: BLE001 - a bug: still one line for the user, not a traceback
+        print(f"{PROG}: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print("ATC run failed", file=sys.stderr)
+        return 1
     print(SUCCESS)
     return 0
 
