@@ -23,7 +23,8 @@ def run_om_command(args: argparse.Namespace) -> int:
         if args.om_command == "build":
             from opbuild.om.build import build_om
 
-            data = build_om(_model(args), Path(args.opp))
+            onnx = Path(args.model).suffix.lower() == ".onnx"
+            data = build_om(_model(args), Path(args.opp), framework_type="5" if onnx else "")
             _write(Path(args.output), data)
             print(f"wrote {args.output} ({len(data)} bytes)")
         elif args.om_command == "single-op":
