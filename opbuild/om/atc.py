@@ -26,6 +26,8 @@ from typing import Any, Sequence
 
 from opbuild.abi.vocabulary import DTYPE, FORMAT, SOCS, Soc
 from opbuild.om.errors import OmError
+from opbuild.om.model_def import FRAMEWORK_TYPES as FRAMEWORKS
+from opbuild.om.model_def import ONNX_FRAMEWORK
 
 PROG = "atc"
 OPTIONS: dict[str, str] = {
@@ -41,8 +43,6 @@ OPTIONS: dict[str, str] = {
     "help": "print this help",
 }
 """The options opbuild's atc takes (each is CANN's option of the same name)."""
-FRAMEWORKS = {"0": "Caffe", "1": "MindSpore", "3": "TensorFlow", "5": "ONNX"}
-ONNX_FRAMEWORK = "5"
 JSON_DTYPES = {"float": "float32", "double": "float64", **{d: d for d in DTYPE}}
 """Single-op JSON `type` spellings -> opbuild dtype names (CANN writes `float` for float32)."""
 JSON_ATTR_TYPES = {"bool": "bool", "int": "int", "float": "float", "string": "str", "str": "str",

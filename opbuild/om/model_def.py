@@ -57,6 +57,9 @@ OM_INFO_LIST = ("weight_data_size", "tbe_kernels_size", "cust_aicpu_kernel_store
 MODEL_INFO_INTS = ("memory_size", "weight_size", "stream_num", "event_num")
 MODEL_INFO_STRS = ("atc_version", "atc_cmdline", "framework_type")
 """The other model attributes `atc --mode=6` prints (GE's ATTR_MODEL_*), integers and strings."""
+FRAMEWORK_TYPES = {"0": "Caffe", "1": "MindSpore", "3": "TensorFlow", "5": "ONNX"}
+"""GE's framework numbers (`framework_type`, atc's `--framework`); opbuild converts ONNX ones."""
+ONNX_FRAMEWORK = "5"
 
 
 def node_op_id(md: dict[str, Any], index: int) -> int:
