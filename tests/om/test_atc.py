@@ -316,3 +316,27 @@ def test_file_name_rule_is_canns_example():
 def test_option_forms():
     assert atc.parse_args(["--mode", "6", "--om=a.om", "-json=b"]) == {"mode": "6", "om": "a.om", "json": "b"}
     assert atc.parse_args(["--mode=1", "--mode=6"]) == {"mode": "6"}
+
+
+# ---- opt-in: the samples' own single-op files ---------------------------------------------------------
+
+SAMPLES = os.environ.get("OPBUILD_ASCENDC_SAMPLES")
+
+
+@pytest.mark.skipif(not SAMPLES, reason="OPBUILD_ASCENDC_SAMPLES (a checkout of the samples' operator/ascendc) not set")
+@pytest.mark.parametrize("kind", ["static", "dynamic"])
+def test_the_samples_add_custom_json(opp, tmp_path, kind):
+    """AclOfflineModel's scripts/add_custom_<kind>_shape.json, unchanged but for the op type (the
+    sample's AddCustom is the in-house AddCustomTemplate here), as its run.sh passes it to atc."""
+    src = Path(SAMPLES) / "0_introduction/1_add_frameworklaunch/AclOfflineModel/scripts" / f"add_custom_{kind}_shape.json"
+    text = src.read_text().replace('"AddCustom"', '"AddCustomTemplate"')
+    spec = tmp_path / src.name
+    spec.write_text(text)
+    r = run_atc([f"--singleop={spec}", "--output=op_models/", "--soc_version=Ascend910B1"],
+                {"ASCEND_OPP_PATH": str(opp)}, console=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    (om,) = (tmp_path / "op_models").iterdir()
+    dims = "8_2048" if kind == "static" else "-1_-1"
+    assert om.name == "_".join(["0_AddCustomTemplate"] + [f"1_2_{dims}"] * 3) + ".om"
+    inputs = _xy((8, 2048))
+    np.testing.assert_array_equal(run_om(om, inputs)["z"], inputs["x"] + inputs["y"])
