@@ -346,7 +346,8 @@ def parse_om(data: bytes | bytearray | memoryview, verify_checksum: bool = True)
     om = omf.read_om(data, verify_checksum=verify_checksum)
     md_part = om.get(omf.MODEL_DEF)
     part = om.get(omf.TBE_KERNELS)
-    if bytes(md_part.data[:1]) == b"{":  # format 1: JSON MODEL_DEF, TBE_KERNELS as our item table
+    is_json = bytes(md_part.data[:1]) == b"{"
+    if is_json:  # format 1: JSON MODEL_DEF, TBE_KERNELS as our item table
         try:
             model_def = json.loads(bytes(md_part.data).decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
@@ -366,7 +367,7 @@ def parse_om(data: bytes | bytearray | memoryview, verify_checksum: bool = True)
         kernels = {name: tables.Item(name, descs[name], data) for name, data in binaries.items()}
     part = om.get(omf.SO_BINS)
     so_bins = so_store.load(part.data, part.file_offset) if part is not None else []
-    if isinstance(model_def, dict) and model_def.get("format_version", 1) >= 3:
+    if not is_json and model_def["format_version"] >= 3:  # (an int: decode read it from the ModelDef)
         tilings, weights = _ge_tilings_weights(om, model_def)
     else:  # formats 1 and 2: our item tables
         part = om.get(omf.TILING_DATA)
