@@ -335,7 +335,7 @@ def _check_outputs(md: dict[str, Any], descs: list[TensorDesc], where: str) -> N
     node = md["nodes"][0]
     dtypes = node["output_dtypes"]
     if len(descs) != len(dtypes):
-        raise OmError(f"{len(descs)} entries, {node['type']} has {len(dtypes)} outputs")
+        raise OmError(f"{where}: {len(descs)} entries, {node['type']} has {len(dtypes)} output(s)")
     shapes = node.get("output_shapes") or [None] * len(dtypes)
     for k, (d, dt, shape) in enumerate(zip(descs, dtypes, shapes)):
         if d.dtype != dt:

@@ -73,7 +73,8 @@ def single_op_model_from(op: str, given: dict[str, list[tuple[str, list[int]]]],
             if p.param_type == "optional":
                 node_inputs.append(None)
                 continue
-            raise OmError(f"{op}: input {p.name} is required: give --input {p.name}=DTYPE[dims]")
+            raise OmError(f"{op}: input {p.name} is required and no tensor is given for it "
+                          f"(inputs: {', '.join(q.name for q in spec.inputs)})")
         if len(tensors) > 1 and p.param_type != "dynamic":
             raise OmError(f"{op}: input {p.name} is {p.param_type}, it takes one tensor, not {len(tensors)}")
         names = [p.name if p.param_type != "dynamic" else f"{p.name}{k}" for k in range(len(tensors))]
