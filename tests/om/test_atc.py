@@ -139,6 +139,9 @@ def test_singleop_errors_name_file_and_line(opp, tmp_path):
         ([{**add_json([8, 64])[0], "input_desc": [dict(add_json([8, 64])[0]["input_desc"][0], format="NCHW"),
                                                   add_json([8, 64])[0]["input_desc"][1]]}],
          "input_desc[0].format: NCHW, but AddCustomTemplate's input x takes ND"),
+        ([{**add_json([8, 64])[0], "input_desc": add_json([8, 64])[0]["input_desc"][:1]}],
+         "AddCustomTemplate: input y is required and no tensor is given for it"),
+        ([{**add_json([8, 64])[0], "output_desc": []}], "output_desc: 0 entries, AddCustomTemplate has 1 output(s)"),
     ]
     for k, (data, message) in enumerate(cases):
         good = add_json([2, 32])[0]
