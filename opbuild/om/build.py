@@ -248,6 +248,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
 
         selected = None
         tiling_ref = None
+        tiling_ids: list[int] = []
         kernelname = None
         if spec.is_aicpu:
             aicpu_vendors.add(vendor)
@@ -287,8 +288,9 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
                                          for x in call_inputs]}
             if not node.preprocess and not plan.empty:
                 tiling_ref = node.name
+                tiling_ids = [ge_tiling.tiling_id(first_node_id + node_index)]
                 tilings.append(ge_tiling.Tiling(plan.block_dim, plan.tiling_key, plan.workspace_size, plan.tiling_data,
-                                                [ge_tiling.tiling_id(first_node_id + node_index)]))
+                                                tiling_ids))
         autofuse = None
         if node.bin_file_path is not None:
             autofuse = node.bin_file_path.name
@@ -300,7 +302,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
             "name": node.name, "op": op_ref, "type": node.op, "inputs": node.inputs, "outputs": node.outputs,
             "attrs": {a.name: to_json(v) for a, v in zip(spec.attrs, attr_values)},
             "preprocess": node.preprocess, "autofuse_so": autofuse, "selected": selected, "tiling": tiling_ref,
-            "kernelname": kernelname,
+            "kernelname": kernelname, "tiling_ids": tiling_ids,
             "output_dtypes": [dt for dt, _ in out_meta],
             "output_shapes": None if dynamic else [None if shape is None else list(shape) for _, shape in out_meta],
         })

@@ -8,13 +8,16 @@ Little-endian, no padding between records (docs/om-format.md, "TILING_DATA"):
               i32 tiling_cond @24, u32 schedule_mode @28, u32 workspace_num @32, u32 local_memory_size @36,
               u32 reserved[3] @40, then i64 workspace[workspace_num] @56
       type 1  the tiling bytes (len = tiling_size)
-      type 2  the tiling ids that share this result: i64 each, `op id | resource type << 56`
-              (resource type 0: the AI Core launch of the op)
+      type 2  the tiling ids that share this result: i64 each, `n | resource type << 56` (resource
+              type 0: the AI Core launch of the op)
 
-What opbuild needs to run a static node is all in those records: block_dim, tiling_key, the one
-workspace size and the tiling bytes; the op id is the node's `OpDef.id` in MODEL_DEF and the
-selected key is the node's `_opbuild_selected`. `load` checks every length, type and count
-before it uses it and never reads outside the partition.
+How a node finds its result is GE's rule (TilingData.find): version 2, the node attribute
+`_op_tiling_ids` (a list of ints) names its ids; version 1, the id is the node's `OpDef.id`.
+opbuild writes version 2 with `n` = the node's `OpDef.id` and `_op_tiling_ids` on the node, so
+both rules find the same record. What opbuild needs to run a static node is all in the records:
+block_dim, tiling_key, the one workspace size and the tiling bytes (the selected key is the
+node's `_opbuild_selected`). `load` checks every length, type and count before it uses it and
+never reads outside the partition.
 """
 
 from __future__ import annotations
@@ -55,6 +58,24 @@ class Tiling:
     ids: list[int] = field(default_factory=list)
 
 
+@dataclass
+class TilingData:
+    """A parsed TILING_DATA partition: its header version and the results by tiling id."""
+
+    version: int
+    by_id: dict[int, Tiling]
+
+    def find(self, op_id: int, node_ids: Iterable[int]) -> Tiling | None:
+        """The AI Core tiling result of a node (GE's lookup): by its `_op_tiling_ids` in version
+        2, by its op id in version 1."""
+        if self.version == 1:
+            return self.by_id.get(tiling_id(op_id))
+        for tid in node_ids:
+            if (tid >> 56) & 0xFF == AICORE and tid in self.by_id:
+                return self.by_id[tid]
+        return None
+
+
 def build(tilings: Iterable[Tiling]) -> bytes:
     """The TILING_DATA partition of `tilings` (each with at least one id)."""
     body: list[bytes | memoryview] = []
@@ -75,8 +96,8 @@ def is_ge_layout(data: bytes | memoryview) -> bool:
     return len(data) >= 4 and struct.unpack_from("<I", data, 0)[0] == MAGIC
 
 
-def load(data: bytes | memoryview, base: int = 0) -> dict[int, Tiling]:
-    """Tiling id -> its result; OmError naming the field and file offset of any problem."""
+def load(data: bytes | memoryview, base: int = 0) -> TilingData:
+    """The results by tiling id; OmError naming the field and file offset of any problem."""
     buf = memoryview(data)
     n = len(buf)
     where = "TILING_DATA"
@@ -142,4 +163,4 @@ def load(data: bytes | memoryview, base: int = 0) -> dict[int, Tiling]:
         pos = vpos + length
     if expect != OP_RUN_INFO:
         raise OmError("the partition ends inside a record group (0, 1, 2)", where, base + n)
-    return out
+    return TilingData(version, out)

@@ -396,17 +396,17 @@ def _ge_tilings_weights(om: omf.OmFile, md: dict[str, Any]) -> tuple[dict[str, t
     """Format 3: TILING_DATA in GE's layout, bound to the nodes by their op ids (an item per node
     with the meta the runner reads), and the weights located by their Const descriptors."""
     part = om.get(omf.TILING_DATA)
-    by_id = ge_tiling.load(part.data, part.file_offset) if part is not None else {}
+    data = ge_tiling.load(part.data, part.file_offset) if part is not None else ge_tiling.TilingData(2, {})
     tilings: dict[str, tables.Item] = {}
     for node in md.get("nodes", []):
         if not isinstance(node, dict) or node.get("tiling") is None:
             continue
-        tid = ge_tiling.tiling_id(int(node.get("op_id", -1)))
-        t = by_id.get(tid)
+        t = data.find(node["op_id"], node["tiling_ids"])
         sel = node.get("selected")
         if t is None or not isinstance(sel, dict):
-            raise OmError(f"node {node.get('name')}: its tiling (id 0x{tid:x}) is not in TILING_DATA or it has no "
-                          f"selected binary", "TILING_DATA", part.file_offset if part is not None else 0)
+            raise OmError(f"node {node.get('name')}: no tiling result in TILING_DATA for it (op id {node['op_id']}, "
+                          f"_op_tiling_ids {node['tiling_ids']}) or it has no selected binary", "TILING_DATA",
+                          part.file_offset if part is not None else 0)
         tilings[node["tiling"]] = tables.Item(node["tiling"], {
             "block_dim": t.block_dim, "tiling_key": t.tiling_key, "workspace_size": t.workspace_size,
             "full_key": sel.get("full_key")}, t.data)

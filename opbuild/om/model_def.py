@@ -207,6 +207,9 @@ def encode(md: dict[str, Any], kernel_descs: dict[str, dict[str, Any]]) -> bytes
             _json_attr(op.attr[f"{p}selected"], node["selected"])
         if node.get("kernelname") is not None:
             op.attr["_kernelname"].s = node["kernelname"].encode()
+        if node.get("tiling_ids"):  # GE's binding of a node to its TILING_DATA records
+            op.attr["_op_tiling_ids"].list.val_type = _LIST_VALUE_TYPE["VT_LIST_INT"]
+            op.attr["_op_tiling_ids"].list.i.extend(node["tiling_ids"])
     name = NET_OUTPUT_NAME
     while name in taken:
         name += "_"
@@ -348,4 +351,5 @@ def _decode_node(op, ops, tensor, dims) -> dict[str, Any]:
         "output_dtypes": [_DTYPE_BY_PROTO[d.dtype] for d in op.output_desc],
         "output_shapes": None if any(s is None for s in shapes) else shapes,
         "kernelname": _str(op.attr["_kernelname"]) if "_kernelname" in op.attr else None,
+        "tiling_ids": list(op.attr["_op_tiling_ids"].list.i) if "_op_tiling_ids" in op.attr else [],
     }

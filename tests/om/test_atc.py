@@ -195,9 +195,10 @@ def test_onnx_model_and_the_info_modes(opp, tmp_path):
     parsed = parse_om(data)
     # GE's layouts: TILING_DATA's header and records, bound to the nodes by OpDef.id; raw weights
     tiling = parsed.om.get(omf.TILING_DATA)
-    by_id = ge_tiling.load(tiling.data)
+    by_id = ge_tiling.load(tiling.data).by_id
     nodes = parsed.model_def["nodes"]
     assert sorted(by_id) == sorted(ge_tiling.tiling_id(n["op_id"]) for n in nodes)
+    assert all(n["tiling_ids"] == [ge_tiling.tiling_id(n["op_id"])] for n in nodes)
     assert bytes(tiling.data[:8]) == bytes.fromhex("fe6e77dd02000000")  # magic 0xDD776EFE, version 2
     w = parsed.model_def["weights"][0]
     weights = bytes(parsed.om.get(omf.WEIGHTS_DATA).data)

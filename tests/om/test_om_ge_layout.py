@@ -30,8 +30,12 @@ def test_tiling_round_trip_and_layout():
     tiling_key, tiling_size, block_dim = struct.unpack_from("<QQI", data, 17)
     assert (tiling_key, tiling_size, block_dim) == (1, 24, 8)
     assert struct.unpack_from("<I", data, 17 + 32)[0] == 1 and struct.unpack_from("<q", data, 17 + 56)[0] == 4096
-    got = ge_tiling.load(data)
-    assert sorted(got) == [3, 4, 5] and got[4] is got[5]
+    parsed = ge_tiling.load(data)
+    got = parsed.by_id
+    assert parsed.version == 2 and sorted(got) == [3, 4, 5] and got[4] is got[5]
+    assert parsed.find(99, [5]) is got[5] and parsed.find(3, []) is None  # version 2: by _op_tiling_ids
+    v1 = ge_tiling.load(_patch(data, 4, "<I", 1))  # version 1: by the op id
+    assert v1.version == 1 and v1.find(3, []).block_dim == 8 and v1.find(99, [3]) is None
     assert (got[3].block_dim, got[3].tiling_key, got[3].workspace_size, bytes(got[3].data)) == (8, 1, 4096, b"\x01" * 24)
     assert (got[4].workspace_size, bytes(got[4].data)) == (0, b"")
     assert ge_tiling.tiling_id(7, 1) == (1 << 56) | 7
@@ -127,8 +131,9 @@ def test_static_model_tiling_bound_by_op_id(static_om, inputs):
     assert md["format_version"] == 3
     ids = {n["name"]: n["op_id"] for n in md["nodes"]}
     assert ids == {"mul0": 2, "act0": 3, "sum0": 4}  # after the two Data ops
-    records = ge_tiling.load(m.om.get(omf.TILING_DATA).data)
+    records = ge_tiling.load(m.om.get(omf.TILING_DATA).data).by_id
     assert sorted(records) == sorted(ids.values())
+    assert all(n["tiling_ids"] == [n["op_id"]] for n in md["nodes"])  # GE's _op_tiling_ids
     for node in md["nodes"]:
         assert node["kernelname"] == f"{node['op'].split(':')[0].replace('vendors/', '')}:{node['selected']['binary']}"
         assert bytes(m.tilings[node["tiling"]].data) == bytes(records[node["op_id"]].data)
@@ -137,7 +142,7 @@ def test_static_model_tiling_bound_by_op_id(static_om, inputs):
     # a tiling record moved to another op id: the node's tiling is missing, refused by name
     moved = [ge_tiling.Tiling(r.block_dim, r.tiling_key, r.workspace_size, bytes(r.data), [i + 100])
              for i, r in sorted(records.items())]
-    with pytest.raises(OmError, match=r"node mul0: its tiling \(id 0x2\) is not in TILING_DATA"):
+    with pytest.raises(OmError, match=r"node mul0: no tiling result in TILING_DATA for it \(op id 2"):
         parse_om(_replace(static_om, omf.TILING_DATA, ge_tiling.build(moved)))
     with pytest.raises(OmError, match="TILING_DATA.magic"):
         parse_om(_replace(static_om, omf.TILING_DATA, b"\0" * 16))
