@@ -12,6 +12,7 @@
     inspect.py    `om inspect`
     single_op.py  `om single-op`; `signature` of a single-op model
     atc.py        the `atc` command line (CANN's options)
+    singleop_json.py  CANN's single-op description files (atc --singleop): read, check, name
 
 See docs/om-format.md.
 """

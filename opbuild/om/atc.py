@@ -8,26 +8,26 @@
 Options are CANN's (`--name=value` or `--name value`); any other is refused by name. Op packages
 are found as CANN's atc finds them: each ASCEND_CUSTOM_OPP_PATH entry first, then the OPP tree
 ASCEND_OPP_PATH (default `out/opp`, as `opbuild om`). The single-op and ONNX paths are opbuild's
-`om single-op` and `om build` (single_op.py, onnx_model.py, build.py); `--soc_version` takes
+`om single-op` and `om build` (singleop_json.py reads the JSON; single_op.py, onnx_model.py,
+build.py build); `--soc_version` takes
 CANN's full SoC names (soc_of). Every error is one line on stderr and exit status 1 (2 for a
 usage error); no traceback reaches the user.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
-from opbuild.abi.vocabulary import DTYPE, FORMAT, SOCS, Soc
+from opbuild.abi.vocabulary import SOCS, Soc
 from opbuild.om.errors import OmError
 from opbuild.om.model_def import FRAMEWORK_TYPES as FRAMEWORKS
 from opbuild.om.model_def import ONNX_FRAMEWORK
+from opbuild.om.singleop_json import attr_values, check_outputs, file_name, inputs_by_param, read_single_op_json
 
 PROG = "atc"
 OPTIONS: dict[str, str] = {
@@ -43,11 +43,6 @@ OPTIONS: dict[str, str] = {
     "help": "print this help",
 }
 """The options opbuild's atc takes (each is CANN's option of the same name)."""
-JSON_DTYPES = {"float": "float32", "double": "float64", **{d: d for d in DTYPE}}
-"""Single-op JSON `type` spellings -> opbuild dtype names (CANN writes `float` for float32)."""
-JSON_ATTR_TYPES = {"bool": "bool", "int": "int", "float": "float", "string": "str", "str": "str",
-                   "list_int": "list_int", "list_float": "list_float", "list_bool": "list_bool"}
-"""Single-op JSON attr `type` -> the spec attr type."""
 SUCCESS = "ATC run success, welcome to the next use."
 
 
@@ -139,171 +134,6 @@ def package_roots(env: dict[str, str] | None = None) -> Roots:
     return Roots(Path(env.get("ASCEND_OPP_PATH") or "out/opp"), custom)
 
 
-# ---- --singleop -----------------------------------------------------------------------------------
-
-def _json_entries(path: Path) -> list[tuple[int, Any]]:
-    """(line, value) of each element of the JSON array in `path`; OmError `path:line: ...`."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise OmError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    try:
-        json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise OmError(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
-    except RecursionError:
-        raise OmError(f"{path}: nested too deeply") from None
-    dec = json.JSONDecoder()
-    ws = re.compile(r"[ \t\r\n]*")
-    pos = ws.match(text, 0).end()
-    if text[pos:pos + 1] != "[":
-        raise OmError(f"{path}:1: expected a JSON list of op descriptions ([{{\"op\": ...}}, ...])")
-    pos = ws.match(text, pos + 1).end()
-    out = []
-    while text[pos:pos + 1] != "]":
-        value, end = dec.raw_decode(text, pos)
-        out.append((text.count("\n", 0, pos) + 1, value))
-        pos = ws.match(text, end).end()
-        if text[pos:pos + 1] == ",":
-            pos = ws.match(text, pos + 1).end()
-    if not out:
-        raise OmError(f"{path}:1: the list has no op descriptions")
-    return out
-
-
-@dataclass
-class TensorDesc:
-    dtype: str
-    format: str
-    shape: list[int]
-    name: str | None
-
-
-def _tensor(d: Any, where: str) -> TensorDesc:
-    if not isinstance(d, dict):
-        raise OmError(f"{where}: expected an object {{\"format\", \"shape\", \"type\"}}")
-    unknown = sorted(set(d) - {"name", "param_type", "format", "shape", "type", "shape_range", "dynamic_input",
-                               "origin_format", "origin_shape"})
-    if unknown:
-        raise OmError(f"{where}: unknown field(s) {unknown}")
-    missing = [k for k in ("format", "shape", "type") if k not in d]
-    if missing:
-        raise OmError(f"{where}: missing {', '.join(missing)}")
-    dt = JSON_DTYPES.get(d["type"]) if isinstance(d["type"], str) else None
-    if dt is None:
-        raise OmError(f"{where}.type: {d['type']!r} is not a type opbuild's ops take ({', '.join(JSON_DTYPES)})")
-    if d["format"] not in FORMAT:
-        raise OmError(f"{where}.format: {d['format']!r} is not one of {', '.join(FORMAT)}")
-    shape = d["shape"]
-    if not isinstance(shape, list) or any(type(x) is not int or x < -1 for x in shape) or len(shape) > 8:
-        raise OmError(f"{where}.shape: {shape!r} is not a list of at most 8 dims, each >= 0 or -1 (dynamic; "
-                      f"-2, unknown rank, is not supported)")
-    rng = d.get("shape_range")
-    if rng is not None and (not isinstance(rng, list) or len(rng) != len(shape) or any(
-            not isinstance(r, list) or len(r) != 2 or any(type(v) is not int for v in r) for r in rng)):
-        raise OmError(f"{where}.shape_range: expected one [min, max] per dim (max -1: unbounded)")
-    name = d.get("dynamic_input") or d.get("name")
-    return TensorDesc(dt, d["format"], shape, name if isinstance(name, str) else None)
-
-
-def file_name(index: int, op: str, inputs: Sequence[TensorDesc], outputs: Sequence[TensorDesc]) -> str:
-    """CANN's default single-op model name: `<index>_<op type>`, then per input and per output
-    `_<ge::DataType>_<ge::Format>` and `_<dim>` for each dim (-1 as -1); e.g.
-    0_AddCustom_1_2_8_2048_1_2_8_2048_1_2_8_2048 (float16 = 1, ND = 2)."""
-    parts = [str(index), op]
-    for t in (*inputs, *outputs):
-        parts += [str(DTYPE[t.dtype].ge), str(FORMAT[t.format].ge), *(str(d) for d in t.shape)]
-    return "_".join(parts)
-
-
-def _group_inputs(spec, descs: list[TensorDesc], where: str) -> dict[str, list[tuple[str, list[int]]]]:
-    """The JSON input descs as the op's IR inputs: by name when every desc names an IR input (a
-    dynamic input's tensors `x`, `x0`, `x1`..., or `dynamic_input: x`), else in IR order."""
-    params = {p.name: p for p in spec.inputs}
-
-    def param_of(name: str | None) -> str | None:
-        if name in params:
-            return name
-        m = re.fullmatch(r"(.*?)(\d+)", name or "")
-        return m.group(1) if m and m.group(1) in params and params[m.group(1)].param_type == "dynamic" else None
-
-    if descs and all(param_of(d.name) for d in descs):
-        pairs = [(param_of(d.name), k, d) for k, d in enumerate(descs)]
-    elif len(descs) > len(spec.inputs):
-        raise OmError(f"{where}: {len(descs)} entries, {spec.op} has {len(spec.inputs)} inputs "
-                      f"({', '.join(params)}); name a dynamic input's tensors {spec.inputs[0].name}0, "
-                      f"{spec.inputs[0].name}1, ...")
-    else:
-        pairs = [(p.name, k, d) for k, (p, d) in enumerate(zip(spec.inputs, descs))]
-    given: dict[str, list[tuple[str, list[int]]]] = {}
-    for name, k, d in pairs:
-        formats = params[name].formats
-        if d.format not in formats:
-            raise OmError(f"{where}[{k}].format: {d.format}, but {spec.op}'s input {name} takes {', '.join(formats)}")
-        given.setdefault(name, []).append((d.dtype, d.shape))
-    return given
-
-
-def _attrs(entry: dict[str, Any], spec, where: str) -> dict[str, Any]:
-    attrs = entry.get("attr", [])
-    if not isinstance(attrs, list):
-        raise OmError(f"{where}attr: expected a list of {{\"name\", \"type\", \"value\"}}")
-    out: dict[str, Any] = {}
-    for k, a in enumerate(attrs):
-        w = f"{where}attr[{k}]"
-        if not isinstance(a, dict) or not {"name", "type", "value"} <= set(a):
-            raise OmError(f"{w}: expected {{\"name\", \"type\", \"value\"}}")
-        t = JSON_ATTR_TYPES.get(a["type"]) if isinstance(a["type"], str) else None
-        if t is None:
-            raise OmError(f"{w}.type: {a['type']!r} is not one of {', '.join(JSON_ATTR_TYPES)}")
-        known = {x.name: x.type for x in spec.attrs}
-        if a["name"] not in known:
-            raise OmError(f"{w}.name: {spec.op} has no attribute {a['name']!r} (has {sorted(known)})")
-        if known[a["name"]] != t:
-            raise OmError(f"{w}.type: {a['type']}, but {spec.op}'s {a['name']} is {known[a['name']]}")
-        out[a["name"]] = a["value"]
-    return out
-
-
-@dataclass
-class OpEntry:
-    """One checked entry of a single-op JSON file."""
-
-    where: str  # "<file>:<line>: entry <i> (<op>)"
-    index: int
-    op: str
-    name: str | None
-    inputs: list[TensorDesc]
-    outputs: list[TensorDesc]
-    raw: dict[str, Any]
-
-
-def read_single_op_json(json_path: Path) -> list[OpEntry]:
-    """Every entry of a single-op JSON file, checked (fields, types, formats, shapes, name)
-    before any op is looked up; OmError `<file>:<line>: entry <i> (<op>)...`."""
-    entries = []
-    for index, (line, entry) in enumerate(_json_entries(json_path)):
-        where = f"{json_path}:{line}: entry {index}"
-        if not isinstance(entry, dict) or not isinstance(entry.get("op"), str) or not entry["op"]:
-            raise OmError(f"{where}: expected an object with \"op\" (the op type)")
-        where += f" ({entry['op']})"
-        unknown = sorted(set(entry) - {"op", "name", "input_desc", "output_desc", "attr", "compile_flag"})
-        if unknown:
-            raise OmError(f"{where}: unknown field(s) {unknown}")
-        descs = {}
-        for key in ("input_desc", "output_desc"):
-            value = entry.get(key, [])
-            if not isinstance(value, list):
-                raise OmError(f"{where}.{key}: expected a list")
-            descs[key] = [_tensor(d, f"{where}.{key}[{k}]") for k, d in enumerate(value)]
-        name = entry.get("name")
-        if name is not None and (not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", name)
-                                 or name.startswith(".")):
-            raise OmError(f"{where}.name: {name!r} is not a file name (letters, digits, _ - .)")
-        entries.append(OpEntry(where, index, entry["op"], name, descs["input_desc"], descs["output_desc"], entry))
-    return entries
-
-
 def single_op(json_path: Path, out_dir: Path, soc: Soc, soc_name: str, roots: Roots, cmdline: str) -> list[Path]:
     """Build every entry of a single-op JSON file into `out_dir`: all are built before any is
     written (an error leaves the directory as it was)."""
@@ -317,10 +147,10 @@ def single_op(json_path: Path, out_dir: Path, soc: Soc, soc_name: str, roots: Ro
     for e in read_single_op_json(json_path):
         try:
             _, spec = op_spec(packages, e.op)
-            given = _group_inputs(spec, e.inputs, "input_desc")
-            model = single_op_model_from(e.op, given, _attrs(e.raw, spec, ""), packages, name=e.name)
+            given = inputs_by_param(spec, e.inputs, "input_desc")
+            model = single_op_model_from(e.op, given, attr_values(e.raw, spec, ""), packages, name=e.name)
             data = build_om(model, roots.opp, soc_version=soc_name, atc_cmdline=cmdline, custom_roots=roots.custom)
-            _check_outputs(parse_om(data).model_def, e.outputs, "output_desc")
+            check_outputs(parse_om(data).model_def, e.outputs, "output_desc")
         except OmError as exc:
             raise OmError(f"{e.where}: {exc}") from None
         stem = e.name or file_name(e.index, e.op, e.inputs, e.outputs)
@@ -329,19 +159,6 @@ def single_op(json_path: Path, out_dir: Path, soc: Soc, soc_name: str, roots: Ro
     for path, data in built:
         atomic_write(path, data)
     return [p for p, _ in built]
-
-
-def _check_outputs(md: dict[str, Any], descs: list[TensorDesc], where: str) -> None:
-    node = md["nodes"][0]
-    dtypes = node["output_dtypes"]
-    if len(descs) != len(dtypes):
-        raise OmError(f"{where}: {len(descs)} entries, {node['type']} has {len(dtypes)} output(s)")
-    shapes = node.get("output_shapes") or [None] * len(dtypes)
-    for k, (d, dt, shape) in enumerate(zip(descs, dtypes, shapes)):
-        if d.dtype != dt:
-            raise OmError(f"{where}[{k}].type: {d.dtype}, but {node['type']} gives {dt} for these inputs")
-        if shape is not None and -1 not in d.shape and list(d.shape) != list(shape):
-            raise OmError(f"{where}[{k}].shape: {d.shape}, but {node['type']} gives {shape} for these inputs")
 
 
 # ---- --model (ONNX) -------------------------------------------------------------------------------

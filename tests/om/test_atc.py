@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from opbuild.abi.vocabulary import SOC
-from opbuild.om import atc
+from opbuild.om import atc, singleop_json
 from opbuild.om import format as omf
 from opbuild.om.loader import load_om, parse_om
 from opbuild.om.run import OmRunner
@@ -313,8 +313,8 @@ def test_soc_names_map_to_opbuild_socs():
 
 def test_file_name_rule_is_canns_example():
     # CANN's documented example: Add, three int32 (3) ND (2) [3, 3] tensors
-    t = atc.TensorDesc("int32", "ND", [3, 3], None)
-    assert atc.file_name(0, "Add", [t, t], [t]) == "0_Add_3_2_3_3_3_2_3_3_3_2_3_3"
+    t = singleop_json.TensorDesc("int32", "ND", [3, 3], None)
+    assert singleop_json.file_name(0, "Add", [t, t], [t]) == "0_Add_3_2_3_3_3_2_3_3_3_2_3_3"
 
 
 def test_option_forms():
