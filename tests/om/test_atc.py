@@ -237,19 +237,6 @@ def test_mode6_of_a_file_without_the_attributes(tmp_path):
     assert 'attr "om_info_list" is not found' in r.stdout and "memory_size[-1 B]" in r.stdout
 
 
-# ---- the format-2 file written before GE's layouts -------------------------------------------------
-
-def test_format_2_file_still_loads_and_runs():
-    old = Path(__file__).with_name("data") / "v2_static_mul_weight.om"
-    m = parse_om(old.read_bytes())
-    assert m.model_def["format_version"] == 2 and m.model_def["soc"] == "ascend910b"
-    assert list(m.tilings) == ["mul0"] and list(m.weights) == ["w"]
-    w = (np.arange(32, dtype=np.float32).reshape(4, 8) / 8 - 2)
-    x = np.random.default_rng(1).random((4, 8), np.float32)
-    m.load(check_compat=False, trust=True)  # (built on linux x86_64; the kernel is a host .so)
-    np.testing.assert_array_equal(OmRunner(m).run({"x": x})["z"], x * w)
-
-
 # ---- no packages needed -----------------------------------------------------------------------------
 
 def test_unsupported_flags_and_usage_errors(tmp_path):

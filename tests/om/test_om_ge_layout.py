@@ -4,7 +4,9 @@ tiling records to nodes and of weights to Const descriptors."""
 
 from __future__ import annotations
 
+import platform
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -146,3 +148,18 @@ def test_static_model_tiling_bound_by_op_id(static_om, inputs):
         parse_om(_replace(static_om, omf.TILING_DATA, ge_tiling.build(moved)))
     with pytest.raises(OmError, match="TILING_DATA.magic"):
         parse_om(_replace(static_om, omf.TILING_DATA, b"\0" * 16))
+
+
+# ---- the format-2 file written before GE's layouts -------------------------------------------------
+
+@pytest.mark.skipif(platform.machine() != "x86_64" or platform.system() != "Linux",
+                    reason="the file's kernel is a linux x86_64 .so")
+def test_format_2_file_still_loads_and_runs():
+    old = Path(__file__).with_name("data") / "v2_static_mul_weight.om"
+    m = parse_om(old.read_bytes())
+    assert m.model_def["format_version"] == 2 and m.model_def["soc"] == "ascend910b"
+    assert list(m.tilings) == ["mul0"] and list(m.weights) == ["w"]
+    w = (np.arange(32, dtype=np.float32).reshape(4, 8) / 8 - 2)
+    x = np.random.default_rng(1).random((4, 8), np.float32)
+    m.load(check_compat=False, trust=True)  # (built on linux x86_64; the kernel is a host .so)
+    np.testing.assert_array_equal(OmRunner(m).run({"x": x})["z"], x * w)
