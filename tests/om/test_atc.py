@@ -331,3 +331,12 @@ def test_the_samples_add_custom_json(opp, tmp_path, kind):
     assert om.name == "_".join(["0_AddCustomTemplate"] + [f"1_2_{dims}"] * 3) + ".om"
     inputs = _xy((8, 2048))
     np.testing.assert_array_equal(run_om(om, inputs)["z"], inputs["x"] + inputs["y"])
+
+
+def test_info_modes_on_bad_files(tmp_path):
+    r = run_atc(["--mode=6", f"--om={tmp_path / 'missing.om'}"])
+    assert r.returncode == 1 and "cannot read" in r.stderr and "Traceback" not in r.stderr
+    junk = tmp_path / "junk.om"
+    junk.write_bytes(b"\0" * 300)
+    r = run_atc(["--mode=1", f"--om={junk}", f"--json={tmp_path / 'j.json'}"])
+    assert r.returncode == 1 and "magic" in r.stderr and not (tmp_path / "j.json").exists()
