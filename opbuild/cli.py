@@ -248,6 +248,37 @@ def _pack(args: argparse.Namespace) -> int:
     return 0
 
 
+# ~~~ toolkit ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+
+def _configure_toolkit(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="toolkit_command", metavar="TOOLKIT_COMMAND", required=True)
+    i = sub.add_parser("install", help="lay out T like CANN's ascend-toolkit/latest (bin/setenv.bash, msopgen, "
+                                       "include/, <arch>-linux/lib64/libascendcl.so, opp/, ...)")
+    i.add_argument("--prefix", required=True, metavar="T", help="the toolkit directory to write")
+    i.add_argument("--opp", default=None, metavar="DIR",
+                   help="a built OPP tree whose built-in package goes to T/opp/built-in (default: none)")
+    i.add_argument("--force", action="store_true", help="replace a T holding different content")
+    u = sub.add_parser("uninstall", help="remove what `toolkit install` wrote at T")
+    u.add_argument("--prefix", required=True, metavar="T")
+
+
+@command("toolkit", "a CANN-shaped toolkit directory over this opbuild: install, uninstall", _configure_toolkit)
+def _toolkit(args: argparse.Namespace) -> int:
+    from opbuild.abi.native_libs import NativeLibraryMissing
+    from opbuild.deploy.toolkit import ToolkitError, install, uninstall
+
+    try:
+        if args.toolkit_command == "install":
+            print(install(Path(args.prefix), Path(args.opp) if args.opp else None, args.force))
+        else:
+            print(uninstall(Path(args.prefix)))
+    except (ToolkitError, NativeLibraryMissing, OSError) as exc:
+        print(f"opbuild toolkit {args.toolkit_command}: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 # ~~~ env, config ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 
 
