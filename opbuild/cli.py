@@ -204,6 +204,36 @@ def _explain(args: argparse.Namespace) -> int:
     return status
 
 
+# ~~~ build ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+
+def _configure_build(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--package", action="store_true",
+                        help="then write build_out/custom_opp_<os>_<arch>.run (as `opbuild pack`)")
+    parser.add_argument("project", nargs="?", default=".", metavar="PROJECT_DIR",
+                        help="ops/*/op.yaml, or an msopgen project (op_host/ + op_kernel/); default: .")
+    parser.add_argument("scons_args", nargs=argparse.REMAINDER, metavar="-- SCONS_ARGS",
+                        help="passed to scons (targets, OPS=, SOC=, VENDOR=, -j N, -c, ...)")
+
+
+@command("build", "build an op project anywhere with opbuild's SConstruct (out/ under the project)", _configure_build)
+def _build(args: argparse.Namespace) -> int:
+    from opbuild.builder.project import ProjectError, build
+    from opbuild.deploy.install import InstallError
+
+    rest, package, project = list(args.scons_args), args.package, args.project
+    if project.startswith("-"):  # `opbuild build -- -j2`: argparse took the first scons argument
+        rest, project = [project, *rest], "."
+    while rest and rest[0] in ("--package", "--"):  # argparse's remainder starts at the first unknown word
+        package = package or rest[0] == "--package"
+        rest = rest[1:]
+    try:
+        return build(Path(project), rest, package)
+    except (ProjectError, InstallError, OSError) as exc:
+        print(f"opbuild build: error: {exc}", file=sys.stderr)
+        return 1
+
+
 # ~~~ install ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 
 
