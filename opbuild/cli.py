@@ -151,6 +151,34 @@ def _new(args: argparse.Namespace) -> int:
     return 0
 
 
+# ~~~ import ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+
+def _configure_import(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="import_command", metavar="IMPORT_COMMAND", required=True)
+    m = sub.add_parser("msopgen", help="an op of msopgen's IR JSON as ops/<op_snake>/ (op.yaml + Ascend C skeleton)")
+    m.add_argument("ir", metavar="X.json", help="msopgen's IR JSON (a list of ops)")
+    m.add_argument("-o", "--output", default=None, metavar="OP_DIR",
+                   help="the op directory to write (default: ops/<op_snake>; must be new or empty)")
+    m.add_argument("--op", default=None, help="the op to import when the file holds several")
+    m.add_argument("--soc", default=None, help=f"the SoC of the op (default: {DEFAULT_SOC})")
+
+
+@command("import", "turn another tool's op description into an opbuild op directory (msopgen IR JSON)",
+         _configure_import)
+def _import(args: argparse.Namespace) -> int:
+    from opbuild.ascendc.ir_json import IrError
+    from opbuild.ascendc.msopgen import MsopgenError, import_msopgen
+
+    try:
+        dest = import_msopgen(Path(args.ir), Path(args.output) if args.output else None, args.op, args.soc)
+    except (IrError, MsopgenError, OSError) as exc:
+        print(f"opbuild import msopgen: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"created {dest}/ (op.yaml, op_host/, op_kernel/)")
+    return 0
+
+
 # ~~~ inspect ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 
 
