@@ -171,7 +171,7 @@ def _tensor(item: Any, where: str, is_input: bool) -> IrTensor:
         alias = DTYPE_ALIASES.get(str(raw).lower()) if isinstance(raw, str) else None
         if alias is None:
             raise IrError(f"{where}: type {raw!r}: unknown dtype{did_you_mean(str(raw), DTYPE_ALIASES)} "
-                          f"(known: {', '.join(sorted(DTYPE_ALIASES))})")
+                          f"(known: {', '.join(sorted(k for k in DTYPE_ALIASES if not k.startswith('dt_')))}, DT_*)")
         dtypes.append(alias)
     formats = []
     for raw in item.get("format", ["ND"]) or ["ND"]:
