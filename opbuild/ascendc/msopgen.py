@@ -1,5 +1,5 @@
 """`msopgen gen` (console script `msopgen`, also `python -m opbuild.ascendc.msopgen`) and
-`opbuild import msopgen X.json -o ops/NAME`.
+`opbuild import msopgen X.json [-o ops/<op_snake>]`.
 
     msopgen gen -i X.json -c ai_core-<SoC> [-f aclnn|onnx|tf|pytorch|caffe] -lan cpp -out DIR [-op OP]
 
