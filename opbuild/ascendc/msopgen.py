@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Sequence
 
 from opbuild.abi.package_layout import DEFAULT_VENDOR
-from opbuild.abi.vocabulary import SOC_NAMES, SOCS, Soc, soc_for_chip
+from opbuild.abi.vocabulary import DEFAULT_SOC, SOC_NAMES, SOCS, Soc, soc_for_chip
 from opbuild.ascendc import skeleton
 from opbuild.ascendc.ir_json import IrError, IrOp, load
 
@@ -186,7 +186,7 @@ def import_msopgen(ir_file: Path, dest: Path | None, op: str | None = None, soc:
     if len(ops) > 1:
         raise MsopgenError(f"{ir_file}: holds {len(ops)} ops ({', '.join(o.op for o in ops)}); pick one with --op")
     ir = ops[0]
-    target = next((s for s in SOCS if s.name == (soc or SOCS[0].name)), None)
+    target = next((s for s in SOCS if s.name == (soc or DEFAULT_SOC)), None)
     if target is None:
         raise MsopgenError(f"--soc {soc!r}: unknown SoC; opbuild knows {', '.join(SOC_NAMES)}")
     dest = dest if dest is not None else Path("ops") / skeleton.snake(ir)

@@ -183,24 +183,65 @@ def _write(root: Path, entries: dict[str, Entry]) -> None:
     (root / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
 
 
+def _written_paths(prefix: Path) -> list[str] | None:
+    """The paths an earlier install recorded in T/<MANIFEST>, None when T is not such a toolkit."""
+    try:
+        paths = json.loads((prefix / MANIFEST).read_text())["paths"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return paths if isinstance(paths, list) and all(isinstance(p, str) for p in paths) else None
+
+
+def _carry_over(old: Path, stage: Path, written: set[str], entries: dict[str, Entry]) -> None:
+    """Copy into `stage` what the old toolkit holds that install did not write (a vendor package a
+    .run installed into opp/vendors/) and its seeded files as they are now (config.ini)."""
+    for path in sorted(old.rglob("*")):
+        rel = path.relative_to(old).as_posix()
+        if rel == MANIFEST or (rel in written and rel not in SEEDED) or (rel in entries and rel not in SEEDED):
+            continue
+        if any(parent.is_symlink() for parent in path.parents if old in parent.parents):
+            continue  # inside a symlinked directory of the toolkit (lib64, <arch>-linux/include)
+        dest = stage / rel
+        if path.is_symlink():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if dest.is_symlink() or dest.exists():
+                dest.unlink()
+            os.symlink(os.readlink(path), dest)
+        elif path.is_file():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, dest)
+        elif path.is_dir():
+            dest.mkdir(parents=True, exist_ok=True)
+
+
 def install(prefix: Path, opp: Path | None = None, force: bool = False, python: str | None = None) -> str:
-    """Lay out the toolkit at `prefix` (absolute after resolving); returns the line to print."""
+    """Lay out the toolkit at `prefix` (absolute after resolving); returns the line to print.
+
+    `force` replaces an earlier toolkit of different content (what it did not write, e.g. installed
+    vendor packages, is carried over); a non-empty directory that is not a toolkit is never replaced."""
     prefix = Path(os.path.abspath(prefix))
     entries = plan(prefix, opp, python)
     if prefix.exists() and not prefix.is_dir():
         raise ToolkitError(f"{prefix}: exists and is not a directory")
+    written: list[str] | None = None
     if prefix.is_dir() and any(prefix.iterdir()):
         differing = _differs(prefix, entries)
         if not differing:
             return f"{prefix}: up to date ({len(entries)} paths)"
+        shown = ", ".join(differing[:3]) + (f" and {len(differing) - 3} more" if len(differing) > 3 else "")
+        written = _written_paths(prefix)
+        if written is None:
+            raise ToolkitError(f"{prefix}: is not empty and is not an opbuild toolkit (no {MANIFEST}); "
+                               "not replaced, even with --force: give a new or empty directory")
         if not force:
-            shown = ", ".join(differing[:3]) + (f" and {len(differing) - 3} more" if len(differing) > 3 else "")
             raise ToolkitError(f"{prefix}: holds different content ({shown}); use --force to replace it")
     prefix.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{prefix.name}.stage-", dir=prefix.parent))
     old: Path | None = None
     try:
         _write(stage, entries)
+        if written is not None:
+            _carry_over(prefix, stage, set(written), entries)
         os.chmod(stage, 0o755)
         if prefix.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{prefix.name}.old-", dir=prefix.parent))
@@ -222,11 +263,10 @@ def uninstall(prefix: Path) -> str:
     """Remove what install wrote at `prefix` (the manifest's paths, then directories left empty)."""
     prefix = Path(os.path.abspath(prefix))
     manifest = prefix / MANIFEST
-    try:
-        paths = json.loads(manifest.read_text())["paths"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ToolkitError(f"{manifest}: not an opbuild toolkit (no readable {MANIFEST}: {exc})") from None
-    bad = [rel for rel in paths if not isinstance(rel, str) or ".." in Path(rel).parts or Path(rel).is_absolute()]
+    paths = _written_paths(prefix)
+    if paths is None:
+        raise ToolkitError(f"{prefix}: not an opbuild toolkit (no readable {MANIFEST}); nothing removed")
+    bad = [rel for rel in paths if ".." in Path(rel).parts or Path(rel).is_absolute()]
     if bad:
         raise ToolkitError(f"{manifest}: path {bad[0]!r} leaves the toolkit; nothing removed")
     dirs: set[Path] = set()

@@ -170,3 +170,34 @@ def test_seeded_config_ini_is_kept_on_reinstall(tmp_path: Path, capsys) -> None:
     assert main(["toolkit", "install", "--prefix", str(prefix)]) == 0
     assert "up to date" in capsys.readouterr().out
     assert (prefix / "opp" / "vendors" / "config.ini").read_text() == "load_priority=customize\n"
+
+
+def test_force_keeps_installed_packages_and_never_replaces_a_foreign_directory(tmp_path: Path, capsys) -> None:
+    prefix = tmp_path / "T"
+    assert main(["toolkit", "install", "--prefix", str(prefix)]) == 0
+    pkg = prefix / "opp" / "vendors" / "customize" / "version.info"
+    pkg.parent.mkdir(parents=True)
+    pkg.write_text("custom_opp_compiler_version=x\n")
+    (prefix / "opp" / "vendors" / "config.ini").write_text("load_priority=customize\n")
+    (prefix / "bin" / "msopgen").write_text("#!/bin/sh\necho edited\n")
+    assert main(["toolkit", "install", "--prefix", str(prefix), "--force"]) == 0
+    assert pkg.read_text() == "custom_opp_compiler_version=x\n"
+    assert (prefix / "opp" / "vendors" / "config.ini").read_text() == "load_priority=customize\n"
+    assert "-m opbuild.ascendc.msopgen" in (prefix / "bin" / "msopgen").read_text()
+    capsys.readouterr()
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "notes.txt").write_text("mine\n")
+    for extra in ([], ["--force"]):
+        assert main(["toolkit", "install", "--prefix", str(home), *extra]) == 1
+        assert "not an opbuild toolkit" in capsys.readouterr().err
+    assert [p.name for p in home.iterdir()] == ["notes.txt"]
+    assert main(["toolkit", "uninstall", "--prefix", str(home)]) == 1
+    assert (home / "notes.txt").is_file()
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("opbuild.om.atc") is None,
+                    reason="opbuild.om.atc is not written yet")
+def test_atc_wrapper_runs_from_plain_shell(tk: Path) -> None:
+    proc = _plain_bash(f"source {tk}/bin/setenv.bash && atc --help")
+    assert proc.returncode == 0, proc.stderr
