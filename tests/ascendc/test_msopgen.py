@@ -218,3 +218,29 @@ def test_output_dir_not_empty_and_other_errors(tmp_path: Path, capsys) -> None:
     assert "cannot read" in capsys.readouterr().err
     assert opbuild_main(["import", "msopgen", str(ir), "-o", str(tmp_path / "ops" / "wrong")]) == 1
     assert "must be named add_like" in capsys.readouterr().err
+
+
+def test_generated_op_yaml_validates_with_c_sources_in_place_of_ascend_c(tmp_path: Path, capsys) -> None:
+    """Until `opbuild validate` knows the Ascend C fields: the generated spec with its kernel/host
+    lines swapped for a C kernel and tiling pair (from `opbuild new`) passes every other check."""
+    ir = [{"op": "ScaleLike",
+           "input_desc": [{"name": "x", "param_type": "required", "format": ["ND", "ND"], "type": ["fp16", "float"]}],
+           "output_desc": [{"name": "y", "param_type": "required", "format": ["ND", "ND"], "type": ["half", "fp32"]}],
+           "attr": [{"name": "scale", "param_type": "optional", "type": "float", "default_value": "2.0"}]}]
+    scaffold = tmp_path / "scaffold"
+    assert opbuild_main(["new", "ScaleLike", "--ops-dir", str(scaffold)]) == 0
+    dest = tmp_path / "ops" / "scale_like"
+    assert opbuild_main(["import", "msopgen", str(_write(tmp_path, ir)), "-o", str(dest)]) == 0
+    c_spec = (scaffold / "scale_like" / "op.yaml").read_text()
+    c_lines = "".join(line for line in c_spec.splitlines(keepends=True)
+                      if line.startswith(("kernel:", "tiling:", "tiling_data:", "  - {name: total_length",
+                                          "  - {name: block_length", "  - {name: scale, type: float}")))
+    text = (dest / "op.yaml").read_text()
+    assert "kernel: {source: op_kernel/scale_like.cpp, entry: scale_like, api: ascendc}\n" in text
+    text = text.replace("kernel: {source: op_kernel/scale_like.cpp, entry: scale_like, api: ascendc}\n", "")
+    text = text.replace("host: {source: op_host/scale_like.cpp}\n", c_lines)
+    (dest / "op.yaml").write_text(text)
+    for name in ("kernel.c", "tiling.c"):
+        shutil.copy(scaffold / "scale_like" / name, dest / name)
+    capsys.readouterr()
+    assert opbuild_main(["validate", str(dest)]) == 0, capsys.readouterr().err
