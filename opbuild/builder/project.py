@@ -81,7 +81,10 @@ def build_top(project: Path) -> Path:
                                "Ascend C front end (opbuild.ascendc.importer), which this opbuild does not have yet; "
                                "a project of C-API ops (ops/<op>/op.yaml) builds now") from None
         top = project / BUILD_OUT
-        import_ascendc(project, top / "ops")
+        try:
+            import_ascendc(project, top / "ops")
+        except (ValueError, OSError) as exc:  # the importer's own errors name file and place
+            raise ProjectError(f"{project}: {exc}") from None
         return top
     raise ProjectError(f"{project}: no ops/*/op.yaml and no op_host/ + op_kernel/: not an op project")
 
