@@ -151,6 +151,34 @@ def _new(args: argparse.Namespace) -> int:
     return 0
 
 
+# ~~~ import ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+
+def _configure_import(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="import_command", metavar="IMPORT_COMMAND", required=True)
+    m = sub.add_parser("msopgen", help="an op of msopgen's IR JSON as ops/<op_snake>/ (op.yaml + Ascend C skeleton)")
+    m.add_argument("ir", metavar="X.json", help="msopgen's IR JSON (a list of ops)")
+    m.add_argument("-o", "--output", default=None, metavar="OP_DIR",
+                   help="the op directory to write (default: ops/<op_snake>; must be new or empty)")
+    m.add_argument("--op", default=None, help="the op to import when the file holds several")
+    m.add_argument("--soc", default=None, help=f"the SoC of the op (default: {DEFAULT_SOC})")
+
+
+@command("import", "turn another tool's op description into an opbuild op directory (msopgen IR JSON)",
+         _configure_import)
+def _import(args: argparse.Namespace) -> int:
+    from opbuild.ascendc.ir_json import IrError
+    from opbuild.ascendc.msopgen import MsopgenError, import_msopgen
+
+    try:
+        dest = import_msopgen(Path(args.ir), Path(args.output) if args.output else None, args.op, args.soc)
+    except (IrError, MsopgenError, OSError) as exc:
+        print(f"opbuild import msopgen: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"created {dest}/ (op.yaml, op_host/, op_kernel/)")
+    return 0
+
+
 # ~~~ inspect ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 
 
@@ -204,6 +232,36 @@ def _explain(args: argparse.Namespace) -> int:
     return status
 
 
+# ~~~ build ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+
+def _configure_build(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--package", action="store_true",
+                        help="then write build_out/custom_opp_<os>_<arch>.run (as `opbuild pack`)")
+    parser.add_argument("project", nargs="?", default=".", metavar="PROJECT_DIR",
+                        help="ops/*/op.yaml, or an msopgen project (op_host/ + op_kernel/); default: .")
+    parser.add_argument("scons_args", nargs=argparse.REMAINDER, metavar="-- SCONS_ARGS",
+                        help="passed to scons (targets, OPS=, SOC=, VENDOR=, -j N, -c, ...)")
+
+
+@command("build", "build an op project anywhere with opbuild's SConstruct (out/ under the project)", _configure_build)
+def _build(args: argparse.Namespace) -> int:
+    from opbuild.builder.project import ProjectError, build
+    from opbuild.deploy.install import InstallError
+
+    rest, package, project = list(args.scons_args), args.package, args.project
+    if project.startswith("-"):  # `opbuild build -- -j2`: argparse took the first scons argument
+        rest, project = [project, *rest], "."
+    while rest and rest[0] in ("--package", "--"):  # argparse's remainder starts at the first unknown word
+        package = package or rest[0] == "--package"
+        rest = rest[1:]
+    try:
+        return build(Path(project), rest, package)
+    except (ProjectError, InstallError, OSError) as exc:
+        print(f"opbuild build: error: {exc}", file=sys.stderr)
+        return 1
+
+
 # ~~~ install ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 
 
@@ -250,6 +308,37 @@ def _pack(args: argparse.Namespace) -> int:
         print(f"opbuild pack: error: {exc}", file=sys.stderr)
         return 1
     print(f"wrote {path} ({path.stat().st_size} bytes): run it with --install-path=ABS or ASCEND_OPP_PATH set (--help)")
+    return 0
+
+
+# ~~~ toolkit ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+
+def _configure_toolkit(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="toolkit_command", metavar="TOOLKIT_COMMAND", required=True)
+    i = sub.add_parser("install", help="lay out T like CANN's ascend-toolkit/latest (bin/setenv.bash, msopgen, "
+                                       "include/, <arch>-linux/lib64/libascendcl.so, opp/, ...)")
+    i.add_argument("--prefix", required=True, metavar="T", help="the toolkit directory to write")
+    i.add_argument("--opp", default=None, metavar="DIR",
+                   help="a built OPP tree whose built-in package goes to T/opp/built-in (default: none)")
+    i.add_argument("--force", action="store_true", help="replace a T holding different content")
+    u = sub.add_parser("uninstall", help="remove what `toolkit install` wrote at T")
+    u.add_argument("--prefix", required=True, metavar="T")
+
+
+@command("toolkit", "a CANN-shaped toolkit directory over this opbuild: install, uninstall", _configure_toolkit)
+def _toolkit(args: argparse.Namespace) -> int:
+    from opbuild.abi.native_libs import NativeLibraryMissing
+    from opbuild.deploy.toolkit import ToolkitError, install, uninstall
+
+    try:
+        if args.toolkit_command == "install":
+            print(install(Path(args.prefix), Path(args.opp) if args.opp else None, args.force))
+        else:
+            print(uninstall(Path(args.prefix)))
+    except (ToolkitError, NativeLibraryMissing, OSError) as exc:
+        print(f"opbuild toolkit {args.toolkit_command}: error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -1,0 +1,1 @@
+"""Ascend C: CANN's op-project front end (msopgen's IR JSON and project skeleton, the Ascend C importer)."""
