@@ -151,11 +151,11 @@ def _new(args: argparse.Namespace) -> int:
     return 0
 
 
-# ~~~ import ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ~~~ import ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 
 
 def _configure_import(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="import_command", metavar="KIND", required=True)
+    sub = parser.add_subparsers(dest="import_command", metavar="IMPORT_COMMAND", required=True)
     a = sub.add_parser("ascendc", help="a CANN op project's op_host/ and op_kernel/ (Ascend C), unchanged",
                        description="Import the Ascend C ops of a CANN op project (a directory with op_host/ and "
                                    "op_kernel/): the sources are copied byte for byte, op.yaml is written from the "
@@ -165,20 +165,38 @@ def _configure_import(parser: argparse.ArgumentParser) -> None:
                    help="the op directory (ops/<op_snake>) or the ops directory to create <op_snake>/ in (default: ops)")
     a.add_argument("--op", default=None, metavar="OP", help="only this op (default: every OpDef of the project)")
     a.add_argument("--force", action="store_true", help="replace existing op directories")
+    m = sub.add_parser("msopgen", help="an op of msopgen's IR JSON as ops/<op_snake>/ (op.yaml + Ascend C skeleton)")
+    m.add_argument("ir", metavar="X.json", help="msopgen's IR JSON (a list of ops)")
+    m.add_argument("-o", "--output", default=None, metavar="OP_DIR",
+                   help="the op directory to write (default: ops/<op_snake>; must be new or empty)")
+    m.add_argument("--op", default=None, help="the op to import when the file holds several")
+    m.add_argument("--soc", default=None, help=f"the SoC of the op (default: {DEFAULT_SOC})")
 
 
-@command("import", "turn CANN sources into opbuild ops: `import ascendc DIR` (op_host/ + op_kernel/)", _configure_import)
+@command("import", "turn CANN sources into opbuild ops: `import ascendc DIR` (op_host/ + op_kernel/), "
+                   "`import msopgen X.json` (msopgen's IR JSON)", _configure_import)
 def _import(args: argparse.Namespace) -> int:
-    from opbuild.ascendc.importer import AscendcImportError, import_ascendc
+    if args.import_command == "ascendc":
+        from opbuild.ascendc.importer import AscendcImportError, import_ascendc
+
+        try:
+            imported = import_ascendc(Path(args.project), Path(args.output), op=args.op, force=args.force)
+        except (AscendcImportError, OSError) as exc:
+            print(f"opbuild import ascendc: error: {exc}", file=sys.stderr)
+            return 1
+        for item in imported:
+            print(f"imported {item.op} into {item.directory}/ ({', '.join(item.files)}); build it with: "
+                  f"scons ops OPS={item.op}")
+        return 0
+    from opbuild.ascendc.ir_json import IrError
+    from opbuild.ascendc.msopgen import MsopgenError, import_msopgen
 
     try:
-        imported = import_ascendc(Path(args.project), Path(args.output), op=args.op, force=args.force)
-    except (AscendcImportError, OSError) as exc:
-        print(f"opbuild import: error: {exc}", file=sys.stderr)
+        dest = import_msopgen(Path(args.ir), Path(args.output) if args.output else None, args.op, args.soc)
+    except (IrError, MsopgenError, OSError) as exc:
+        print(f"opbuild import msopgen: error: {exc}", file=sys.stderr)
         return 1
-    for item in imported:
-        print(f"imported {item.op} into {item.directory}/ ({', '.join(item.files)}); build it with: "
-              f"scons ops OPS={item.op}")
+    print(f"created {dest}/ (op.yaml, op_host/, op_kernel/)")
     return 0
 
 
@@ -235,6 +253,36 @@ def _explain(args: argparse.Namespace) -> int:
     return status
 
 
+# ~~~ build ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+
+def _configure_build(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--package", action="store_true",
+                        help="then write build_out/custom_opp_<os>_<arch>.run (as `opbuild pack`)")
+    parser.add_argument("project", nargs="?", default=".", metavar="PROJECT_DIR",
+                        help="ops/*/op.yaml, or an msopgen project (op_host/ + op_kernel/); default: .")
+    parser.add_argument("scons_args", nargs=argparse.REMAINDER, metavar="-- SCONS_ARGS",
+                        help="passed to scons (targets, OPS=, SOC=, VENDOR=, -j N, -c, ...)")
+
+
+@command("build", "build an op project anywhere with opbuild's SConstruct (out/ under the project)", _configure_build)
+def _build(args: argparse.Namespace) -> int:
+    from opbuild.builder.project import ProjectError, build
+    from opbuild.deploy.install import InstallError
+
+    rest, package, project = list(args.scons_args), args.package, args.project
+    if project.startswith("-"):  # `opbuild build -- -j2`: argparse took the first scons argument
+        rest, project = [project, *rest], "."
+    while rest and rest[0] in ("--package", "--"):  # argparse's remainder starts at the first unknown word
+        package = package or rest[0] == "--package"
+        rest = rest[1:]
+    try:
+        return build(Path(project), rest, package)
+    except (ProjectError, InstallError, OSError) as exc:
+        print(f"opbuild build: error: {exc}", file=sys.stderr)
+        return 1
+
+
 # ~~~ install ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 
 
@@ -242,7 +290,11 @@ def _configure_install(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("package", metavar="PACKAGE_DIR", help="a built vendor package, e.g. out/opp/vendors/customize")
     parser.add_argument("--opp-path", required=True, metavar="DIR", help="the OPP tree (ASCEND_OPP_PATH) to install into")
     parser.add_argument("--vendor", default=None, help="vendor name (default: the package directory's name)")
-    parser.add_argument("--force", action="store_true", help="replace a different package of the same vendor")
+    parser.add_argument("--replace", action="store_true", help="replace a different package of the same vendor")
+    parser.add_argument("--force", action="store_true",
+                        help="skip the check of the shared libraries (ELF machine, GLIBC version), as the .run's --force")
+    parser.add_argument("--install-for-all", action="store_true",
+                        help="group and others may read the package (755/644 instead of 750/640)")
 
 
 @command("install", "copy a vendor package into an OPP tree and put it first in load_priority", _configure_install)
@@ -250,7 +302,8 @@ def _install(args: argparse.Namespace) -> int:
     from opbuild.deploy.install import InstallError, install
 
     try:
-        print(install(Path(args.package), Path(args.opp_path), args.vendor, args.force))
+        print(install(Path(args.package), Path(args.opp_path), args.vendor, args.replace, args.force,
+                      args.install_for_all))
     except (InstallError, OSError) as exc:
         print(f"opbuild install: error: {exc}", file=sys.stderr)
         return 1
@@ -275,7 +328,38 @@ def _pack(args: argparse.Namespace) -> int:
     except (InstallError, OSError) as exc:
         print(f"opbuild pack: error: {exc}", file=sys.stderr)
         return 1
-    print(f"wrote {path} ({path.stat().st_size} bytes): run it with --install-path=DIR (--help)")
+    print(f"wrote {path} ({path.stat().st_size} bytes): run it with --install-path=ABS or ASCEND_OPP_PATH set (--help)")
+    return 0
+
+
+# ~~~ toolkit ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+
+def _configure_toolkit(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="toolkit_command", metavar="TOOLKIT_COMMAND", required=True)
+    i = sub.add_parser("install", help="lay out T like CANN's ascend-toolkit/latest (bin/setenv.bash, msopgen, "
+                                       "include/, <arch>-linux/lib64/libascendcl.so, opp/, ...)")
+    i.add_argument("--prefix", required=True, metavar="T", help="the toolkit directory to write")
+    i.add_argument("--opp", default=None, metavar="DIR",
+                   help="a built OPP tree whose built-in package goes to T/opp/built-in (default: none)")
+    i.add_argument("--force", action="store_true", help="replace a T holding different content")
+    u = sub.add_parser("uninstall", help="remove what `toolkit install` wrote at T")
+    u.add_argument("--prefix", required=True, metavar="T")
+
+
+@command("toolkit", "a CANN-shaped toolkit directory over this opbuild: install, uninstall", _configure_toolkit)
+def _toolkit(args: argparse.Namespace) -> int:
+    from opbuild.abi.native_libs import NativeLibraryMissing
+    from opbuild.deploy.toolkit import ToolkitError, install, uninstall
+
+    try:
+        if args.toolkit_command == "install":
+            print(install(Path(args.prefix), Path(args.opp) if args.opp else None, args.force))
+        else:
+            print(uninstall(Path(args.prefix)))
+    except (ToolkitError, NativeLibraryMissing, OSError) as exc:
+        print(f"opbuild toolkit {args.toolkit_command}: error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -306,14 +390,16 @@ def _env(args: argparse.Namespace) -> int:
 def _configure_config(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cflags", action="store_true", help="compile flags (acl/acl.h, aclnn/*.h)")
     parser.add_argument("--libs", action="store_true", help="link flags (the acl library, libopbuild_acl.so)")
-    parser.add_argument("--package", default=None, metavar="PKG",
-                        help="also a package's op_api headers and libcust_opapi.so (e.g. out/opp/vendors/customize)")
+    parser.add_argument("--package", action="append", default=[], metavar="PKG",
+                        help="repeatable: also a package's op_api headers and op API libraries (libcust_opapi.so of out/opp/vendors/<v>; "
+                             "libopapi.so and libopapi_<domain>.so of out/opp/built-in)")
     parser.add_argument("--pc", action="store_true", help="print opbuild.pc (pkg-config) instead")
 
 
 @command("config", "print compile/link flags of C programs using the aclnn API (like pkg-config)", _configure_config)
 def _config(args: argparse.Namespace) -> int:
-    from opbuild.abi.native_libs import NativeLibraryMissing, pkg_config_text
+    from opbuild.abi.native_libs import NativeLibraryMissing, package_opapi_libs, pkg_config_text
+    from opbuild.abi.package_layout import opapi_lib_names
     from opbuild.deploy.setenv import config_flags
 
     try:
@@ -323,12 +409,13 @@ def _config(args: argparse.Namespace) -> int:
         if not (args.cflags or args.libs):
             print("opbuild config: error: give --cflags and/or --libs (or --pc)", file=sys.stderr)
             return 2
-        package = Path(args.package) if args.package else None
-        if package is not None and not (package / "op_api" / "lib" / "libcust_opapi.so").is_file():
-            print(f"opbuild config: error: {package} has no op_api/lib/libcust_opapi.so (not a built vendor package)",
-                  file=sys.stderr)
-            return 1
-        print(" ".join(config_flags(args.cflags, args.libs, package)))
+        packages = [Path(p) for p in args.package]
+        for package in packages:
+            if not package_opapi_libs(package):
+                print(f"opbuild config: error: {package} has no op API library in op_api/lib/ (none of "
+                      f"{', '.join(opapi_lib_names())}): not a built op package", file=sys.stderr)
+                return 1
+        print(" ".join(config_flags(args.cflags, args.libs, packages)))
     except NativeLibraryMissing as exc:
         print(f"opbuild config: error: {exc}", file=sys.stderr)
         return 1

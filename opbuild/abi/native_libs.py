@@ -37,6 +37,7 @@ from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import Sequence
 
+from opbuild.abi import package_layout
 from opbuild.runtime_paths import native_include_dir
 
 RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime"
@@ -44,7 +45,7 @@ RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime"
 
 ACL_STEM = "_opbuild_acl"
 SIM_STEM = "_opbuild_sim"
-OPAPI_LIB = "libcust_opapi.so"
+OPAPI_LIB = package_layout.CUSTOM_OPAPI_LIB
 ACL_SONAME = "libopbuild_acl.so"
 """The acl library's fixed name: its SONAME, so every library linked against it needs this name."""
 ACL_LINK_NAME = ACL_SONAME
@@ -129,11 +130,20 @@ def acl_libs() -> list[str]:
     return [f"-L{acl_library_dir()}", f"-l{_lib_name(ACL_LINK_NAME)}"]
 
 
+def package_opapi_libs(package_root: str | os.PathLike) -> list[Path]:
+    """The op API libraries of a package, custom or built-in (`op_api/lib/` files named by
+    package_layout.opapi_lib_names, in its search order); empty when it has none."""
+    lib = Path(package_root) / "op_api" / "lib"
+    return [lib / name for name in package_layout.opapi_lib_names() if (lib / name).is_file()]
+
+
 def package_flags(package_root: str | os.PathLike) -> list[str]:
     """Compile + link flags of one package's op API (`opbuild config --package PKG`): its
-    headers and libcust_opapi.so, no rpath."""
+    headers and every op API library it has (libcust_opapi.so of a vendor package; libopapi.so
+    and libopapi_<domain>.so of the built-in one), in search order, no rpath."""
     root = Path(package_root).resolve()
-    return [f"-I{root / 'op_api' / 'include'}", f"-L{root / 'op_api' / 'lib'}", f"-l{_lib_name(OPAPI_LIB)}"]
+    return [f"-I{root / 'op_api' / 'include'}", f"-L{root / 'op_api' / 'lib'}",
+            *(f"-l{_lib_name(lib.name)}" for lib in package_opapi_libs(root))]
 
 
 def environment() -> dict[str, str]:

@@ -50,6 +50,13 @@ DOMAINS = ("math", "nn", "cv", "transformer", "oam", "ras")
 """Built-in domain libraries, in op_fallback search order (libopapi_<domain>.so)."""
 
 
+def opapi_lib_names() -> tuple[str, ...]:
+    """Every op API library name a package's `op_api/lib/` may hold, in op_fallback's search
+    order: a custom package's libcust_opapi.so; the built-in package's libopapi.so, then its
+    libopapi_<domain>.so in DOMAINS order."""
+    return (CUSTOM_OPAPI_LIB, OPAPI_LIB, *(domain_opapi_lib(d) for d in DOMAINS))
+
+
 def subpackage_of(domain: str | None) -> str | None:
     """The built-in sub-package directory of a domain (`ops_math`), None for a flat layout."""
     return f"ops_{domain}" if domain else None

@@ -37,7 +37,7 @@ __all__ = [
     "FORMAT_NAMES", "Format", "IMPL_MODE", "IMPL_MODES", "IMPL_MODE_BY_INDEX", "IMPL_MODE_INDEX",
     "IMPL_MODE_NAMES", "ImplMode", "MAX_SIMPLIFIED_KEY_LEN", "SOC", "SOCS", "SOC_NAMES", "Soc",
     "TILING_FIELD_TYPE", "TILING_FIELD_TYPES", "TILING_FIELD_TYPE_NAMES", "TilingFieldType", "impl_mode_string",
-    "support_impl_mode",
+    "soc_for_chip", "support_impl_mode",
 ]
 
 
@@ -345,6 +345,15 @@ SOC: Final[dict[str, Soc]] = {s.name: s for s in SOCS}
 SOC_NAMES: Final[tuple[str, ...]] = tuple(SOC)
 DEFAULT_SOC: Final[str] = "ascend910b"
 """The SoC of a spec without `socs`, of the runtime without OPBUILD_SOC, and of an .om model."""
+
+
+def soc_for_chip(chip: str) -> Soc | None:
+    """The SoC of a CANN chip name (`--soc_version`, msopgen's `-c ai_core-<chip>`): Ascend910B1,
+    Ascend910B3 -> ascend910b; Ascend310P3 -> ascend310p; also the short name itself (ascend910b).
+    A chip belongs to the SoC whose name its lowercase spelling starts with (the longest such name)."""
+    folded = chip.strip().lower()
+    hits = [s for s in SOCS if folded.startswith(s.name)]
+    return max(hits, key=lambda s: len(s.name)) if hits else None
 
 
 # ---- tiling-data field types -----------------------------------------------------------------------

@@ -5,5 +5,7 @@ The sources are compiled unchanged against opbuild's clean-room headers
 (opbuild/runtime/native/include/ascendc) and run on the CPU twin; the spec stays the single
 source of truth: `check.check_ascendc_op` reads the host source back, checks op.yaml against it
 and lowers the spec (`lower.py`) to the form every later stage knows. `importer` writes op.yaml
-from a CANN op project (`opbuild import ascendc`). docs/ascendc.md.
+from a CANN op project (`opbuild import ascendc`); `ir_json`, `skeleton` and `msopgen` are
+CANN's op-project front end (msopgen's IR JSON, the project skeleton, `msopgen gen`,
+`opbuild import msopgen`). docs/ascendc.md, docs/toolkit.md.
 """

@@ -216,6 +216,8 @@ def import_ascendc(project: Path, dest: Path, op: str | None = None, force: bool
             staged.append((stage, target))
             imported.append(ImportedOp(name, target, tuple(sorted(files))))
         for stage, target in staged:
+            if _same_tree(stage, target):
+                continue  # already imported: leave the files (and their stats, which the caches read) alone
             target.parent.mkdir(parents=True, exist_ok=True)
             if target.exists():
                 shutil.rmtree(target)
@@ -223,6 +225,15 @@ def import_ascendc(project: Path, dest: Path, op: str | None = None, force: bool
     finally:
         shutil.rmtree(stage_root, ignore_errors=True)
     return imported
+
+
+def _same_tree(a: Path, b: Path) -> bool:
+    """Whether directories a and b hold the same files with the same bytes."""
+    if not b.is_dir():
+        return False
+    files_a = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    files_b = sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    return files_a == files_b and all((a / f).read_bytes() == (b / f).read_bytes() for f in files_a)
 
 
 def _existing_parent(path: Path) -> Path:

@@ -1,4 +1,5 @@
-"""The body of the repository's SConstruct: options, spec loading, the graph, the summary.
+"""The body of opbuild's SConstruct (opbuild/builder/SConstruct, read by the checkout's root
+SConstruct and run by `opbuild build PROJECT`): options, spec loading, the graph, the summary.
 
 Runs inside SCons. In order:
 
@@ -39,6 +40,7 @@ from SCons.Script import (  # type: ignore[import-not-found]
     Variables,
 )
 
+from opbuild.builder.project import SCONSTRUCT as PACKAGED_SCONSTRUCT
 from opbuild.builder.toolchain import TOOLCHAINS, ToolchainError, get_toolchain
 
 HELP = """
@@ -233,7 +235,7 @@ def _record_manifest(path: Path, key: str, tools: list[str | None], build, root:
         if tool:
             sources.add(tool)
             files.add(tool)
-    files.add(str(root / "SConstruct"))
+    files.update(str(p) for p in (root / "SConstruct", PACKAGED_SCONSTRUCT) if p.is_file())
     manifest.record(path, key, sorted(files), derived, sorted(dirs), summary, started_ns)
 
 

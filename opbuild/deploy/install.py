@@ -1,22 +1,27 @@
 """`opbuild install PACKAGE_DIR --opp-path DIR`: put a built vendor package into an OPP tree.
 
-The package is copied to `DIR/vendors/<vendor>/` and its vendor is moved to the front of
-`DIR/vendors/config.ini`'s `load_priority`, as CANN's install.sh does. The copy is staged in a
-temporary directory beside the destination and swapped in by rename, so a reader of the tree sees
-either the old package or the new one, never a half-copied one. A different package already
-installed under the same vendor is only replaced with `force`.
+It runs the installer script the `.run` carries (opbuild/deploy/scripts/install.sh, see
+opbuild/deploy/pack.py) on the package, with `ASCEND_OPP_PATH=DIR`: one implementation of the
+checks (ELF machine, GLIBC version; `force` skips them), the staged copy swapped in by rename
+(a reader sees the old package or the new one), the no-op re-install of an identical package,
+the refusal to replace a different package of the vendor without `replace`, the permissions
+(750/640, `for_all`: 755/644), `scripts/uninstall.sh`, and the vendor first in
+`DIR/vendors/config.ini`'s `load_priority`. It needs bash, as the `.run` does.
 """
 
 from __future__ import annotations
 
-import filecmp
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
 from opbuild.abi import package_layout as layout
-from opbuild.codegen.files import write_if_changed
+
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+PAYLOAD_SCRIPTS = ("install.sh", "uninstall.sh", "help.info")
+"""The installer's scripts, as the `.run`'s payload holds them beside packages/vendors/<vendor>/."""
 
 
 class InstallError(Exception):
@@ -27,64 +32,40 @@ def is_vendor_package(path: Path) -> bool:
     return (path / layout.KERNEL_ROOT / "config").is_dir()
 
 
-def _trees_equal(a: Path, b: Path) -> bool:
-    cmp = filecmp.dircmp(a, b)
-    if cmp.left_only or cmp.right_only or cmp.funny_files:
-        return False
-    _, mismatch, errors = filecmp.cmpfiles(a, b, cmp.common_files, shallow=False)
-    if mismatch or errors:
-        return False
-    return all(_trees_equal(a / d, b / d) for d in cmp.common_dirs)
+def check_vendor(vendor: str) -> None:
+    """InstallError unless `vendor` can be a directory of vendors/ (package_layout's rule) that the
+    installer's scripts can carry unquoted."""
+    problem = layout.vendor_name_problem(vendor)
+    if problem or any(c in "'\"\\$`" for c in vendor):
+        raise InstallError(f"bad vendor name {vendor!r}: {problem or 'contains a quote, backslash, $ or `'}")
 
 
-def update_load_priority(config_ini: Path, vendor: str) -> None:
-    """Put `vendor` first in the `load_priority=` line (created if missing), keeping other lines."""
-    lines = config_ini.read_text().splitlines() if config_ini.is_file() else []
-    for i, line in enumerate(lines):
-        if "priority" in line and "=" in line:
-            key, _, value = line.partition("=")
-            vendors = [v.strip() for v in value.split(",") if v.strip() and v.strip() != vendor]
-            lines[i] = f"{key.strip()}={','.join([vendor, *vendors])}"
-            break
-    else:
-        lines.insert(0, f"load_priority={vendor}")
-    write_if_changed(config_ini, "\n".join(lines) + "\n")
-
-
-def install(package: Path, opp_path: Path, vendor: str | None = None, force: bool = False) -> str:
-    """Install `package` (e.g. out/opp/vendors/customize); returns a one-line report."""
-    package = package.resolve()
+def install(package: Path, opp_path: Path, vendor: str | None = None, replace: bool = False,
+            force: bool = False, for_all: bool = False) -> str:
+    """Install `package` (e.g. out/opp/vendors/customize) into the OPP tree `opp_path`; returns
+    the installer's one-line report."""
+    package = Path(package).resolve()
     if not package.is_dir() or not is_vendor_package(package):
         raise InstallError(f"{package} is not a built op package (no {layout.KERNEL_ROOT}/config/)")
     vendor = vendor or package.name
-    if not vendor or "/" in vendor or vendor in (".", ".."):
-        raise InstallError(f"bad vendor name {vendor!r}")
-    vendors_dir = opp_path / "vendors"
-    dest = vendors_dir / vendor
-    if dest.resolve() == package:
-        raise InstallError(f"{package} is already at its destination {dest}")
-    if dest.exists():
-        if _trees_equal(package, dest):
-            update_load_priority(vendors_dir / "config.ini", vendor)
-            return f"{dest}: already installed (identical); load_priority has {vendor} first"
-        if not force:
-            raise InstallError(f"{dest} holds a different package of vendor {vendor}; use --force to replace it")
-    vendors_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{vendor}.install-", dir=vendors_dir))
-    old = None
-    try:
-        shutil.copytree(package, staging / vendor, symlinks=True)
-        if dest.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{vendor}.old-", dir=vendors_dir))
-            os.replace(dest, old / vendor)
-        os.replace(staging / vendor, dest)
-    except BaseException:
-        if old is not None and (old / vendor).exists() and not dest.exists():
-            os.replace(old / vendor, dest)
-        raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    update_load_priority(vendors_dir / "config.ini", vendor)
-    return f"installed {package} as {dest}; load_priority has {vendor} first"
+    check_vendor(vendor)
+    opp = Path(os.path.abspath(opp_path))
+    if (opp / "vendors" / vendor).resolve() == package:
+        raise InstallError(f"{package} is already at its destination {opp / 'vendors' / vendor}")
+    bash = shutil.which("bash")
+    if bash is None:
+        raise InstallError("installing needs bash (not found on PATH)")
+    with tempfile.TemporaryDirectory(prefix="opbuild-install-") as tmp:
+        for name in PAYLOAD_SCRIPTS:
+            shutil.copy(SCRIPTS / name, Path(tmp) / name)
+        (Path(tmp) / "packages" / "vendors").mkdir(parents=True)
+        os.symlink(package, Path(tmp) / "packages" / "vendors" / vendor)
+        args = [bash, str(Path(tmp) / "install.sh"), "--replace" * replace, "--force" * force,
+                "--install-for-all" * for_all]
+        env = {k: v for k, v in os.environ.items() if k != "ASCEND_CUSTOM_OPP_PATH"}
+        env.update(ASCEND_OPP_PATH=str(opp), OPBUILD_RUN_NAME="opbuild install")
+        proc = subprocess.run([a for a in args if a], capture_output=True, text=True, env=env)
+    if proc.returncode:
+        lines = [line.removeprefix("opbuild install: error: ") for line in proc.stderr.splitlines() if line.strip()]
+        raise InstallError(lines[-1] if lines else f"the installer failed (exit status {proc.returncode})")
+    return proc.stdout.strip().removeprefix("opbuild install: ")

@@ -1,15 +1,16 @@
 """`opbuild pack`: a vendor package as CANN's self-extracting installer, `custom_opp_<os>_<arch>.run`.
 
-The file is a POSIX sh stub followed by a gzip'ed tar of `<vendor>/` (the package tree). Run as
+The file is laid out like a makeself archive (what CANN's build uses): a POSIX sh header of
+`skip` lines (opbuild/deploy/scripts/header.sh), then the payload, a gzip'ed tar of
 
-    ./custom_opp_ubuntu_x86_64.run --install-path=DIR [--force] [--quiet]   (DIR: an OPP tree;
-                                                                  default $ASCEND_OPP_PATH)
+    install.sh  uninstall.sh  help.info  packages/vendors/<vendor>/...
 
-it checks the payload's sha256, extracts it to a temporary directory and installs it with
-`opbuild install` (opbuild/deploy/install.py: the one implementation of the copy, the refusal
-to replace a different package of the vendor without --force, and the `load_priority` update of
-`DIR/vendors/config.ini`), through the Python of `$OPBUILD_PYTHON` (default `python3`): the
-package runs on opbuild's runtime, so opbuild must be installed where it is deployed anyway.
+The header takes makeself's options (--help --info --list --check --noexec --keep --target DIR,
+and CANN's --extract=DIR), checks the payload's sha256 before extracting anything, and runs
+`bash install.sh` with the other options: --install-path=ABS, --install-for-all, --force,
+--replace, --quiet (scripts/install.sh and help.info say what each does). Installing needs bash,
+coreutils, tar and gzip on the target, no Python. `opbuild install` runs the same install.sh
+(opbuild/deploy/install.py): one implementation of the staged swap, the checks and load_priority.
 
 Reproducible: entries sorted, mtime 0, owner 0/0 with no names, modes 0755/0644, gzip with no
 name and mtime 0; no path of the build machine anywhere. Packing the same package at any path
@@ -21,14 +22,12 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
-import os
 import platform
-import shlex
 import tarfile
 from pathlib import Path
 
 from opbuild.atomic import atomic_write
-from opbuild.deploy.install import InstallError, is_vendor_package
+from opbuild.deploy.install import PAYLOAD_SCRIPTS, SCRIPTS, InstallError, check_vendor, is_vendor_package
 
 
 def run_file_name() -> str:
@@ -41,22 +40,38 @@ def run_file_name() -> str:
     return f"custom_opp_{safe}_{platform.machine() or 'unknown'}.run"
 
 
-def payload(package: Path, vendor: str) -> bytes:
-    """The tar.gz of `package` as `<vendor>/...` (reproducible, see the module docstring)."""
+
+
+def _normalized(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    info.mtime = 0
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    if info.isdir() or (info.isfile() and info.mode & 0o111):
+        info.mode = 0o755
+    elif info.isfile():
+        info.mode = 0o644
+    return info
+
+
+def payload(package: Path, vendor: str) -> tuple[bytes, int]:
+    """The tar.gz of the scripts and `package` as `packages/vendors/<vendor>/...` (reproducible,
+    see the module docstring), and the total size of its files (for `--info`)."""
     raw = io.BytesIO()
+    total = 0
+    entries: list[tuple[str, Path | None]] = [(name, SCRIPTS / name) for name in PAYLOAD_SCRIPTS]
+    entries += [("packages", None), ("packages/vendors", None), (f"packages/vendors/{vendor}", package)]
+    entries += [(f"packages/vendors/{vendor}/{p.relative_to(package).as_posix()}", p)
+                for p in sorted(package.rglob("*"), key=lambda p: p.relative_to(package).as_posix())]
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
-        paths = [package, *sorted(package.rglob("*"), key=lambda p: p.relative_to(package).as_posix())]
-        for path in paths:
-            rel = path.relative_to(package).as_posix()
-            info = tar.gettarinfo(str(path), arcname=vendor if rel == "." else f"{vendor}/{rel}")
-            info.mtime = 0
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            if info.isdir() or (info.isfile() and info.mode & 0o111):
-                info.mode = 0o755
-            elif info.isfile():
-                info.mode = 0o644
+        for arcname, path in entries:
+            if path is None:
+                info = tarfile.TarInfo(arcname)
+                info.type = tarfile.DIRTYPE
+                tar.addfile(_normalized(info))
+                continue
+            info = _normalized(tar.gettarinfo(str(path), arcname=arcname))
             if info.isfile():
+                total += info.size
                 with open(path, "rb") as f:
                     tar.addfile(info, f)
             else:
@@ -64,78 +79,22 @@ def payload(package: Path, vendor: str) -> bytes:
     out = io.BytesIO()
     with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=9) as gz:
         gz.write(raw.getvalue())
-    return out.getvalue()
+    return out.getvalue(), total
 
 
-_STUB = r"""#!/bin/sh
-# @NAME@: self-extracting installer of the op package of vendor @VENDOR@ (made by `opbuild pack`).
-# Run with --help. What follows the line `exit $?` is a tar.gz of @VENDOR@/.
-VENDOR=@VENDOR_Q@
-PAYLOAD_OFFSET=@OFFSET@
-PAYLOAD_SHA256=@SHA256@
-me=$(basename "$0")
-usage() {
-    cat <<USAGE
-usage: $me [--install-path=DIR] [--force] [--quiet] [--help]
-
-Install the op package of vendor $VENDOR into the OPP tree DIR: DIR/vendors/$VENDOR, first in
-load_priority of DIR/vendors/config.ini (what \`opbuild install\` does; it runs it).
-  --install-path=DIR  the OPP tree (default: \$ASCEND_OPP_PATH)
-  --force             replace a different package of vendor $VENDOR installed there
-  --quiet             print nothing but errors
-  --help              this text
-Needs opbuild: \${OPBUILD_PYTHON:-python3} must import it (activate its virtualenv or set OPBUILD_PYTHON).
-USAGE
-}
-main() {
-    install_path=${ASCEND_OPP_PATH:-}
-    quiet=0
-    force=
-    for arg in "$@"; do
-        case $arg in
-            --install-path=*) install_path=${arg#--install-path=} ;;
-            --quiet) quiet=1 ;;
-            --force) force=--force ;;
-            --help|-h) usage; return 0 ;;
-            *) echo "$me: error: unknown option $arg (see --help)" >&2; return 2 ;;
-        esac
-    done
-    if [ -z "$install_path" ]; then
-        echo "$me: error: give --install-path=DIR (or set ASCEND_OPP_PATH)" >&2; return 2
-    fi
-    py=${OPBUILD_PYTHON:-python3}
-    if ! "$py" -c "import opbuild.deploy.install" >/dev/null 2>&1; then
-        echo "$me: error: $py cannot import opbuild (activate its virtualenv or set OPBUILD_PYTHON)" >&2; return 1
-    fi
-    tmp=$(mktemp -d "${TMPDIR:-/tmp}/opbuild-run.XXXXXX") || return 1
-    trap 'rm -rf "$tmp"' EXIT
-    trap 'rm -rf "$tmp"; exit 130' INT TERM
-    tail -c +$((PAYLOAD_OFFSET + 1)) "$0" > "$tmp/payload.tar.gz" || return 1
-    if command -v sha256sum >/dev/null 2>&1; then
-        sum=$(sha256sum "$tmp/payload.tar.gz" | cut -d' ' -f1)
-        if [ "$sum" != "$PAYLOAD_SHA256" ]; then
-            echo "$me: error: the payload is damaged (sha256 $sum, expected $PAYLOAD_SHA256)" >&2; return 1
-        fi
-    fi
-    mkdir "$tmp/pkg" && (cd "$tmp/pkg" && gzip -dc ../payload.tar.gz | tar -xf -) || {
-        echo "$me: error: cannot extract the payload into $tmp" >&2; return 1; }
-    mkdir -p "$install_path" || return 1
-    report=$("$py" -m opbuild.cli install "$tmp/pkg/$VENDOR" --opp-path "$install_path" --vendor "$VENDOR" $force) || return 1
-    if [ "$quiet" = 0 ]; then
-        echo "$me: vendor $VENDOR in $install_path/vendors/$VENDOR (${report##*; })"
-        echo "set up C programs with: eval \"\$(opbuild env --package '$install_path/vendors/$VENDOR')\""
-    fi
-    return 0
-}
-main "$@"
-exit $?
-"""
-
-
-def stub(name: str, vendor: str, offset: int, digest: str) -> bytes:
-    text = (_STUB.replace("@NAME@", name).replace("@VENDOR_Q@", shlex.quote(vendor)).replace("@VENDOR@", vendor)
-            .replace("@SHA256@", digest).replace("@OFFSET@", f"{offset:<10d}"))  # (padded with spaces: a leading 0 is octal in sh)
-    return text.encode()
+def header(vendor: str, data: bytes, total: int) -> bytes:
+    """The sh header of the installer of `data` (header.sh with its fields filled in)."""
+    help_info = (SCRIPTS / "help.info").read_text().rstrip("\n")
+    fields = {"@VENDOR@": vendor, "@LABEL@": f"opbuild op package of vendor {vendor}",
+              "@TARGETDIR@": "(a temporary directory opbuild-run.XXXXXX in TMPDIR)",
+              "@FILESIZES@": str(len(data)), "@TOTALSIZE@": str(total),
+              "@SHA256@": hashlib.sha256(data).hexdigest(), "@HELP_INFO@": help_info}
+    text = (SCRIPTS / "header.sh").read_text()
+    for key, value in fields.items():
+        text = text.replace(key, value)
+    if not text.endswith("\n"):
+        text += "\n"
+    return text.replace("@SKIP@", str(text.count("\n"))).encode()
 
 
 def pack(package: Path, output: Path | None = None, vendor: str | None = None) -> Path:
@@ -145,14 +104,9 @@ def pack(package: Path, output: Path | None = None, vendor: str | None = None) -
     if not package.is_dir() or not is_vendor_package(package):
         raise InstallError(f"{package} is not a built op package of a vendor (no op_impl/ai_core/tbe/kernel/config/)")
     vendor = vendor or package.resolve().name
-    if not vendor or "/" in vendor or vendor in (".", "..") or any(c.isspace() or c in "'\"\\$`" for c in vendor):
-        raise InstallError(f"bad vendor name {vendor!r}")
+    check_vendor(vendor)
     output = Path(output) if output is not None else package.resolve().parent.parent.parent / run_file_name()
-    data = payload(package, vendor)
-    digest = hashlib.sha256(data).hexdigest()
-    offset = len(stub(output.name, vendor, 0, digest))  # fixed-width offset: the stub's length does not change
-    head = stub(output.name, vendor, offset, digest)
-    assert len(head) == offset
+    data, total = payload(package, vendor)
     output.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(output, head + data, 0o755)
+    atomic_write(output, header(vendor, data, total) + data, 0o755)
     return output

@@ -14,6 +14,7 @@ import hashlib
 import os
 import shlex
 from pathlib import Path
+from typing import Sequence
 
 from opbuild.abi import native_libs
 from opbuild.atomic import atomic_write
@@ -57,13 +58,13 @@ def env_script(pc_dir: Path | None = None, packages: list[Path] = ()) -> str:
     return "\n".join(lines) + "\n"
 
 
-def config_flags(cflags: bool, libs: bool, package: Path | None = None) -> list[str]:
-    """What `opbuild config` prints: compile flags, link flags (the acl library; with a package,
-    its headers and libcust_opapi.so too)."""
+def config_flags(cflags: bool, libs: bool, packages: Sequence[Path] = ()) -> list[str]:
+    """What `opbuild config` prints: compile flags, link flags (the acl library; with packages,
+    their headers and every op API library of each, custom or built-in, in the order given)."""
     flags: list[str] = []
     if cflags:
         flags += native_libs.acl_cflags()
-    if package is not None:
+    for package in packages:
         pkg = native_libs.package_flags(package)
         flags += [f for f in pkg if f.startswith("-I")] if cflags else []
         flags += [f for f in pkg if not f.startswith("-I")] if libs else []

@@ -20,18 +20,19 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import math
 import platform as _platform
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from opbuild.abi import package_layout as layout
 from opbuild.nonfinite import to_json
 from opbuild.abi.ge_types import numpy_dtype
-from opbuild.abi.vocabulary import IMPL_MODE_INDEX
+from opbuild.abi.vocabulary import DTYPE, IMPL_MODE_INDEX, SOC
 from opbuild.om import format as omf
-from opbuild.om import kernel_store, so_store, tables
+from opbuild.om import ge_tiling, ge_weights, kernel_store, so_store, tables
 from opbuild.om import model_def as model_def_proto
 from opbuild.om.errors import OmError
 from opbuild.om.model import Model, Node
@@ -82,18 +83,25 @@ def device_so_name(vendor: str, package: Path) -> str:
 
 
 class _Packages:
-    """The packages of an OPP tree, in runtime search order (vendors by load_priority, built-in)."""
+    """The packages of an OPP tree, in runtime search order: the vendor packages `custom_roots`
+    (ASCEND_CUSTOM_OPP_PATH's entries, each named `vendors/<its directory name>`), the OPP tree's
+    vendors by load_priority, built-in."""
 
-    def __init__(self, opp: Path, soc: str) -> None:
+    def __init__(self, opp: Path, soc: str, custom_roots: Sequence[Path] = ()) -> None:
         self.opp = opp
         self.soc = soc
-        self.order: list[str] = [f"vendors/{v}" for v in read_load_priority(opp / "vendors" / "config.ini")]
+        self.custom: dict[str, Path] = {}
+        for root in custom_roots:
+            self.custom.setdefault(f"vendors/{Path(root).resolve().name}", Path(root))
+        self.order: list[str] = list(self.custom)
+        self.order += [v for v in (f"vendors/{v}" for v in read_load_priority(opp / "vendors" / "config.ini"))
+                       if v not in self.custom]
         if (opp / "built-in").is_dir():
             self.order.append("built-in")
         self._modules: dict[str, Any] = {}
 
     def root(self, vendor: str) -> Path:
-        return self.opp / vendor
+        return self.custom.get(vendor) or self.opp / vendor
 
     def find(self, op: str, wanted: str | None) -> str:
         candidates = [wanted] if wanted else self.order
@@ -137,15 +145,22 @@ def _key_rule_source(spec) -> str | None:
         raise OmError(f"{spec.op}: cannot read its Python key rule: {exc}") from None
 
 
-def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] | None = None) -> bytes:
-    """The .om bytes of `model`, built against the OPP tree `opp` (e.g. out/opp)."""
+def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] | None = None,
+             soc_version: str | None = None, atc_cmdline: str = "", framework_type: str = "",
+             custom_roots: Sequence[Path] = ()) -> bytes:
+    """The .om bytes of `model`, built against the OPP tree `opp` (e.g. out/opp) and the vendor
+    packages `custom_roots` (ASCEND_CUSTOM_OPP_PATH's entries, searched first).
+
+    soc_version: the full SoC name the model attribute `soc_version` records (default: the
+    model's SoC's, vocabulary.Soc.soc_version); atc_cmdline, framework_type: the model attributes
+    `atc --mode=6` prints (the atc command line; GE's framework number, "5" for ONNX)."""
     from opbuild.runtime.call import executor as ex
     from opbuild.runtime.errors import AclnnError
     from opbuild.runtime.infer import infer_outputs
 
     opp = Path(opp)
     soc = model.soc
-    packages = _Packages(opp, soc)
+    packages = _Packages(opp, soc, custom_roots)
     d = 1 if model.deterministic else 0
     p = IMPL_MODES[model.impl_mode]
     dynamic = model.dynamic
@@ -160,7 +175,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
 
     ops: dict[str, dict[str, Any]] = {}
     kernels: dict[str, tables.Item] = {}
-    tiling_items: list[tables.Item] = []
+    tilings: list[ge_tiling.Tiling] = []
     so_bins: list[so_store.OpSoBin] = []
     so_names: set[tuple[str, str]] = set()
     aicpu_kernels: dict[str, bytes] = {}
@@ -185,7 +200,8 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
             kernels[item_name] = tables.Item(item_name, desc, data)
         return item_name
 
-    for node in model.nodes:
+    first_node_id = len(model.inputs) + len(model.weights)  # model_def.node_op_id
+    for node_index, node in enumerate(model.nodes):
         vendor = packages.find(node.op, node.package)
         if vendor not in used_vendors:
             used_vendors.append(vendor)
@@ -232,6 +248,8 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
 
         selected = None
         tiling_ref = None
+        tiling_ids: list[int] = []
+        kernelname = None
         if spec.is_aicpu:
             aicpu_vendors.add(vendor)
             item = aicpu_item_name(vendor)
@@ -263,16 +281,16 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
                 raise OmError(f"node {node.label}: {exc}") from None
             plan = executor.plan
             sel = plan.selection
-            item = add_kernel(vendor, sel.entry)
+            item = kernelname = add_kernel(vendor, sel.entry)
             op_def["binaries"][sel.full_key] = item
             selected = {"full_key": sel.full_key, "fragment": sel.fragment, "binary": sel.entry.name,
                         "input_shapes": [[list(a.shape) for a in (x if isinstance(x, list) else [x])] if x is not None else []
                                          for x in call_inputs]}
             if not node.preprocess and not plan.empty:
                 tiling_ref = node.name
-                tiling_items.append(tables.Item(node.name, {
-                    "block_dim": plan.block_dim, "tiling_key": plan.tiling_key,
-                    "workspace_size": plan.workspace_size, "full_key": sel.full_key}, plan.tiling_data))
+                tiling_ids = [ge_tiling.tiling_id(first_node_id + node_index)]
+                tilings.append(ge_tiling.Tiling(plan.block_dim, plan.tiling_key, plan.workspace_size, plan.tiling_data,
+                                                tiling_ids))
         autofuse = None
         if node.bin_file_path is not None:
             autofuse = node.bin_file_path.name
@@ -284,6 +302,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
             "name": node.name, "op": op_ref, "type": node.op, "inputs": node.inputs, "outputs": node.outputs,
             "attrs": {a.name: to_json(v) for a, v in zip(spec.attrs, attr_values)},
             "preprocess": node.preprocess, "autofuse_so": autofuse, "selected": selected, "tiling": tiling_ref,
+            "kernelname": kernelname, "tiling_ids": tiling_ids,
             "output_dtypes": [dt for dt, _ in out_meta],
             "output_shapes": None if dynamic else [None if shape is None else list(shape) for _, shape in out_meta],
         })
@@ -303,26 +322,43 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
             "compiler_version": ",".join(compiler)}
     info.update(so_info_override or {})
     flag = so_store.flag_of(b.type for b in so_bins)
+    weights_data, places = ge_weights.build(model.weights.items())
+    items = sorted(kernels.values(), key=lambda i: i.name)
+    tail: list[tuple[int, Any]] = []  # the partitions after MODEL_DEF, whose sizes MODEL_DEF records
+    if model.weights:
+        tail.append((omf.WEIGHTS_DATA, weights_data))
+    tail.append((omf.TBE_KERNELS, kernel_store.build((i.name, i.data) for i in items)))
+    if aicpu_kernels:
+        tail.append((omf.CUST_AICPU_KERNELS, kernel_store.build(sorted(aicpu_kernels.items()), "CUST_AICPU_KERNELS")))
+    if so_bins:
+        tail.append((omf.SO_BINS, so_store.build(so_bins)))
+    if tilings:
+        tail.append((omf.TILING_DATA, ge_tiling.build(tilings)))
+    sizes = {t: sum(len(c) for c in b) if isinstance(b, (list, tuple)) else len(b) for t, b in tail}
     model_def = {
-        "format": FORMAT, "format_version": FORMAT_VERSION, "name": model.name, "soc": soc, "dynamic": dynamic,
+        "format": FORMAT, "format_version": FORMAT_VERSION, "name": model.name, "soc": soc,
+        "soc_version": soc_version or (SOC[soc].soc_version if soc in SOC else soc), "dynamic": dynamic,
         "deterministic": d, "impl_mode": p, "so_in_om_flag": flag, "so_in_om_info": info,
         "inputs": [{"name": n, "dtype": dt, "shape": list(s)} for n, dt, s in model.inputs],
-        "weights": [{"name": n, "dtype": dtype_name(a.dtype), "shape": list(a.shape)} for n, a in model.weights.items()],
+        "weights": [{"name": n, "dtype": dtype_name(a.dtype), "shape": list(a.shape), "data_offset": off,
+                     "weight_size": size} for (n, a), (off, size) in zip(model.weights.items(), places)],
         "outputs": model.outputs, "packages": {v: {"version": _version_info(packages.root(v))} for v in used_vendors},
         "ops": ops, "nodes": node_defs,
+        "model_info": {
+            "om_info_list": [sizes.get(omf.WEIGHTS_DATA, 0), sizes.get(omf.TBE_KERNELS, 0),
+                             sizes.get(omf.CUST_AICPU_KERNELS, 0), 0, sizes.get(omf.SO_BINS, 0)],
+            "memory_size": 0 if dynamic else _feature_map_bytes(tensors, model.weights),
+            "weight_size": len(weights_data), "stream_num": 1, "event_num": 0,
+            "atc_version": opp_version(), "atc_cmdline": atc_cmdline, "framework_type": framework_type,
+        },
     }
-    weights = [tables.Item(n, {"dtype": dtype_name(a.dtype), "shape": list(a.shape)},
-                           np.ascontiguousarray(a).tobytes()) for n, a in model.weights.items()]
-    items = sorted(kernels.values(), key=lambda i: i.name)
-    parts: list[tuple[int, Any]] = [(omf.MODEL_DEF, model_def_proto.encode(model_def, {i.name: i.meta for i in items}))]
-    if weights:
-        parts.append((omf.WEIGHTS_DATA, tables.build(weights, tables.WEIGHT_MAGIC, "WEIGHTS_DATA")))
-    parts.append((omf.TBE_KERNELS, kernel_store.build((i.name, i.data) for i in items)))
-    if aicpu_kernels:
-        parts.append((omf.CUST_AICPU_KERNELS, kernel_store.build(sorted(aicpu_kernels.items()), "CUST_AICPU_KERNELS")))
-    if so_bins:
-        parts.append((omf.SO_BINS, so_store.build(so_bins)))
-    if tiling_items:
-        parts.append((omf.TILING_DATA, tables.build(tiling_items, tables.TILING_MAGIC, "TILING_DATA")))
+    parts = [(omf.MODEL_DEF, model_def_proto.encode(model_def, {i.name: i.meta for i in items})), *tail]
     return omf.write_om(parts, name=model.name, ops=len(model.nodes), platform_version=soc,
                         need_check_os_cpu_info=bool(so_bins), is_unknow_model=dynamic)
+
+
+def _feature_map_bytes(tensors: dict[str, tuple[str, tuple[int, ...] | None]], weights: dict[str, Any]) -> int:
+    """`memory_size` of a static model: the bytes of every tensor that is not a weight (the model
+    inputs and every node output), as if none shared memory; a data-dependent shape counts 0."""
+    return sum(DTYPE[dt].itemsize * math.prod(shape) for name, (dt, shape) in tensors.items()
+               if name not in weights and shape is not None)

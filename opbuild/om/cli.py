@@ -23,7 +23,10 @@ def run_om_command(args: argparse.Namespace) -> int:
         if args.om_command == "build":
             from opbuild.om.build import build_om
 
-            data = build_om(_model(args), Path(args.opp))
+            from opbuild.om.model_def import ONNX_FRAMEWORK
+
+            onnx = Path(args.model).suffix.lower() == ".onnx"
+            data = build_om(_model(args), Path(args.opp), framework_type=ONNX_FRAMEWORK if onnx else "")
             _write(Path(args.output), data)
             print(f"wrote {args.output} ({len(data)} bytes)")
         elif args.om_command == "single-op":

@@ -12,7 +12,7 @@ from opbuild.om.so_store import flag_types
 def describe(m: OmModel) -> str:
     h = m.om.header
     md = m.model_def
-    encoding = "JSON (format 1)" if md["format_version"] == 1 else "ge.proto.ModelDef"
+    encoding = "JSON (format 1)" if md["format_version"] == 1 else f"ge.proto.ModelDef, format {md['format_version']}"
     lines = [f"model {md['name']} ({'dynamic' if md['dynamic'] else 'static'} shape, soc {md['soc']}, "
              f"{len(md['nodes'])} nodes, MODEL_DEF {encoding})", "header:"]
     for name, (fmt, off) in omf.HEADER_FIELDS.items():
@@ -32,6 +32,8 @@ def describe(m: OmModel) -> str:
     for p in m.om.partitions:
         lines.append(f"  {p.name:<13} type {p.type:<2} offset {p.offset:<10} size {p.size:<10} (file offset {p.file_offset})")
     flag = md["so_in_om_flag"]
+    if md.get("soc_version"):
+        lines.append(f"soc_version: {md['soc_version']}")
     lines.append(f"so_in_om_flag: 0x{flag:04x} ({', '.join(t.name for t in flag_types(flag)) or 'none'})")
     info = md["so_in_om_info"]
     lines.append("so_in_om_info: " + ", ".join(f"{k}={info[k]}" for k in sorted(info)))

@@ -21,7 +21,7 @@ from opbuild.abi.vocabulary import DTYPE_NAMES, IMPL_MODE_BY_INDEX
 from opbuild.nonfinite import dumps
 from opbuild.om import build as ombuild
 from opbuild.om import format as omf
-from opbuild.om import kernel_store, so_store, tables
+from opbuild.om import ge_tiling, ge_weights, kernel_store, so_store, tables
 from opbuild.om import model_def as model_def_proto
 from opbuild.om.errors import OmCompatError, OmError, OmTrustError
 from opbuild.om.so_store import OpSoBin, SoBinType
@@ -34,7 +34,7 @@ _MODEL_DEF_SCHEMA = {
     "required": ["format", "format_version", "name", "soc", "dynamic", "deterministic", "impl_mode", "so_in_om_flag",
                  "so_in_om_info", "inputs", "weights", "outputs", "ops", "nodes"],
     "properties": {
-        "format": {"const": ombuild.FORMAT}, "format_version": {"enum": [1, ombuild.FORMAT_VERSION]},
+        "format": {"const": ombuild.FORMAT}, "format_version": {"enum": list(model_def_proto.FORMATS_READ)},
         "name": {"type": "string"}, "soc": _NAME, "dynamic": {"type": "boolean"},
         "deterministic": {"enum": [0, 1]}, "impl_mode": {"enum": sorted(IMPL_MODE_BY_INDEX)},
         "so_in_om_flag": {"type": "integer", "minimum": 0, "maximum": 0xFFFF},
@@ -346,7 +346,8 @@ def parse_om(data: bytes | bytearray | memoryview, verify_checksum: bool = True)
     om = omf.read_om(data, verify_checksum=verify_checksum)
     md_part = om.get(omf.MODEL_DEF)
     part = om.get(omf.TBE_KERNELS)
-    if bytes(md_part.data[:1]) == b"{":  # format 1: JSON MODEL_DEF, TBE_KERNELS as our item table
+    is_json = bytes(md_part.data[:1]) == b"{"
+    if is_json:  # format 1: JSON MODEL_DEF, TBE_KERNELS as our item table
         try:
             model_def = json.loads(bytes(md_part.data).decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
@@ -366,12 +367,15 @@ def parse_om(data: bytes | bytearray | memoryview, verify_checksum: bool = True)
         kernels = {name: tables.Item(name, descs[name], data) for name, data in binaries.items()}
     part = om.get(omf.SO_BINS)
     so_bins = so_store.load(part.data, part.file_offset) if part is not None else []
-    part = om.get(omf.TILING_DATA)
-    tilings = ({i.name: i for i in tables.load(part.data, tables.TILING_MAGIC, "TILING_DATA", part.file_offset,
-                                                check_name=None)} if part is not None else {})
-    part = om.get(omf.WEIGHTS_DATA)
-    weights = ({i.name: i for i in tables.load(part.data, tables.WEIGHT_MAGIC, "WEIGHTS_DATA", part.file_offset,
-                                                check_name=None)} if part is not None else {})
+    if not is_json and model_def["format_version"] >= 3:  # (an int: decode read it from the ModelDef)
+        tilings, weights = _ge_tilings_weights(om, model_def)
+    else:  # formats 1 and 2: our item tables
+        part = om.get(omf.TILING_DATA)
+        tilings = ({i.name: i for i in tables.load(part.data, tables.TILING_MAGIC, "TILING_DATA", part.file_offset,
+                                                    check_name=None)} if part is not None else {})
+        part = om.get(omf.WEIGHTS_DATA)
+        weights = ({i.name: i for i in tables.load(part.data, tables.WEIGHT_MAGIC, "WEIGHTS_DATA", part.file_offset,
+                                                    check_name=None)} if part is not None else {})
     part = om.get(omf.CUST_AICPU_KERNELS)
     aicpu = (kernel_store.load(part.data, part.file_offset, _check_item_name, "CUST_AICPU_KERNELS")
              if part is not None else {})
@@ -386,6 +390,32 @@ def parse_om(data: bytes | bytearray | memoryview, verify_checksum: bool = True)
         raise OmError("not a JSON object", "MODEL_DEF", md_part.file_offset)
     _check_model_def(m, md_part.file_offset)
     return m
+
+
+def _ge_tilings_weights(om: omf.OmFile, md: dict[str, Any]) -> tuple[dict[str, tables.Item], dict[str, tables.Item]]:
+    """Format 3: TILING_DATA in GE's layout, bound to the nodes by their op ids (an item per node
+    with the meta the runner reads), and the weights located by their Const descriptors."""
+    part = om.get(omf.TILING_DATA)
+    data = ge_tiling.load(part.data, part.file_offset) if part is not None else ge_tiling.TilingData(2, {})
+    tilings: dict[str, tables.Item] = {}
+    for node in md.get("nodes", []):
+        if not isinstance(node, dict) or node.get("tiling") is None:
+            continue
+        t = data.find(node["op_id"], node["tiling_ids"])
+        sel = node.get("selected")
+        if t is None or not isinstance(sel, dict):
+            raise OmError(f"node {node.get('name')}: no tiling result in TILING_DATA for it (op id {node['op_id']}, "
+                          f"_op_tiling_ids {node['tiling_ids']}) or it has no selected binary", "TILING_DATA",
+                          part.file_offset if part is not None else 0)
+        tilings[node["tiling"]] = tables.Item(node["tiling"], {
+            "block_dim": t.block_dim, "tiling_key": t.tiling_key, "workspace_size": t.workspace_size,
+            "full_key": sel.get("full_key")}, t.data)
+    part = om.get(omf.WEIGHTS_DATA)
+    listed = md.get("weights", [])
+    if part is None and listed:
+        raise OmError(f"{len(listed)} weights in MODEL_DEF but no WEIGHTS_DATA partition", "partition_table")
+    weights = ge_weights.locate(part.data, listed, part.file_offset) if part is not None else {}
+    return tilings, weights
 
 
 def _check_item_name(name: str) -> str | None:

@@ -1,11 +1,13 @@
 """MODEL_DEF as GE's `ge.proto.ModelDef` (opbuild/om/ge_ir.py), to and from the model dict the
 rest of opbuild/om works with (its JSON schema: loader._MODEL_DEF_SCHEMA).
 
-The graph is GE's: `graph[0]` holds one `Data` op per model input (attr `index`), one `Const`
-op per weight (attr `value`: a TensorDef whose descriptor gives dtype and shape; the bytes stay
-in WEIGHTS_DATA), one op per node (`type` = op type, `input` = "producer:output index",
+The graph is GE's: `graph[0]` holds one `Data` op per model input (attr `index`; listed in
+`GraphDef.input` as "<name>:0"), one `Const` op per weight (attr `value`: a TensorDef whose
+descriptor gives dtype, shape and, format 3, `data_offset`/`weight_size` of its bytes in
+WEIGHTS_DATA), one op per node (`type` = op type, `input` = "producer:output index",
 `input_desc`/`output_desc` with dtype, layout and shape, the op's attributes typed as GE types
-them) and a `NetOutput` op whose inputs are the model outputs. A tensor is named by its
+them, `_kernelname` on static nodes) and a `NetOutput` op whose inputs are the model outputs
+(one `input_desc` each). Ops are numbered (`OpDef.id`) in that order. A tensor is named by its
 producer's `output_desc[k].name`.
 
 What only opbuild needs rides in attributes whose names start with `_opbuild_` (GE's
@@ -28,9 +30,15 @@ from opbuild.om import ge_ir
 from opbuild.om.errors import OmError
 
 FORMAT = "opbuild-om"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """1: MODEL_DEF as JSON and TBE_KERNELS as our item table (still read, opbuild/om/legacy.py);
-2: MODEL_DEF as GE's ge.proto.ModelDef and TBE_KERNELS in GE's KernelStore layout."""
+2: MODEL_DEF as GE's ge.proto.ModelDef and TBE_KERNELS in GE's KernelStore layout (still read);
+3: what GE's loader needs besides: `GraphDef.input` as "<Data>:0", NetOutput `input_desc`, the
+model attributes `atc --mode=6` prints, the full SoC name in `soc_version`, `_kernelname` on
+static nodes, TILING_DATA in GE's layout (ge_tiling.py) and WEIGHTS_DATA as raw bytes located
+by the Const descriptors (ge_weights.py). The version is the model attribute `_opbuild_format`
+(absent: 2)."""
+FORMATS_READ = (1, 2, 3)
 
 IR_VERSION = 1
 """ModelDef.version: the version of this mapping (GE: the IR proto version)."""
@@ -43,6 +51,21 @@ PRIVATE = "_opbuild_"
 _PROTO_DTYPE = {d.name: dict(ge_ir.DATA_TYPES)[d.ge_name] for d in DTYPES}
 _DTYPE_BY_PROTO = {v: k for k, v in _PROTO_DTYPE.items()}
 UNKNOWN_RANK = [op_proto.UNKNOWN_RANK]
+OM_INFO_LIST = ("weight_data_size", "tbe_kernels_size", "cust_aicpu_kernel_store_size", "task_info_size",
+                "so_store_size")
+"""The five sizes of the model attribute `om_info_list`, in GE's order (`atc --mode=6` prints them)."""
+MODEL_INFO_INTS = ("memory_size", "weight_size", "stream_num", "event_num")
+MODEL_INFO_STRS = ("atc_version", "atc_cmdline", "framework_type")
+"""The other model attributes `atc --mode=6` prints (GE's ATTR_MODEL_*), integers and strings."""
+FRAMEWORK_TYPES = {"0": "Caffe", "1": "MindSpore", "3": "TensorFlow", "5": "ONNX"}
+"""GE's framework numbers (`framework_type`, atc's `--framework`); opbuild converts ONNX ones."""
+ONNX_FRAMEWORK = "5"
+
+
+def node_op_id(md: dict[str, Any], index: int) -> int:
+    """`OpDef.id` of the model's node `index`: ops are numbered in graph order, the Data ops,
+    then the Const ops, then the nodes (the id TILING_DATA's tiling ids are made of)."""
+    return len(md["inputs"]) + len(md["weights"]) + index
 
 
 def _desc(name: str, dtype: str, shape, layout: str = "ND"):
@@ -92,7 +115,16 @@ def encode(md: dict[str, Any], kernel_descs: dict[str, dict[str, Any]]) -> bytes
     descriptors of its TBE_KERNELS items."""
     model = ge_ir.ModelDef(name=md["name"], version=IR_VERSION)
     a = model.attr
-    a["soc_version"].s = md["soc"].encode()
+    a[f"{PRIVATE}format"].i = FORMAT_VERSION
+    a["soc_version"].s = md["soc_version"].encode()
+    a[f"{PRIVATE}soc"].s = md["soc"].encode()
+    info = md["model_info"]
+    a["om_info_list"].list.val_type = _LIST_VALUE_TYPE["VT_LIST_INT"]
+    a["om_info_list"].list.i.extend(info["om_info_list"])
+    for key in MODEL_INFO_INTS:
+        a[key].i = info[key]
+    for key in MODEL_INFO_STRS:
+        a[key].s = info[key].encode()
     a["dynamic"].b = md["dynamic"]
     a["deterministic"].i = md["deterministic"]
     a["impl_mode"].i = md["impl_mode"]
@@ -125,23 +157,26 @@ def encode(md: dict[str, Any], kernel_descs: dict[str, dict[str, Any]]) -> bytes
     descs: dict[str, Any] = {}  # tensor name -> its producer's output descriptor
     taken = {i["name"] for i in md["inputs"]} | {w["name"] for w in md["weights"]} | {n["name"] for n in md["nodes"]}
     for index, t in enumerate(md["inputs"]):
-        op = graph.op.add(name=t["name"], type=DATA)
+        op = graph.op.add(name=t["name"], type=DATA, id=len(graph.op))
         op.attr["index"].i = index
         op.output_desc.append(_desc(t["name"], t["dtype"], t["shape"]))
-        graph.input.append(t["name"])
+        graph.input.append(f"{t['name']}:0")
         producer[t["name"]] = f"{t['name']}:0"
         descs[t["name"]] = op.output_desc[0]
     for w in md["weights"]:
-        op = graph.op.add(name=w["name"], type=CONST)
+        op = graph.op.add(name=w["name"], type=CONST, id=len(graph.op))
         desc = _desc(w["name"], w["dtype"], w["shape"])
         op.output_desc.append(desc)
-        op.attr["value"].t.desc.CopyFrom(desc)
+        value = op.attr["value"].t.desc
+        value.CopyFrom(desc)
+        value.data_offset, value.weight_size = w["data_offset"], w["weight_size"]
         producer[w["name"]] = f"{w['name']}:0"
         descs[w["name"]] = op.output_desc[0]
-    for node in md["nodes"]:
+    for k, node in enumerate(md["nodes"]):
         op_def = md["ops"][node["op"]]
         spec = op_def["definition"]
-        op = graph.op.add(name=node["name"], type=node["type"])
+        op = graph.op.add(name=node["name"], type=node["type"], id=len(graph.op))
+        assert op.id == node_op_id(md, k)
         counts = []
         for param, t in zip(spec["inputs"], node["inputs"]):
             names = t if isinstance(t, list) else ([] if t is None else [t])
@@ -170,12 +205,19 @@ def encode(md: dict[str, Any], kernel_descs: dict[str, dict[str, Any]]) -> bytes
             op.attr[f"{p}tiling"].s = node["tiling"].encode()
         if node.get("selected") is not None:
             _json_attr(op.attr[f"{p}selected"], node["selected"])
+        if node.get("kernelname") is not None:
+            op.attr["_kernelname"].s = node["kernelname"].encode()
+        if node.get("tiling_ids"):  # GE's binding of a node to its TILING_DATA records
+            op.attr["_op_tiling_ids"].list.val_type = _LIST_VALUE_TYPE["VT_LIST_INT"]
+            op.attr["_op_tiling_ids"].list.i.extend(node["tiling_ids"])
     name = NET_OUTPUT_NAME
     while name in taken:
         name += "_"
-    out = graph.op.add(name=name, type=NET_OUTPUT)
-    for t in md["outputs"]:
+    out = graph.op.add(name=name, type=NET_OUTPUT, id=len(graph.op))
+    for k, t in enumerate(md["outputs"]):
         out.input.append(producer[t])
+        src = descs[t]
+        out.input_desc.append(_desc(f"input{k}", _DTYPE_BY_PROTO[src.dtype], list(src.shape.dim), src.layout))
         graph.output.append(producer[t])
     return model.SerializeToString(deterministic=True)
 
@@ -211,6 +253,10 @@ def decode(data: bytes | memoryview) -> tuple[dict[str, Any], dict[str, dict[str
 
 def _decode(model) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     a = model.attr
+    version = a[f"{PRIVATE}format"].i if f"{PRIVATE}format" in a else 2
+    if version not in FORMATS_READ[1:]:
+        raise OmError(f"model attribute {PRIVATE}format is {version}: written by a newer opbuild "
+                      f"(this one reads {list(FORMATS_READ)})", "MODEL_DEF")
     for key in ("soc_version", f"{PRIVATE}ops", f"{PRIVATE}kernels"):
         if key not in a:
             raise OmError(f"ModelDef has no attribute {key!r} (not written by opbuild om)", "MODEL_DEF")
@@ -248,13 +294,18 @@ def _decode(model) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
             inputs.append((op.attr["index"].i, {"name": d.name, "dtype": _DTYPE_BY_PROTO[d.dtype], "shape": dims(d)}))
         elif op.type == CONST:
             d = op.attr["value"].t.desc
-            weights.append({"name": op.output_desc[0].name, "dtype": _DTYPE_BY_PROTO[d.dtype], "shape": dims(d)})
+            weight = {"name": op.output_desc[0].name, "dtype": _DTYPE_BY_PROTO[d.dtype], "shape": dims(d)}
+            if version >= 3:
+                weight.update(data_offset=d.data_offset, weight_size=d.weight_size)
+            weights.append(weight)
         elif op.type == NET_OUTPUT:
             outputs = [tensor(e) for e in op.input]
         else:
             nodes.append(_decode_node(op, ops, tensor, dims))
+    soc = _str(a[f"{PRIVATE}soc"]) if version >= 3 else _str(a["soc_version"])
     md = {
-        "format": FORMAT, "format_version": FORMAT_VERSION, "name": model.name, "soc": _str(a["soc_version"]),
+        "format": FORMAT, "format_version": version, "name": model.name, "soc": soc,
+        "soc_version": _str(a["soc_version"]),
         "dynamic": a["dynamic"].b, "deterministic": a["deterministic"].i, "impl_mode": a["impl_mode"].i,
         "so_in_om_flag": a["so_in_om_flag"].i,
         "so_in_om_info": {key: _str(a[name]) for key, name in (
@@ -264,6 +315,9 @@ def _decode(model) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         "packages": {k: {"version": _str(v)} for k, v in a[f"{PRIVATE}packages"].func.attr.items()},
         "ops": ops, "nodes": nodes,
     }
+    if version >= 3:
+        md["model_info"] = {"om_info_list": list(a["om_info_list"].list.i),
+                            **{k: a[k].i for k in MODEL_INFO_INTS}, **{k: _str(a[k]) for k in MODEL_INFO_STRS}}
     return md, kernels
 
 
@@ -287,7 +341,7 @@ def _decode_node(op, ops, tensor, dims) -> dict[str, Any]:
     types = {x["name"]: x["type"] for x in spec["attrs"]}
     shapes = [dims(d) for d in op.output_desc]
     return {
-        "name": op.name, "op": ref, "type": op.type, "inputs": node_inputs,
+        "name": op.name, "op_id": op.id, "op": ref, "type": op.type, "inputs": node_inputs,
         "outputs": [d.name for d in op.output_desc],
         "attrs": {name: _get_attr(op.attr[name], t) for name, t in types.items() if name in op.attr},
         "preprocess": op.attr[f"{p}preprocess"].b,
@@ -296,4 +350,6 @@ def _decode_node(op, ops, tensor, dims) -> dict[str, Any]:
         "selected": _json(op.attr[f"{p}selected"], f"node {op.name} selected") if f"{p}selected" in op.attr else None,
         "output_dtypes": [_DTYPE_BY_PROTO[d.dtype] for d in op.output_desc],
         "output_shapes": None if any(s is None for s in shapes) else shapes,
+        "kernelname": _str(op.attr["_kernelname"]) if "_kernelname" in op.attr else None,
+        "tiling_ids": list(op.attr["_op_tiling_ids"].list.i) if "_op_tiling_ids" in op.attr else [],
     }

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -175,10 +175,11 @@ def _as_attr(spec: OpSpec, name: str, value: Any, what: str) -> Any:
 
 
 class _Converter:
-    def __init__(self, path: Path, opp: Path, input_shapes: dict[str, tuple[int, ...]], soc: str) -> None:
+    def __init__(self, path: Path, opp: Path, input_shapes: dict[str, tuple[int, ...]], soc: str,
+                 custom_roots: Sequence[Path] = ()) -> None:
         self.path = path
         self.model = _load(path)
-        self.packages = _Packages(opp, soc)
+        self.packages = _Packages(opp, soc, custom_roots)
         self.plugins = _Plugins(self.packages)
         self.soc = soc
         self.input_shapes = dict(input_shapes)
@@ -349,6 +350,7 @@ class _Converter:
 
 
 def onnx_model(path: str | Path, opp: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None,
-               soc: str = DEFAULT_SOC) -> Model:
-    """The `Model` of the ONNX file at `path`, its nodes mapped by the plugins of the OPP tree `opp`."""
-    return _Converter(Path(path), Path(opp), input_shapes or {}, soc).convert()
+               soc: str = DEFAULT_SOC, custom_roots: Sequence[Path] = ()) -> Model:
+    """The `Model` of the ONNX file at `path`, its nodes mapped by the plugins of the vendor
+    packages `custom_roots` (first) and the OPP tree `opp`."""
+    return _Converter(Path(path), Path(opp), input_shapes or {}, soc, custom_roots).convert()

@@ -39,13 +39,30 @@ def parse_attr(text: str) -> tuple[str, Any]:
 
 def single_op_model(op: str, inputs: Sequence[str], attrs: Sequence[str], opp: Path, soc: str = DEFAULT_SOC,
                     package: str | None = None, name: str | None = None):
-    packages = _Packages(Path(opp), soc)
-    vendor = packages.find(op, package)
-    spec = packages.op_runtime(vendor, op).spec
-    given = {}
+    """The one-node model of `om single-op`: inputs as NAME=DTYPE[dims] (a dynamic input's
+    tensors repeat its name), attrs as NAME=VALUE."""
+    given: dict[str, list[tuple[str, list[int]]]] = {}
     for text in inputs:
         n, dt, dims = parse_tensor(text)
         given.setdefault(n, []).append((dt, dims))
+    return single_op_model_from(op, given, dict(parse_attr(a) for a in attrs), _Packages(Path(opp), soc),
+                                package=package, name=name)
+
+
+def op_spec(packages: _Packages, op: str, package: str | None = None):
+    """(vendor, spec) of `op` in the packages, searched in runtime order (OmError when absent)."""
+    vendor = packages.find(op, package)
+    return vendor, packages.op_runtime(vendor, op).spec
+
+
+def single_op_model_from(op: str, given: dict[str, list[tuple[str, list[int]]]], attrs: dict[str, Any],
+                         packages: _Packages, package: str | None = None, name: str | None = None):
+    """The one-node model of `op`: `given` maps each IR input name to its tensors (dtype, dims;
+    -1 a dynamic dim; more than one only for a dynamic input), `attrs` the attribute values.
+
+    This is what `om single-op` and `atc --singleop` build; the model's inputs are named after
+    the IR inputs (a dynamic input's tensors `<name><k>`), its outputs after the IR outputs."""
+    vendor, spec = op_spec(packages, op, package)
     unknown = set(given) - {p.name for p in spec.inputs}
     if unknown:
         raise OmError(f"{op} has no input(s) {sorted(unknown)} (inputs: {[p.name for p in spec.inputs]})")
@@ -56,15 +73,18 @@ def single_op_model(op: str, inputs: Sequence[str], attrs: Sequence[str], opp: P
             if p.param_type == "optional":
                 node_inputs.append(None)
                 continue
-            raise OmError(f"{op}: input {p.name} is required: give --input {p.name}=DTYPE[dims]")
-        names = [p.name if len(tensors) == 1 and p.param_type != "dynamic" else f"{p.name}{k}" for k in range(len(tensors))]
+            raise OmError(f"{op}: input {p.name} is required and no tensor is given for it "
+                          f"(inputs: {', '.join(q.name for q in spec.inputs)})")
+        if len(tensors) > 1 and p.param_type != "dynamic":
+            raise OmError(f"{op}: input {p.name} is {p.param_type}, it takes one tensor, not {len(tensors)}")
+        names = [p.name if p.param_type != "dynamic" else f"{p.name}{k}" for k in range(len(tensors))]
         for n, (dt, dims) in zip(names, tensors):
             model_inputs.append({"name": n, "dtype": dt, "shape": dims})
         node_inputs.append(names if p.param_type == "dynamic" else names[0])
     data = {
-        "name": (name or spec.snake)[:31], "soc": soc, "inputs": model_inputs,
+        "name": (name or spec.snake)[:31], "soc": packages.soc, "inputs": model_inputs,
         "nodes": [{"name": spec.snake, "op": op, "package": vendor, "inputs": node_inputs,
-                   "outputs": [p.name for p in spec.outputs], "attrs": dict(parse_attr(a) for a in attrs)}],
+                   "outputs": [p.name for p in spec.outputs], "attrs": attrs}],
         "outputs": [p.name for p in spec.outputs],
     }
     return model_from_dict(data, Path("."), f"single-op {op}")
@@ -72,3 +92,27 @@ def single_op_model(op: str, inputs: Sequence[str], attrs: Sequence[str], opp: P
 
 def build_single_op(op: str, inputs: Sequence[str], attrs: Sequence[str], opp: Path, **kw) -> bytes:
     return build_om(single_op_model(op, inputs, attrs, opp, **kw), opp)
+
+
+def signature(model_def: dict[str, Any]) -> dict[str, Any]:
+    """What a single-op model is for, read from a parsed .om (`loader.parse_om(data).model_def`):
+    `{op, inputs: [{name, dtype, format, shape}], outputs: [{name, dtype, format, shape}], attrs}`
+    (-1: a dynamic dim; an output's shape is None in a dynamic model). This is how a caller
+    matching an op call to a single-op .om (aclopSetModelDir's directory) reads one; OmError
+    when the model is not one node."""
+    nodes = model_def["nodes"]
+    if len(nodes) != 1:
+        raise OmError(f"model {model_def['name']!r} has {len(nodes)} nodes, a single-op model has 1")
+    node = nodes[0]
+    definition = model_def["ops"][node["op"]]["definition"]
+    shapes = {i["name"]: (i["dtype"], i["shape"]) for i in model_def["inputs"]}
+    inputs = []
+    for param, names in zip(definition["inputs"], node["inputs"]):
+        for name in names if isinstance(names, list) else ([] if names is None else [names]):
+            dtype, shape = shapes[name]
+            inputs.append({"name": name, "dtype": dtype, "format": param.get("formats", ["ND"])[0], "shape": shape})
+    out_shapes = node.get("output_shapes") or [None] * len(node["outputs"])
+    outputs = [{"name": name, "dtype": dtype, "format": param.get("formats", ["ND"])[0], "shape": shape}
+               for param, name, dtype, shape in zip(definition["outputs"], node["outputs"], node["output_dtypes"],
+                                                    out_shapes)]
+    return {"op": node["type"], "inputs": inputs, "outputs": outputs, "attrs": dict(node["attrs"])}

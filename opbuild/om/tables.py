@@ -1,4 +1,5 @@
-"""Item tables of our own partitions: TBE_KERNELS, TILING_DATA and WEIGHTS_DATA.
+"""Item tables of our own partitions: TBE_KERNELS (format 1), TILING_DATA and WEIGHTS_DATA
+(formats 1 and 2; format 3 writes GE's layouts, ge_tiling.py and ge_weights.py). Still read.
 
 All three share one length-checked layout (docs/om-format.md):
 

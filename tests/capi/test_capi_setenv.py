@@ -73,3 +73,23 @@ def test_config_needs_a_flag_and_a_built_package(tmp_path):
     assert subprocess.run(run, capture_output=True).returncode == 2
     bad = subprocess.run([*run, "--libs", "--package", str(tmp_path)], capture_output=True, text=True)
     assert bad.returncode == 1 and str(tmp_path) in bad.stderr
+
+
+def test_opbuild_config_of_the_built_in_package_links_every_op_api_library(package, tmp_path):
+    """Issue 23 item 7: `--package out/opp/built-in` (libopapi.so + libopapi_<domain>.so) works
+    like a vendor package; sample_ops.c calls ops of both, built with the two packages' flags."""
+    opbuild = " ".join(shlex.quote(a) for a in (sys.executable, "-m", "opbuild.cli"))
+    custom, builtin = shlex.quote(str(package.root)), shlex.quote(str(package.builtin))
+    flags = subprocess.run([sys.executable, "-m", "opbuild.cli", "config", "--libs", "--package", str(package.builtin)],
+                           capture_output=True, text=True, check=True).stdout.split()
+    libs = [f for f in flags if f.startswith("-l")]
+    assert libs[:3] == ["-lopapi", "-lopapi_math", "-lopapi_nn"], flags  # search order, then the acl library
+    assert f"-L{package.builtin.resolve() / 'op_api' / 'lib'}" in flags
+    src = shlex.quote(str(HERE / "sample_ops.c"))
+    proc = _sh(f"{CC} -pthread -o app {src} $({opbuild} config --cflags --libs --package {custom} --package {builtin})\n"
+               f'eval "$({opbuild} env --pc-dir pc --package {custom} --package {builtin})"\n./app', tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    fields = dict(line.split(": ", 1) for line in proc.stdout.splitlines() if ": " in line)
+    assert fields["leaky_key"] == "LeakyReluCustom/d=0,p=1/leaky_fp32", proc.stdout
+    assert proc.stdout.rstrip().endswith("done")
+    _no_rpath(tmp_path / "app")

@@ -128,7 +128,10 @@ def test_model_def_graph_read_from_ge_field_numbers(static_om):
     assert [v for n, w, v in fields(ops["sum0"]["attr"]["keep_dims"]) if n == 5] == [0]  # AttrDef.b
     # the graph's inputs and outputs (GraphDef 4 and 5)
     graph = messages(model_def, 7)[0]
-    assert strings(graph, 4) == ["x", "y"] and strings(graph, 5) == ["sum0:0"]
+    # (GE's SerializeGraph writes the inputs as "<Data>:0"; its reader needs the ':')
+    assert strings(graph, 4) == ["x:0", "y:0"] and strings(graph, 5) == ["sum0:0"]
+    # NetOutput: one input_desc per input (ge::Model::Load asserts an in-anchor per input)
+    assert ops["Node_Output"]["input_desc"] == ops["sum0"]["output_desc"]
 
 
 def test_tbe_kernels_in_kernel_store_layout(static_om):
@@ -149,7 +152,8 @@ def test_tbe_kernels_in_kernel_store_layout(static_om):
 
 def _legacy(data: bytes) -> bytes:
     """`data` rewritten as a format-1 file: JSON MODEL_DEF (no inferred output shapes), TBE_KERNELS
-    as the old item table with each kernel's descriptor."""
+    as the old item table with each kernel's descriptor, TILING_DATA and WEIGHTS_DATA as the old
+    item tables."""
     from opbuild.nonfinite import dumps
 
     m = parse_om(data)
@@ -164,6 +168,10 @@ def _legacy(data: bytes) -> bytes:
         elif p.type == omf.TBE_KERNELS:
             payload = tables.build(sorted(m.kernels.values(), key=lambda i: i.name), tables.KERNEL_MAGIC, "TBE_KERNELS",
                                    allow_empty=False)
+        elif p.type == omf.TILING_DATA:  # formats 1 and 2: our item tables
+            payload = tables.build(list(m.tilings.values()), tables.TILING_MAGIC, "TILING_DATA")
+        elif p.type == omf.WEIGHTS_DATA:
+            payload = tables.build(list(m.weights.values()), tables.WEIGHT_MAGIC, "WEIGHTS_DATA")
         parts.append((p.type, payload))
     h = m.om.header
     return omf.write_om(parts, name=md["name"], ops=h.ops, platform_version=h.text("platform_version"),

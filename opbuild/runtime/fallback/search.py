@@ -15,18 +15,17 @@ import logging
 import os
 import threading
 import time
-from pathlib import Path
 from typing import Any, NamedTuple, Sequence
 
+from opbuild.abi import package_layout as layout
 from opbuild.runtime.call.cache_key import search_env
 from opbuild.runtime.binaries.package import STAMP_INTERVAL_NS
 from opbuild.runtime.errors import ACLNN_ERR_INNER, AclnnError
 
 log = logging.getLogger("opbuild.fallback")
 
-CUSTOM_LIB = "libcust_opapi.so"
-BUILTIN_LIBS = ("libopapi.so", "libopapi_math.so", "libopapi_nn.so", "libopapi_cv.so", "libopapi_transformer.so",
-                "libopapi_oam.so", "libopapi_ras.so")
+CUSTOM_LIB = layout.CUSTOM_OPAPI_LIB
+BUILTIN_LIBS = layout.opapi_lib_names()[1:]
 """The built-in package's op API libraries, in search order (op_api/lib/ of the package)."""
 OP_API_LIB_DIR = os.path.join("op_api", "lib")
 RESET_CACHE = "ResetCacheThreadLocal"
@@ -119,19 +118,10 @@ def _libraries(roots: Sequence[str | os.PathLike[str]]) -> tuple[str, ...]:
 
 
 def _env_roots() -> list[str]:
-    from opbuild.runtime.binaries.package import read_load_priority
+    """The package roots of the environment: the runtime's one search order (binaries.package.search_roots)."""
+    from opbuild.runtime.binaries.package import search_roots
 
-    roots = [p for p in os.environ.get("ASCEND_CUSTOM_OPP_PATH", "").split(":") if p]
-    opp = os.environ.get("ASCEND_OPP_PATH")
-    if opp:
-        vendors = os.path.join(opp, "vendors")
-        roots += [os.path.join(vendors, v) for v in read_load_priority(Path(vendors) / "config.ini")]
-    home = os.environ.get("ASCEND_HOME_PATH")
-    if home and os.path.isdir(os.path.join(home, "opp_latest")):
-        roots.append(os.path.join(home, "opp_latest", "built-in"))
-    elif opp:
-        roots.append(os.path.join(opp, "built-in"))
-    return roots
+    return [os.fspath(p) for p in search_roots()]
 
 
 def search_path(roots: Sequence[str | os.PathLike[str]] | None = None) -> tuple[str, ...]:

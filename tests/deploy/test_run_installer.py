@@ -1,0 +1,361 @@
+"""Issue 23 item 3: the `.run` installer like CANN's, run for real with sh/bash in temp dirs.
+
+makeself's layout and options (--help --info --list --check --noexec --extract --target --keep),
+the installer's (--install-path=ABS with its bin/set_env.bash and config.ini left alone, the
+ASCEND_CUSTOM_OPP_PATH / ASCEND_OPP_PATH defaults with load_priority, --install-for-all, --quiet,
+--force, --replace, relative paths refused, unknown options warned about), the ELF machine and
+GLIBC checks, CANN's permissions, uninstall.sh, the recovery of an interrupted swap, and an
+install on a PATH with bash, coreutils, tar and gzip only (no Python)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from opbuild.deploy.pack import pack, run_file_name
+
+from fake_package import TILING_LIB
+
+ENV_VARS = ("ASCEND_OPP_PATH", "ASCEND_CUSTOM_OPP_PATH", "LD_LIBRARY_PATH")
+
+
+def _run(installer: Path, *args: str, cwd: Path, env: dict[str, str] | None = None,
+         path: str | None = None) -> subprocess.CompletedProcess:
+    tmpdir = cwd / "tmpdir"
+    tmpdir.mkdir(exist_ok=True)
+    base = {k: v for k, v in os.environ.items() if k not in ENV_VARS}
+    base.update(TMPDIR=str(tmpdir), **(env or {}))
+    if path is not None:
+        base["PATH"] = path
+    sh = shutil.which("sh", path=base["PATH"]) or "sh"
+    return subprocess.run([sh, str(installer), *args], capture_output=True, text=True, env=base, cwd=cwd, timeout=120)
+
+
+def _tree(root: Path) -> dict[str, bytes | str]:
+    found: dict[str, bytes | str] = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        found[rel] = "->" + os.readlink(p) if p.is_symlink() else p.read_bytes() if p.is_file() else "dir"
+    return found
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+@pytest.fixture
+def pkg(tmp_path, make_package) -> Path:
+    return make_package(tmp_path / "src", "1")
+
+
+@pytest.fixture
+def run_file(pkg, tmp_path) -> Path:
+    return pack(pkg, tmp_path / run_file_name())
+
+
+def _leftovers(tmp_path: Path, vendors: Path) -> list[str]:
+    hidden = [p.name for p in vendors.iterdir() if p.name.startswith(".")] if vendors.is_dir() else []
+    return hidden + [p.name for p in (tmp_path / "tmpdir").iterdir()]
+
+
+# ---- the archive --------------------------------------------------------------------------------
+
+def test_reproducible_makeself_layout(pkg, run_file, tmp_path):
+    data = run_file.read_bytes()
+    assert data.startswith(b"#!/bin/sh\n") and os.access(run_file, os.X_OK)
+    skip = int(next(line for line in data.split(b"\n") if line.startswith(b"skip=")).split(b"=")[1])
+    head = b"\n".join(data.split(b"\n")[:skip]) + b"\n"
+    assert data[len(head):len(head) + 2] == b"\x1f\x8b"  # the gzip payload starts after line `skip`
+    copy = tmp_path / "elsewhere" / "customize"
+    shutil.copytree(pkg, copy, symlinks=True)
+    for p in copy.rglob("*"):
+        if not p.is_symlink():
+            os.utime(p, (12345, 12345))
+    assert pack(copy, tmp_path / "again.run").read_bytes() == data
+    assert str(pkg).encode() not in data
+
+
+def test_help_info_list_check(run_file, tmp_path):
+    helped = _run(run_file, "--help", cwd=tmp_path)
+    assert helped.returncode == 0
+    for option in ("--install-path=ABS", "--install-for-all", "--force", "--replace", "--quiet", "--list", "--info",
+                   "--check", "--noexec", "--extract=DIR", "--target DIR", "--keep"):
+        assert option in helped.stdout, option
+    info = _run(run_file, "--info", cwd=tmp_path)
+    assert info.returncode == 0 and "Identification: opbuild op package of vendor customize" in info.stdout
+    assert "Compression: gzip" in info.stdout and "./install.sh" in info.stdout
+    listed = _run(run_file, "--list", cwd=tmp_path)
+    assert listed.returncode == 0
+    names = {line.split()[-1] for line in listed.stdout.splitlines() if "->" not in line}
+    assert {"install.sh", "uninstall.sh", "help.info", "packages/vendors/customize/version.info",
+            f"packages/vendors/customize/{TILING_LIB}"} <= names
+    checked = _run(run_file, "--check", cwd=tmp_path)
+    assert checked.returncode == 0 and "SHA256 checksums are OK" in checked.stdout
+
+
+def test_tampered_payload_refused_and_nothing_written(run_file, tmp_path):
+    data = bytearray(run_file.read_bytes())
+    data[-200] ^= 0x01
+    bad = tmp_path / "bad.run"
+    bad.write_bytes(bytes(data))
+    assert _run(bad, "--check", cwd=tmp_path).returncode == 1
+    proc = _run(bad, f"--install-path={tmp_path / 'opp'}", cwd=tmp_path)
+    assert proc.returncode == 1 and "the payload is damaged" in proc.stderr, proc
+    assert not (tmp_path / "opp").exists() and _leftovers(tmp_path, tmp_path / "opp") == []
+
+
+def test_extract_noexec_target_keep(pkg, run_file, tmp_path):
+    for args, where in ((["--extract=" + str(tmp_path / "x1")], tmp_path / "x1"),
+                        (["--noexec", "--target", str(tmp_path / "x2")], tmp_path / "x2")):
+        proc = _run(run_file, *args, cwd=tmp_path, env={"ASCEND_OPP_PATH": str(tmp_path / "opp")})
+        assert proc.returncode == 0, proc
+        assert (where / "install.sh").is_file() and _tree(where / "packages/vendors/customize") == _tree(pkg)
+    assert not (tmp_path / "opp").exists()  # not installed
+    kept = _run(run_file, "--keep", f"--install-path={tmp_path / 'opp'}", cwd=tmp_path)
+    assert kept.returncode == 0, kept
+    [line] = [line for line in kept.stdout.splitlines() if line.startswith("kept ")]
+    assert (Path(line[5:]) / "packages/vendors/customize/version.info").is_file()
+    assert (tmp_path / "opp/vendors/customize/version.info").is_file()
+
+
+# ---- where it installs ------------------------------------------------------------------------
+
+def test_install_path_writes_set_env_and_leaves_config_ini_alone(pkg, run_file, tmp_path):
+    opp = tmp_path / "opp"
+    proc = _run(run_file, f"--install-path={opp}", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stderr == "", proc
+    dest = opp / "vendors" / "customize"
+    assert f"source {dest}/bin/set_env.bash" in proc.stdout
+    tree = _tree(dest)
+    assert {k: v for k, v in tree.items() if not k.startswith(("bin", "scripts"))} == _tree(pkg)
+    assert not (opp / "vendors" / "config.ini").exists()
+    assert _leftovers(tmp_path, opp / "vendors") == []
+    script = (f'source {dest}/bin/set_env.bash; echo "$ASCEND_CUSTOM_OPP_PATH"; echo "$LD_LIBRARY_PATH"')
+    fresh = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True,
+                           env={"PATH": os.environ["PATH"]})
+    assert fresh.stdout.splitlines() == [str(dest), f"{dest}/op_api/lib"]
+    stacked = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True,
+                             env={"PATH": os.environ["PATH"], "ASCEND_CUSTOM_OPP_PATH": "/a", "LD_LIBRARY_PATH": "/l"})
+    assert stacked.stdout.splitlines() == [f"{dest}:/a", f"{dest}/op_api/lib:/l"]
+
+
+def test_relative_install_path_refused(run_file, tmp_path):
+    proc = _run(run_file, "--install-path=opp", cwd=tmp_path)
+    assert proc.returncode == 2 and "--install-path=opp is relative" in proc.stderr, proc
+    assert not (tmp_path / "opp").exists()
+    proc = _run(run_file, cwd=tmp_path)
+    assert proc.returncode == 2 and "give --install-path=ABS" in proc.stderr
+
+
+def test_default_targets_and_load_priority(run_file, tmp_path):
+    opp = tmp_path / "opp"
+    (opp / "vendors").mkdir(parents=True)
+    (opp / "vendors" / "config.ini").write_text("# kept\nload_priority = acme, customize\nother=1\n")
+    proc = _run(run_file, "--quiet", cwd=tmp_path, env={"ASCEND_OPP_PATH": str(opp)})
+    assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == "", proc
+    assert (opp / "vendors" / "config.ini").read_text() == "# kept\nload_priority=customize,acme\nother=1\n"
+    assert _mode(opp / "vendors" / "config.ini") == 0o640
+
+    custom = tmp_path / "custom"
+    proc = _run(run_file, cwd=tmp_path, env={"ASCEND_OPP_PATH": str(opp), "ASCEND_CUSTOM_OPP_PATH": str(custom)})
+    assert proc.returncode == 0, proc
+    assert (custom / "vendors/customize/version.info").is_file()
+    assert (custom / "vendors/config.ini").read_text() == "load_priority=customize\n"
+    two = _run(run_file, cwd=tmp_path, env={"ASCEND_CUSTOM_OPP_PATH": f"{custom}:/x"})
+    assert two.returncode == 2 and "holds several paths" in two.stderr
+
+
+def test_unknown_option_warned_and_ignored(run_file, tmp_path):
+    proc = _run(run_file, "--nox11", "--bogus", f"--install-path={tmp_path / 'opp'}", cwd=tmp_path)
+    assert proc.returncode == 0 and "warning: unknown option --bogus ignored" in proc.stderr, proc
+    assert "nox11" not in proc.stderr  # makeself's no-op options are taken by the header
+    assert (tmp_path / "opp/vendors/customize/version.info").is_file()
+
+
+# ---- re-install, replace, permissions --------------------------------------------------------
+
+def test_identical_no_op_different_needs_replace(make_package, run_file, tmp_path):
+    opp = tmp_path / "opp"
+    env = {"ASCEND_OPP_PATH": str(opp)}
+    assert _run(run_file, cwd=tmp_path, env=env).returncode == 0
+    dest = opp / "vendors" / "customize"
+    inode = os.stat(dest).st_ino
+    again = _run(run_file, cwd=tmp_path, env=env)
+    assert again.returncode == 0 and "already installed (identical)" in again.stdout
+    assert os.stat(dest).st_ino == inode
+    other = pack(make_package(tmp_path / "other", "2"), tmp_path / "other.run")
+    refused = _run(other, cwd=tmp_path, env=env)
+    assert refused.returncode == 1 and "use --replace" in refused.stderr, refused
+    assert (dest / "version.info").read_text().endswith("=1\n")
+    replaced = _run(other, "--replace", cwd=tmp_path, env=env)
+    assert replaced.returncode == 0 and f"replaced {dest}" in replaced.stdout, replaced
+    assert (dest / "version.info").read_text().endswith("=2\n")
+    assert _leftovers(tmp_path, opp / "vendors") == []
+
+
+def test_permissions_default_and_for_all(run_file, tmp_path):
+    for args, (d, f, x, u) in (((), (0o750, 0o640, 0o750, 0o550)),
+                               (("--install-for-all",), (0o755, 0o644, 0o755, 0o555))):
+        opp = tmp_path / ("all" if args else "default")
+        assert _run(run_file, *args, f"--install-path={opp}", cwd=tmp_path).returncode == 0
+        dest = opp / "vendors" / "customize"
+        modes = {p.relative_to(dest).as_posix(): _mode(p) for p in dest.rglob("*") if not p.is_symlink()}
+        assert _mode(dest) == d and _mode(opp / "vendors") == d
+        assert modes.pop("scripts/uninstall.sh") == u and modes.pop(TILING_LIB) == x
+        assert modes.pop("bin/set_env.bash") == f and modes.pop("version.info") == f
+        assert {m for p, m in modes.items() if (dest / p).is_dir()} == {d}
+        assert {m for p, m in modes.items() if (dest / p).is_file()} == {f}
+
+
+# ---- the shared-library check ----------------------------------------------------------------
+
+def test_other_machine_refused_before_anything_is_written_force_skips(make_package, shared_object, tmp_path):
+    so = bytearray(shared_object)
+    little = so[5] == 1
+    other = 183 if int.from_bytes(so[18:20], "little" if little else "big") != 183 else 62  # AArch64 / x86-64
+    so[18:20] = other.to_bytes(2, "little" if little else "big")
+    run_file = pack(make_package(tmp_path / "arm", "1", so=bytes(so)), tmp_path / "arm.run")
+    opp = tmp_path / "opp"
+    proc = _run(run_file, f"--install-path={opp}", cwd=tmp_path)
+    assert proc.returncode == 1 and "libcust_opmaster_rt2.0.so is built for" in proc.stderr, proc
+    assert "--force skips this check" in proc.stderr
+    assert not opp.exists() and _leftovers(tmp_path, opp / "vendors") == []
+    assert _run(run_file, "--force", f"--install-path={opp}", cwd=tmp_path).returncode == 0
+    assert (opp / "vendors/customize" / TILING_LIB).read_bytes() == bytes(so)
+
+
+def _needing_glibc_99(shared_object: bytes) -> bytes:
+    at = shared_object.index(b"GLIBC_2.")
+    end = shared_object.index(b"\0", at)
+    return shared_object[:at] + b"GLIBC_99.0".ljust(end - at, b"\0") + shared_object[end:]
+
+
+def test_too_new_glibc_refused(make_package, shared_object, tmp_path):
+    run_file = pack(make_package(tmp_path / "new", "1", so=_needing_glibc_99(shared_object)), tmp_path / "new.run")
+    proc = _run(run_file, f"--install-path={tmp_path / 'opp'}", cwd=tmp_path)
+    assert proc.returncode == 1 and "need GLIBC_99.0, this machine has glibc" in proc.stderr, proc
+    assert not (tmp_path / "opp").exists()
+
+
+# ---- uninstall, recovery ---------------------------------------------------------------------
+
+def test_uninstall_removes_the_dir_and_the_priority_entry(make_package, run_file, tmp_path):
+    opp = tmp_path / "opp"
+    (opp / "vendors").mkdir(parents=True)
+    (opp / "vendors" / "config.ini").write_text("load_priority=acme\n")
+    assert _run(run_file, cwd=tmp_path, env={"ASCEND_OPP_PATH": str(opp)}).returncode == 0
+    assert (opp / "vendors" / "config.ini").read_text() == "load_priority=customize,acme\n"
+    script = opp / "vendors/customize/scripts/uninstall.sh"
+    proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0 and "removed" in proc.stdout, proc
+    assert not (opp / "vendors/customize").exists()
+    assert (opp / "vendors" / "config.ini").read_text() == "load_priority=acme\n"
+    assert [p.name for p in (opp / "vendors").iterdir()] == ["config.ini"]
+    # the last vendor: config.ini goes too
+    (opp / "vendors" / "config.ini").write_text("load_priority=customize\n")
+    assert _run(run_file, cwd=tmp_path, env={"ASCEND_OPP_PATH": str(opp)}).returncode == 0
+    assert subprocess.run(["bash", str(script), "--quiet"], capture_output=True, cwd=tmp_path).returncode == 0
+    assert list((opp / "vendors").iterdir()) == []
+
+
+def test_an_interrupted_swap_is_undone_by_the_next_run(make_package, run_file, tmp_path):
+    """A run killed between the swap's two renames leaves the old package in vendors/.<v>.old-*:
+    the next run puts it back before doing anything else (the tree then holds the old one)."""
+    opp = tmp_path / "opp"
+    assert _run(run_file, f"--install-path={opp}", cwd=tmp_path).returncode == 0
+    dest = opp / "vendors" / "customize"
+    before = _tree(dest)
+    aside = opp / "vendors" / ".customize.old-abc123"
+    aside.mkdir()
+    dest.rename(aside / "customize")
+    (opp / "vendors" / ".customize.install-xyz").mkdir()  # a killed run's staging directory
+    other = pack(make_package(tmp_path / "other", "2"), tmp_path / "other.run")
+    proc = _run(other, f"--install-path={opp}", cwd=tmp_path)
+    assert proc.returncode == 1 and f"restored {dest}" in proc.stderr and "use --replace" in proc.stderr, proc
+    assert _tree(dest) == before
+    assert _leftovers(tmp_path, opp / "vendors") == []
+
+
+# ---- bash + coreutils + tar + gzip only ------------------------------------------------------
+
+COREUTILS = ("basename", "cat", "chmod", "cp", "cut", "dirname", "head", "ls", "mkdir", "mktemp", "mv", "od",
+             "readlink", "rm", "rmdir", "sha256sum", "sort", "stat", "tail", "tr", "wc", "env", "printf", "echo",
+             "true", "false", "test", "[", "uname", "id", "touch", "ln", "date", "dd", "tee", "sleep")
+
+
+def test_install_with_bash_coreutils_tar_gzip_only(pkg, run_file, make_package, shared_object, tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in (*COREUTILS, "bash", "sh", "tar", "gzip"):
+        found = shutil.which(name)
+        if found:
+            os.symlink(found, bin_dir / name)
+    for name in ("bash", "sh", "tar", "gzip", "sha256sum", "od", "tr", "sort", "stat"):
+        assert (bin_dir / name).exists(), name
+    path = str(bin_dir)
+    assert shutil.which("python3", path=path) is None and shutil.which("python", path=path) is None
+    assert shutil.which("getconf", path=path) is None  # the glibc version is read from libc.so.6 then
+    opp = tmp_path / "opp"
+    (opp / "vendors").mkdir(parents=True)
+    proc = _run(run_file, cwd=tmp_path, path=path, env={"ASCEND_OPP_PATH": str(opp)})
+    assert proc.returncode == 0 and proc.stderr == "", proc
+    dest = opp / "vendors" / "customize"
+    assert {k: v for k, v in _tree(dest).items() if not k.startswith("scripts")} == _tree(pkg)
+    assert (opp / "vendors" / "config.ini").read_text() == "load_priority=customize\n"
+    again = _run(run_file, cwd=tmp_path, path=path, env={"ASCEND_OPP_PATH": str(opp)})
+    assert again.returncode == 0 and "identical" in again.stdout, again
+    gone = subprocess.run([str(bin_dir / "bash"), str(dest / "scripts/uninstall.sh")], capture_output=True, text=True,
+                          env={"PATH": path}, cwd=tmp_path)
+    assert gone.returncode == 0 and not dest.exists(), gone
+
+    # the GLIBC check still works there (this machine's version read from libc.so.6, no getconf)
+    new = pack(make_package(tmp_path / "new", "1", so=_needing_glibc_99(shared_object)), tmp_path / "new.run")
+    refused = _run(new, cwd=tmp_path, path=path, env={"ASCEND_OPP_PATH": str(opp)})
+    assert refused.returncode == 1, refused
+    assert re.search(r"need GLIBC_99\.0, this machine has glibc 2\.[0-9]+: nothing installed", refused.stderr), refused
+
+
+def test_killed_at_any_point_the_tree_holds_the_old_or_the_new_package(make_package, run_file, tmp_path):
+    """SIGKILL to the whole installer at spread-out moments of a --replace: afterwards vendors/
+    holds the old package or the new one, whole (or, killed between the two renames of a swap,
+    the old one aside, which the next run puts back); the next run leaves nothing behind."""
+    new_run = pack(make_package(tmp_path / "new", "2"), tmp_path / "new.run")
+    opp = tmp_path / "opp"
+    refs = {}
+    for name, installer in (("old", run_file), ("new", new_run)):
+        shutil.rmtree(opp, ignore_errors=True)
+        assert _run(installer, f"--install-path={opp}", cwd=tmp_path).returncode == 0
+        refs[name] = _tree(opp / "vendors/customize")
+    env = {k: v for k, v in os.environ.items() if k not in ENV_VARS}
+    env["TMPDIR"] = str(tmp_path / "tmpdir")
+    seen = set()
+    for i in range(12):
+        shutil.rmtree(opp, ignore_errors=True)
+        assert _run(run_file, f"--install-path={opp}", cwd=tmp_path).returncode == 0
+        proc = subprocess.Popen(["sh", str(new_run), f"--install-path={opp}", "--replace", "--quiet"], env=env,
+                                cwd=tmp_path, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            proc.wait(timeout=0.02 * i)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+        proc.wait()
+        dest = opp / "vendors" / "customize"
+        if dest.exists():
+            state = next((name for name, ref in refs.items() if _tree(dest) == ref), None)
+            assert state is not None, f"kill after {0.02 * i}s: a half package at {dest}"
+        else:
+            [aside] = (opp / "vendors").glob(".customize.old-*/customize")
+            assert _tree(aside) == refs["old"]
+            state = "aside"
+        seen.add(state)
+        # the next run recovers and cleans up
+        again = _run(new_run, f"--install-path={opp}", "--replace", cwd=tmp_path)
+        assert again.returncode == 0 and _tree(dest) == refs["new"], again
+        assert not [p for p in (opp / "vendors").iterdir() if p.name.startswith(".")]
+    assert "old" in seen  # (the kills came early enough at least once)
