@@ -237,21 +237,22 @@ class SpecChecker:
             self.params[kind] = params
 
     def check_names(self) -> None:
-        seen: dict[str, tuple[str, JsonPath]] = {}
+        seen: dict[str, tuple[str, str, JsonPath]] = {}  # upper-cased name -> (kind, name, path)
         for kind in ("inputs", "outputs", "attrs"):
             if not self.ok(kind):
                 continue
             for i, item in enumerate(self.d.get(kind, [])):
                 name, path = item["name"], (kind, i, "name")
                 what = {"inputs": "input", "outputs": "output", "attrs": "attr"}[kind]
-                if name in seen:
+                if name.upper() in seen:  # (DTYPE_<NAME> and the other macros upper-case names)
                     self.duplicate_names = True
-                    other_kind, other_path = seen[name]
-                    self.err(path, f"duplicate name {name!r}: {other_kind} {name!r} at line "
-                                   f"{self.line(other_path)} has it already (inputs, outputs and attrs "
+                    other_kind, other, other_path = seen[name.upper()]
+                    same = "" if other == name else f" (as {name.upper()}, the case of generated macros)"
+                    self.err(path, f"duplicate name {name!r}: {other_kind} {other!r} at line "
+                                   f"{self.line(other_path)} has it already{same} (inputs, outputs and attrs "
                                    f"share one namespace)")
                     continue
-                seen[name] = (what, path)
+                seen[name.upper()] = (what, name, path)
                 if name in RESERVED_NAMES:
                     self.err(path, f"{what} name {name!r} is reserved (generated signatures use it); "
                                    f"reserved: {_names(sorted(RESERVED_NAMES))}")

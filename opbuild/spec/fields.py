@@ -85,8 +85,12 @@ def _define(name: str, value: SpecType) -> Ref:
     return Ref(name)
 
 
-NAME = _define("name", Str(LOWER_NAME, "name {instance} must be a lowercase identifier (a-z, then a-z, 0-9, _)",
-                           doc=f"lowercase identifier `{LOWER_NAME}`"))
+PARAM_NAME = r"^[a-z][A-Za-z0-9_]*$"
+"""A tensor or attr name: an identifier starting with a lowercase letter (CANN's names, e.g. an
+Ascend C OpDef's `srcList`, keep their case; DTYPE_<NAME> macros upper-case it)."""
+NAME = _define("name", Str(PARAM_NAME, "name {instance} must be an identifier starting with a lowercase letter "
+                                       "(a-z, then letters, digits, _)",
+                           doc=f"identifier starting with a lowercase letter `{PARAM_NAME}`"))
 SYMBOL = _define("c_symbol", Str(C_SYMBOL, "{instance} is not a C identifier", doc="C identifier"))
 SOURCE = _define("source", Str(min_length=1, doc="path relative to the op directory"))
 DTYPE = _define("dtype", Enum(DTYPES))
