@@ -3,7 +3,7 @@ lowered spec (opbuild/ascendc/lower.py).
 
 1. the kernel source defines `kernel.entry` as an Ascend C entry
    (`extern "C" __global__ __aicore__ void <entry>(...)`);
-2. the host source compiles with its generated bridge against opbuild's host headers, and the
+2. the host source and its generated bridge compile against opbuild's host headers, and the
    description the bridge gives (its OpDef, tiling class, SoCs) is read back -- in a child
    process, so the host code's static constructors cannot take the checking process down;
 3. the kernel is preprocessed as a binary's compile sees it, for its tiling keys (kernel_keys.py);
@@ -129,18 +129,22 @@ class _Sources:
         return found
 
 
-def compile_and_describe(tc, bridge: str, quote_dir: Path, symbol: str) -> tuple[dict[str, Any] | None, str, str]:
-    """Compile the bridge unit `bridge` (with `-iquote quote_dir`), link it alone and read its
-    description through `symbol` in a child process: (description, "", ""), or (None, what
-    failed: "compile" | "link" | "load", the tool's output)."""
+def compile_and_describe(tc, host_source: Path, bridge: str, symbol: str) -> tuple[dict[str, Any] | None, str, str]:
+    """Compile `host_source` and the bridge unit `bridge`, link them alone into a shared library
+    and read the description through `symbol` in a child process: (description, "", ""), or
+    (None, what failed: "compile" | "link" | "load", the tool's output)."""
     work = Path(tempfile.mkdtemp(prefix="opbuild-ascendc-"))
     try:
-        unit, obj, lib = work / "bridge.cpp", work / "bridge.o", work / "bridge.so"
+        unit, lib = work / "bridge.cpp", work / "bridge.so"
         unit.write_text(bridge, encoding="utf-8")
-        result = tc.run(tc.ascendc_host_object_command(str(unit), str(obj), ascendc_include_dirs(), [str(quote_dir)]))
-        if result.returncode != 0:
-            return None, "compile", result.output
-        result = tc.run(tc.tiling_link_command([str(obj)], str(lib), cxx=True))
+        objects = []
+        for i, source in enumerate((host_source, unit)):
+            obj = work / f"{i}.o"
+            result = tc.run(tc.ascendc_host_object_command(str(source), str(obj), ascendc_include_dirs()))
+            if result.returncode != 0:
+                return None, "compile", result.output
+            objects.append(str(obj))
+        result = tc.run(tc.tiling_link_command(objects, str(lib), cxx=True))
         if result.returncode != 0:
             return None, "link", (result.output.strip().splitlines() or ["the linker failed"])[-1]
         try:
@@ -149,7 +153,10 @@ def compile_and_describe(tc, bridge: str, quote_dir: Path, symbol: str) -> tuple
         except subprocess.TimeoutExpired:
             return None, "load", "its static initializers ran for 60 s"
         if proc.returncode != 0:
-            return None, "load", (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+            why = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+            if proc.returncode < 0:
+                why = f"killed by signal {-proc.returncode} ({why})"
+            return None, "load", why
         try:
             return json.loads(proc.stdout), "", ""
         except json.JSONDecodeError as exc:
@@ -164,12 +171,13 @@ def describe_host(sources: _Sources) -> tuple[dict[str, Any] | None, list[Proble
 
     spec, tc = sources.spec, sources.tc
     bridge = render_host_bridge(spec)
-    obj_cmd = tc.ascendc_host_object_command("BRIDGE", "OBJECT", ascendc_include_dirs(), ["OPDIR"])
-    name = sources.key("describe", *obj_cmd, bridge) + ".json"
+    obj_cmd = tc.ascendc_host_object_command("SOURCE", "OBJECT", ascendc_include_dirs())
+    name = sources.key("describe", *obj_cmd, bridge, spec.tiling.source) + ".json"
     cached = sources.cached(name)
     if cached is not None:
         return json.loads(cached), []
-    description, failed, output = compile_and_describe(tc, bridge, spec.op_dir, bridge_symbol(spec.snake, "describe"))
+    description, failed, output = compile_and_describe(tc, (spec.op_dir / spec.tiling.source).resolve(), bridge,
+                                                       bridge_symbol(spec.snake, "describe"))
     if description is None:
         if failed == "compile":
             return None, _compile_problems(output, sources.known_sources(), "the host source")

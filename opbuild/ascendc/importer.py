@@ -50,9 +50,8 @@ class ImportedOp:
     files: tuple[str, ...]
 
 
-def _bridge_unit(host_source: Path) -> str:
-    return (f'#include "{host_source.name}"\n#include "opbuild_ascendc/host_bridge.h"\n'
-            f'OPBUILD_ASCENDC_HOST_EXPORTS({IMPORT_SNAKE}, "")\n')
+BRIDGE_UNIT = f'#include "opbuild_ascendc/host_bridge.h"\nOPBUILD_ASCENDC_HOST_EXPORTS({IMPORT_SNAKE}, "")\n'
+"""The generic bridge a host source is described with before its ops are known."""
 
 
 def describe_project(project: Path) -> list[tuple[Path, dict[str, Any], dict[str, Any] | None]]:
@@ -71,7 +70,7 @@ def describe_project(project: Path) -> list[tuple[Path, dict[str, Any], dict[str
     tc = _toolchain()
     found = []
     for source in sources:
-        description, failed, output = compile_and_describe(tc, _bridge_unit(source), host_dir,
+        description, failed, output = compile_and_describe(tc, source.resolve(), BRIDGE_UNIT,
                                                            bridge_symbol(IMPORT_SNAKE, "describe"))
         if description is None:
             detail = "\n".join(output.strip().splitlines()[-12:])

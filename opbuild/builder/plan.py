@@ -246,9 +246,10 @@ class Planner:
 
     def plan_ascendc_host(self, plan: OpPlan):
         """An Ascend C op (opbuild/ascendc): its generated kernel tiling header, C++ launch shim and
-        host bridge; the bridge (which includes the op_host source) compiled, then its hidden
-        symbols made local (so two ops' host code, each with its own OpDef registry and perhaps a
-        tiling class of the same name, share the tiling library) -- the op's tiling object.
+        host bridge; the op_host source and the bridge compiled, linked into one relocatable
+        object and its hidden symbols made local (so two ops' host code, each with its own OpDef
+        registry and perhaps a tiling class of the same name, share the tiling library) -- the
+        op's tiling object.
         Returns (header, shim, how a kernel binary is made)."""
         spec, tc, rel, step = plan.spec, self.tc, self.rel, self.step
         gen_dir = self.work / "gen" / spec.snake
@@ -257,16 +258,21 @@ class Planner:
                             gen_dir / codegen.host_bridge_name(spec)],
             [spec.spec_path, self.stamp], f"GEN {spec.op} sources", stored=False, OPBUILD_OP=spec.op)
         host_src = spec.op_dir / spec.tiling.source
-        raw = self.work / "obj" / f"{spec.snake}_host.o"
-        quote = [rel(spec.op_dir)]
-        raw, = step("compile", [raw], [bridge, host_src], f"CXX host {spec.op}", stored=False,
-                    OPBUILD_CMD=tuple(tc.ascendc_host_object_command(rel(bridge), rel(raw), self.ascendc_include, quote)),
-                    OPBUILD_DISTRIBUTE=1, scan_includes=[*quote, *self.ascendc_include],
-                    OPBUILD_WHAT=f"op {spec.op}: compiling host source {rel(host_src)} with its bridge")
+        objects = []
+        for source, name, what in ((host_src, "host", f"host source {rel(host_src)}"), (bridge, "bridge", "host bridge")):
+            obj = self.work / "obj" / f"{spec.snake}_{name}.o"
+            objects += step("compile", [obj], [source], f"CXX {name} {spec.op}", stored=False,
+                            OPBUILD_CMD=tuple(tc.ascendc_host_object_command(rel(source), rel(obj), self.ascendc_include)),
+                            OPBUILD_DISTRIBUTE=1, scan_includes=self.ascendc_include,
+                            OPBUILD_WHAT=f"op {spec.op}: compiling its {what}")
+        blob = self.work / "obj" / f"{spec.snake}_host_blob.o"
+        blob, = step("compile", [blob], objects, f"LD -r host {spec.op}", stored=False,
+                     OPBUILD_CMD=tuple(tc.host_blob_command([rel(o) for o in objects], rel(blob))),
+                     OPBUILD_WHAT=f"op {spec.op}: linking its host objects into one")
         obj = self.work / "obj" / f"{spec.snake}_tiling.o"
-        plan.tiling_object, = step("compile", [obj], [raw], f"LOCALIZE host {spec.op}",
-                                   OPBUILD_CMD=tuple(tc.localize_command(rel(raw), rel(obj))),
-                                   OPBUILD_WHAT=f"op {spec.op}: making the host object's hidden symbols local")
+        plan.tiling_object, = step("compile", [obj], [blob], f"LOCALIZE host {spec.op}",
+                                   OPBUILD_CMD=tuple(tc.localize_command(rel(blob), rel(obj))),
+                                   OPBUILD_WHAT=f"op {spec.op}: making its host object's hidden symbols local")
         forced = rel(header)
 
         def make_kernel(binary, soc, sources, target, macros, include_dirs, work_dir):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -72,36 +71,6 @@ COMPILER_ENVIRONMENT = ("CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "GCC_EX
 """Variables gcc (and the CANN compilers built on it) read that change their output."""
 
 
-NO_WEAK_NOTE = "sorry: semantics of inline variable"
-"""What g++ says of each inline variable under -fno-weak (each object gets its own copy): exactly
-what an Ascend C op's host object wants (ASCENDC_HOST_FLAGS), so it is not shown."""
-
-_DIAGNOSTIC_START = re.compile(r"^(In file included from |\s+from |In (member )?function |In instantiation of |"
-                               r"At global scope:|[^\s:][^:]*:(\d+:){1,2} (warning|error|fatal error): )")
-_NOTE = re.compile(r"^[^\s:][^:]*:(\d+:){1,2} note: ")
-
-
-def without_diagnostics(output: str, marker: str) -> str:
-    """The compiler's output without the warnings whose message holds `marker`, each with its
-    include context, source excerpt and notes."""
-    if marker not in output:
-        return output
-    blocks: list[list[str]] = []
-    current: list[str] = []
-    context = False  # the current block so far is only "In file included from" context
-    for line in output.splitlines(keepends=True):
-        starts = bool(_DIAGNOSTIC_START.match(line)) and not _NOTE.match(line)
-        if starts and not context:
-            if current:
-                blocks.append(current)
-            current = []
-        current.append(line)
-        context = starts and not re.match(r"^[^\s:][^:]*:(\d+:){1,2} (warning|error|fatal error): ", line)
-    if current:
-        blocks.append(current)
-    return "".join(line for block in blocks if not any(marker in line for line in block) for line in block)
-
-
 class Toolchain(ABC):
     """Compile kernels and link the tiling library for one target."""
 
@@ -148,10 +117,7 @@ class Toolchain(ABC):
 
     def run(self, command: list[str], cwd: str | None = None) -> CompileResult:
         proc = subprocess.run(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        output = proc.stdout
-        if "-fno-weak" in command:  # (ASCENDC_HOST_FLAGS) its one expected note is not the author's concern
-            output = without_diagnostics(output, NO_WEAK_NOTE)
-        return CompileResult(tuple(command), proc.returncode, output)
+        return CompileResult(tuple(command), proc.returncode, proc.stdout)
 
 
 MEMCHECK_FLAGS = ("-fsanitize=address", "-fsanitize-recover=address", "-fno-omit-frame-pointer")
@@ -174,11 +140,10 @@ ASCENDC_COMMON_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", "-f
 ASCENDC_KERNEL_FLAGS = (*ASCENDC_COMMON_FLAGS, "-DASCENDC_CPU_DEBUG=1")
 """An Ascend C kernel compiled for the CPU twin, as CANN's CPU debug build does (ASCENDC_CPU_DEBUG
 keeps the samples' `<<<>>>` launchers out)."""
-ASCENDC_HOST_FLAGS = (*ASCENDC_COMMON_FLAGS, "-fno-weak", "-fno-gnu-unique")
-"""An Ascend C op's host source and bridge (C++17, like CANN's op_host build). No weak or unique
-symbols (inline functions and template instances in ordinary sections, not COMDAT groups), so
-that `localize_command` can make every hidden one local: two ops' host sources that both define
-`optiling::TilingData` with different fields (the samples do) then each keep their own."""
+ASCENDC_HOST_FLAGS = (*ASCENDC_COMMON_FLAGS, "-fno-gnu-unique")
+"""An Ascend C op's host source and bridge (C++17, like CANN's op_host build). Function-local
+statics of inline functions (the OpDef registry) weak, not STB_GNU_UNIQUE, so that
+`localize_command` can make them local (host_blob_command, below)."""
 
 
 def ascendc_soc_macros(soc: str) -> dict[str, str]:
@@ -218,6 +183,7 @@ class HostToolchain(Toolchain):
         self.kernel_flags = (*self.common_flags, *memcheck_flags())
         self.cxx = shlex.split(os.environ.get("CXX") or _cxx_for(self.cc[0]))
         self.objcopy = os.environ.get("OBJCOPY") or "objcopy"
+        self.ld = os.environ.get("LD") or "ld"
         self.ascendc_flags = (*ASCENDC_KERNEL_FLAGS, *memcheck_flags())
         self.ascendc_host_flags = ASCENDC_HOST_FLAGS
 
@@ -282,10 +248,16 @@ class HostToolchain(Toolchain):
         return [*self.cxx, "-E", *self.ascendc_flags, *defines, "-include", forced_header,
                 *(f"-I{d}" for d in include_dirs), "-o", output, source]
 
-    def ascendc_host_object_command(self, source, output, include_dirs, quote_dirs) -> list[str]:
-        """An Ascend C op's host bridge (a generated unit including the op_host source)."""
-        return [*self.cxx, *self.ascendc_host_flags, *self._prefix_map(), *(f"-iquote{d}" for d in quote_dirs),
-                *(f"-I{d}" for d in include_dirs), "-c", "-o", output, source]
+    def ascendc_host_object_command(self, source, output, include_dirs) -> list[str]:
+        """An Ascend C op's op_host source, or its generated bridge, to an object."""
+        return [*self.cxx, *self.ascendc_host_flags, *self._prefix_map(), *(f"-I{d}" for d in include_dirs),
+                "-c", "-o", output, source]
+
+    def host_blob_command(self, objects, output) -> list[str]:
+        """One op's host objects (its source and its bridge) as one relocatable object, its COMDAT
+        groups resolved inside it (`--force-group-allocation`): then `localize_command` can make
+        every hidden symbol local without the final link discarding sections they point into."""
+        return [self.ld, "-r", "--force-group-allocation", "-o", output, *objects]
 
     def localize_command(self, source, output) -> list[str]:
         """Every hidden symbol of an object made local: the host code of two ops (each with its own

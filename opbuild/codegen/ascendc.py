@@ -1,8 +1,8 @@
 """The generated sources of an Ascend C op (`kernel.api: ascendc`; opbuild/ascendc).
 
-* `<op_snake>_host_bridge.cpp`: the op's host source compiled in one unit with the bridge macro
-  of include/ascendc/opbuild_ascendc/host_bridge.h, which exports the tiling function, the shape
-  and dtype inference and the description in opbuild's C ABI (abi/ascendc_bridge.py names them);
+* `<op_snake>_host_bridge.cpp`: the bridge macro of include/ascendc/opbuild_ascendc/host_bridge.h,
+  which, linked with the op's host source, exports its tiling function, shape and dtype
+  inference and description in opbuild's C ABI (abi/ascendc_bridge.py names them);
 * `<op_snake>_ascendc_tiling.h`: the kernel-side struct of the host's tiling class (its fields and
   padding as the lowered spec's tiling_data, CANN's layout), force-included in the kernel compile;
 * `<op_snake>_launch.cpp`: the launch shim, which runs each block through
@@ -33,8 +33,7 @@ def ascendc_launch_shim_name(spec: OpSpec) -> str:
 
 
 def render_host_bridge(spec: OpSpec) -> str:
-    """The bridge unit; it names the host source relative to the op directory (compiled with
-    `-iquote <op dir>`), so the unit reads the same from any checkout."""
+    """The bridge unit (it names the host source in a comment only)."""
     return render("ascendc_host_bridge.cpp.j2", spec_path=spec_display_path(spec), op=spec.op,
                   op_literal=c_string(spec.op), snake=spec.snake, host_source=spec.tiling.source,
                   exports=[bridge_symbol(spec.snake, part) for part in BRIDGE_PARTS])
