@@ -17,6 +17,8 @@ _SHAPE = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32, cty
                           ctypes.POINTER(ctypes.c_uint32))
 _DTYPE = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(ctypes.c_int32))
 
+pytestmark = pytest.mark.slow  # builds four ops' host blobs (a minute of g++ on a loaded machine)
+
 SOC = vocabulary.SOC["ascend910b"]
 
 
