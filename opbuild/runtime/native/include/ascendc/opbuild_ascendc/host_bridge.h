@@ -23,7 +23,7 @@
  *       the same with InferDataType; the dtype is a GE number.
  *   const char *add_custom_opbuild_describe(void)
  *       JSON text (static storage) of every OpDef and tiling-data class registered in this blob
- *       (docs/ascendc.md describes it).
+ *       (docs/ascendc-host.md describes it).
  *
  * Each returns OPBUILD_GRAPH_SUCCESS or OPBUILD_GRAPH_FAILED with ctx->error naming the op
  * (C++ exceptions are caught). Everything else here is header-only and hidden, so the blob of one
