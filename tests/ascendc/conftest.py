@@ -1,5 +1,5 @@
 """Fixtures of the Ascend C host tests: the in-house lookalike op_host sources (host_sources/)
-and one tiling library built from four of them, each op's host blob built the way the
+and one tiling library built from all of them, each op's host blob built the way the
 integrator builds it (opbuild.ascendc.host.build_blob) and the blobs linked together."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ OPS = {
     "LeakyCustom": ("leaky_custom", ["leaky.cpp"]),
     "SumListCustom": ("sum_list_custom", ["sum_list.cpp"]),
     "ReduceSumCustom": ("reduce_sum_custom", ["reduce_sum.cpp"]),
+    "PlainStructCustom": ("plain_struct_custom", ["plain_struct.cpp"]),
 }
 
 
@@ -28,7 +29,7 @@ def sources(op: str) -> list[Path]:
 
 @pytest.fixture(scope="session")
 def host_library(tmp_path_factory) -> Path:
-    """libhost.so: the four lookalike ops' blobs in one shared library (VecAddCustom and
+    """libhost.so: the lookalike ops' blobs in one shared library (VecAddCustom and
     LeakyCustom both define optiling::TilingData, with different layouts)."""
     work = tmp_path_factory.mktemp("ascendc_host")
     blobs = [host.build_blob(sources(op), snake, op, work / snake) for op, (snake, _) in OPS.items()]

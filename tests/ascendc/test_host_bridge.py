@@ -1,5 +1,5 @@
 """The host bridge runs an Ascend C op's tiling, InferShape and InferDataType functions through
-opbuild's C ABI (a TilingContext from opbuild.abi.tiling_context), with four lookalike ops linked
+opbuild's C ABI (a TilingContext from opbuild.abi.tiling_context), with five lookalike ops linked
 into one shared library (two of them define different optiling::TilingData classes)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ _SHAPE = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32, cty
                           ctypes.POINTER(ctypes.c_uint32))
 _DTYPE = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(ctypes.c_int32))
 
-pytestmark = pytest.mark.slow  # builds four ops' host blobs (a minute of g++ on a loaded machine)
+pytestmark = pytest.mark.slow  # builds five ops' host blobs (a minute of g++ on a loaded machine)
 
 SOC = vocabulary.SOC["ascend910b"]
 
@@ -145,3 +145,22 @@ def test_tiling_data_larger_than_the_buffer(host_lib):
     assert tiling(host_lib, "leaky_custom", h) == GRAPH_FAILED
     assert h.error == ("LeakyCustom: the tiling function threw: tiling data class TilingData of 16 bytes does not "
                        "fit the tiling buffer of 8 bytes")
+
+
+@pytest.mark.parametrize("bias, block_dim", [(False, 2), (True, 3)])
+def test_get_tiling_data_of_a_plain_struct(host_lib, bias, block_dim):
+    """GetTilingData<T>() reports sizeof(T) bytes; an Attr without AttrType reads its value."""
+    x = t("int32", (4,))
+    h = context("PlainStructCustom", [[x], [t("float32", (4,))] if bias else []], [[x]], [("int", 42)])
+    assert tiling(host_lib, "plain_struct_custom", h) == GRAPH_SUCCESS, h.error
+    assert struct.unpack("<IIq", h.tiling_data()) == (3, 4, 42)
+    assert (h.tiling_key, h.block_dim, h.workspace_size) == (42, block_dim, 0)
+
+
+def test_op_without_infer_functions(host_lib):
+    x = t("float32", (4,))
+    h = context("PlainStructCustom", [[x], []], [[]], [("int", 1)])
+    assert infer_shape(host_lib, "plain_struct_custom", h)[0] == GRAPH_FAILED
+    assert h.error == "PlainStructCustom: the OpDef sets no InferShape (SetInferShape)"
+    assert infer_dtype(host_lib, "plain_struct_custom", h)[0] == GRAPH_FAILED
+    assert h.error == "PlainStructCustom: the OpDef sets no InferDataType (SetInferDataType)"

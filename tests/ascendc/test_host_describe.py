@@ -39,6 +39,23 @@ def test_vec_add_ir(descriptions):
     assert (op.has_tiling, op.has_infer_shape, op.has_infer_dtype) == (True, True, True)
 
 
+def test_lists_soc_configs_and_no_tiling_class(descriptions):
+    desc = descriptions["PlainStructCustom"]
+    op = desc.op
+    assert [(p.name, p.dtypes, p.dtype_list, p.formats, p.format_list) for p in op.inputs] == [
+        ("x", ("float32", "int32"), False, ("ND",), True), ("y", ("float32",), True, ("ND", "ND"), False)]
+    assert op.outputs[0].formats == ("ND", "NCHW")
+    assert [(a.name, a.param_type, a.type, a.default) for a in op.attrs] == [("case_id", "optional", "int", 1)]
+    assert op.socs == ("ascend910b", "ascend310p")
+    [cfg] = op.soc_configs
+    assert (cfg.soc, [(p.name, p.dtypes) for p in cfg.inputs], cfg.outputs) == ("ascend310p", [("x", ("float32",))], ())
+    assert cfg.flags == {"dynamicShapeSupport": True, "precisionReduce": False}
+    assert (op.has_tiling, op.has_infer_shape, op.has_infer_dtype) == (True, False, False)
+    assert desc.tiling == () and desc.classes_of("PlainStructCustom") == {}
+    assert "registers no tiling-data class" in host.kernel_tiling_header(desc)
+    assert "OPBUILD_ASCENDC_TILING_TYPE" not in host.kernel_tiling_header(desc)
+
+
 def test_dynamic_and_optional_params(descriptions):
     assert [p.param_type for p in descriptions["SumListCustom"].op.inputs] == ["dynamic"]
     assert [p.param_type for p in descriptions["ReduceSumCustom"].op.inputs] == ["required", "optional"]
