@@ -21,7 +21,9 @@ localize.
 
 `blob_commands` returns the command lists (the build system runs them); `build_blob` runs them.
 `describe` builds a blob in a temporary directory, links it into a .so, calls its describe
-function through ctypes and returns a HostDescription (opbuild.ascendc.description).
+function through ctypes in a child Python process (loading the library runs the user's OpDef
+constructors: a crash there must not take the build down) and returns a HostDescription
+(opbuild.ascendc.description). `describe_library` does the same in this process.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ from __future__ import annotations
 import ctypes
 import os
 import shlex
+import signal
 import subprocess
+import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -163,6 +167,33 @@ def describe_library(library: Path | str, op_snake: str, sources: Sequence[str])
     return parse_description(fn().decode("utf-8", "replace"), tuple(sources))
 
 
+_DESCRIBE_SCRIPT = """
+import ctypes, sys
+fn = getattr(ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_LOCAL), sys.argv[2])
+fn.restype = ctypes.c_char_p
+sys.stdout.buffer.write(fn())
+"""
+
+
+def _describe_isolated(library: Path, op_snake: str, sources: Sequence[str]) -> HostDescription:
+    """describe_library in a child process; AscendcHostError when loading or describing crashes."""
+    where = ", ".join(sources)
+    proc = subprocess.run([sys.executable, "-c", _DESCRIBE_SCRIPT, str(library), export_symbol(op_snake, "describe")],
+                          capture_output=True)
+    if proc.returncode != 0:
+        if proc.returncode < 0:
+            try:
+                how = f"was killed by {signal.Signals(-proc.returncode).name}"
+            except ValueError:
+                how = f"was killed by signal {-proc.returncode}"
+        else:
+            how = f"failed (exit {proc.returncode})"
+        detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise AscendcHostError(f"{where}: loading the host library (its OP_ADD constructors and static "
+                               f"initializers) {how}" + (f": {detail[-1]}" if detail else ""))
+    return parse_description(proc.stdout.decode("utf-8", "replace"), tuple(sources))
+
+
 def describe(host_sources: Sequence[Path | str], op_snake: str, op_type: str, *,
              include_dirs: Sequence[Path | str] = ()) -> HostDescription:
     """Build the op's host blob in a temporary directory and read what it registered.
@@ -174,7 +205,7 @@ def describe(host_sources: Sequence[Path | str], op_snake: str, op_type: str, *,
     with tempfile.TemporaryDirectory(prefix="opbuild-ascendc-") as tmp:
         blob = build_blob(host_sources, op_snake, op_type, tmp, include_dirs=include_dirs)
         library = link_shared([blob], Path(tmp) / f"lib{op_snake}_host.so")
-        desc = describe_library(library, op_snake, sources)
+        desc = _describe_isolated(library, op_snake, sources)
     if not desc.ops:
         raise AscendcHostError(f"{where}: no OpDef registered (an `OP_ADD({op_type});` after the op's class)")
     if len(desc.ops) > 1:

@@ -208,6 +208,17 @@ def test_opdef_constructor_throwing(tmp_path):
     assert str(e.value) == f"{src}:{line}: OP_ADD(ThrowCustom): bad dtype table"
 
 
+def test_opdef_constructor_crashing(tmp_path):
+    """describe loads the library in a child process: a crash at load time is an error, not the end
+    of the build."""
+    text = '#include "register/op_def_registry.h"\n' + OPDEF.format(name="CrashCustom", extra="__builtin_trap();")
+    src = write(tmp_path, "crash.cpp", text)
+    with pytest.raises(AscendcHostError) as e:
+        host.describe([src], "crash_custom", "CrashCustom")
+    assert str(e.value) == (f"{src}: loading the host library (its OP_ADD constructors and static initializers) "
+                            "was killed by SIGILL")
+
+
 def test_blob_commands_are_the_documented_build(tmp_path):
     b = host.blob_commands([SOURCES / "leaky.cpp"], "leaky_custom", "LeakyCustom", tmp_path)
     inc = native_include_dir()
