@@ -28,12 +28,18 @@ def sources(op: str) -> list[Path]:
 
 
 @pytest.fixture(scope="session")
-def host_library(tmp_path_factory) -> Path:
+def host_blobs(tmp_path_factory) -> dict[str, Path]:
+    """op type -> its host blob (host.build_blob)."""
+    work = tmp_path_factory.mktemp("ascendc_host")
+    return {op: host.build_blob(sources(op), snake, op, work / snake) for op, (snake, _) in OPS.items()}
+
+
+@pytest.fixture(scope="session")
+def host_library(host_blobs) -> Path:
     """libhost.so: the lookalike ops' blobs in one shared library (VecAddCustom and
     LeakyCustom both define optiling::TilingData, with different layouts)."""
-    work = tmp_path_factory.mktemp("ascendc_host")
-    blobs = [host.build_blob(sources(op), snake, op, work / snake) for op, (snake, _) in OPS.items()]
-    return host.link_shared(blobs, work / "libhost.so")
+    first = next(iter(host_blobs.values()))
+    return host.link_shared(list(host_blobs.values()), first.parent.parent / "libhost.so")
 
 
 @pytest.fixture(scope="session")

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import subprocess
 
 import pytest
 
 from opbuild.abi import vocabulary
 from opbuild.abi.tiling_context import GRAPH_FAILED, GRAPH_SUCCESS, build_tiling_context
+from opbuild.runtime_paths import native_include_dir
 
 _TILING = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p)
 _SHAPE = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(ctypes.c_int64),
@@ -164,3 +166,26 @@ def test_op_without_infer_functions(host_lib):
     assert h.error == "PlainStructCustom: the OpDef sets no InferShape (SetInferShape)"
     assert infer_dtype(host_lib, "plain_struct_custom", h)[0] == GRAPH_FAILED
     assert h.error == "PlainStructCustom: the OpDef sets no InferDataType (SetInferDataType)"
+
+
+def test_blobs_link_with_cc_and_c_tiling_objects(host_blobs, tmp_path):
+    """A package's tiling library linked by the C compiler (`cc -shared ... -lstdc++`) from plain C
+    tiling objects and Ascend C host blobs: both kinds work, C++ exceptions still unwind."""
+    c_src = tmp_path / "c_op.c"
+    c_src.write_text('#include "opbuild/tiling.h"\n'
+                     'OPBUILD_API uint32_t c_op_opbuild_tiling(TilingContext *ctx) { tiling_set_block_dim(ctx, 5); return 0; }\n')
+    subprocess.run(["cc", "-fPIC", f"-I{native_include_dir()}", "-c", str(c_src), "-o", str(tmp_path / "c_op.o")],
+                   check=True)
+    lib_path = tmp_path / "libmixed.so"
+    subprocess.run(["cc", "-shared", "-o", str(lib_path), str(tmp_path / "c_op.o"), str(host_blobs["LeakyCustom"]),
+                    str(host_blobs["VecAddCustom"]), "-lstdc++"], check=True)
+    lib = ctypes.CDLL(str(lib_path), mode=ctypes.RTLD_LOCAL)
+    x = [[t("float32", (3,))]]
+    h = context("Other", x, x)
+    assert tiling(lib, "c_op", h) == GRAPH_SUCCESS and h.block_dim == 5
+    h = context("VecAddCustom", x + x, x)
+    assert tiling(lib, "vec_add_custom", h) == GRAPH_SUCCESS, h.error
+    assert struct.unpack("<II", h.tiling_data()) == (3, 2)
+    h = context("LeakyCustom", x, x, [("float", 0.5)], capacity=8)
+    assert tiling(lib, "leaky_custom", h) == GRAPH_FAILED
+    assert "the tiling function threw" in h.error
