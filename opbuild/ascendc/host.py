@@ -12,7 +12,10 @@ bridge's `<snake>_opbuild_{tiling,infer_shape,infer_dtype,describe}` symbols sta
 Several ops' blobs then link into one shared library (`g++ -shared`) although each op's source
 defines its own `optiling::TilingData` and each blob has its own OpDef registry.
 
-Why those flags: the registries and the classes' inline functions are COMDAT members with
+The bridge TU is compiled with -Os instead of -O2: it is glue (context set-up, describe's JSON),
+and -Os halves its compile time, the larger part of an op's host build.
+
+Why the other flags: the registries and the classes' inline functions are COMDAT members with
 hidden visibility. `--force-group-allocation` dissolves the COMDAT groups in the relocatable
 link (else the final link would keep one blob's copy of `op_registry()` for all blobs, and
 discard sections the other blobs' localized symbols point into), and `-fno-gnu-unique` makes
@@ -107,7 +110,8 @@ def blob_commands(host_sources: Sequence[Path | str], op_snake: str, op_type: st
     compiles = []
     for i, src in enumerate([*sources, bridge]):
         obj = work / f"{op_snake}_host_{i}_{src.stem}.o"
-        compiles.append((src, obj, [*_cxx(), *flags, "-c", str(src), "-o", str(obj)]))
+        own = flags if src != bridge else ["-Os" if f == "-O2" else f for f in flags]
+        compiles.append((src, obj, [*_cxx(), *own, "-c", str(src), "-o", str(obj)]))
     blob = work / f"{op_snake}_host_blob.o"
     link = ["ld", "-r", "--force-group-allocation", "-o", str(blob), *(str(o) for _, o, _ in compiles)]
     localize = ["objcopy", "--localize-hidden", str(blob)]

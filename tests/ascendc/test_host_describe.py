@@ -226,6 +226,7 @@ def test_blob_commands_are_the_documented_build(tmp_path):
     assert compile_cmd[1:8] == ["-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
                                 "-fno-gnu-unique", f"-I{inc / 'ascendc'}"]
     assert b.compiles[-1][0] == b.bridge
+    assert b.compiles[-1][2][1:3] == ["-std=c++17", "-Os"]  # the bridge: glue, compiled for size
     assert b.link[:3] == ["ld", "-r", "--force-group-allocation"]
     assert b.localize == ["objcopy", "--localize-hidden", str(b.blob)]
     assert b.bridge_text == '#include "opbuild_ascendc/host_bridge.h"\nOPBUILD_ASCENDC_HOST_EXPORTS(leaky_custom, "LeakyCustom")\n'
