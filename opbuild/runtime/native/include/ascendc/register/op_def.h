@@ -363,7 +363,7 @@ inline bool add_op(const char *type, const char *file, int line) {
 #define OPBUILD_OP_CAT_(a, b) a##b
 #define OPBUILD_OP_CAT(a, b) OPBUILD_OP_CAT_(a, b)
 #define OP_ADD(opType, ...)                                                   \
-    static const bool OPBUILD_OP_CAT(g_opbuild_op_add_##opType##_, __LINE__) = \
+    static const bool OPBUILD_OP_CAT(g_opbuild_op_add_##opType##_, __COUNTER__) = \
         ::opbuild_ascendc::add_op<opType>(#opType, __FILE__, __LINE__)
 
 #endif

@@ -146,7 +146,7 @@ inline void save_tiling(const void *self, size_t size, const char *cls, void *da
 #define END_TILING_DATA_DEF }
 
 #define REGISTER_TILING_DATA_CLASS(op_type, class_name)                                             \
-    static const bool OPBUILD_TD_CAT(g_opbuild_tiling_##op_type##_##class_name##_, __LINE__) =       \
+    static const bool OPBUILD_TD_CAT(g_opbuild_tiling_##op_type##_##class_name##_, __COUNTER__) =       \
         ::opbuild_ascendc::register_tiling_class(#op_type, &::opbuild_ascendc::class_info<class_name>);
 
 #endif
