@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import OPS, SOURCES, sources
+from .conftest import OPS, SOURCES, sources
 from opbuild.ascendc import host
 from opbuild.ascendc.errors import AscendcHostError
 from opbuild.runtime_paths import native_include_dir
