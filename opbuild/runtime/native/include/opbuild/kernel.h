@@ -77,6 +77,9 @@ static inline opbuild_kernel_state *opbuild_kernel_begin(uint32_t block_idx, uin
     return s;
 }
 
+/* The C API's names for the block, the barrier and the tiling data. An Ascend C kernel
+ * (kernel_operator.h defines OPBUILD_ASCENDC) gets AscendC:: ones with the Ascend C types instead. */
+#ifndef OPBUILD_ASCENDC
 static inline void SyncAll(void) {
     opbuild_kernel_state *s = &opbuild_kernel_state_;
     if (s->sync_all) s->sync_all(s->sync_ctx);
@@ -84,6 +87,7 @@ static inline void SyncAll(void) {
 
 static inline uint32_t GetBlockIdx(void) { return opbuild_kernel_state_.block_idx; }
 static inline uint32_t GetBlockNum(void) { return opbuild_kernel_state_.block_num; }
+#endif
 
 /* The launch's tiling key (the tiling function's tiling_set_tiling_key). The runtime passes it
  * after the tiling data, at the next 8-byte boundary past opParaSize (at least 1) bytes; the
@@ -106,13 +110,15 @@ static inline void opbuild_kernel_fail(const char *fmt, ...) {
 #define KERNEL_FAIL(...) do { opbuild_kernel_fail(__VA_ARGS__); return; } while (0)
 
 /* Copy the op's tiling data (type OPBUILD_TILING_DATA_TYPE from the generated <op>_tiling.h). */
+#ifndef OPBUILD_ASCENDC
 #define GET_TILING_DATA(var, tiling) \
     OPBUILD_TILING_DATA_TYPE var;    \
     memcpy(&(var), (tiling), sizeof(var))
+#endif
 
 /* The split of n items over the blocks: this block's [begin, end). */
 static inline void opbuild_block_range(uint64_t n, uint64_t *begin, uint64_t *end) {
-    uint64_t blocks = GetBlockNum(), idx = GetBlockIdx();
+    uint64_t blocks = opbuild_kernel_state_.block_num, idx = opbuild_kernel_state_.block_idx;
     uint64_t per = n / blocks, rem = n % blocks;
     *begin = idx * per + (idx < rem ? idx : rem);
     *end = *begin + per + (idx < rem ? 1 : 0);
@@ -126,12 +132,13 @@ static inline void opbuild_block_range(uint64_t n, uint64_t *begin, uint64_t *en
  * tiling_split_elementwise). Returns 1 if the block has work, 0 if not, and -1 after recording a
  * failure when the launch's blocks cannot cover `total` (a tiling/launch mismatch). */
 static inline int opbuild_block_span(uint64_t total, uint64_t block_length, uint64_t *begin, uint64_t *end) {
-    if ((uint64_t)GetBlockNum() * block_length < total) {
+    uint32_t blocks = opbuild_kernel_state_.block_num;
+    if ((uint64_t)blocks * block_length < total) {
         opbuild_kernel_fail("%s: %u blocks of %llu elements cannot cover %llu elements", OPBUILD_BINARY_NAME,
-                            GetBlockNum(), (unsigned long long)block_length, (unsigned long long)total);
+                            blocks, (unsigned long long)block_length, (unsigned long long)total);
         return -1;
     }
-    *begin = (uint64_t)GetBlockIdx() * block_length;
+    *begin = (uint64_t)opbuild_kernel_state_.block_idx * block_length;
     if (*begin >= total) return 0;
     *end = *begin + block_length < total ? *begin + block_length : total;
     return 1;
