@@ -86,7 +86,7 @@ inline void whole_reduce(const char *api, RedOp op, const AscendC::LocalTensor<T
             if (L.active(r, j)) acc.add((double)up(s[lane_elem(L, ss, r, j)]), j);
         if (acc.idx < 0) acc.idx = 0;
         T *out = d + (uint64_t)r * dstRepStride * width;
-        T value = down<T>((acc_t<T>)acc.v);
+        T value = static_cast<T>(acc.v); /* one rounding of the double sum */
         switch (width == 1 ? (op == RedOp::SUM ? AscendC::ReduceOrder::ORDER_ONLY_VALUE : order) : order) {
             case AscendC::ReduceOrder::ORDER_VALUE_INDEX: out[0] = value; put_index(out + 1, acc.idx); break;
             case AscendC::ReduceOrder::ORDER_INDEX_VALUE: put_index(out, acc.idx); out[1] = value; break;
@@ -112,7 +112,7 @@ inline void block_reduce(const char *api, RedOp op, const AscendC::LocalTensor<T
             if (acc[k].idx < 0) continue;
             uint64_t at = (uint64_t)r * dstRepStride * blocks + k;
             check_span<T>(api, "dst", at, 1, dst.GetSize());
-            d[at] = down<T>((acc_t<T>)acc[k].v);
+            d[at] = static_cast<T>(acc[k].v);
         }
     }
 }
@@ -127,7 +127,7 @@ inline void reduce_all(const char *api, RedOp op, const AscendC::LocalTensor<T> 
     const T *s = src.data();
     for (int32_t i = 0; i < count; ++i) acc.add((double)up(s[i]), i);
     if (acc.idx < 0) acc.idx = 0;
-    dst.data()[0] = down<T>((acc_t<T>)acc.v);
+    dst.data()[0] = static_cast<T>(acc.v);
     if (calIndex) put_index(dst.data() + 1, acc.idx);
 }
 
