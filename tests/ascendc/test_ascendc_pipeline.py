@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import ackit
+from opbuild.abi.tensor_list import tensor_list_words
 
 ELEMWISE = r"""
 #include "kernel_operator.h"
@@ -259,6 +260,31 @@ extern "C" __global__ __aicore__ void reduce_keys(GM_ADDR x, GM_ADDR z, GM_ADDR 
 }
 """
 
+LIST_PROBE = r"""
+#include "kernel_operator.h"
+#include "kernel_operator_list_tensor_intf.h"
+
+// out: size, then per tensor: index, dim, its dims, its data pointer, and the C API's view of it
+extern "C" __global__ __aicore__ void list_probe(GM_ADDR list, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling) {
+    AscendC::ListTensorDesc desc;
+    desc.Init((__gm__ void *)list);
+    __gm__ uint64_t *o = (__gm__ uint64_t *)out;
+    *o++ = desc.GetSize();
+    for (uint32_t i = 0; i < desc.GetSize(); ++i) {
+        uint64_t shape[16];
+        AscendC::TensorDesc<float> t;
+        t.SetShapeAddr(shape);
+        desc.GetDesc(t, i);
+        *o++ = t.GetIndex();
+        *o++ = t.GetDim();
+        for (uint64_t k = 0; k < t.GetDim(); ++k) *o++ = t.GetShape(k);
+        *o++ = (uint64_t)(uintptr_t)desc.GetDataPtr<float>(i);
+        *o++ = (uint64_t)(uintptr_t)t.GetDataObj().GetPhyAddr() == (uint64_t)(uintptr_t)opbuild_list_item(list, i);
+    }
+    *o++ = opbuild_list_count(list);
+}
+"""
+
 TILE = [("uint32_t", "totalLength"), ("uint32_t", "tileNum")]
 DTYPES = {"float": np.float32, "half": np.float16}
 
@@ -270,6 +296,7 @@ def kernels(tmp_path_factory):
     specs += [
         ackit.KernelSpec("leaky", LEAKY, "leaky", 4, TILE + [("float", "slope")]),
         ackit.KernelSpec("sum_list", ADDN, "sum_list", 4, TILE),
+        ackit.KernelSpec("list_probe", LIST_PROBE, "list_probe", 4, []),
         ackit.KernelSpec("reduce_keys", REDUCE, "reduce_keys", 4, [("uint32_t", "totalLength"), ("uint32_t", "outLength")]),
     ]
     return ackit.build(tmp_path_factory.mktemp("ascendc_pipeline"), specs)
@@ -314,13 +341,8 @@ def test_leaky(kernels, slope):
 
 
 def list_desc(buffers, shapes) -> np.ndarray:
-    """CANN's GM layout of a tensor list (kernel_operator_list_tensor_intf.h)."""
-    words = []
-    for shape in shapes:
-        words.append(len(shape) | (len(buffers) << 32))
-        words += list(shape)
-    offset = 8 * (1 + len(words))
-    return np.array([offset, *words, *(b.address for b in buffers)], dtype=np.uint64)
+    """The runtime's launch argument of a tensor list (CANN's layout, opbuild/abi/tensor_list.py)."""
+    return np.array(tensor_list_words([b.address for b in buffers], shapes), dtype=np.uint64)
 
 
 @pytest.mark.parametrize("n_inputs", [1, 2, 5])
@@ -353,3 +375,20 @@ def test_reduce_keys(kernels, key, n):
     np.testing.assert_allclose(z[0], x.astype(np.float64).sum(), rtol=1e-5, atol=1e-4)
     if key != 4:  # one result; the rest of the output buffer is UB never written: 0xFF bytes (NaN)
         assert np.isnan(z[1:]).all() and (z[1:].view(np.uint32) == 0xFFFFFFFF).all()
+
+
+@pytest.mark.parametrize("shapes", [[], [(3,)], [(2, 3), (), (4, 1, 5)], [(7,)] * 6])
+def test_list_layout_read_by_kernels(kernels, shapes):
+    """What the runtime packs (opbuild.abi.tensor_list) is what ListTensorDesc and the C API's
+    opbuild_list_count / opbuild_list_item read back."""
+    from opbuild.runtime import device
+
+    bufs = [device.malloc(64) for _ in shapes]
+    desc = device.upload(list_desc(bufs, shapes))
+    k = kernels["list_probe"]
+    (got,) = k.run([], [np.zeros(64, np.uint64)], 1, k.tiling(), raw=[desc])
+    expect = [len(shapes)]
+    for i, (b, shape) in enumerate(zip(bufs, shapes)):
+        expect += [i, len(shape), *shape, b.address, 1]
+    expect.append(len(shapes))
+    assert got[:len(expect)].tolist() == expect

@@ -1,10 +1,8 @@
 /* kernel_operator_list_tensor_intf.h: ListTensorDesc / TensorDesc over CANN's GM list layout.
  *
- * A dynamic (list) input is one GM address holding, in uint64 words:
- *     [0]                 dataPtrOffset: the byte offset of the data pointers from the start
- *     per tensor i        dim_i | (count << 32), then dim_i words of shape
- *     at dataPtrOffset    count data pointers
- * (count: the number of tensors of the list, in the high half of every tensor's first word.)
+ * A dynamic (list) input is one GM address in CANN's list layout (opbuild/abi/tensor_list.py):
+ *     [0] dataPtrOffset | per tensor: dim | count << 32, dim sizes | at dataPtrOffset: count pointers
+ * read here with opbuild/kernel.h's opbuild_list_count / opbuild_list_item / opbuild_list_shape.
  */
 #ifndef OPBUILD_ASCENDC_KERNEL_OPERATOR_LIST_TENSOR_INTF_H
 #define OPBUILD_ASCENDC_KERNEL_OPERATOR_LIST_TENSOR_INTF_H
@@ -47,9 +45,9 @@ public:
         Init(data, length, shapeSize);
     }
     void Init(__gm__ void *data, uint32_t length = 0xffffffff, uint32_t shapeSize = 0xffffffff) {
-        base_ = reinterpret_cast<const uint64_t *>(data);
+        base_ = reinterpret_cast<GM_ADDR>(data);
         if (base_ == nullptr) ::opbuild::ascendc::fail("ListTensorDesc", "the list address is null");
-        count_ = (uint32_t)(base_[1] >> 32);
+        count_ = (uint32_t)opbuild_list_count(base_);
         if (shapeSize != 0xffffffff && shapeSize != count_)
             ::opbuild::ascendc::fail("ListTensorDesc", "the list holds %u tensors, shapeSize says %u", count_, shapeSize);
         (void)length;
@@ -58,18 +56,15 @@ public:
     template <class T>
     T *GetDataPtr(uint32_t index) const {
         check(index);
-        const uint64_t *ptrs = reinterpret_cast<const uint64_t *>(reinterpret_cast<const uint8_t *>(base_) + base_[0]);
-        return reinterpret_cast<T *>((uintptr_t)ptrs[index]);
+        return reinterpret_cast<T *>(opbuild_list_item(base_, index));
     }
     template <class T>
     void GetDesc(TensorDesc<T> &desc, uint32_t index) const {
         check(index);
-        const uint64_t *w = base_ + 1;
-        for (uint32_t i = 0; i < index; ++i) w += 1 + (w[0] & 0xffffffffu);
-        desc.dim_ = w[0] & 0xffffffffu;
+        const uint64_t *dims = opbuild_list_shape(base_, index, &desc.dim_);
         desc.index_ = index;
         if (desc.shape_ != nullptr)
-            for (uint64_t k = 0; k < desc.dim_; ++k) desc.shape_[k] = w[1 + k];
+            for (uint64_t k = 0; k < desc.dim_; ++k) desc.shape_[k] = dims[k];
         desc.data_ = GetDataPtr<T>(index);
     }
 
@@ -78,7 +73,7 @@ private:
         if (index >= count_)
             ::opbuild::ascendc::fail("ListTensorDesc", "tensor %u of a list of %u tensors", index, count_);
     }
-    const uint64_t *base_ = nullptr;
+    GM_ADDR base_ = nullptr;
     uint32_t count_ = 0;
 };
 

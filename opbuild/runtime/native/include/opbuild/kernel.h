@@ -9,7 +9,7 @@
  *         ...
  *     }
  *
- * Inputs come first (a dynamic input is one GM_ADDR to an OpbuildTensorList), then outputs, then
+ * Inputs come first (a dynamic input is one GM_ADDR to a tensor list, below), then outputs, then
  * the workspace, then the tiling data. The build compiles the source once per binary with that
  * binary's macros (DTYPE_<NAME> the C element type, ORIG_DTYPE_<NAME> the GE dtype number, an
  * OPBUILD_DT_* macro usable in `#if`, FORMAT_<NAME>,
@@ -37,14 +37,24 @@ extern "C" {
 #define KERNEL_ENTRY __attribute__((visibility("hidden")))
 #define OPBUILD_KERNEL_ERROR_LEN 256
 
-/* A dynamic (tensor list) input: `count` device pointers. */
-typedef struct OpbuildTensorList {
-    uint64_t count;
-    void *data[];
-} OpbuildTensorList;
-
-static inline uint64_t opbuild_list_count(GM_ADDR list) { return ((const OpbuildTensorList *)list)->count; }
-static inline void *opbuild_list_item(GM_ADDR list, uint64_t i) { return ((const OpbuildTensorList *)list)->data[i]; }
+/* A dynamic (tensor list) input: CANN's GM list layout (opbuild/abi/tensor_list.py), uint64 words
+ *     [0] dataPtrOffset | per tensor: dim | count << 32, dim sizes | at dataPtrOffset: count pointers
+ * (what Ascend C's ListTensorDesc reads). */
+static inline uint64_t opbuild_list_count(GM_ADDR list) {
+    const uint64_t *w = (const uint64_t *)list;
+    return w[0] <= 8 ? 0 : w[1] >> 32;
+}
+static inline void *opbuild_list_item(GM_ADDR list, uint64_t i) {
+    const uint64_t *w = (const uint64_t *)list;
+    return (void *)(uintptr_t)((const uint64_t *)(list + w[0]))[i];
+}
+/* The shape of tensor i: its dims, *dim set to their number. */
+static inline const uint64_t *opbuild_list_shape(GM_ADDR list, uint64_t i, uint64_t *dim) {
+    const uint64_t *w = (const uint64_t *)list + 1;
+    for (uint64_t k = 0; k < i; ++k) w += 1 + (w[0] & 0xffffffffu);
+    *dim = w[0] & 0xffffffffu;
+    return w + 1;
+}
 
 /* Cross-block barrier (Ascend C SyncAll). Only valid in kernels whose spec sets
  * `kernel.intercore_sync: true`: the simulator then runs all blocks concurrently, and the tiling
