@@ -141,6 +141,9 @@ extern "C" __global__ __aicore__ void apis(GM_ADDR a, GM_ADDR b, GM_ADDR out, GM
         if ASCEND_IS_AIC { o[3] += 2; }
         int64_t c0 = GetSystemCycle(), c1 = GetSystemCycle();
         o[4] = c1 >= c0;
+        o[5] = ONE_BLK_SIZE * 1000 + ONE_REPEAT_BYTE_SIZE;
+        o[6] = IsSameType<half, half>::value + 2 * IsSameType<half, float>::value;
+        o[7] = (int64_t)(ToFloat(ToBfloat16(2.5f)) * 10) + DEFAULT_REPEAT_STRIDE * 1000;
     }
 }
 """
@@ -370,4 +373,4 @@ def test_printf_and_dump_tensor(k, capfd):
 
 def test_scalar_helpers(k):
     got = run(k, 14, A, p0=70, p1=32).view(np.int64)
-    assert got[:5].tolist() == [3, 3, 96, 1, 1]
+    assert got[:8].tolist() == [3, 3, 96, 1, 1, 32256, 1, 8025]

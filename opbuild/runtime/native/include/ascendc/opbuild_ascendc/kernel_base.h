@@ -167,6 +167,24 @@ constexpr int32_t MASK_PLACEHOLDER = 0;
 
 using event_t = int32_t;
 
+/* Sizes the kernels spell with these names (bytes / blocks / repeats). */
+constexpr int32_t ONE_BLK_SIZE = 32;
+constexpr int32_t ONE_REPEAT_BYTE_SIZE = 256;
+constexpr int32_t DEFAULT_BLK_NUM = 8;
+constexpr int32_t DEFAULT_BLK_STRIDE = 1;
+constexpr int32_t DEFAULT_REPEAT_STRIDE = 8;
+constexpr int32_t MAX_REPEAT_TIMES = 255;
+constexpr int32_t ONE_BYTE_BIT_SIZE = 8;
+
+template <class T, class U>
+struct IsSameType {
+    static constexpr bool value = std::is_same<T, U>::value;
+};
+
+inline float ToFloat(const bfloat16_t &v) { return static_cast<float>(v); }
+inline float ToFloat(const half &v) { return static_cast<float>(v); }
+inline bfloat16_t ToBfloat16(const float &v) { return bfloat16_t(v); }
+
 /* ---- block, core and time --------------------------------------------------------------------- */
 
 inline int64_t GetBlockIdx() { return opbuild_kernel_state_.block_idx; }
