@@ -1,6 +1,8 @@
 """Smaller pieces of the kernel API: TQueBind (VECIN -> VECOUT), ReinterpretCast, TPipe::Reset,
 events (SetFlag/WaitFlag with FetchEventID), GET_TILING_DATA_PTR_WITH_STRUCT, REGISTER_TILING_DEFAULT,
-KERNEL_TASK_TYPE_DEFAULT, bfloat16_t arithmetic, half Compare/Select and WholeReduceMin."""
+KERNEL_TASK_TYPE_DEFAULT, bfloat16_t arithmetic, half Compare/Select and WholeReduceMin; a kernel
+whose tiling is a plain struct of its own (REGISTER_TILING_DEFAULT + GET_TILING_DATA), with
+SetL2CacheHint, DumpTensor with a ShapeInfo and DumpAccChkPoint."""
 
 from __future__ import annotations
 
@@ -80,13 +82,51 @@ extern "C" __global__ __aicore__ void misc(GM_ADDR x, GM_ADDR y, GM_ADDR workspa
 }
 """
 
+OWN_TILING = r"""
+#include "kernel_operator.h"
+
+class OwnTiling {  // the kernel's own tiling struct (the force-included header declares another)
+public:
+    uint32_t n;
+    float scale;
+};
+
+extern "C" __global__ __aicore__ void own_tiling(GM_ADDR x, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling) {
+    REGISTER_TILING_DEFAULT(OwnTiling);
+    GET_TILING_DATA(td, tiling);
+    AscendC::GlobalTensor<float> gx, gy;
+    gx.SetGlobalBuffer((__gm__ float *)x, td.n);
+    gy.SetGlobalBuffer((__gm__ float *)y, td.n);
+    gx.SetL2CacheHint(AscendC::CacheMode::CACHE_MODE_DISABLE);
+    AscendC::TPipe pipe;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, td.n * sizeof(float));
+    AscendC::LocalTensor<float> t = buf.Get<float>();
+    AscendC::DataCopy(t, gx, td.n);
+    AscendC::Muls(t, t, td.scale, td.n);
+    if (AscendC::GetBlockIdx() == 0) {
+        uint32_t shape[2] = {2, 4};
+        AscendC::ShapeInfo info(2, shape);
+        AscendC::DumpTensor(t, 3, 8, info);
+        AscendC::DumpAccChkPoint(t, 4, 2, 3);
+    }
+    AscendC::DataCopy(gy, t, td.n);
+}
+"""
+
 N = 512
 
 
 @pytest.fixture(scope="module")
-def k(tmp_path_factory):
-    spec = ackit.KernelSpec("misc", KERNEL, "misc", 4, [("uint32_t", "n")])
-    return ackit.build(tmp_path_factory.mktemp("ascendc_misc"), [spec])["misc"]
+def kernels(tmp_path_factory):
+    specs = [ackit.KernelSpec("misc", KERNEL, "misc", 4, [("uint32_t", "n")]),
+             ackit.KernelSpec("own_tiling", OWN_TILING, "own_tiling", 4, [("uint64_t", "unused")])]
+    return ackit.build(tmp_path_factory.mktemp("ascendc_misc"), specs)
+
+
+@pytest.fixture(scope="module")
+def k(kernels):
+    return kernels["misc"]
 
 
 def run(k, key, x):
@@ -128,3 +168,15 @@ def test_whole_reduce_min_pairs(k):
     assert y[0:2 * len(rows):2].tolist() == rows.min(axis=1).tolist()
     assert y[1:2 * len(rows):2].view(np.uint16).tolist() == rows.argmin(axis=1).tolist()
     assert (y[2 * len(rows):] == 0).all()
+
+
+def test_own_tiling_struct_and_dumps(kernels, capfd):
+    import struct
+
+    x = np.arange(64, dtype=np.float32)
+    tiling = struct.pack("=If", 64, 0.5) + struct.pack("=Q", 0)  # OwnTiling, then the key
+    (y,) = kernels["own_tiling"].run([x], [np.zeros_like(x)], 2, tiling)
+    np.testing.assert_array_equal(y, x * np.float32(0.5))
+    out = capfd.readouterr().out
+    assert "DumpTensor: shape (2,4)\nDumpTensor: block 0, desc 3, UB, 8 elements: 0 0.5 1 1.5 2 2.5 3 3.5" in out
+    assert "DumpTensor: block 0, desc 4, UB, 3 elements: 1 1.5 2" in out

@@ -23,6 +23,33 @@ inline void dump(const char *kind, const T *p, uint64_t have, uint32_t desc, uin
 }  // namespace opbuild
 
 namespace AscendC {
+/* How DumpTensor lays out what it prints: dim sizes (printed with the elements). */
+struct ShapeInfo {
+    uint32_t shapeDim = 0;
+    uint32_t shape[8] = {0};
+    ShapeInfo() = default;
+    ShapeInfo(uint32_t dim, const uint32_t *sizes) : shapeDim(dim > 8 ? 8 : dim) {
+        for (uint32_t i = 0; i < shapeDim; ++i) shape[i] = sizes[i];
+    }
+};
+
+template <class T>
+inline void DumpTensor(const LocalTensor<T> &t, uint32_t desc, uint32_t dumpSize, const ShapeInfo &info) {
+    std::printf("DumpTensor: shape (");
+    for (uint32_t i = 0; i < info.shapeDim; ++i) std::printf(i ? ",%u" : "%u", info.shape[i]);
+    std::printf(")\n");
+    ::opbuild::ascendc::dump("UB", t.data(), t.GetSize(), desc, dumpSize);
+}
+/* DumpAccChkPoint(tensor, index, countOff, dumpSize): DumpTensor of the elements from countOff on. */
+template <class T>
+inline void DumpAccChkPoint(const LocalTensor<T> &t, uint32_t index, uint32_t countOff, uint32_t dumpSize) {
+    ::opbuild::ascendc::dump("UB", t[countOff].data(), t.GetSize() - countOff, index, dumpSize);
+}
+template <class T>
+inline void DumpAccChkPoint(const GlobalTensor<T> &t, uint32_t index, uint32_t countOff, uint32_t dumpSize) {
+    ::opbuild::ascendc::dump("GM", t.GetPhyAddr() + countOff, t.GetSize() > countOff ? t.GetSize() - countOff : 0, index,
+                             dumpSize);
+}
 template <class T>
 inline void DumpTensor(const LocalTensor<T> &t, uint32_t desc, uint32_t dumpSize) {
     ::opbuild::ascendc::dump("UB", t.data(), t.GetSize(), desc, dumpSize);

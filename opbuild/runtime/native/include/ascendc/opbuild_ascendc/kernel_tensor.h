@@ -31,6 +31,9 @@ inline void check_span(const char *api, const char *what, uint64_t begin, uint64
 
 namespace AscendC {
 
+/* GlobalTensor::SetL2CacheHint's modes (a hint: no effect on the CPU twin). */
+enum class CacheMode : uint8_t { CACHE_MODE_DISABLE = 0, CACHE_MODE_NORMAL, CACHE_MODE_LAST, CACHE_MODE_PERSISTENT };
+
 template <class T>
 class LocalTensor {
 public:
@@ -122,8 +125,9 @@ public:
     __gm__ T *GetPhyAddr() const { return addr_; }
     __gm__ T *GetPhyAddr(uint64_t offset) const { return addr_ + offset; }
     uint64_t GetSize() const { return size_; }
-    template <class Hint>
-    void SetL2CacheHint(Hint) {}
+    void SetL2CacheHint(CacheMode) {}
+    template <CacheMode mode>
+    void SetL2CacheHint() {}
 
 private:
     void check(const char *api, uint64_t i) const {
