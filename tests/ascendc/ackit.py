@@ -58,6 +58,7 @@ class KernelSpec:
     macros: dict[str, str] = field(default_factory=dict)
     ub_size: int = UB_SIZE
     core_num: int = CORE_NUM
+    include_dirs: Sequence[Path] = ()  # the source's own directory, for its local headers
 
     @property
     def tiling_size(self) -> int:
@@ -107,15 +108,15 @@ def compile_flags(spec: KernelSpec, workdir: Path) -> list[str]:
     macros = [f"-D{k}={v}" for k, v in spec.macros.items()]
     return ["g++", "-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", "-Wall", "-DASCENDC_CPU_DEBUG=1", *macros,
             f'-DOPBUILD_BINARY_NAME="{spec.name}"', f"-DOPBUILD_SOC_UB_SIZE={spec.ub_size}",
-            f"-DOPBUILD_SOC_CORE_NUM={spec.core_num}", "-include", str(workdir / f"{spec.name}_tiling.h"),
-            f"-I{INCLUDE / 'ascendc'}", f"-I{INCLUDE}"]
+            f"-DOPBUILD_SOC_CORE_NUM={spec.core_num}", "-include", str(workdir / f"{spec.name}_ascendc_tiling.h"),
+            *(f"-I{d}" for d in spec.include_dirs), f"-I{INCLUDE / 'ascendc'}", f"-I{INCLUDE}"]
 
 
 def build(workdir: Path, specs: Sequence[KernelSpec]) -> dict[str, Kernel]:
     """Compile and load every spec (one g++ per binary, run in parallel)."""
     procs = []
     for spec in specs:
-        (workdir / f"{spec.name}_tiling.h").write_text(_header(spec))
+        (workdir / f"{spec.name}_ascendc_tiling.h").write_text(_header(spec))
         (workdir / f"{spec.name}.cpp").write_text(spec.source)
         key_offset = len(tiling_argument(b"\0" * spec.tiling_size, spec.tiling_size, 0)) - 8
         params = ", ".join(["GM_ADDR"] * spec.nargs)
