@@ -1,4 +1,4 @@
-"""Smaller pieces of the kernel API: TQueBind (VECIN -> VECOUT), ReinterpretCast, TPipe::Reset,
+"""Smaller pieces of the kernel API: TQueBind (VECIN -> VECOUT), ReinterpretCast, TPipe::Reset, GetTPipePtr,
 events (SetFlag/WaitFlag with FetchEventID), GET_TILING_DATA_PTR_WITH_STRUCT, REGISTER_TILING_DEFAULT,
 KERNEL_TASK_TYPE_DEFAULT, bfloat16_t arithmetic, half Compare/Select and WholeReduceMin; a kernel
 whose tiling is a plain struct of its own (REGISTER_TILING_DEFAULT + GET_TILING_DATA), with
@@ -43,11 +43,11 @@ extern "C" __global__ __aicore__ void misc(GM_ADDR x, GM_ADDR y, GM_ADDR workspa
         PipeBarrier<PIPE_ALL>();
         DataCopy(gy, t, n);
         bind.FreeTensor(t);
-    } else if (TILING_KEY_IS(2)) {  // TPipe::Reset: the UB can be handed out again
+    } else if (TILING_KEY_IS(2)) {  // TPipe::Reset: the UB can be handed out again; GetTPipePtr
         TBuf<TPosition::VECCALC> a, b;
         pipe.InitBuffer(a, 128 * 1024);
         pipe.Reset();
-        pipe.InitBuffer(b, 128 * 1024);
+        GetTPipePtr()->InitBuffer(b, 128 * 1024);
         LocalTensor<half> t = b.Get<half>();
         DataCopy(t, gx, n);
         Adds(t, t, (half)1.0f, n);

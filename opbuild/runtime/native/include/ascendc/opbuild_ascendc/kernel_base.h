@@ -85,6 +85,7 @@ struct BlockState {
     bool mask_counter = false;       /* SetMaskCount (true) or SetMaskNorm (false) */
     uint64_t mask[2] = {~0ull, ~0ull}; /* normal mode: lane bits; counter mode: mask[0] is the count */
     AtomicMode atomic = AtomicMode::NONE;
+    void *pipe = nullptr; /* the block's TPipe, the latest constructed (GetTPipePtr) */
 };
 inline thread_local BlockState g_block;
 

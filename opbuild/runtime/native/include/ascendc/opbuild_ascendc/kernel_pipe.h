@@ -162,7 +162,15 @@ private:
 
 class TPipe {
 public:
-    TPipe() { ::opbuild::ascendc::block().ub_used = 0; }
+    TPipe() {
+        ::opbuild::ascendc::block().ub_used = 0;
+        ::opbuild::ascendc::block().pipe = this;
+    }
+    ~TPipe() {
+        if (::opbuild::ascendc::block().pipe == this) ::opbuild::ascendc::block().pipe = nullptr;
+    }
+    TPipe(const TPipe &) = delete;
+    TPipe &operator=(const TPipe &) = delete;
     /* `num` buffers of `len` bytes (each rounded up to 32 bytes) for a queue. */
     template <class Q>
     bool InitBuffer(Q &que, uint8_t num, uint32_t len) {
@@ -213,7 +221,12 @@ private:
     }
 };
 
-inline TPipe *GetTPipePtr() { return nullptr; }
+/* The block's TPipe (the one constructed last and still alive). */
+inline TPipe *GetTPipePtr() {
+    void *p = ::opbuild::ascendc::block().pipe;
+    if (p == nullptr) ::opbuild::ascendc::fail("GetTPipePtr", "the block has no TPipe");
+    return static_cast<TPipe *>(p);
+}
 
 }  // namespace AscendC
 
