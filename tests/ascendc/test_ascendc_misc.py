@@ -69,6 +69,23 @@ extern "C" __global__ __aicore__ void misc(GM_ADDR x, GM_ADDR y, GM_ADDR workspa
         CompareScalar(mask, t, (half)0.5f, CMPMODE::GT, n);
         Select(t, mask, t, (half)0.5f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
         DataCopy(gy, t, n);
+    } else if (TILING_KEY_IS(6)) {  // Gather with byte offsets: y[i] = x[2 + (n - 1 - i) % (n - 2)]; events
+        TBuf<TPosition::VECCALC> a, o, idx;
+        pipe.InitBuffer(a, n * sizeof(half));
+        pipe.InitBuffer(o, n * sizeof(half));
+        pipe.InitBuffer(idx, n * sizeof(uint32_t));
+        LocalTensor<half> t = a.Get<half>(), r = o.Get<half>();
+        LocalTensor<uint32_t> off = idx.Get<uint32_t>();
+        DataCopy(t, gx, n);
+        for (uint32_t i = 0; i < n; ++i) off.SetValue(i, (n - 1 - i) % (n - 2) * sizeof(half));
+        event_t ev = GetTPipePtr()->FetchEventID(HardEvent::S_V);
+        SetFlag<HardEvent::S_V>(ev);
+        WaitFlag<HardEvent::S_V>(ev);
+        TQueSync<PIPE_V, PIPE_MTE3> sync;
+        Gather(r, t, off, 2 * sizeof(half), n);
+        sync.SetFlag(0);
+        sync.WaitFlag(0);
+        DataCopy(gy, r, n);
     } else if (TILING_KEY_IS(5)) {  // WholeReduceMin over repeats of 128 halves: (min, index) pairs
         TBuf<TPosition::VECCALC> a, o;
         pipe.InitBuffer(a, n * sizeof(half));
@@ -180,3 +197,9 @@ def test_own_tiling_struct_and_dumps(kernels, capfd):
     out = capfd.readouterr().out
     assert "DumpTensor: shape (2,4)\nDumpTensor: block 0, desc 3, UB, 8 elements: 0 0.5 1 1.5 2 2.5 3 3.5" in out
     assert "DumpTensor: block 0, desc 4, UB, 3 elements: 1 1.5 2" in out
+
+
+def test_gather(k):
+    x = np.random.default_rng(5).standard_normal(N).astype(np.float16)
+    i = np.arange(N)
+    np.testing.assert_array_equal(run(k, 6, x), x[2 + (N - 1 - i) % (N - 2)])

@@ -177,6 +177,8 @@ constexpr int32_t DEFAULT_REPEAT_STRIDE = 8;
 constexpr int32_t MAX_REPEAT_TIMES = 255;
 constexpr int32_t ONE_BYTE_BIT_SIZE = 8;
 
+__aicore__ inline constexpr int64_t GetDataBlockSizeInBytes() { return ONE_BLK_SIZE; }
+
 template <class T, class U>
 struct IsSameType {
     static constexpr bool value = std::is_same<T, U>::value;

@@ -202,6 +202,9 @@ public:
     event_t FetchEventID() {
         return 0;
     }
+    event_t FetchEventID(HardEvent) { return 0; }
+    event_t AllocEventID(HardEvent) { return 0; }
+    void ReleaseEventID(HardEvent, event_t) {}
 
 private:
     template <TPosition s, TPosition d, int32_t depth, auto m>
@@ -219,6 +222,14 @@ private:
         b.ub_used += (uint32_t)bytes;
         return p;
     }
+};
+
+/* Pipe-to-pipe sync objects: ordering no-ops, as SetFlag/WaitFlag. */
+template <pipe_t src, pipe_t dst>
+class TQueSync {
+public:
+    void SetFlag(event_t) {}
+    void WaitFlag(event_t) {}
 };
 
 /* The block's TPipe (the one constructed last and still alive). */

@@ -250,6 +250,23 @@ inline void Duplicate(const LocalTensor<T> &dst, const U &scalar, const uint64_t
             if (L.active(r, j)) dst.data()[oa::lane_elem(L, sd, r, j)] = v;
 }
 
+/* dst[i] = the element of src at byte srcBaseAddr + srcOffset[i] (offsets in bytes), i < count. */
+template <class T>
+inline void Gather(const LocalTensor<T> &dst, const LocalTensor<T> &src, const LocalTensor<uint32_t> &srcOffset,
+                   const uint32_t srcBaseAddr, const uint32_t count) {
+    namespace oa = ::opbuild::ascendc;
+    oa::check_span<T>("Gather", "dst", 0, count, dst.GetSize());
+    oa::check_span<uint32_t>("Gather", "srcOffset", 0, count, srcOffset.GetSize());
+    const uint64_t have = (uint64_t)src.GetSize() * sizeof(T);
+    for (uint32_t i = 0; i < count; ++i) {
+        uint64_t at = (uint64_t)srcBaseAddr + srcOffset.data()[i];
+        if (at % sizeof(T) != 0 || at + sizeof(T) > have)
+            oa::fail("Gather", "element %u: byte offset %llu is outside (or not aligned in) the src LocalTensor of %llu bytes",
+                     i, (unsigned long long)at, (unsigned long long)have);
+        dst.data()[i] = src.data()[at / sizeof(T)];
+    }
+}
+
 }  // namespace AscendC
 
 #undef OPBUILD_ASCENDC_BINARY
