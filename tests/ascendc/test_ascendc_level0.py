@@ -24,7 +24,7 @@ using T = DTYPE_X;
 
 #define BINARY(F)                                                        \
     do {                                                                 \
-        if (!t.setmask) F<T, false>(lo, la, lb, MASK_PLACEHOLDER, (uint8_t)t.repeat, bp); \
+        if (!t.setmask) F<T, false>(lo, la, lb, 0, (uint8_t)t.repeat, bp); /* 0: a literal placeholder */ \
         else if (t.contig) F(lo, la, lb, t.mask_lo, (uint8_t)t.repeat, bp); \
         else F(lo, la, lb, bits, (uint8_t)t.repeat, bp);                  \
     } while (0)

@@ -79,6 +79,11 @@ inline void ResetMask() {
 namespace opbuild {
 namespace ascendc {
 
+/* The count-mask forms take any integer (a literal 0 included, which would otherwise also match the
+ * bit-mask array forms' pointer). */
+template <class M>
+using if_integral = typename std::enable_if<std::is_integral<M>::value, int>::type;
+
 inline void check_count(const char *api, int64_t count) {
     if (count < 0) fail(api, "count %lld is negative", (long long)count);
 }

@@ -131,11 +131,11 @@ inline A relu(A a) {
                      const int32_t &count) {                                                                 \
         ::opbuild::ascendc::l2_binary(#NAME, dst, src0, src1, count, [](auto a, auto b) { return EXPR; });   \
     }                                                                                                        \
-    template <class T, bool isSetMask = true>                                                                \
+    template <class T, bool isSetMask = true, class M, ::opbuild::ascendc::if_integral<M> = 0>             \
     inline void NAME(const LocalTensor<T> &dst, const LocalTensor<T> &src0, const LocalTensor<T> &src1,      \
-                     uint64_t mask, const uint8_t repeatTimes, const BinaryRepeatParams &params) {           \
+                     M mask, const uint8_t repeatTimes, const BinaryRepeatParams &params) {                  \
         ::opbuild::ascendc::l0_binary(#NAME, dst, src0, src1,                                                \
-                                      ::opbuild::ascendc::lanes<T, isSetMask>(#NAME, mask, repeatTimes), params, \
+                                      ::opbuild::ascendc::lanes<T, isSetMask>(#NAME, (uint64_t)mask, repeatTimes), params, \
                                       [](auto a, auto b) { return EXPR; });                                  \
     }                                                                                                        \
     template <class T, bool isSetMask = true>                                                                \
@@ -151,8 +151,8 @@ inline A relu(A a) {
     inline void NAME(const LocalTensor<T> &dst, const LocalTensor<T> &src, const int32_t &count) {           \
         ::opbuild::ascendc::l2_unary(#NAME, dst, src, count, [](auto a) { return EXPR; });                   \
     }                                                                                                        \
-    template <class T, bool isSetMask = true>                                                                \
-    inline void NAME(const LocalTensor<T> &dst, const LocalTensor<T> &src, uint64_t mask,                    \
+    template <class T, bool isSetMask = true, class M, ::opbuild::ascendc::if_integral<M> = 0>             \
+    inline void NAME(const LocalTensor<T> &dst, const LocalTensor<T> &src, M mask,                           \
                      const uint8_t repeatTimes, const UnaryRepeatParams &params) {                           \
         ::opbuild::ascendc::l0_unary(#NAME, dst, src, ::opbuild::ascendc::lanes<T, isSetMask>(#NAME, mask, repeatTimes), \
                                      params, [](auto a) { return EXPR; });                                   \
@@ -171,8 +171,8 @@ inline A relu(A a) {
         auto s = ::opbuild::ascendc::up(static_cast<T>(scalar));                                             \
         ::opbuild::ascendc::l2_unary(#NAME, dst, src, count, [s](auto a) { return EXPR; });                  \
     }                                                                                                        \
-    template <class T, bool isSetMask = true, class U = T>                                                   \
-    inline void NAME(const LocalTensor<T> &dst, const LocalTensor<T> &src, const U &scalar, uint64_t mask,   \
+    template <class T, bool isSetMask = true, class U = T, class M, ::opbuild::ascendc::if_integral<M> = 0> \
+    inline void NAME(const LocalTensor<T> &dst, const LocalTensor<T> &src, const U &scalar, M mask,          \
                      const uint8_t repeatTimes, const UnaryRepeatParams &params) {                           \
         auto s = ::opbuild::ascendc::up(static_cast<T>(scalar));                                             \
         ::opbuild::ascendc::l0_unary(#NAME, dst, src, ::opbuild::ascendc::lanes<T, isSetMask>(#NAME, mask, repeatTimes), \
@@ -224,11 +224,11 @@ inline void Duplicate(const LocalTensor<T> &dst, const U &scalar, const int32_t 
     for (int32_t i = 0; i < count; ++i) d[i] = v;
 }
 
-template <class T, bool isSetMask = true, class U = T>
-inline void Duplicate(const LocalTensor<T> &dst, const U &scalar, uint64_t mask, const uint8_t repeatTimes,
+template <class T, bool isSetMask = true, class U = T, class M, ::opbuild::ascendc::if_integral<M> = 0>
+inline void Duplicate(const LocalTensor<T> &dst, const U &scalar, M mask, const uint8_t repeatTimes,
                       const uint16_t dstBlockStride, const uint8_t dstRepeatStride) {
     namespace oa = ::opbuild::ascendc;
-    oa::Lanes L = oa::lanes<T, isSetMask>("Duplicate", mask, repeatTimes);
+    oa::Lanes L = oa::lanes<T, isSetMask>("Duplicate", (uint64_t)mask, repeatTimes);
     oa::Stride sd{dstBlockStride, dstRepeatStride};
     oa::check_lanes("Duplicate", "dst", L, sd, dst.GetSize());
     const T v = static_cast<T>(scalar);
