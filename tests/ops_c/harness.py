@@ -27,6 +27,7 @@ import yaml
 
 from opbuild.abi import ge_types
 from opbuild.abi.kernel_launch import tiling_argument
+from opbuild.abi.tensor_list import pack_tensor_list
 from opbuild.abi.tiling_context import ContextHolder, build_tiling_context, new_key_buffer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -432,7 +433,7 @@ class OpRunner:
         args: list[int | None] = []
         for x in ins:
             if isinstance(x, list):
-                lst = (ctypes.c_uint64 * (1 + len(x)))(len(x), *[a.ctypes.data for a in x])
+                lst = pack_tensor_list([a.ctypes.data for a in x], [a.shape for a in x])
                 keep.append(lst)
                 args.append(ctypes.addressof(lst))
             else:

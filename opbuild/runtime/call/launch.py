@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from opbuild.abi.tensor_list import pack_tensor_list
 from opbuild.runtime import device
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_RUNTIME_ERROR, AclnnError
 from opbuild.runtime.call.plans import Plan
@@ -189,7 +190,7 @@ def _execute_prepared(plan: Plan, executor: Executor, ws_addr: int, workspace: A
         if param.param_type == "dynamic":
             arrays = [a if _usable(a) else np.array(a, order="C") for a, _ in instances]
             keep.extend(arrays)
-            lst = (ctypes.c_uint64 * (1 + len(arrays)))(len(arrays), *(data_pointer(a) for a in arrays))
+            lst = pack_tensor_list([data_pointer(a) for a in arrays], [a.shape for a in arrays])
             keep.append(lst)
             args.append(ctypes.addressof(lst))
         elif not instances:

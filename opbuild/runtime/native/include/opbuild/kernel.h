@@ -9,7 +9,7 @@
  *         ...
  *     }
  *
- * Inputs come first (a dynamic input is one GM_ADDR to an OpbuildTensorList), then outputs, then
+ * Inputs come first (a dynamic input is one GM_ADDR to a tensor list, below), then outputs, then
  * the workspace, then the tiling data. The build compiles the source once per binary with that
  * binary's macros (DTYPE_<NAME> the C element type, ORIG_DTYPE_<NAME> the GE dtype number, an
  * OPBUILD_DT_* macro usable in `#if`, FORMAT_<NAME>,
@@ -37,14 +37,24 @@ extern "C" {
 #define KERNEL_ENTRY __attribute__((visibility("hidden")))
 #define OPBUILD_KERNEL_ERROR_LEN 256
 
-/* A dynamic (tensor list) input: `count` device pointers. */
-typedef struct OpbuildTensorList {
-    uint64_t count;
-    void *data[];
-} OpbuildTensorList;
-
-static inline uint64_t opbuild_list_count(GM_ADDR list) { return ((const OpbuildTensorList *)list)->count; }
-static inline void *opbuild_list_item(GM_ADDR list, uint64_t i) { return ((const OpbuildTensorList *)list)->data[i]; }
+/* A dynamic (tensor list) input: CANN's GM list layout (opbuild/abi/tensor_list.py), uint64 words
+ *     [0] dataPtrOffset | per tensor: dim | count << 32, dim sizes | at dataPtrOffset: count pointers
+ * (what Ascend C's ListTensorDesc reads). */
+static inline uint64_t opbuild_list_count(GM_ADDR list) {
+    const uint64_t *w = (const uint64_t *)list;
+    return w[0] <= 8 ? 0 : w[1] >> 32;
+}
+static inline void *opbuild_list_item(GM_ADDR list, uint64_t i) {
+    const uint64_t *w = (const uint64_t *)list;
+    return (void *)(uintptr_t)((const uint64_t *)(list + w[0]))[i];
+}
+/* The shape of tensor i: its dims, *dim set to their number. */
+static inline const uint64_t *opbuild_list_shape(GM_ADDR list, uint64_t i, uint64_t *dim) {
+    const uint64_t *w = (const uint64_t *)list + 1;
+    for (uint64_t k = 0; k < i; ++k) w += 1 + (w[0] & 0xffffffffu);
+    *dim = w[0] & 0xffffffffu;
+    return w + 1;
+}
 
 /* Cross-block barrier (Ascend C SyncAll). Only valid in kernels whose spec sets
  * `kernel.intercore_sync: true`: the simulator then runs all blocks concurrently, and the tiling
@@ -77,6 +87,9 @@ static inline opbuild_kernel_state *opbuild_kernel_begin(uint32_t block_idx, uin
     return s;
 }
 
+/* The C API's names for the block, the barrier and the tiling data. An Ascend C kernel
+ * (kernel_operator.h defines OPBUILD_ASCENDC) gets AscendC:: ones with the Ascend C types instead. */
+#ifndef OPBUILD_ASCENDC
 static inline void SyncAll(void) {
     opbuild_kernel_state *s = &opbuild_kernel_state_;
     if (s->sync_all) s->sync_all(s->sync_ctx);
@@ -84,6 +97,7 @@ static inline void SyncAll(void) {
 
 static inline uint32_t GetBlockIdx(void) { return opbuild_kernel_state_.block_idx; }
 static inline uint32_t GetBlockNum(void) { return opbuild_kernel_state_.block_num; }
+#endif
 
 /* The launch's tiling key (the tiling function's tiling_set_tiling_key). The runtime passes it
  * after the tiling data, at the next 8-byte boundary past opParaSize (at least 1) bytes; the
@@ -106,13 +120,15 @@ static inline void opbuild_kernel_fail(const char *fmt, ...) {
 #define KERNEL_FAIL(...) do { opbuild_kernel_fail(__VA_ARGS__); return; } while (0)
 
 /* Copy the op's tiling data (type OPBUILD_TILING_DATA_TYPE from the generated <op>_tiling.h). */
+#ifndef OPBUILD_ASCENDC
 #define GET_TILING_DATA(var, tiling) \
     OPBUILD_TILING_DATA_TYPE var;    \
     memcpy(&(var), (tiling), sizeof(var))
+#endif
 
 /* The split of n items over the blocks: this block's [begin, end). */
 static inline void opbuild_block_range(uint64_t n, uint64_t *begin, uint64_t *end) {
-    uint64_t blocks = GetBlockNum(), idx = GetBlockIdx();
+    uint64_t blocks = opbuild_kernel_state_.block_num, idx = opbuild_kernel_state_.block_idx;
     uint64_t per = n / blocks, rem = n % blocks;
     *begin = idx * per + (idx < rem ? idx : rem);
     *end = *begin + per + (idx < rem ? 1 : 0);
@@ -126,12 +142,13 @@ static inline void opbuild_block_range(uint64_t n, uint64_t *begin, uint64_t *en
  * tiling_split_elementwise). Returns 1 if the block has work, 0 if not, and -1 after recording a
  * failure when the launch's blocks cannot cover `total` (a tiling/launch mismatch). */
 static inline int opbuild_block_span(uint64_t total, uint64_t block_length, uint64_t *begin, uint64_t *end) {
-    if ((uint64_t)GetBlockNum() * block_length < total) {
+    uint32_t blocks = opbuild_kernel_state_.block_num;
+    if ((uint64_t)blocks * block_length < total) {
         opbuild_kernel_fail("%s: %u blocks of %llu elements cannot cover %llu elements", OPBUILD_BINARY_NAME,
-                            GetBlockNum(), (unsigned long long)block_length, (unsigned long long)total);
+                            blocks, (unsigned long long)block_length, (unsigned long long)total);
         return -1;
     }
-    *begin = (uint64_t)GetBlockIdx() * block_length;
+    *begin = (uint64_t)opbuild_kernel_state_.block_idx * block_length;
     if (*begin >= total) return 0;
     *end = *begin + block_length < total ? *begin + block_length : total;
     return 1;
