@@ -3,13 +3,13 @@
 Kernel tests: ackit.py (importable from here) builds kernel .so files from Ascend C sources with
 kernel_operator.h and a hand-written launch shim (what the build's generated shim does), and runs
 them on the device simulator. Host tests: the in-house lookalike op_host sources (host_sources/)
-and one tiling library built from four of them, each op's host blob built the way the build
-builds it (opbuild.ascendc.host.build_blob) and the blobs linked together."""
+and one tiling library built from them, each op's host blob built the way the build builds it
+and the blobs linked together."""
 
 from __future__ import annotations
 
-import sys
 import ctypes
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,6 +26,7 @@ OPS = {
     "LeakyCustom": ("leaky_custom", ["leaky.cpp"]),
     "SumListCustom": ("sum_list_custom", ["sum_list.cpp"]),
     "ReduceSumCustom": ("reduce_sum_custom", ["reduce_sum.cpp"]),
+    "PlainStructCustom": ("plain_struct_custom", ["plain_struct.cpp"]),
 }
 
 
@@ -34,12 +35,18 @@ def sources(op: str) -> list[Path]:
 
 
 @pytest.fixture(scope="session")
-def host_library(tmp_path_factory) -> Path:
-    """libhost.so: the four lookalike ops' blobs in one shared library (VecAddCustom and
-    LeakyCustom both define optiling::TilingData, with different layouts)."""
+def host_blobs(tmp_path_factory) -> dict[str, Path]:
+    """op type -> its host blob (host.build_blob)."""
     work = tmp_path_factory.mktemp("ascendc_host")
-    blobs = [host.build_blob(sources(op), snake, op, work / snake) for op, (snake, _) in OPS.items()]
-    return host.link_shared(blobs, work / "libhost.so")
+    return {op: host.build_blob(sources(op), snake, op, work / snake) for op, (snake, _) in OPS.items()}
+
+
+@pytest.fixture(scope="session")
+def host_library(host_blobs) -> Path:
+    """libhost.so: the lookalike ops' blobs in one shared library (VecAddCustom and
+    LeakyCustom both define optiling::TilingData, with different layouts)."""
+    first = next(iter(host_blobs.values()))
+    return host.link_shared(list(host_blobs.values()), first.parent.parent / "libhost.so")
 
 
 @pytest.fixture(scope="session")
