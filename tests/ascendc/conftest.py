@@ -27,6 +27,7 @@ OPS = {
     "SumListCustom": ("sum_list_custom", ["sum_list.cpp"]),
     "ReduceSumCustom": ("reduce_sum_custom", ["reduce_sum.cpp"]),
     "PlainStructCustom": ("plain_struct_custom", ["plain_struct.cpp"]),
+    "NoShapeCustom": ("no_shape_custom", ["no_shape.cpp"]),
 }
 
 

@@ -135,6 +135,12 @@ def test_infer_of_a_missing_output(host_lib):
     assert h.error == "LeakyCustom: no output 1 (the OpDef has 1)"
 
 
+def test_infer_shape_that_sets_no_shape_is_an_error(host_lib):
+    h = context("NoShapeCustom", [[t("float32", (13, 123))]], [[]])
+    assert infer_shape(host_lib, "no_shape_custom", h)[0] == GRAPH_FAILED
+    assert h.error.startswith("NoShapeCustom: InferShape set no shape for output 0")
+
+
 def test_failing_tiling_function_names_the_op(host_lib):
     h = context("VecAddCustom", [[t("float16", (0, 6))], [t("float16", (0, 6))]], [[t("float16", (0, 6))]])
     assert tiling(host_lib, "vec_add_custom", h) == GRAPH_FAILED

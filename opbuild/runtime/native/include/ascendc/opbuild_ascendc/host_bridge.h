@@ -124,11 +124,18 @@ inline void fill_side(IoSide &side, uint32_t num, const uint32_t *start, const u
 }
 
 /* One output tensor per IR output of the OpDef (infer functions get no outputs in ctx). */
+/* An output shape InferShape has not written: one dim of kInvalidDimValue (no real shape has it),
+ * so an InferShape that leaves an output alone is an error, not a scalar the kernel overflows. */
+inline gert::Shape unset_shape() { return gert::Shape({gert::Shape::kInvalidDimValue}); }
+
 inline void fill_infer_outputs(IoSide &side, const ops::OpDef &def) {
     for (size_t ir = 0; ir < def.OpbuildOutputs().size(); ++ir) {
         side.ir_start.push_back(static_cast<uint32_t>(ir));
         side.ir_count.push_back(1);
-        side.Add(gert::Tensor());
+        gert::Tensor t;
+        t.MutableShape().MutableOriginShape() = unset_shape();
+        t.MutableShape().MutableStorageShape() = unset_shape();
+        side.Add(t);
     }
 }
 
@@ -215,6 +222,9 @@ inline uint32_t infer_shape(::TilingContext *ctx, const char *op_type, uint32_t 
         ge::graphStatus status = fn(&g);
         if (status != ge::GRAPH_SUCCESS) return fail(ctx, "%s: InferShape returned %u", op_type, status);
         const gert::Shape &s = *g.GetOutputShape(output_index);
+        if (s == unset_shape())
+            return fail(ctx, "%s: InferShape set no shape for output %u (leave it to the caller: give the output "
+                             "a `shape` rule in op.yaml, or set it in InferShape)", op_type, output_index);
         if (s.GetDimNum() > OPBUILD_MAX_DIMS)
             return fail(ctx, "%s: InferShape gave output %u rank %zu (at most %d)", op_type, output_index,
                         s.GetDimNum(), OPBUILD_MAX_DIMS);
