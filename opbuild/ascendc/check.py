@@ -140,7 +140,8 @@ def compile_and_describe(tc, host_source: Path, bridge: str, symbol: str) -> tup
         objects = []
         for i, source in enumerate((host_source, unit)):
             obj = work / f"{i}.o"
-            result = tc.run(tc.ascendc_host_object_command(str(source), str(obj), ascendc_include_dirs()))
+            result = tc.run(tc.ascendc_host_object_command(str(source), str(obj), ascendc_include_dirs(),
+                                                           bridge=source == unit))
             if result.returncode != 0:
                 return None, "compile", result.output
             objects.append(str(obj))

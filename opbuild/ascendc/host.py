@@ -22,7 +22,10 @@ discard sections the other blobs' localized symbols point into), and `-fno-gnu-u
 the function-local statics weak instead of STB_GNU_UNIQUE, which `--localize-hidden` does not
 localize.
 
-`blob_commands` returns the command lists (the build system runs them); `build_blob` runs them.
+The commands are the build's own (builder/toolchain.py: `ascendc_host_object_command`,
+`host_blob_command`, `localize_command`, `tiling_link_command`), defined once there; the build
+plans them as steps (builder/plan.py), `blob_commands` returns them for one op, `build_blob`
+runs them.
 `describe` builds a blob in a temporary directory, links it into a .so, calls its describe
 function through ctypes in a child Python process (loading the library runs the user's OpDef
 constructors: a crash there must not take the build down) and returns a HostDescription
@@ -32,8 +35,6 @@ constructors: a crash there must not take the build down) and returns a HostDesc
 from __future__ import annotations
 
 import ctypes
-import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -42,35 +43,35 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from opbuild.abi.ascendc_bridge import BRIDGE_PARTS, bridge_symbol
 from opbuild.ascendc.description import HostDescription, parse_description
 from opbuild.ascendc.errors import AscendcHostError
 from opbuild.ascendc.tiling_header import kernel_tiling_header
 from opbuild.runtime_paths import native_include_dir
 
 __all__ = ["AscendcHostError", "HostBuild", "EXPORT_SUFFIXES", "blob_commands", "bridge_source", "build_blob",
-           "compile_flags", "describe", "describe_library", "export_symbol", "kernel_tiling_header", "link_command",
+           "compile_command", "describe", "describe_library", "export_symbol", "kernel_tiling_header", "link_command",
            "link_shared"]
 
-EXPORT_SUFFIXES = ("tiling", "infer_shape", "infer_dtype", "describe")
-"""The bridge's exports are `<op_snake>_opbuild_<suffix>`."""
+EXPORT_SUFFIXES = BRIDGE_PARTS
+"""The bridge's exports are `<op_snake>_opbuild_<suffix>` (named once: opbuild/abi/ascendc_bridge.py)."""
+export_symbol = bridge_symbol
 
 
-def export_symbol(op_snake: str, suffix: str) -> str:
-    """The name of a bridge export (`add_custom_opbuild_tiling`)."""
-    if suffix not in EXPORT_SUFFIXES:
-        raise ValueError(f"unknown bridge export {suffix!r}; known: {', '.join(EXPORT_SUFFIXES)}")
-    return f"{op_snake}_opbuild_{suffix}"
+def _toolchain():
+    """The host toolchain whose Ascend C commands the build runs (builder/toolchain.py): this
+    module runs the very same ones."""
+    from opbuild.validate.tiling_lib import _toolchain as host_toolchain
+
+    return host_toolchain()
 
 
-def _cxx() -> list[str]:
-    return shlex.split(os.environ.get("CXX") or "g++")
-
-
-def compile_flags(include_dirs: Sequence[Path | str] = ()) -> list[str]:
-    """The flags every host-blob TU is compiled with (after the compiler, before the source)."""
+def compile_command(source: Path | str, output: Path | str, include_dirs: Sequence[Path | str] = (),
+                    bridge: bool = False) -> list[str]:
+    """The command compiling one host-blob TU (`bridge`: the generated bridge, built for size)."""
     inc = native_include_dir()
-    return ["-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", "-fvisibility-inlines-hidden", "-fno-gnu-unique",
-            *(f"-I{d}" for d in include_dirs), f"-I{inc / 'ascendc'}", f"-I{inc}"]
+    dirs = [*(str(d) for d in include_dirs), str(inc / "ascendc"), str(inc)]
+    return _toolchain().ascendc_host_object_command(str(source), str(output), dirs, bridge=bridge)
 
 
 def bridge_source(op_snake: str, op_type: str) -> str:
@@ -106,15 +107,15 @@ def blob_commands(host_sources: Sequence[Path | str], op_snake: str, op_type: st
     if not sources:
         raise AscendcHostError(f"{op_type}: no op_host source given")
     bridge = work / f"{op_snake}_host_bridge.cpp"
-    flags = compile_flags(include_dirs)
     compiles = []
     for i, src in enumerate([*sources, bridge]):
         obj = work / f"{op_snake}_host_{i}_{src.stem}.o"
-        own = flags if src != bridge else ["-Os" if f == "-O2" else f for f in flags]
-        compiles.append((src, obj, [*_cxx(), *own, "-c", str(src), "-o", str(obj)]))
+        compiles.append((src, obj, compile_command(src, obj, include_dirs, bridge=src == bridge)))
+    joined = work / f"{op_snake}_host_joined.o"
     blob = work / f"{op_snake}_host_blob.o"
-    link = ["ld", "-r", "--force-group-allocation", "-o", str(blob), *(str(o) for _, o, _ in compiles)]
-    localize = ["objcopy", "--localize-hidden", str(blob)]
+    tc = _toolchain()
+    link = tc.host_blob_command([str(o) for _, o, _ in compiles], str(joined))
+    localize = tc.localize_command(str(joined), str(blob))
     return HostBuild(tuple(compiles), link, localize, blob, bridge, bridge_source(op_snake, op_type))
 
 
@@ -148,7 +149,7 @@ def build_blob(host_sources: Sequence[Path | str], op_snake: str, op_type: str, 
 
 def link_command(blobs: Sequence[Path | str], output: Path | str) -> list[str]:
     """The command linking host blobs (and any other objects) into one shared library."""
-    return [*_cxx(), "-shared", "-o", str(output), *(str(b) for b in blobs)]
+    return _toolchain().tiling_link_command([str(b) for b in blobs], str(output), cxx=True)
 
 
 def link_shared(blobs: Sequence[Path | str], output: Path | str) -> Path:

@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from opbuild.abi.ascendc_bridge import bridge_symbol
+from opbuild.ascendc.host import bridge_source
 from opbuild.ascendc.lower import known_socs
 from opbuild.spec.naming import snake_case
 
@@ -50,8 +51,9 @@ class ImportedOp:
     files: tuple[str, ...]
 
 
-BRIDGE_UNIT = f'#include "opbuild_ascendc/host_bridge.h"\nOPBUILD_ASCENDC_HOST_EXPORTS({IMPORT_SNAKE}, "")\n'
-"""The generic bridge a host source is described with before its ops are known."""
+BRIDGE_UNIT = bridge_source(IMPORT_SNAKE, "OpbuildImport")
+"""The generic bridge a host source is described with before its ops are known (its describe
+lists every OpDef the source registers; its other exports are never called)."""
 
 
 def describe_project(project: Path) -> list[tuple[Path, dict[str, Any], dict[str, Any] | None]]:

@@ -261,8 +261,8 @@ class Planner:
         objects = []
         for source, name, what in ((host_src, "host", f"host source {rel(host_src)}"), (bridge, "bridge", "host bridge")):
             obj = self.work / "obj" / f"{spec.snake}_{name}.o"
-            objects += step("compile", [obj], [source], f"CXX {name} {spec.op}", stored=False,
-                            OPBUILD_CMD=tuple(tc.ascendc_host_object_command(rel(source), rel(obj), self.ascendc_include)),
+            command = tc.ascendc_host_object_command(rel(source), rel(obj), self.ascendc_include, bridge=name == "bridge")
+            objects += step("compile", [obj], [source], f"CXX {name} {spec.op}", stored=False, OPBUILD_CMD=tuple(command),
                             OPBUILD_DISTRIBUTE=1, scan_includes=self.ascendc_include,
                             OPBUILD_WHAT=f"op {spec.op}: compiling its {what}")
         blob = self.work / "obj" / f"{spec.snake}_host_blob.o"

@@ -33,10 +33,13 @@ def ascendc_launch_shim_name(spec: OpSpec) -> str:
 
 
 def render_host_bridge(spec: OpSpec) -> str:
-    """The bridge unit (it names the host source in a comment only)."""
-    return render("ascendc_host_bridge.cpp.j2", spec_path=spec_display_path(spec), op=spec.op,
-                  op_literal=c_string(spec.op), snake=spec.snake, host_source=spec.tiling.source,
-                  exports=[bridge_symbol(spec.snake, part) for part in BRIDGE_PARTS])
+    """The bridge unit: a comment naming what it is for, then opbuild.ascendc.host's bridge text
+    (the two lines every bridge is, written once there)."""
+    from opbuild.ascendc.host import bridge_source
+
+    head = render("ascendc_host_bridge.cpp.j2", spec_path=spec_display_path(spec), op=spec.op,
+                  host_source=spec.tiling.source, exports=[bridge_symbol(spec.snake, part) for part in BRIDGE_PARTS])
+    return head + bridge_source(spec.snake, spec.op)
 
 
 def render_ascendc_tiling_header(spec: OpSpec) -> str:
