@@ -44,7 +44,9 @@ def test_sample_scripts_run_unchanged(tmp_path: Path, sample: str) -> None:
     assert main(["toolkit", "install", "--prefix", str(t)]) == 0
     work = tmp_path / sample
     shutil.copytree(src, work)
-    proc = _plain_bash("bash install.sh -v Ascend910B1 && ./CustomOp/build_out/custom_opp_*.run --quiet", work, t)
+    # as the samples' README says: the toolkit's environment, the sample's install.sh, then its .run
+    proc = _plain_bash('source "$ASCEND_INSTALL_PATH/bin/setenv.bash" && bash install.sh -v Ascend910B1 && '
+                       './CustomOp/build_out/custom_opp_*.run --quiet', work, t)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     proc = _plain_bash("bash run.sh", work / "AclNNInvocationNaive", t)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -199,7 +199,11 @@ static inline uint32_t infer_function(TilingContext *ctx, OpbuildTensorDesc *out
         char reason[OPBUILD_ERROR_LEN];
         if (ctx->error[0]) snprintf(reason, sizeof reason, "%s", ctx->error);
         else snprintf(reason, sizeof reason, "returned %u", status);
-        snprintf(ctx->error, sizeof ctx->error, "%s: infer-shape function %s failed: %s", ctx->op_type, symbol, reason);
+        /* (the message keeps as much of the reason as fits: its end is cut, never the op's name) */
+        int head = snprintf(NULL, 0, "%s: infer-shape function %s failed: ", ctx->op_type, symbol);
+        int room = head < 0 || head >= (int)sizeof ctx->error ? 0 : (int)sizeof ctx->error - 1 - head;
+        snprintf(ctx->error, sizeof ctx->error, "%s: infer-shape function %s failed: %.*s", ctx->op_type, symbol, room,
+                 reason);
         return OPBUILD_GRAPH_FAILED;
     }
     if (dim_num > OPBUILD_MAX_DIMS) {
