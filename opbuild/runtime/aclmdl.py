@@ -83,9 +83,10 @@ def load(path: str | None, data: bytes | None) -> tuple[int, str, int]:
             model = parse_om(bytes(data))
             model.check_trust(trust)
             runner = OmRunner(model, trust=trust)
-        except OmTrustError as exc:
-            return (E.ACL_ERROR_FEATURE_UNSUPPORTED, f"{source}: {exc.detail} From C: set {TRUST_ENV}=1 to load "
-                                                     f"models that carry code", 0)
+        except OmTrustError:
+            return (E.ACL_ERROR_FEATURE_UNSUPPORTED, f"{source}: model {model.name!r} carries code that would run in "
+                    f"this process: {'; '.join(model.code_carried())}. Set {TRUST_ENV}=1 to load models that carry "
+                    f"code, only if you trust where the file came from", 0)
         except (OmCompatError, OmError) as exc:
             return E.ACL_ERROR_PARSE_MODEL, f"{source}: {exc}", 0
         with _LOCK:

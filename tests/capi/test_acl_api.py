@@ -1,0 +1,401 @@
+"""The AscendCL API beyond aclnn: tensor descs, data buffers, op attrs, aclInit's acl.json, events,
+timed stream sync, rtGetSocVersion, single ops by type (aclopCompileAndExecuteV2 / aclopExecuteV2
+with aclopSetModelDir) and .om models (aclmdl*).
+
+The first tests call the acl library in-process through ctypes (no package needed); the others
+compile in-house apps written like CANN's single-op and model samples (sample_aclop.cpp,
+sample_aclmdl.c) with the real compiler and run them in a clean environment against the sample
+ops (the `package` fixture: slow), results checked against numpy.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from opbuild.abi.native_libs import app_flags
+from opbuild.abi.vocabulary import DEFAULT_SOC, SOC, SOCS
+from opbuild.runtime import acl_errors
+from opbuild.runtime.capi import acl_library
+from opbuild.runtime_paths import native_include_dir
+
+HERE = Path(__file__).resolve().parent
+P = ctypes.c_void_p
+
+
+@pytest.fixture(scope="module")
+def lib() -> ctypes.CDLL:
+    lib = acl_library()
+    lib.aclCreateTensorDesc.restype = P
+    lib.aclCreateTensorDesc.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int64), ctypes.c_int]
+    for name, res in (("aclGetTensorDescSize", ctypes.c_size_t), ("aclGetTensorDescElementCount", ctypes.c_size_t),
+                      ("aclGetTensorDescNumDims", ctypes.c_size_t), ("aclGetTensorDescType", ctypes.c_int),
+                      ("aclGetTensorDescFormat", ctypes.c_int), ("aclGetTensorDescName", ctypes.c_char_p)):
+        getattr(lib, name).restype = res
+        getattr(lib, name).argtypes = [P]
+    lib.aclGetTensorDescDimV2.argtypes = [P, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int64)]
+    lib.aclGetTensorDescDim.restype = ctypes.c_int64
+    lib.aclGetTensorDescDim.argtypes = [P, ctypes.c_size_t]
+    lib.aclSetTensorDescName.argtypes = [P, ctypes.c_char_p]
+    lib.aclDestroyTensorDesc.argtypes = [P]
+    lib.aclCreateDataBuffer.restype = P
+    lib.aclCreateDataBuffer.argtypes = [P, ctypes.c_size_t]
+    lib.aclGetDataBufferAddr.restype = P
+    lib.aclGetDataBufferAddr.argtypes = [P]
+    lib.aclGetDataBufferSizeV2.restype = ctypes.c_size_t
+    lib.aclGetDataBufferSizeV2.argtypes = [P]
+    lib.aclUpdateDataBuffer.argtypes = [P, P, ctypes.c_size_t]
+    lib.aclDestroyDataBuffer.argtypes = [P]
+    lib.aclopCreateAttr.restype = P
+    lib.aclopSetAttrInt.argtypes = [P, ctypes.c_char_p, ctypes.c_int64]
+    lib.aclopSetAttrString.argtypes = [P, ctypes.c_char_p, ctypes.c_char_p]
+    lib.aclopSetAttrListFloat.argtypes = [P, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_float)]
+    lib.aclopDestroyAttr.argtypes = [P]
+    lib.aclrtCreateStream.argtypes = [ctypes.POINTER(P)]
+    lib.aclrtDestroyStream.argtypes = [P]
+    lib.aclrtSynchronizeStream.argtypes = [P]
+    lib.aclrtSynchronizeStreamWithTimeout.argtypes = [P, ctypes.c_int32]
+    lib.aclrtCreateEvent.argtypes = [ctypes.POINTER(P)]
+    lib.aclrtCreateEventWithFlag.argtypes = [ctypes.POINTER(P), ctypes.c_uint32]
+    for name in ("aclrtDestroyEvent", "aclrtSynchronizeEvent"):
+        getattr(lib, name).argtypes = [P]
+    lib.aclrtRecordEvent.argtypes = [P, P]
+    lib.aclrtResetEvent.argtypes = [P, P]
+    lib.aclrtStreamWaitEvent.argtypes = [P, P]
+    lib.aclrtQueryEventStatus.argtypes = [P, ctypes.POINTER(ctypes.c_int)]
+    lib.aclrtEventElapsedTime.argtypes = [ctypes.POINTER(ctypes.c_float), P, P]
+    lib.aclInit.argtypes = [ctypes.c_char_p]
+    lib.opbuild_acl_dump_config.restype = ctypes.c_char_p
+    lib.opbuild_acl_soc_version.restype = ctypes.c_char_p
+    lib.opbuild_acl_soc_version.argtypes = [ctypes.c_uint32, ctypes.POINTER(ctypes.c_char_p)]
+    lib.rtGetSocVersion.restype = ctypes.c_int32
+    lib.rtGetSocVersion.argtypes = [ctypes.c_char_p, ctypes.c_uint32]
+    return lib
+
+
+def _recent(lib: ctypes.CDLL) -> str:
+    msg = lib.aclGetRecentErrMsg()
+    return msg.decode() if msg else ""
+
+
+# ---- one definition, held equal ------------------------------------------------------------------
+
+def test_python_error_codes_equal_the_header():
+    text = (native_include_dir() / "acl" / "acl_base.h").read_text()
+    header = {m.group(1): int(m.group(2)) for m in re.finditer(r"#define (ACL_\w+) (\d+)\b", text)}
+    assert acl_errors.CODES, "no codes"
+    for name, value in acl_errors.CODES.items():
+        assert header.get(name) == value, name
+
+
+def test_soc_table_equals_the_vocabulary(lib, monkeypatch):
+    table = {}
+    i = 0
+    while True:
+        name = ctypes.c_char_p()
+        full = lib.opbuild_acl_soc_version(i, ctypes.byref(name))
+        if full is None:
+            break
+        table[name.value.decode()] = full.decode()
+        i += 1
+    assert table == {s.name: s.soc_version for s in SOCS}
+    buf = ctypes.create_string_buffer(64)
+    monkeypatch.delenv("OPBUILD_SOC", raising=False)
+    assert lib.rtGetSocVersion(buf, 64) == 0 and buf.value.decode() == SOC[DEFAULT_SOC].soc_version
+    monkeypatch.setenv("OPBUILD_SOC", "ascend310p")
+    assert lib.rtGetSocVersion(buf, 64) == 0 and buf.value == b"Ascend310P3"
+    assert lib.rtGetSocVersion(buf, 4) == 107000 and "too short" in _recent(lib)
+    monkeypatch.setenv("OPBUILD_SOC", "ascend999")
+    assert lib.rtGetSocVersion(buf, 64) == 107000 and "ascend999" in _recent(lib)
+
+
+# ---- aclInit's acl.json --------------------------------------------------------------------------
+
+def test_acl_json_dump_kept_unknown_keys_ignored(lib, tmp_path):
+    cfg = tmp_path / "acl.json"
+    cfg.write_text('{"profiler": {"switch": "on"},\n "dump": {"dump_path": "/tmp/d", "dump_list": []},\n "x": [1, 2.5e3, null, true]}')
+    assert lib.aclInit(str(cfg).encode()) == 0, _recent(lib)
+    try:
+        assert lib.opbuild_acl_dump_config() == b'{"dump_path": "/tmp/d", "dump_list": []}'
+        assert lib.aclInit(None) == 100002  # ACL_ERROR_REPEAT_INITIALIZE
+    finally:
+        assert lib.aclFinalize() == 0
+    for empty in (None, b""):
+        assert lib.aclInit(empty) == 0
+        assert lib.aclFinalize() == 0
+
+
+@pytest.mark.parametrize("text, line, col", [
+    ('{"dump": {"dump_path": "a",}}', 1, 28),
+    ('{\n  "a": 1\n  "b": 2\n}', 3, 3),
+    ('[1, 2]', 1, 1),
+    ('{"a": tru}', 1, 7),
+    ('{} {}', 1, 4),
+    ('', 1, 1),
+])
+def test_malformed_acl_json_names_file_line_column(lib, tmp_path, text, line, col):
+    cfg = tmp_path / "acl.json"
+    cfg.write_text(text)
+    assert lib.aclInit(str(cfg).encode()) == 100006  # ACL_ERROR_PARSE_FILE
+    assert f"{cfg}:{line}:{col}: invalid JSON" in _recent(lib)
+    assert lib.aclFinalize() == 100037  # not initialized: nothing was half set up
+
+
+def test_missing_acl_json(lib, tmp_path):
+    assert lib.aclInit(str(tmp_path / "none.json").encode()) == 100003
+    assert "none.json cannot be read" in _recent(lib)
+
+
+# ---- descs, buffers, attributes ------------------------------------------------------------------
+
+def test_tensor_desc_getters(lib):
+    dims = (ctypes.c_int64 * 3)(2, 3, 4)
+    d = lib.aclCreateTensorDesc(1, 3, dims, 2)  # ACL_FLOAT16, ND
+    assert d
+    assert (lib.aclGetTensorDescType(d), lib.aclGetTensorDescFormat(d), lib.aclGetTensorDescNumDims(d)) == (1, 2, 3)
+    assert lib.aclGetTensorDescElementCount(d) == 24 and lib.aclGetTensorDescSize(d) == 48
+    v = ctypes.c_int64()
+    assert lib.aclGetTensorDescDimV2(d, 2, ctypes.byref(v)) == 0 and v.value == 4
+    assert lib.aclGetTensorDescDimV2(d, 3, ctypes.byref(v)) == 100000 and "index 3 out of range" in _recent(lib)
+    assert lib.aclGetTensorDescDim(d, 7) == -1
+    assert lib.aclGetTensorDescName(d) == b""
+    lib.aclSetTensorDescName(d, b"x")
+    assert lib.aclGetTensorDescName(d) == b"x"
+    lib.aclDestroyTensorDesc(d)
+    unknown = (ctypes.c_int64 * 2)(-1, 8)
+    u = lib.aclCreateTensorDesc(0, 2, unknown, 2)
+    assert lib.aclGetTensorDescSize(u) == 0  # an unknown dim: no size
+    lib.aclDestroyTensorDesc(u)
+    assert not lib.aclCreateTensorDesc(0, 1, (ctypes.c_int64 * 1)(-5), 2)
+    assert "dims[0] is -5" in _recent(lib)
+
+
+def test_data_buffer_and_attr(lib):
+    mem = ctypes.create_string_buffer(64)
+    b = lib.aclCreateDataBuffer(ctypes.addressof(mem), 64)
+    assert lib.aclGetDataBufferAddr(b) == ctypes.addressof(mem) and lib.aclGetDataBufferSizeV2(b) == 64
+    assert lib.aclUpdateDataBuffer(b, ctypes.addressof(mem) + 8, 32) == 0
+    assert lib.aclGetDataBufferSizeV2(b) == 32
+    assert lib.aclDestroyDataBuffer(b) == 0
+    a = lib.aclopCreateAttr()
+    assert lib.aclopSetAttrInt(a, b"n", 3) == 0
+    assert lib.aclopSetAttrInt(a, b"n", 4) == 0  # replaces
+    assert lib.aclopSetAttrString(a, b"mode", b"fast") == 0
+    assert lib.aclopSetAttrListFloat(a, b"w", 2, (ctypes.c_float * 2)(1.0, 2.0)) == 0
+    assert lib.aclopSetAttrInt(a, b"", 1) == 100000
+    lib.aclopDestroyAttr(a)
+
+
+# ---- streams, events ---------------------------------------------------------------------------
+
+class _Blocker:
+    """A host task holding a stream until release() (queued through opbuild.runtime.device)."""
+
+    def __init__(self, stream: int) -> None:
+        from opbuild.runtime.device import Stream
+
+        self.gate = threading.Event()
+        Stream.from_handle(stream).enqueue_host(lambda: self.gate.wait(30))
+
+    def release(self) -> None:
+        self.gate.set()
+
+
+def _stream(lib) -> int:
+    s = P()
+    assert lib.aclrtCreateStream(ctypes.byref(s)) == 0
+    return s.value
+
+
+def _event(lib, flag: int | None = None) -> int:
+    e = P()
+    rc = lib.aclrtCreateEvent(ctypes.byref(e)) if flag is None else lib.aclrtCreateEventWithFlag(ctypes.byref(e), flag)
+    assert rc == 0
+    return e.value
+
+
+def _status(lib, event: int) -> int:
+    st = ctypes.c_int(-1)
+    assert lib.aclrtQueryEventStatus(event, ctypes.byref(st)) == 0
+    return st.value  # 1 complete, 0 not ready
+
+
+def test_events_order_streams_and_time(lib):
+    s1, s2 = _stream(lib), _stream(lib)
+    start, mid, end = _event(lib), _event(lib, 0x8), _event(lib)
+    blocker = _Blocker(s1)
+    assert lib.aclrtRecordEvent(start, None) == 0  # the default stream: complete now
+    assert lib.aclrtRecordEvent(mid, s1) == 0      # behind the blocker
+    assert lib.aclrtStreamWaitEvent(s2, mid) == 0  # s2 waits for s1's recording
+    assert lib.aclrtRecordEvent(end, s2) == 0
+    assert (_status(lib, start), _status(lib, mid), _status(lib, end)) == (1, 0, 0)
+    ms = ctypes.c_float()
+    assert lib.aclrtEventElapsedTime(ctypes.byref(ms), start, end) == 100000
+    assert "not completed yet" in _recent(lib)
+    assert lib.aclrtSynchronizeStreamWithTimeout(s2, 50) == 507046  # ACL_ERROR_RT_STREAM_SYNC_TIMEOUT
+    assert _status(lib, end) == 0  # s2 still waits: the wait is real
+    blocker.release()
+    assert lib.aclrtSynchronizeEvent(end) == 0
+    assert (_status(lib, mid), _status(lib, end)) == (1, 1)
+    assert lib.aclrtEventElapsedTime(ctypes.byref(ms), start, end) == 0
+    assert lib.aclrtEventElapsedTime(ctypes.byref(ms), mid, end) == 0 and ms.value >= 0.0
+    assert lib.aclrtEventElapsedTime(ctypes.byref(ms), start, mid) == 0 and ms.value >= 0.0
+    assert lib.aclrtSynchronizeStreamWithTimeout(s2, 5000) == 0
+    assert lib.aclrtResetEvent(mid, s1) == 0
+    assert lib.aclrtEventElapsedTime(ctypes.byref(ms), mid, end) == 100000 and "not been recorded" in _recent(lib)
+    for e in (start, mid, end):
+        assert lib.aclrtDestroyEvent(e) == 0
+    assert lib.aclrtDestroyEvent(start) == 100000 and "not a live event" in _recent(lib)
+    for s in (s1, s2):
+        assert lib.aclrtDestroyStream(s) == 0
+
+
+def test_destroying_an_event_with_work_pending(lib):
+    s = _stream(lib)
+    e = _event(lib)
+    blocker = _Blocker(s)
+    assert lib.aclrtRecordEvent(e, s) == 0
+    assert lib.aclrtDestroyEvent(e) == 0  # its pending recording keeps it until it ran
+    blocker.release()
+    assert lib.aclrtSynchronizeStream(s) == 0
+    assert lib.aclrtSynchronizeStreamWithTimeout(s, 0) == 100000  # 0 is neither -1 nor a time
+    assert lib.aclrtDestroyStream(s) == 0
+
+
+def test_run_mode_is_host(lib):
+    mode = ctypes.c_int(-1)
+    assert lib.aclrtGetRunMode(ctypes.byref(mode)) == 0 and mode.value == 1  # ACL_HOST
+
+
+# ---- apps (slow: the sample ops) -------------------------------------------------------------------
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp"), "LANG": "C.UTF-8"}
+    env.update(extra)
+    return env
+
+
+def _compile(source: str, flags: list[str], out: Path) -> Path:
+    cpp = source.endswith(".cpp")
+    cc = shutil.which(os.environ.get("CXX" if cpp else "CC", "c++" if cpp else "cc")) or ("g++" if cpp else "gcc")
+    exe = out / Path(source).stem
+    std = "-std=c++14" if cpp else "-std=gnu11"
+    subprocess.run([cc, std, "-Wall", "-Wextra", "-Werror", "-pthread", "-o", str(exe), str(HERE / source), *flags],
+                   check=True)
+    return exe
+
+
+def _run(exe: Path, *args: str, ok: bool = True, **env: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run([str(exe), *args], capture_output=True, text=True, env=_clean_env(**env), timeout=120)
+    if ok:
+        assert proc.returncode == 0, f"{exe.name} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def _inputs(work: Path, dtype: str, shape: tuple[int, int], seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape).astype(dtype)
+    y = rng.standard_normal(shape).astype(dtype)
+    x.tofile(work / "x.bin")
+    y.tofile(work / "y.bin")
+    return x + y
+
+
+@pytest.fixture(scope="module")
+def aclop_exe(package) -> Path:
+    return _compile("sample_aclop.cpp", app_flags(package.root), package.work)
+
+
+@pytest.fixture(scope="module")
+def op_models(package, tmp_path_factory) -> Path:
+    """Single-op models of AddCustomTemplate, as `opbuild om single-op` writes them: a static
+    float16 [8, 2048] and a dynamic float32 [-1, -1] one, plus a file that is no model."""
+    from opbuild.om.single_op import build_single_op
+
+    d = tmp_path_factory.mktemp("op_models")
+    (d / "add_f16.om").write_bytes(build_single_op("AddCustomTemplate", ["x=float16[8,2048]", "y=float16[8,2048]"],
+                                                   [], package.opp))
+    (d / "add_f32_dyn.om").write_bytes(build_single_op("AddCustomTemplate", ["x=float32[-1,-1]", "y=float32[-1,-1]"],
+                                                       [], package.opp))
+    (d / "junk.om").write_bytes(b"not a model")
+    return d
+
+
+@pytest.mark.parametrize("dtype, shape", [("float16", (8, 2048)), ("float32", (3, 100))])
+def test_compile_and_execute_runs_the_package_op(aclop_exe, package, tmp_path, dtype, shape):
+    want = _inputs(tmp_path, dtype, shape, seed=1)
+    proc = _run(aclop_exe, "compile", dtype, str(shape[0]), str(shape[1]), str(tmp_path),
+                ASCEND_CUSTOM_OPP_PATH=str(package.root))
+    assert "run mode: host" in proc.stdout and "ok" in proc.stdout
+    assert f"elements {shape[0] * shape[1]} size {want.nbytes}" in proc.stdout
+    np.testing.assert_array_equal(np.fromfile(tmp_path / "z.bin", dtype).reshape(shape), want)
+
+
+def test_compile_and_execute_of_an_op_in_no_package(aclop_exe, tmp_path):
+    _inputs(tmp_path, "float16", (2, 64), seed=2)
+    proc = _run(aclop_exe, "compile", "float16", "2", "64", str(tmp_path), ok=False)
+    assert proc.returncode == 100024 % 256
+    assert "error: 100024" in proc.stdout and "op AddCustomTemplate is in no op package" in proc.stdout
+    assert "[ERROR] ASCENDCL" in proc.stderr
+
+
+@pytest.mark.parametrize("dtype, shape", [("float16", (8, 2048)), ("float32", (5, 77))])
+def test_execute_finds_the_single_op_model_by_content(aclop_exe, op_models, tmp_path, dtype, shape):
+    want = _inputs(tmp_path, dtype, shape, seed=3)
+    for f in op_models.iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    acl_json = tmp_path / "acl.json"
+    acl_json.write_text("{}")
+    _run(aclop_exe, "model", dtype, str(shape[0]), str(shape[1]), str(tmp_path), str(acl_json))
+    np.testing.assert_array_equal(np.fromfile(tmp_path / "z.bin", dtype).reshape(shape), want)
+
+
+def test_execute_without_a_matching_model(aclop_exe, op_models, tmp_path):
+    _inputs(tmp_path, "float16", (8, 100), seed=4)
+    for f in op_models.iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    proc = _run(aclop_exe, "model", "float16", "8", "100", str(tmp_path), ok=False)
+    assert proc.returncode == 100021 % 256  # ACL_ERROR_OP_INPUT_NOT_MATCH
+    assert "no model found for op AddCustomTemplate(float16[8, 100], float16[8, 100])" in proc.stdout
+    assert "add_f16.om: AddCustomTemplate(float16[8, 2048], float16[8, 2048])" in proc.stdout
+    assert not (tmp_path / "z.bin").exists()
+
+
+def test_bad_acl_json_stops_the_app(aclop_exe, tmp_path):
+    bad = tmp_path / "acl.json"
+    bad.write_text('{"dump": }')
+    proc = _run(aclop_exe, "model", "float16", "8", "2048", str(tmp_path), str(bad), ok=False)
+    assert proc.returncode == 100006 % 256 and f"{bad}:1:10: invalid JSON" in proc.stdout
+
+
+@pytest.fixture(scope="module")
+def aclmdl_exe(package) -> Path:
+    return _compile("sample_aclmdl.c", app_flags(package.root), package.work)
+
+
+def test_model_app_loads_describes_and_runs_a_trusted_model(aclmdl_exe, op_models, tmp_path):
+    want = _inputs(tmp_path, "float16", (8, 2048), seed=5)
+    proc = _run(aclmdl_exe, str(op_models / "add_f16.om"), str(tmp_path), OPBUILD_OM_TRUST="1")
+    lines = dict(line.split(": ", 1) for line in proc.stdout.splitlines() if ": " in line)
+    assert (lines["inputs"], lines["outputs"]) == ("2", "1")
+    assert lines["input0"] == "x 1 2 32768 [8 2048] x"  # name, ACL_FLOAT16, ACL_FORMAT_ND, bytes, dims
+    assert lines["output0"] == "z 1 2 32768 [8 2048] z"
+    assert lines["bad index"] == "100000" and lines["bad index name"] == "null"
+    assert lines["bad model id"] == "100011" and lines["unload again"] == "100011"
+    np.testing.assert_array_equal(np.fromfile(tmp_path / "z.bin", np.float16).reshape(8, 2048), want)
+
+
+def test_model_app_refuses_an_untrusted_model(aclmdl_exe, op_models, tmp_path):
+    _inputs(tmp_path, "float16", (8, 2048), seed=6)
+    proc = _run(aclmdl_exe, str(op_models / "add_f16.om"), str(tmp_path), ok=False)
+    assert proc.returncode == 1 and "error: 200006" in proc.stdout
+    assert "carries code" in proc.stdout and "OPBUILD_OM_TRUST=1" in proc.stdout
+    assert not (tmp_path / "z.bin").exists()
