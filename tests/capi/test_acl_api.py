@@ -399,3 +399,133 @@ def test_model_app_refuses_an_untrusted_model(aclmdl_exe, op_models, tmp_path):
     assert proc.returncode == 1 and "error: 200006" in proc.stdout
     assert "carries code" in proc.stdout and "OPBUILD_OM_TRUST=1" in proc.stdout
     assert not (tmp_path / "z.bin").exists()
+
+
+# ---- in-process: aclopLoad, attributes, the built-in package, models from memory (slow) ----------
+
+def _op_args(lib, arrays: list[np.ndarray]) -> tuple:
+    """(descs, buffers) arrays of ctypes pointers over numpy arrays (device memory is host memory)."""
+    acl_dt = {np.dtype(np.float16): 1, np.dtype(np.float32): 0}
+    descs = (P * len(arrays))(*[lib.aclCreateTensorDesc(acl_dt[a.dtype], a.ndim, (ctypes.c_int64 * a.ndim)(*a.shape), 2)
+                                for a in arrays])
+    bufs = (P * len(arrays))(*[lib.aclCreateDataBuffer(a.ctypes.data, a.nbytes) for a in arrays])
+    return descs, bufs
+
+
+def _outputs(descs, bufs) -> tuple:
+    """The descs and buffers from the second on (the op's one output after its one input)."""
+    return tuple(ctypes.cast(ctypes.byref(a, ctypes.sizeof(P)), ctypes.POINTER(P)) for a in (descs, bufs))
+
+
+def _free_op_args(lib, descs, bufs) -> None:
+    for d in descs:
+        lib.aclDestroyTensorDesc(d)
+    for b in bufs:
+        assert lib.aclDestroyDataBuffer(b) == 0
+
+
+@pytest.fixture
+def oplib(lib):
+    from opbuild.runtime import aclop
+
+    args = [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(P), ctypes.POINTER(P), ctypes.c_int, ctypes.POINTER(P),
+            ctypes.POINTER(P), P]
+    lib.aclopExecuteV2.argtypes = [*args, P]
+    lib.aclopCompileAndExecute.argtypes = [*args, ctypes.c_int, ctypes.c_int, ctypes.c_char_p, P]
+    lib.aclopLoad.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    lib.aclopSetAttrFloat.argtypes = [P, ctypes.c_char_p, ctypes.c_float]
+    yield lib
+    aclop.reset()
+
+
+def _leaky(x: np.ndarray, slope: float) -> np.ndarray:
+    return np.where(x >= 0, x, x * np.float32(slope)).astype(x.dtype)
+
+
+def test_aclop_load_matches_attributes(oplib, package):
+    from opbuild.om.single_op import build_single_op
+
+    lib = oplib
+    om = build_single_op("LeakyReluCustom", ["x=float32[4,256]"], ["negative_slope=0.2"], package.opp)
+    assert lib.aclopLoad(om, len(om)) == 0, _recent(lib)
+    x = np.random.default_rng(8).standard_normal((4, 256)).astype(np.float32)
+    y = np.zeros_like(x)
+    descs, bufs = _op_args(lib, [x, y])
+    attr = lib.aclopCreateAttr()
+    try:
+        assert lib.aclopSetAttrFloat(attr, b"negative_slope", 0.3) == 0
+        assert lib.aclopExecuteV2(b"LeakyReluCustom", 1, descs, bufs, 1, *_outputs(descs, bufs), attr, None) == 100023
+        assert "with attrs {'negative_slope': 0.30000001192092896}" in _recent(lib)
+        assert lib.aclopSetAttrFloat(attr, b"negative_slope", 0.2) == 0
+        assert lib.aclopExecuteV2(b"LeakyReluCustom", 1, descs, bufs, 1, *_outputs(descs, bufs), attr, None) == 0, _recent(lib)
+        np.testing.assert_allclose(y, _leaky(x, 0.2), rtol=1e-6)
+        assert lib.aclopExecuteV2(b"NoSuchOp", 1, descs, bufs, 1, *_outputs(descs, bufs), attr, None) == 100020
+        assert "no model found for op NoSuchOp" in _recent(lib)
+    finally:
+        lib.aclopDestroyAttr(attr)
+        _free_op_args(lib, descs, bufs)
+
+
+def test_compile_and_execute_from_the_built_in_package_on_a_stream(oplib, package, monkeypatch):
+    lib = oplib
+    monkeypatch.delenv("ASCEND_CUSTOM_OPP_PATH", raising=False)
+    monkeypatch.setenv("ASCEND_OPP_PATH", str(package.opp))
+    x = np.random.default_rng(9).standard_normal((3, 1000)).astype(np.float16)
+    y = np.zeros_like(x)
+    descs, bufs = _op_args(lib, [x, y])
+    attr = lib.aclopCreateAttr()
+    stream = _stream(lib)
+    try:
+        assert lib.aclopSetAttrFloat(attr, b"negative_slope", 0.5) == 0
+        outs = _outputs(descs, bufs)
+        assert lib.aclopCompileAndExecute(b"LeakyReluCustom", 1, descs, bufs, 1, *outs, attr, 0, 0, None, stream) == 0, \
+            _recent(lib)
+        assert lib.aclrtSynchronizeStream(stream) == 0
+        np.testing.assert_array_equal(y, _leaky(x, 0.5))
+        assert lib.aclopCompileAndExecute(b"LeakyReluCustom", 1, descs, bufs, 1, *outs, attr, 0, 1, None, stream) == 200001
+        assert lib.aclopSetAttrFloat(attr, b"slope", 0.5) == 0
+        assert lib.aclopCompileAndExecute(b"LeakyReluCustom", 1, descs, bufs, 1, *outs, attr, 0, 0, None, stream) == 100023
+        assert "no attribute(s) ['slope']" in _recent(lib)
+    finally:
+        lib.aclopDestroyAttr(attr)
+        _free_op_args(lib, descs, bufs)
+        assert lib.aclrtDestroyStream(stream) == 0
+
+
+def test_model_from_memory_async_on_a_stream(lib, package, monkeypatch):
+    from opbuild.om.single_op import build_single_op
+
+    lib.aclmdlLoadFromMem.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint32)]
+    lib.aclmdlCreateDataset.restype = P
+    lib.aclmdlAddDatasetBuffer.argtypes = [P, P]
+    lib.aclmdlDestroyDataset.argtypes = [P]
+    lib.aclmdlExecuteAsync.argtypes = [ctypes.c_uint32, P, P, P]
+    om = build_single_op("AddCustomTemplate", ["x=float32[2,300]", "y=float32[2,300]"], [], package.opp)
+    model = ctypes.c_uint32()
+    monkeypatch.delenv("OPBUILD_OM_TRUST", raising=False)
+    assert lib.aclmdlLoadFromMem(om, len(om), ctypes.byref(model)) == 200006
+    monkeypatch.setenv("OPBUILD_OM_TRUST", "1")
+    assert lib.aclmdlLoadFromMem(om, len(om), ctypes.byref(model)) == 0, _recent(lib)
+    assert lib.aclmdlLoadFromMem(b"junk", 4, ctypes.byref(model)) == 100013
+    rng = np.random.default_rng(10)
+    x, y = rng.standard_normal((2, 2, 300)).astype(np.float32)
+    z = np.zeros_like(x)
+    stream = _stream(lib)
+    blocker = _Blocker(stream)
+    sets = [lib.aclmdlCreateDataset(), lib.aclmdlCreateDataset()]
+    bufs = [lib.aclCreateDataBuffer(a.ctypes.data, a.nbytes) for a in (x, y, z)]
+    for k, b in enumerate(bufs):
+        assert lib.aclmdlAddDatasetBuffer(sets[k // 2], b) == 0
+    done = threading.Thread(target=lambda: lib.aclmdlExecuteAsync(model.value, sets[0], sets[1], stream))
+    done.start()
+    done.join(0.2)
+    assert done.is_alive() and not z.any()  # ordered after the stream's earlier work
+    blocker.release()
+    done.join(30)
+    np.testing.assert_array_equal(z, x + y)
+    for b in bufs:
+        assert lib.aclDestroyDataBuffer(b) == 0
+    for s in sets:
+        assert lib.aclmdlDestroyDataset(s) == 0
+    assert lib.aclmdlUnload(model.value) == 0
+    assert lib.aclrtDestroyStream(stream) == 0
