@@ -529,3 +529,77 @@ def test_model_from_memory_async_on_a_stream(lib, package, monkeypatch):
         assert lib.aclmdlDestroyDataset(s) == 0
     assert lib.aclmdlUnload(model.value) == 0
     assert lib.aclrtDestroyStream(stream) == 0
+
+
+# ---- opt-in: CANN's own apps, unchanged (slow: an AddCustom package is built) ---------------------
+
+SAMPLES = os.environ.get("OPBUILD_ASCENDC_SAMPLES")
+FRAMEWORK_LAUNCH = Path(SAMPLES or ".") / "0_introduction" / "1_add_frameworklaunch"
+REPO = HERE.parents[1]
+
+
+@pytest.fixture(scope="module")
+def add_custom_opp(tmp_path_factory) -> Path:
+    """The samples' op AddCustom (z = x + y): the in-house AddCustomTemplate under that name, built
+    by `scons ops` in a throw-away project."""
+    import sys
+
+    proj = tmp_path_factory.mktemp("add_custom_project")
+    shutil.copy(REPO / "SConstruct", proj / "SConstruct")
+    op_dir = proj / "ops" / "add_custom"
+    op_dir.mkdir(parents=True)
+    for f in (REPO / "ops" / "add_custom_template").iterdir():
+        text = f.read_text()
+        for old, new in (("AddCustomTemplate", "AddCustom"), ("add_custom_template", "add_custom"),
+                         ("ADD_CUSTOM_TEMPLATE", "ADD_CUSTOM")):
+            text = text.replace(old, new)
+        (op_dir / f.name).write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "SCons", "-C", str(proj), "-Q", "ops", "-j2"], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proj / "out" / "opp"
+
+
+SAMPLE_APPS = {
+    # name: (sources, model inputs of its op_models/ (None: no models), arguments)
+    "AclOfflineModel": ("AclOfflineModel/src/*.cpp", "float16[8,2048]", []),
+    "AclOfflineModel-dynamic": ("AclOfflineModel/src/*.cpp", "float16[-1,-1]", ["1", "2048"]),
+    "AclOnlineModel": ("AclOnlineModel/src/*.cpp", None, []),
+    "AclNNInvocation": ("AclNNInvocation/src/*.cpp", None, []),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SAMPLES, reason="set OPBUILD_ASCENDC_SAMPLES to a checkout of the Ascend C samples")
+@pytest.mark.parametrize("app", sorted(SAMPLE_APPS))
+def test_the_samples_apps_run_unchanged(app, add_custom_opp, tmp_path):
+    """The samples' apps, compiled from their sources as they are, run on the simulator like
+    run.sh runs them (from output/, reading ../input, writing ../output/output_z.bin): single-op
+    models of `opbuild om single-op` found by aclopSetModelDir, the op package found by
+    aclopCompileAndExecuteV2, the aclnn API; the result is x + y."""
+    from opbuild.om.single_op import build_single_op
+
+    sources, model, args = SAMPLE_APPS[app]
+    src_dir = FRAMEWORK_LAUNCH / sources.split("/")[0]
+    if not src_dir.is_dir():
+        pytest.skip(f"{src_dir} is not there")
+    root = add_custom_opp / "vendors" / "customize"
+    work = tmp_path / app
+    for sub in ("input", "output", "scripts", "op_models"):
+        (work / sub).mkdir(parents=True)
+    (work / "scripts" / "acl.json").write_text("{}")
+    rng = np.random.default_rng(11)
+    x, y = rng.standard_normal((2, 8, 2048)).astype(np.float16)
+    x.tofile(work / "input" / "input_x.bin")
+    y.tofile(work / "input" / "input_y.bin")
+    if model is not None:
+        om = build_single_op("AddCustom", [f"x={model}", f"y={model}"], [], add_custom_opp)
+        (work / "op_models" / "add_custom.om").write_bytes(om)
+    cxx = shutil.which(os.environ.get("CXX", "c++")) or "g++"
+    exe = work / "output" / "execute_add_op"
+    subprocess.run([cxx, "-std=c++11", "-o", str(exe), *map(str, sorted(FRAMEWORK_LAUNCH.glob(sources))),
+                    f"-I{src_dir / 'inc'}", *app_flags(root)], check=True)
+    proc = subprocess.run([str(exe), *args], cwd=work / "output", capture_output=True, text=True, timeout=120,
+                          env=_clean_env(ASCEND_CUSTOM_OPP_PATH=str(root)))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    np.testing.assert_array_equal(np.fromfile(work / "output" / "output_z.bin", np.float16).reshape(8, 2048), x + y)
