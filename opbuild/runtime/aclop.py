@@ -265,6 +265,7 @@ def _run_model_op(op_type: str, inputs: Sequence[TensorArg], outputs: Sequence[T
                        f"models there: {', '.join(types) or 'none'}"
                        + (f"; skipped: {'; '.join(skipped)}" if skipped else "")
                        + "); build one with `opbuild om single-op` or `atc --singleop`")
+    inputs = [t for t in inputs if t[0] != -1]  # an absent optional input is not a model input
     given_in = [(dtype_name(t[0], f"inputs[{i}]"), list(t[2])) for i, t in enumerate(inputs)]
     shown = ", ".join(f"{dt}{shape}" for dt, shape in given_in)
     by_input = [m for m in of_type if m.inputs_match(given_in)]
