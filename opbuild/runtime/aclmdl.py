@@ -5,9 +5,11 @@ aclmdlLoadFromFile / FromMem parse the model (opbuild.om.loader) and build its O
 when the process trusts models: env OPBUILD_OM_TRUST=1, the C API's spelling of
 `opbuild om run --trust`. Nothing of an untrusted model is loaded.
 
-aclmdlExecute runs the model on the input buffers (the model's dtypes and shapes; a dim the model
-leaves open (-1) is taken from the buffer size when it is the only one) and copies each output
-into its buffer. Every function returns (aclError, message, ...) and never raises.
+aclmdlExecute runs the model on the input buffers (the model's dtypes and shapes; where the model
+leaves dims open (-1), the shape of the buffer's dataset tensor desc (aclmdlSetDatasetTensorDesc),
+or else the one open dim the buffer size determines), copies each output into its buffer and
+returns the outputs' dtypes and shapes (the output dataset's tensor descs). Every function
+returns (aclError, message, ...) and never raises.
 """
 
 from __future__ import annotations
@@ -129,8 +131,17 @@ def _input_shape(name: str, dtype: str, shape: list[int], size: int) -> list[int
     return filled
 
 
-def execute(model_id: int, inputs: Sequence[tuple[int, int]], outputs: Sequence[tuple[int, int]],
-            stream: int) -> tuple[int, str]:
+def _given_shape(name: str, shape: list[int], dims: Sequence[int]) -> list[int]:
+    """An input's shape from its dataset tensor desc, checked against the model's."""
+    dims = list(dims)
+    if shape != [-2] and (len(dims) != len(shape) or any(w != -1 and w != d for w, d in zip(shape, dims))):
+        raise AclError(E.ACL_ERROR_MODEL_INPUT_NOT_MATCH, f"input {name}: the tensor desc says {dims}, the model "
+                                                          f"takes {shape}")
+    return dims
+
+
+def execute(model_id: int, inputs: Sequence[tuple[int, int, Sequence[int] | None]],
+            outputs: Sequence[tuple[int, int, Sequence[int] | None]], stream: int) -> tuple[int, str, list]:
     from opbuild.runtime.device import Stream
 
     try:
@@ -143,19 +154,23 @@ def execute(model_id: int, inputs: Sequence[tuple[int, int]], outputs: Sequence[
             raise AclError(E.ACL_ERROR_INVALID_PARAM, f"model {loaded.model.name} has {len(loaded.outputs)} outputs "
                            f"({[o[0] for o in loaded.outputs]}), the output dataset has {len(outputs)} buffers")
         feed = {}
-        for (name, dtype, shape), (address, size) in zip(loaded.inputs, inputs):
-            dims = _input_shape(name, dtype, shape, size)
+        for (name, dtype, shape), (address, size, given) in zip(loaded.inputs, inputs):
+            dims = _input_shape(name, dtype, shape, size) if given is None else _given_shape(name, shape, given)
             feed[name] = buffer_array(DTYPE[dtype].cann.acl, dims, address, size, f"input {name}")
         if stream:
             Stream.from_handle(stream).synchronize()  # after the stream's earlier work
         result = loaded.runner.run(feed)
-        for (name, _dt, _shape), (address, size) in zip(loaded.outputs, outputs):
+        produced = []
+        for (name, _dt, _shape), (address, size, _given) in zip(loaded.outputs, outputs):
             value = np.ascontiguousarray(result[name])
             if value.nbytes > size:
                 raise AclError(E.ACL_ERROR_INVALID_PARAM, f"output {name} is {value.dtype}{list(value.shape)} "
                                f"({value.nbytes} bytes), its buffer has {size}")
             flat = value.reshape(-1)
-            np.copyto(buffer_array(DTYPE[flat.dtype.name].cann.acl, flat.shape, address, size, f"output {name}"), flat)
-        return E.ACL_SUCCESS, ""
+            acl_dtype = DTYPE[flat.dtype.name].cann.acl
+            np.copyto(buffer_array(acl_dtype, flat.shape, address, size, f"output {name}"), flat)
+            produced.append((acl_dtype, tuple(value.shape)))
+        return E.ACL_SUCCESS, "", produced
     except Exception as exc:  # noqa: BLE001
-        return E.failure(exc)
+        code, message = E.failure(exc)
+        return code, message, []

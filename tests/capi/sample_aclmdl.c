@@ -1,8 +1,10 @@
 /* An in-house model runner in the style of CANN's model samples: aclmdlLoadFromFile, the model
  * description, input/output datasets over device buffers, aclmdlExecute, and two error paths.
  *
- *   sample_aclmdl MODEL.om DIR
+ *   sample_aclmdl MODEL.om DIR [ROWS COLS]
  *   reads DIR/x.bin, DIR/y.bin (the model's two inputs), writes DIR/z.bin (its first output);
+ *   ROWS COLS: a dynamic model's input shape, given as the input datasets' tensor descs (the
+ *   buffers sized from it); the output's shape is then read from the output dataset's desc.
  *   prints "name: value" lines. Exit 0, or 1 with "error: <code> <message>". */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,8 +33,8 @@ static int read_file(const char *dir, const char *name, void *buf, size_t size) 
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        printf("usage: %s MODEL.om DIR\n", argv[0]);
+    if (argc != 3 && argc != 5) {
+        printf("usage: %s MODEL.om DIR [ROWS COLS]\n", argv[0]);
         return 2;
     }
     CHECK(aclInit(NULL));
@@ -64,11 +66,21 @@ int main(int argc, char **argv) {
     void *host[3], *dev[3];
     size_t sizes[3] = {aclmdlGetInputSizeByIndex(desc, 0), aclmdlGetInputSizeByIndex(desc, 1),
                        aclmdlGetOutputSizeByIndex(desc, 0)};
+    int64_t shape[2] = {argc == 5 ? atoll(argv[3]) : 0, argc == 5 ? atoll(argv[4]) : 0};
+    aclTensorDesc *inDesc[2] = {NULL, NULL};
+    if (argc == 5) { /* a dynamic model: the sizes come from the shape */
+        for (int i = 0; i < 3; i++)
+            sizes[i] = (size_t)(shape[0] * shape[1]) * aclDataTypeSize(aclmdlGetInputDataType(desc, 0));
+        for (int i = 0; i < 2; i++)
+            inDesc[i] = aclCreateTensorDesc(aclmdlGetInputDataType(desc, i), 2, shape, ACL_FORMAT_ND);
+    }
     for (int i = 0; i < 3; i++) {
         CHECK(aclrtMallocHost(&host[i], sizes[i]));
         CHECK(aclrtMalloc(&dev[i], sizes[i], ACL_MEM_MALLOC_HUGE_FIRST));
         CHECK(aclmdlAddDatasetBuffer(i < 2 ? in : outs, aclCreateDataBuffer(dev[i], sizes[i])));
+        if (i < 2 && inDesc[i] != NULL) CHECK(aclmdlSetDatasetTensorDesc(in, inDesc[i], (size_t)i));
     }
+    printf("output desc before: %s\n", aclmdlGetDatasetTensorDesc(outs, 0) == NULL ? "null" : "set");
     if (read_file(argv[2], "x.bin", host[0], sizes[0]) || read_file(argv[2], "y.bin", host[1], sizes[1])) {
         printf("error: cannot read the inputs\n");
         return 2;
@@ -76,6 +88,9 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 2; i++) CHECK(aclrtMemcpy(dev[i], sizes[i], host[i], sizes[i], ACL_MEMCPY_HOST_TO_DEVICE));
     printf("dataset buffers: %zu %zu\n", aclmdlGetDatasetNumBuffers(in), aclmdlGetDatasetNumBuffers(outs));
     CHECK(aclmdlExecute(id, in, outs));
+    aclTensorDesc *result = aclmdlGetDatasetTensorDesc(outs, 0);
+    printf("output desc: %d [%lld %lld]\n", (int)aclGetTensorDescType(result),
+           (long long)aclGetTensorDescDim(result, 0), (long long)aclGetTensorDescDim(result, 1));
     printf("bad model id: %d\n", (int)aclmdlExecute(id + 1000, in, outs));
     CHECK(aclrtMemcpy(host[2], sizes[2], dev[2], sizes[2], ACL_MEMCPY_DEVICE_TO_HOST));
     char path[4096];
@@ -87,7 +102,8 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < 2; i++) CHECK(aclDestroyDataBuffer(aclmdlGetDatasetBuffer(in, i)));
     CHECK(aclDestroyDataBuffer(aclmdlGetDatasetBuffer(outs, 0)));
     CHECK(aclmdlDestroyDataset(in));
-    CHECK(aclmdlDestroyDataset(outs));
+    CHECK(aclmdlDestroyDataset(outs)); /* destroys the output desc it made */
+    for (int i = 0; i < 2; i++) aclDestroyTensorDesc(inDesc[i]);
     for (int i = 0; i < 3; i++) {
         CHECK(aclrtFree(dev[i]));
         CHECK(aclrtFreeHost(host[i]));

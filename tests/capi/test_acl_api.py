@@ -390,7 +390,18 @@ def test_model_app_loads_describes_and_runs_a_trusted_model(aclmdl_exe, op_model
     assert lines["output0"] == "z 1 2 32768 [8 2048] z"
     assert lines["bad index"] == "100000" and lines["bad index name"] == "null"
     assert lines["bad model id"] == "100011" and lines["unload again"] == "100011"
+    assert lines["output desc before"] == "null" and lines["output desc"] == "1 [8 2048]"
     np.testing.assert_array_equal(np.fromfile(tmp_path / "z.bin", np.float16).reshape(8, 2048), want)
+
+
+def test_model_app_dynamic_shapes_through_dataset_tensor_descs(aclmdl_exe, op_models, tmp_path):
+    want = _inputs(tmp_path, "float32", (6, 130), seed=12)
+    proc = _run(aclmdl_exe, str(op_models / "add_f32_dyn.om"), str(tmp_path), "6", "130", OPBUILD_OM_TRUST="1")
+    lines = dict(line.split(": ", 1) for line in proc.stdout.splitlines() if ": " in line)
+    assert lines["input0"] == "x 0 2 0 [-1 -1] x"  # open dims: no size
+    assert lines["output0"] == "z 0 2 0 [-2] z"    # a dynamic model's output: unknown rank until it ran
+    assert lines["output desc"] == "0 [6 130]"     # what it produced
+    np.testing.assert_array_equal(np.fromfile(tmp_path / "z.bin", np.float32).reshape(6, 130), want)
 
 
 def test_model_app_refuses_an_untrusted_model(aclmdl_exe, op_models, tmp_path):

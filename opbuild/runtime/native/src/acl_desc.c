@@ -344,7 +344,11 @@ aclError aclmdlDestroyDataset(const aclmdlDataset *dataset) {
                         (const void *)dataset);
     aclmdlDataset *s = (aclmdlDataset *)dataset;
     s->magic = 0;
+    for (size_t i = 0; i < s->count; i++)
+        if (s->owned[i]) aclDestroyTensorDesc(s->descs[i]);
     free(s->buffers);
+    free(s->descs);
+    free(s->owned);
     free(s);
     return ACL_SUCCESS;
 }
@@ -357,10 +361,16 @@ aclError aclmdlAddDatasetBuffer(aclmdlDataset *dataset, aclDataBuffer *dataBuffe
     if (dataset->count == dataset->cap) {
         size_t cap = dataset->cap ? 2 * dataset->cap : 8;
         aclDataBuffer **grown = realloc(dataset->buffers, cap * sizeof *grown);
-        if (grown == NULL) return acl_fail(ACL_ERROR_BAD_ALLOC, "aclmdlAddDatasetBuffer: out of memory");
-        dataset->buffers = grown;
+        if (grown != NULL) dataset->buffers = grown;
+        aclTensorDesc **descs = grown ? realloc(dataset->descs, cap * sizeof *descs) : NULL;
+        if (descs != NULL) dataset->descs = descs;
+        unsigned char *owned = descs ? realloc(dataset->owned, cap) : NULL;
+        if (owned == NULL) return acl_fail(ACL_ERROR_BAD_ALLOC, "aclmdlAddDatasetBuffer: out of memory");
+        dataset->owned = owned;
         dataset->cap = cap;
     }
+    dataset->descs[dataset->count] = NULL;
+    dataset->owned[dataset->count] = 0;
     dataset->buffers[dataset->count++] = dataBuffer;
     return ACL_SUCCESS;
 }
@@ -376,4 +386,42 @@ aclDataBuffer *aclmdlGetDatasetBuffer(const aclmdlDataset *dataset, size_t index
         return NULL;
     }
     return dataset->buffers[index];
+}
+
+aclError aclmdlSetDatasetTensorDesc(aclmdlDataset *dataset, aclTensorDesc *tensorDesc, size_t index) {
+    if (!acl_dataset_ok(dataset) || !acl_desc_ok(tensorDesc))
+        return acl_fail(ACL_ERROR_INVALID_PARAM, "aclmdlSetDatasetTensorDesc: %s", acl_dataset_ok(dataset)
+                        ? "tensorDesc is not a live aclTensorDesc" : "dataset is not a live aclmdlDataset");
+    if (index >= dataset->count)
+        return acl_fail(ACL_ERROR_INVALID_PARAM, "aclmdlSetDatasetTensorDesc: index %zu out of range: the dataset has "
+                        "%zu buffers", index, dataset->count);
+    if (dataset->owned[index]) aclDestroyTensorDesc(dataset->descs[index]);
+    dataset->descs[index] = tensorDesc;
+    dataset->owned[index] = 0;
+    return ACL_SUCCESS;
+}
+
+aclTensorDesc *aclmdlGetDatasetTensorDesc(const aclmdlDataset *dataset, size_t index) {
+    if (!acl_dataset_ok(dataset) || index >= dataset->count) {
+        acl_fail(ACL_ERROR_INVALID_PARAM, "aclmdlGetDatasetTensorDesc: %s", acl_dataset_ok(dataset) ?
+                 "index out of range" : "dataset is not a live aclmdlDataset");
+        return NULL;
+    }
+    return dataset->descs[index];
+}
+
+aclError acl_dataset_set_result(aclmdlDataset *dataset, size_t index, aclDataType dataType, int numDims,
+                                const int64_t *dims) {
+    if (index >= dataset->count) return ACL_ERROR_INVALID_PARAM;
+    aclTensorDesc *d = dataset->descs[index];
+    if (d != NULL && !dataset->owned[index]) return ACL_SUCCESS; /* the caller's desc stays as it set it */
+    if (d == NULL) {
+        d = aclCreateTensorDesc(dataType, numDims, dims, ACL_FORMAT_ND);
+        if (d == NULL) return ACL_ERROR_BAD_ALLOC;
+        dataset->descs[index] = d;
+        dataset->owned[index] = 1;
+        return ACL_SUCCESS;
+    }
+    d->dataType = dataType;
+    return aclSetTensorShape(d, numDims, dims);
 }

@@ -61,11 +61,17 @@ struct aclmdlDataset {
     uint64_t magic;
     size_t count, cap;
     aclDataBuffer **buffers; /* not owned */
+    aclTensorDesc **descs;   /* per buffer, or NULL */
+    unsigned char *owned;    /* descs[i] was made by aclmdlExecute (destroyed with the dataset) */
 };
 
 ACL_INTERNAL int acl_desc_ok(const aclTensorDesc *d);
 ACL_INTERNAL int acl_buffer_ok(const aclDataBuffer *b);
 ACL_INTERNAL int acl_attr_ok(const aclopAttr *a);
 ACL_INTERNAL int acl_dataset_ok(const aclmdlDataset *s);
+/* After a run: output `index` of the dataset is dataType[dims] (its desc made or updated, unless
+ * the caller set its own). */
+ACL_INTERNAL aclError acl_dataset_set_result(aclmdlDataset *dataset, size_t index, aclDataType dataType, int numDims,
+                                             const int64_t *dims);
 
 #endif /* OPBUILD_ACL_DESC_H */

@@ -482,7 +482,8 @@ aclFormat aclmdlGetOutputFormat(const aclmdlDesc *modelDesc, size_t index) {
     return io ? io->format : ACL_FORMAT_UNDEFINED;
 }
 
-/* [(address, size), ...] of a dataset; NULL with *err set. GIL held. */
+/* [(address, size, dims or None), ...] of a dataset (dims: the buffer's tensor desc); NULL with *err
+ * set. GIL held. */
 static PyObject *dataset_list(const aclmdlDataset *s, const char *what, char *err, size_t errlen) {
     if (!acl_dataset_ok(s)) {
         snprintf(err, errlen, "the %s dataset is not a live aclmdlDataset", what);
@@ -497,8 +498,22 @@ static PyObject *dataset_list(const aclmdlDataset *s, const char *what, char *er
             Py_DECREF(list);
             return NULL;
         }
-        PyList_SET_ITEM(list, (Py_ssize_t)i, Py_BuildValue("(KK)", (unsigned long long)(uintptr_t)b->data,
-                                                           (unsigned long long)b->size));
+        const aclTensorDesc *d = s->descs[i];
+        PyObject *dims = Py_None;
+        if (acl_desc_ok(d)) {
+            dims = PyTuple_New((Py_ssize_t)d->numDims);
+            for (size_t k = 0; dims != NULL && k < d->numDims; k++)
+                PyTuple_SET_ITEM(dims, (Py_ssize_t)k, PyLong_FromLongLong(d->dims[k]));
+        } else {
+            Py_INCREF(dims);
+        }
+        PyObject *item = dims ? Py_BuildValue("(KKN)", (unsigned long long)(uintptr_t)b->data,
+                                              (unsigned long long)b->size, dims) : NULL;
+        if (item == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, item);
     }
     return list;
 }
@@ -522,7 +537,27 @@ static aclError execute_model(const char *api, uint32_t modelId, const aclmdlDat
         PyObject *r = acl_py_call(ACLMDL_MODULE, "execute",
                                   Py_BuildValue("(INNK)", modelId, ins, outs, (unsigned long long)(uintptr_t)stream),
                                   &msg);
-        st = finish(api, r, msg, 2, NULL);
+        PyObject *rest = NULL;
+        st = finish(api, r, msg, 3, &rest);
+        if (rest != NULL) { /* the outputs' real dtype and dims -> their dataset descs */
+            PyObject *shapes = PyTuple_GET_ITEM(rest, 2);
+            Py_ssize_t n = PyList_Check(shapes) ? PyList_GET_SIZE(shapes) : 0;
+            for (Py_ssize_t i = 0; i < n && st == ACL_SUCCESS; i++) {
+                int dt;
+                PyObject *dims;
+                int64_t v[ACL_MAX_DIM_CNT];
+                if (!PyArg_ParseTuple(PyList_GET_ITEM(shapes, i), "iO!", &dt, &PyTuple_Type, &dims) ||
+                    PyTuple_GET_SIZE(dims) > ACL_MAX_DIM_CNT) {
+                    PyErr_Clear();
+                    continue;
+                }
+                Py_ssize_t nd = PyTuple_GET_SIZE(dims);
+                for (Py_ssize_t k = 0; k < nd; k++) v[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(dims, k));
+                if (acl_dataset_set_result(output, (size_t)i, (aclDataType)dt, (int)nd, v) != ACL_SUCCESS)
+                    st = acl_fail(ACL_ERROR_BAD_ALLOC, "%s: out of memory", api);
+            }
+            Py_DECREF(rest);
+        }
     }
     PyGILState_Release(g);
     return st;

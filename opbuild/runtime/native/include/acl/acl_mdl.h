@@ -57,6 +57,12 @@ ACL_FUNC_VISIBILITY aclError aclmdlDestroyDataset(const aclmdlDataset *dataset);
 ACL_FUNC_VISIBILITY aclError aclmdlAddDatasetBuffer(aclmdlDataset *dataset, aclDataBuffer *dataBuffer);
 ACL_FUNC_VISIBILITY size_t aclmdlGetDatasetNumBuffers(const aclmdlDataset *dataset);
 ACL_FUNC_VISIBILITY aclDataBuffer *aclmdlGetDatasetBuffer(const aclmdlDataset *dataset, size_t index);
+/* The tensor desc of buffer `index`: set by the caller for an input whose model shape has open
+ * (-1) dims (the dataset keeps the pointer, not a copy); for an output, after aclmdlExecute the
+ * desc of what the model produced (owned by the dataset, unless the caller set one). NULL: none. */
+ACL_FUNC_VISIBILITY aclError aclmdlSetDatasetTensorDesc(aclmdlDataset *dataset, aclTensorDesc *tensorDesc,
+                                                        size_t index);
+ACL_FUNC_VISIBILITY aclTensorDesc *aclmdlGetDatasetTensorDesc(const aclmdlDataset *dataset, size_t index);
 
 /* Run the model: input buffers in the model's input order, output buffers as large as the
  * outputs (ACL_ERROR_INVALID_PARAM otherwise). Synchronous. */
