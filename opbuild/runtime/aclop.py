@@ -103,9 +103,9 @@ def _same_value(a: Any, b: Any) -> bool:
 def _package_op(op_type: str):
     """(package root, OpRuntime) of the first searched package holding op_type."""
     from opbuild.runtime.api import PYTHON_MODULE, import_ops
-    from opbuild.runtime.fallback.search import _env_roots
+    from opbuild.runtime.fallback.search import package_roots
 
-    roots = _env_roots()
+    roots = package_roots()
     searched = []
     for root in roots:
         if not (Path(root) / PYTHON_MODULE).is_file():

@@ -154,6 +154,19 @@ def test_missing_acl_json(lib, tmp_path):
     assert "none.json cannot be read" in _recent(lib)
 
 
+def test_model_dir_is_set_once_per_init(lib, tmp_path):
+    lib.aclopSetModelDir.argtypes = [ctypes.c_char_p]
+    assert lib.aclopSetModelDir(str(tmp_path / "none").encode()) == 100003
+    assert "does not exist" in _recent(lib)
+    for _ in range(2):
+        assert lib.aclInit(None) == 0
+        try:
+            assert lib.aclopSetModelDir(str(tmp_path).encode()) == 0
+            assert lib.aclopSetModelDir(str(tmp_path).encode()) == 100002 and "set already" in _recent(lib)
+        finally:
+            assert lib.aclFinalize() == 0  # forgets the directory
+
+
 # ---- descs, buffers, attributes ------------------------------------------------------------------
 
 def test_tensor_desc_getters(lib):

@@ -120,6 +120,11 @@ ACL_INTERNAL void acl_live_add(int kind, int64_t delta);
 /* Read and check aclInit's acl.json (NULL or "": nothing to read); the status, reported. */
 ACL_INTERNAL aclError acl_read_config(const char *path);
 
+/* ---- acl_op.c --------------------------------------------------------------------------------- */
+
+/* aclFinalize: forget the aclopSetModelDir directory. */
+ACL_INTERNAL void acl_op_finalize(void);
+
 /* ---- acl_rt.c --------------------------------------------------------------------------------- */
 
 /* The simulator's functions, resolved from the library device.py loads too (same path rule:

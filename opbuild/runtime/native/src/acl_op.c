@@ -145,6 +145,12 @@ static pthread_mutex_t g_op_lock = PTHREAD_MUTEX_INITIALIZER;
 static char g_model_dir[PATH_MAX];
 static int g_compile_flag; /* kept; selection does not depend on it */
 
+void acl_op_finalize(void) {
+    pthread_mutex_lock(&g_op_lock);
+    g_model_dir[0] = '\0'; /* aclInit starts over: the directory may be set again */
+    pthread_mutex_unlock(&g_op_lock);
+}
+
 aclError aclopSetModelDir(const char *modelDir) {
     if (modelDir == NULL || *modelDir == '\0')
         return acl_fail(ACL_ERROR_INVALID_PARAM, "aclopSetModelDir: modelDir is empty");

@@ -146,6 +146,7 @@ aclError aclFinalize(void) {
     pthread_mutex_unlock(&g_state_lock);
     if (!was) return acl_fail(ACL_ERROR_REPEAT_FINALIZE, "aclFinalize: not initialized (aclInit was not called, or "
                               "aclFinalize was called already)");
+    acl_op_finalize();
     return ACL_SUCCESS;
 }
 
