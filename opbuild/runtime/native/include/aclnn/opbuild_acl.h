@@ -4,7 +4,8 @@
  *    op of a package, run by the Python runtime (opbuild.runtime, embedded when the process has
  *    no Python yet);
  *  - introspection for tests and tools: live objects per kind, the simulator in use, the
- *    simplified key an executor selected, the struct layout the Python side mirrors.
+ *    simplified key an executor selected, the struct layout the Python side mirrors, the dump
+ *    config aclInit read, the SoC table rtGetSocVersion answers from.
  */
 #ifndef OPBUILD_ACLNN_OPBUILD_ACL_H_
 #define OPBUILD_ACLNN_OPBUILD_ACL_H_
