@@ -627,3 +627,33 @@ def test_the_samples_apps_run_unchanged(app, add_custom_opp, tmp_path):
                           env=_clean_env(ASCEND_CUSTOM_OPP_PATH=str(root)))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     np.testing.assert_array_equal(np.fromfile(work / "output" / "output_z.bin", np.float16).reshape(8, 2048), x + y)
+
+
+def test_model_app_runs_a_graph_of_om_build(aclmdl_exe, package, tmp_path):
+    """A three-node model of `opbuild om build` (x*y -> LeakyReluCustom(0.2) -> ReduceSumCustom
+    over axis 1), described and run through the model API."""
+    import sys
+
+    import yaml
+
+    model = {"name": "graph3", "inputs": [{"name": "x", "dtype": "float32", "shape": [4, 256]},
+                                          {"name": "y", "dtype": "float32", "shape": [4, 256]}],
+             "nodes": [{"name": "mul0", "op": "MulCustom", "inputs": ["x", "y"], "outputs": ["t0"]},
+                       {"name": "act0", "op": "LeakyReluCustom", "inputs": ["t0"], "outputs": ["t1"],
+                        "attrs": {"negative_slope": 0.2}},
+                       {"name": "sum0", "op": "ReduceSumCustom", "inputs": ["t1"], "outputs": ["t2"],
+                        "attrs": {"axes": [1]}}],
+             "outputs": ["t2"]}
+    (tmp_path / "graph3.yaml").write_text(yaml.safe_dump(model))
+    subprocess.run([sys.executable, "-m", "opbuild", "om", "build", str(tmp_path / "graph3.yaml"), "--opp",
+                    str(package.opp), "-o", str(tmp_path / "graph3.om")], check=True, capture_output=True)
+    rng = np.random.default_rng(13)
+    x, y = rng.standard_normal((2, 4, 256)).astype(np.float32)
+    x.tofile(tmp_path / "x.bin")
+    y.tofile(tmp_path / "y.bin")
+    proc = _run(aclmdl_exe, str(tmp_path / "graph3.om"), str(tmp_path), OPBUILD_OM_TRUST="1")
+    lines = dict(line.split(": ", 1) for line in proc.stdout.splitlines() if ": " in line)
+    assert lines["input1"] == "y 0 2 4096 [4 256] y" and lines["output0"] == "t2 0 2 16 [4] t2"
+    t = x * y
+    want = np.where(t > 0, t, np.float32(0.2) * t).sum(axis=1)
+    np.testing.assert_allclose(np.fromfile(tmp_path / "z.bin", np.float32), want, rtol=1e-5, atol=1e-5)
