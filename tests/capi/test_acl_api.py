@@ -76,6 +76,8 @@ def lib() -> ctypes.CDLL:
     lib.opbuild_acl_dump_config.restype = ctypes.c_char_p
     lib.opbuild_acl_soc_version.restype = ctypes.c_char_p
     lib.opbuild_acl_soc_version.argtypes = [ctypes.c_uint32, ctypes.POINTER(ctypes.c_char_p)]
+    lib.aclrtGetSocName.restype = ctypes.c_char_p
+    lib.aclrtSynchronizeEventWithTimeout.argtypes = [P, ctypes.c_int32]
     lib.rtGetSocVersion.restype = ctypes.c_int32
     lib.rtGetSocVersion.argtypes = [ctypes.c_char_p, ctypes.c_uint32]
     return lib
@@ -110,11 +112,14 @@ def test_soc_table_equals_the_vocabulary(lib, monkeypatch):
     buf = ctypes.create_string_buffer(64)
     monkeypatch.delenv("OPBUILD_SOC", raising=False)
     assert lib.rtGetSocVersion(buf, 64) == 0 and buf.value.decode() == SOC[DEFAULT_SOC].soc_version
+    assert lib.aclrtGetSocName().decode() == SOC[DEFAULT_SOC].soc_version
     monkeypatch.setenv("OPBUILD_SOC", "ascend310p")
     assert lib.rtGetSocVersion(buf, 64) == 0 and buf.value == b"Ascend310P3"
+    assert lib.aclrtGetSocName() == b"Ascend310P3"
     assert lib.rtGetSocVersion(buf, 4) == 107000 and "too short" in _recent(lib)
     monkeypatch.setenv("OPBUILD_SOC", "ascend999")
     assert lib.rtGetSocVersion(buf, 64) == 107000 and "ascend999" in _recent(lib)
+    assert lib.aclrtGetSocName() is None
 
 
 # ---- aclInit's acl.json --------------------------------------------------------------------------
@@ -255,7 +260,9 @@ def test_events_order_streams_and_time(lib):
     assert "not completed yet" in _recent(lib)
     assert lib.aclrtSynchronizeStreamWithTimeout(s2, 50) == 507046  # ACL_ERROR_RT_STREAM_SYNC_TIMEOUT
     assert _status(lib, end) == 0  # s2 still waits: the wait is real
+    assert lib.aclrtSynchronizeEventWithTimeout(end, 20) == 507047  # ACL_ERROR_RT_EVENT_SYNC_TIMEOUT
     blocker.release()
+    assert lib.aclrtSynchronizeEventWithTimeout(end, 30000) == 0
     assert lib.aclrtSynchronizeEvent(end) == 0
     assert (_status(lib, mid), _status(lib, end)) == (1, 1)
     assert lib.aclrtEventElapsedTime(ctypes.byref(ms), start, end) == 0

@@ -234,6 +234,36 @@ aclError aclrtSynchronizeEvent(aclrtEvent event) {
     return ACL_SUCCESS;
 }
 
+aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout) {
+    if (timeout < -1 || timeout == 0)
+        return acl_fail(ACL_ERROR_INVALID_PARAM, "aclrtSynchronizeEventWithTimeout: timeout %d: give -1 (no limit) or "
+                        "a number of milliseconds > 0", (int)timeout);
+    if (timeout == -1) return aclrtSynchronizeEvent(event);
+    acl_event *e = event_get(event);
+    if (e == NULL) return acl_fail(ACL_ERROR_INVALID_PARAM, NOT_LIVE_EVENT, "aclrtSynchronizeEventWithTimeout", event);
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += timeout / 1000;
+    deadline.tv_nsec += (long)(timeout % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&e->lock);
+    uint64_t n = e->recorded;
+    int rc = 0;
+    if (recorded_state(e) == 1)
+        while (e->completed < n && e->recorded >= n && rc != ETIMEDOUT)
+            rc = pthread_cond_timedwait(&e->cond, &e->lock, &deadline);
+    int pending = recorded_state(e) == 1 && e->completed < n;
+    pthread_mutex_unlock(&e->lock);
+    event_put(e);
+    if (pending)
+        return acl_fail(ACL_ERROR_RT_EVENT_SYNC_TIMEOUT, "aclrtSynchronizeEventWithTimeout: event %p did not complete "
+                        "within %d ms", event, (int)timeout);
+    return ACL_SUCCESS;
+}
+
 aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
     acl_event *e = event_get(event);
     if (e == NULL) return acl_fail(ACL_ERROR_INVALID_PARAM, NOT_LIVE_EVENT, "aclrtStreamWaitEvent", event);
@@ -367,18 +397,21 @@ int32_t rtGetSocVersion(char *version, const uint32_t maxLen) {
     if (version == NULL || maxLen == 0)
         return acl_fail(ACL_ERROR_RT_PARAM_INVALID, "rtGetSocVersion: %s", version ? "maxLen is 0" : "version is a null "
                         "pointer");
+    const char *full = aclrtGetSocName();
+    if (full == NULL) return ACL_ERROR_RT_PARAM_INVALID;
+    if (strlen(full) >= maxLen)
+        return acl_fail(ACL_ERROR_RT_PARAM_INVALID, "rtGetSocVersion: maxLen %u is too short for %s", maxLen, full);
+    snprintf(version, maxLen, "%s", full);
+    return 0;
+}
+
+const char *aclrtGetSocName(void) {
     const char *soc = getenv("OPBUILD_SOC");
     if (soc == NULL || *soc == '\0') soc = DEFAULT_SOC;
-    for (size_t i = 0; i < sizeof SOC_VERSIONS / sizeof SOC_VERSIONS[0]; i++) {
-        if (strcmp(SOC_VERSIONS[i].name, soc) == 0) {
-            if (strlen(SOC_VERSIONS[i].full) >= maxLen)
-                return acl_fail(ACL_ERROR_RT_PARAM_INVALID, "rtGetSocVersion: maxLen %u is too short for %s", maxLen,
-                                SOC_VERSIONS[i].full);
-            snprintf(version, maxLen, "%s", SOC_VERSIONS[i].full);
-            return 0;
-        }
-    }
-    return acl_fail(ACL_ERROR_RT_PARAM_INVALID, "rtGetSocVersion: OPBUILD_SOC=%s is not a known SoC", soc);
+    for (size_t i = 0; i < sizeof SOC_VERSIONS / sizeof SOC_VERSIONS[0]; i++)
+        if (strcmp(SOC_VERSIONS[i].name, soc) == 0) return SOC_VERSIONS[i].full;
+    acl_fail(ACL_ERROR_RT_PARAM_INVALID, "aclrtGetSocName: OPBUILD_SOC=%s is not a known SoC", soc);
+    return NULL;
 }
 
 /* opbuild: the SoC table, for the test that holds it equal to opbuild.abi.vocabulary.SOCS. */

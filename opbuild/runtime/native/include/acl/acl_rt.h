@@ -100,6 +100,8 @@ ACL_FUNC_VISIBILITY aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus 
 ACL_FUNC_VISIBILITY aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status);
 /* Wait until the last recording completed (an event never recorded: at once). */
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeEvent(aclrtEvent event);
+/* The same, at most `timeout` ms (-1: forever): ACL_ERROR_RT_EVENT_SYNC_TIMEOUT when not complete by then. */
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout);
 /* `stream`'s later work waits until the event's current recording completed. */
 ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event);
 /* Milliseconds between the completion of two completed events (ACL_ERROR_INVALID_PARAM when
@@ -124,6 +126,8 @@ ACL_FUNC_VISIBILITY aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t 
 ACL_FUNC_VISIBILITY aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value);
 ACL_FUNC_VISIBILITY aclError aclrtCtxGetSysParamOpt(aclSysParamOpt opt, int64_t *value);
 
+/* The SoC's full name (as rtGetSocVersion), or NULL for an unknown OPBUILD_SOC. */
+ACL_FUNC_VISIBILITY const char *aclrtGetSocName(void);
 /* The runtime's name of the SoC (the full name, e.g. Ascend910B1, of OPBUILD_SOC or the default
  * ascend910b) into version[maxLen]; CANN's libruntime function, exported by the acl library.
  * Returns 0, or ACL_ERROR_RT_PARAM_INVALID (NULL, too short, unknown OPBUILD_SOC). */
