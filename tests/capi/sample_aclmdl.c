@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "acl/acl.h"
+#include "aclnn/opbuild_acl.h"
 
 #define CHECK(call)                                                                                  \
     do {                                                                                             \
@@ -113,6 +114,7 @@ int main(int argc, char **argv) {
     printf("unload again: %d\n", (int)aclmdlUnload(id));
     CHECK(aclrtResetDevice(0));
     CHECK(aclFinalize());
+    printf("live objects: %lld\n", (long long)opbuild_acl_live_objects(-1));
     printf("ok\n");
     return 0;
 }

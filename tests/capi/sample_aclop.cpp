@@ -15,6 +15,7 @@
 
 #include "acl/acl.h"
 #include "acl/acl_op_compiler.h"
+#include "aclnn/opbuild_acl.h"
 
 #define CHECK(call)                                                                                  \
     do {                                                                                             \
@@ -108,6 +109,7 @@ int main(int argc, char **argv) {
     aclopDestroyAttr(attr);
     CHECK(aclrtResetDevice(0));
     CHECK(aclFinalize());
+    std::printf("live objects: %lld\n", (long long)opbuild_acl_live_objects(-1));
     std::printf("ok\n");
     return 0;
 }

@@ -174,7 +174,18 @@ def test_model_dir_is_set_once_per_init(lib, tmp_path):
 
 # ---- descs, buffers, attributes ------------------------------------------------------------------
 
-def test_tensor_desc_getters(lib):
+@pytest.fixture
+def no_leaks():
+    """Every acl object a test creates is released by its end (opbuild_acl_live_objects)."""
+    from opbuild.runtime import capi
+
+    before = {k: capi.live_objects(k) for k in capi.KIND_NAMES}
+    yield
+    after = {k: capi.live_objects(k) for k in capi.KIND_NAMES}
+    assert after == before
+
+
+def test_tensor_desc_getters(lib, no_leaks):
     dims = (ctypes.c_int64 * 3)(2, 3, 4)
     d = lib.aclCreateTensorDesc(1, 3, dims, 2)  # ACL_FLOAT16, ND
     assert d
@@ -196,7 +207,7 @@ def test_tensor_desc_getters(lib):
     assert "dims[0] is -5" in _recent(lib)
 
 
-def test_data_buffer_and_attr(lib):
+def test_data_buffer_and_attr(lib, no_leaks):
     mem = ctypes.create_string_buffer(64)
     b = lib.aclCreateDataBuffer(ctypes.addressof(mem), 64)
     assert lib.aclGetDataBufferAddr(b) == ctypes.addressof(mem) and lib.aclGetDataBufferSizeV2(b) == 64
@@ -246,7 +257,7 @@ def _status(lib, event: int) -> int:
     return st.value  # 1 complete, 0 not ready
 
 
-def test_events_order_streams_and_time(lib):
+def test_events_order_streams_and_time(lib, no_leaks):
     s1, s2 = _stream(lib), _stream(lib)
     start, mid, end = _event(lib), _event(lib, 0x8), _event(lib)
     blocker = _Blocker(s1)
@@ -278,7 +289,7 @@ def test_events_order_streams_and_time(lib):
         assert lib.aclrtDestroyStream(s) == 0
 
 
-def test_destroying_an_event_with_work_pending(lib):
+def test_destroying_an_event_with_work_pending(lib, no_leaks):
     s = _stream(lib)
     e = _event(lib)
     blocker = _Blocker(s)
@@ -355,6 +366,7 @@ def test_compile_and_execute_runs_the_package_op(aclop_exe, package, tmp_path, d
     proc = _run(aclop_exe, "compile", dtype, str(shape[0]), str(shape[1]), str(tmp_path),
                 ASCEND_CUSTOM_OPP_PATH=str(package.root))
     assert "run mode: host" in proc.stdout and "ok" in proc.stdout
+    assert "live objects: 0" in proc.stdout  # every desc, buffer, attr, stream and host buffer released
     assert f"elements {shape[0] * shape[1]} size {want.nbytes}" in proc.stdout
     np.testing.assert_array_equal(np.fromfile(tmp_path / "z.bin", dtype).reshape(shape), want)
 
@@ -411,6 +423,7 @@ def test_model_app_loads_describes_and_runs_a_trusted_model(aclmdl_exe, op_model
     assert lines["bad index"] == "100000" and lines["bad index name"] == "null"
     assert lines["bad model id"] == "100011" and lines["unload again"] == "100011"
     assert lines["output desc before"] == "null" and lines["output desc"] == "1 [8 2048]"
+    assert lines["live objects"] == "0"  # the output desc the dataset made went with it
     np.testing.assert_array_equal(np.fromfile(tmp_path / "z.bin", np.float16).reshape(8, 2048), want)
 
 
@@ -421,6 +434,7 @@ def test_model_app_dynamic_shapes_through_dataset_tensor_descs(aclmdl_exe, op_mo
     assert lines["input0"] == "x 0 2 0 [-1 -1] x"  # open dims: no size
     assert lines["output0"] == "z 0 2 0 [-2] z"    # a dynamic model's output: unknown rank until it ran
     assert lines["output desc"] == "0 [6 130]"     # what it produced
+    assert lines["live objects"] == "0"
     np.testing.assert_array_equal(np.fromfile(tmp_path / "z.bin", np.float32).reshape(6, 130), want)
 
 
@@ -473,7 +487,7 @@ def _leaky(x: np.ndarray, slope: float) -> np.ndarray:
     return np.where(x >= 0, x, x * np.float32(slope)).astype(x.dtype)
 
 
-def test_aclop_load_matches_attributes(oplib, package):
+def test_aclop_load_matches_attributes(oplib, package, no_leaks):
     from opbuild.om.single_op import build_single_op
 
     lib = oplib
@@ -523,7 +537,7 @@ def test_compile_and_execute_from_the_built_in_package_on_a_stream(oplib, packag
         assert lib.aclrtDestroyStream(stream) == 0
 
 
-def test_model_from_memory_async_on_a_stream(lib, package, monkeypatch):
+def test_model_from_memory_async_on_a_stream(lib, package, monkeypatch, no_leaks):
     from opbuild.om.single_op import build_single_op
 
     lib.aclmdlLoadFromMem.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint32)]

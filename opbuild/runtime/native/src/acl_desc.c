@@ -45,6 +45,7 @@ aclTensorDesc *aclCreateTensorDesc(aclDataType dataType, int numDims, const int6
         return NULL;
     }
     d->magic = DESC_MAGIC;
+    acl_live_add(OPBUILD_ACL_TENSOR_DESC, 1);
     d->dataType = dataType;
     d->format = format;
     d->numDims = (size_t)numDims;
@@ -56,6 +57,7 @@ void aclDestroyTensorDesc(const aclTensorDesc *desc) {
     if (!acl_desc_ok(desc)) return;
     aclTensorDesc *d = (aclTensorDesc *)desc;
     d->magic = 0;
+    acl_live_add(OPBUILD_ACL_TENSOR_DESC, -1);
     free(d->constData);
     free(d);
 }
@@ -177,6 +179,7 @@ aclDataBuffer *aclCreateDataBuffer(void *data, size_t size) {
         return NULL;
     }
     b->magic = BUFFER_MAGIC;
+    acl_live_add(OPBUILD_ACL_DATA_BUFFER, 1);
     b->data = data;
     b->size = size;
     return b;
@@ -188,6 +191,7 @@ aclError aclDestroyDataBuffer(const aclDataBuffer *dataBuffer) {
                         (const void *)dataBuffer);
     aclDataBuffer *b = (aclDataBuffer *)dataBuffer;
     b->magic = 0;
+    acl_live_add(OPBUILD_ACL_DATA_BUFFER, -1);
     free(b);
     return ACL_SUCCESS;
 }
@@ -222,6 +226,7 @@ aclopAttr *aclopCreateAttr(void) {
         return NULL;
     }
     a->magic = ATTR_MAGIC;
+    acl_live_add(OPBUILD_ACL_OP_ATTR, 1);
     return a;
 }
 
@@ -240,6 +245,7 @@ void aclopDestroyAttr(const aclopAttr *attr) {
     for (size_t i = 0; i < a->count; i++) free_entry(&a->entries[i]);
     free(a->entries);
     a->magic = 0;
+    acl_live_add(OPBUILD_ACL_OP_ATTR, -1);
     free(a);
 }
 
@@ -335,6 +341,7 @@ aclmdlDataset *aclmdlCreateDataset(void) {
         return NULL;
     }
     s->magic = DATASET_MAGIC;
+    acl_live_add(OPBUILD_ACL_DATASET, 1);
     return s;
 }
 
@@ -344,6 +351,7 @@ aclError aclmdlDestroyDataset(const aclmdlDataset *dataset) {
                         (const void *)dataset);
     aclmdlDataset *s = (aclmdlDataset *)dataset;
     s->magic = 0;
+    acl_live_add(OPBUILD_ACL_DATASET, -1);
     for (size_t i = 0; i < s->count; i++)
         if (s->owned[i]) aclDestroyTensorDesc(s->descs[i]);
     free(s->buffers);

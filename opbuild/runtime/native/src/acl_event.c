@@ -86,6 +86,7 @@ aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag) {
     e->next = g_events;
     g_events = e;
     pthread_mutex_unlock(&g_events_lock);
+    acl_live_add(OPBUILD_ACL_EVENT, 1);
     *event = e;
     return ACL_SUCCESS;
 }
@@ -103,6 +104,7 @@ aclError aclrtDestroyEvent(aclrtEvent event) {
     if (e != NULL) *link = e->next;
     pthread_mutex_unlock(&g_events_lock);
     if (e == NULL) return acl_fail(ACL_ERROR_INVALID_PARAM, NOT_LIVE_EVENT, "aclrtDestroyEvent", event);
+    acl_live_add(OPBUILD_ACL_EVENT, -1);
     event_put(e); /* the handle's reference */
     return ACL_SUCCESS;
 }

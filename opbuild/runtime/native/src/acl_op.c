@@ -356,6 +356,7 @@ aclmdlDesc *aclmdlCreateDesc(void) {
         return NULL;
     }
     d->magic = MDL_DESC_MAGIC;
+    acl_live_add(OPBUILD_ACL_MODEL_DESC, 1);
     return d;
 }
 
@@ -365,6 +366,7 @@ aclError aclmdlDestroyDesc(aclmdlDesc *modelDesc) {
     if (!mdl_desc_ok(modelDesc))
         return acl_fail(ACL_ERROR_INVALID_PARAM, "aclmdlDestroyDesc: %p is not a live aclmdlDesc", (void *)modelDesc);
     modelDesc->magic = 0;
+    acl_live_add(OPBUILD_ACL_MODEL_DESC, -1);
     free(modelDesc->io);
     free(modelDesc);
     return ACL_SUCCESS;

@@ -32,7 +32,13 @@ enum {
     OPBUILD_ACL_EXECUTOR = 6,
     OPBUILD_ACL_STREAM = 7,    /* aclrtCreateStream minus aclrtDestroyStream */
     OPBUILD_ACL_HOST_MEM = 8,  /* aclrtMallocHost minus aclrtFreeHost */
-    OPBUILD_ACL_KIND_COUNT = 9,
+    OPBUILD_ACL_TENSOR_DESC = 9,
+    OPBUILD_ACL_DATA_BUFFER = 10,
+    OPBUILD_ACL_OP_ATTR = 11,
+    OPBUILD_ACL_DATASET = 12,
+    OPBUILD_ACL_MODEL_DESC = 13,
+    OPBUILD_ACL_EVENT = 14,
+    OPBUILD_ACL_KIND_COUNT = 15,
 };
 
 ACL_FUNC_VISIBILITY uint32_t opbuild_acl_abi_version(void);
