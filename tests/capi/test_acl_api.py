@@ -561,6 +561,9 @@ def test_model_from_memory_async_on_a_stream(lib, package, monkeypatch, no_leaks
     bufs = [lib.aclCreateDataBuffer(a.ctypes.data, a.nbytes) for a in (x, y, z)]
     for k, b in enumerate(bufs):
         assert lib.aclmdlAddDatasetBuffer(sets[k // 2], b) == 0
+    lib.aclmdlExecute.argtypes = [ctypes.c_uint32, P, P]
+    assert lib.aclmdlExecute(model.value, sets[1], sets[1]) == 100000  # one input buffer for two inputs
+    assert "takes 2 inputs (['x', 'y']), the input dataset has 1 buffers" in _recent(lib)
     done = threading.Thread(target=lambda: lib.aclmdlExecuteAsync(model.value, sets[0], sets[1], stream))
     done.start()
     done.join(0.2)
