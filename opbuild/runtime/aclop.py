@@ -10,8 +10,8 @@ Two ways to run an op by type, as CANN:
 * **execute** a single-op model: the .om files of the aclopSetModelDir directory (and those given
   to aclopLoad, searched first) are matched BY CONTENT: a one-node model whose op type, inputs
   (count, dtype, shape: -1 in the model matches any dim, [-2] any rank), attributes and output
-  dtypes equal the call's. It runs with opbuild.om.run.OmRunner. The models of that directory are
-  trusted: the application named the directory, as CANN runs what it finds there.
+  dtypes equal the call's. It runs with opbuild.om.run.OmRunner. The models of that directory (and
+  of aclopLoad) are trusted: the application chose them, as CANN runs what it finds there.
 
 Tensors arrive as (aclDataType, aclFormat, dims, address, size, name) tuples, attributes as
 (name, kind, value) with the kinds of acl_desc.h. Every function returns (aclError, message)
@@ -199,7 +199,7 @@ class _Candidate:
         from opbuild.om.run import OmRunner
 
         if self.runner is None:
-            self.runner = OmRunner(self.model, trust=True)  # a model of the directory the app set
+            self.runner = OmRunner(self.model, trust=True)  # the app chose it: its model directory, or aclopLoad
         md = self.model.model_def
         result = self.runner.run({i["name"]: a for i, a in zip(md["inputs"], inputs)})
         for k, (name, out) in enumerate(zip(md["outputs"], outputs)):
