@@ -115,7 +115,8 @@ sim = Extension(
 )
 
 _py_libdirs, _py_libs = _libpython()
-ACL_SOURCES = ["acl_log.c", "acl_meta.c", "acl_rt.c", "acl_bridge.c", "opcache.c", "opkey.c"]
+ACL_SOURCES = ["acl_log.c", "acl_meta.c", "acl_rt.c", "acl_bridge.c", "opcache.c", "opkey.c", "acl_config.c",
+               "acl_event.c", "acl_desc.c", "acl_op.c"]
 acl = Extension(
     ACL_NAME,
     sources=[f"{NATIVE}/src/{name}" for name in ACL_SOURCES],
@@ -128,6 +129,11 @@ acl = Extension(
         f"{NATIVE}/include/acl/acl.h",
         f"{NATIVE}/include/acl/acl_base.h",
         f"{NATIVE}/include/acl/acl_rt.h",
+        f"{NATIVE}/include/acl/acl_mdl.h",
+        f"{NATIVE}/include/acl/acl_op.h",
+        f"{NATIVE}/include/acl/acl_op_compiler.h",
+        f"{NATIVE}/src/acl_desc.h",
+        f"{NATIVE}/src/acl_python.h",
         f"{NATIVE}/include/aclnn/acl_meta.h",
         f"{NATIVE}/include/aclnn/opbuild_acl.h",
     ],

@@ -35,7 +35,8 @@ _MAGIC_BASE = 0x6F706275696C6400
 KIND_TENSOR, KIND_SCALAR, KIND_TENSOR_LIST, KIND_INT_ARRAY, KIND_FLOAT_ARRAY, KIND_BOOL_ARRAY = range(6)
 KIND_EXECUTOR, KIND_STREAM, KIND_HOST_MEM = 6, 7, 8
 KIND_NAMES = ("tensor", "scalar", "tensor_list", "int_array", "float_array", "bool_array", "executor", "stream",
-              "host_mem")
+              "host_mem", "tensor_desc", "data_buffer", "op_attr", "dataset", "model_desc", "event")
+"""opbuild_acl_live_objects kinds by index (aclnn/opbuild_acl.h; the aclop / aclmdl objects from 9)."""
 
 _P64 = ctypes.POINTER(ctypes.c_int64)
 

@@ -124,6 +124,12 @@ def _env_roots() -> list[str]:
     return [os.fspath(p) for p in search_roots()]
 
 
+def package_roots() -> list[str]:
+    """The environment's op package roots in search order (see the package docstring): what
+    search_path(None) searches the libraries of, and where aclopCompileAndExecute finds an op."""
+    return _env_roots()
+
+
 def search_path(roots: Sequence[str | os.PathLike[str]] | None = None) -> tuple[str, ...]:
     """The absolute paths of the libraries searched, in order.
 

@@ -937,3 +937,41 @@ aclnnStatus AclSetDynamicTensorAddr(aclOpExecutor *executor, size_t irIndex, con
                                     aclTensorList *tensors, void *addr) {
     return aclSetDynamicTensorAddr(executor, irIndex, relativeIndex, tensors, addr);
 }
+
+/* ---- Python calls of the aclop / aclmdl API (acl_op.c) -------------------------------------- */
+
+int acl_py_enter(const char *api, PyGILState_STATE *g) {
+    if (ensure_python(api)) return -1;
+    *g = gil_enter();
+    return 0;
+}
+
+char *acl_py_error_text(void) { return python_error_text(); }
+
+PyObject *acl_py_call(const char *module, const char *func, PyObject *args, char **msg) {
+    *msg = NULL;
+    if (args == NULL) {
+        *msg = python_error_text();
+        return NULL;
+    }
+    *msg = load_capi(); /* puts opbuild on sys.path when the interpreter lacks it */
+    if (*msg != NULL) {
+        Py_DECREF(args);
+        return NULL;
+    }
+    PyObject *mod = PyImport_ImportModule(module);
+    if (mod == NULL) {
+        Py_DECREF(args);
+        char what[256];
+        snprintf(what, sizeof what, "cannot import %s", module);
+        *msg = load_capi_failed(what);
+        return NULL;
+    }
+    PyObject *fn = PyObject_GetAttrString(mod, func);
+    Py_DECREF(mod);
+    PyObject *r = fn ? PyObject_CallObject(fn, args) : NULL;
+    Py_XDECREF(fn);
+    Py_DECREF(args);
+    if (r == NULL) *msg = python_error_text();
+    return r;
+}

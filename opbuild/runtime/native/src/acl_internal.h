@@ -1,11 +1,15 @@
 /* acl_internal.h: private declarations of opbuild's acl library (opbuild.runtime._opbuild_acl).
  *
- * The library is split in four files:
+ * The library is split in these files:
  *   acl_log.c     error messages (stderr in the CANN log style, aclGetRecentErrMsg), live counters
  *   acl_meta.c    aclTensor & co: plain C structs, their constructors and destructors, the layout
  *   acl_rt.c      aclInit/aclrt*: the device simulator, dlopened (see sim_api below)
  *   acl_bridge.c  aclnn phases, executors and settings: the native hit path, the Python miss path
  *   opcache.c     the native op-parameter cache (per thread) and the key of a C call (opkey.c)
+ *   acl_config.c  aclInit's acl.json
+ *   acl_event.c   events, timed stream sync, run mode, rtGetSocVersion
+ *   acl_desc.c    aclTensorDesc, aclDataBuffer, aclopAttr, aclmdlDataset (layouts: acl_desc.h)
+ *   acl_op.c      aclop* and aclmdl*, run by opbuild/runtime/aclop.py and aclmdl.py
  *
  * The struct layouts below are read by opbuild/runtime/capi.py through ctypes; it checks them
  * against opbuild_acl_layout() before first use.
@@ -110,6 +114,16 @@ ACL_INTERNAL aclnnStatus aclnn_fail(aclnnStatus status, const char *api, const c
 ACL_INTERNAL const char *aclnn_status_name(aclnnStatus status);
 
 ACL_INTERNAL void acl_live_add(int kind, int64_t delta);
+
+/* ---- acl_config.c ----------------------------------------------------------------------------- */
+
+/* Read and check aclInit's acl.json (NULL or "": nothing to read); the status, reported. */
+ACL_INTERNAL aclError acl_read_config(const char *path);
+
+/* ---- acl_op.c --------------------------------------------------------------------------------- */
+
+/* aclFinalize: forget the aclopSetModelDir directory. */
+ACL_INTERNAL void acl_op_finalize(void);
 
 /* ---- acl_rt.c --------------------------------------------------------------------------------- */
 

@@ -123,8 +123,12 @@ static int g_initialized;
 static __thread int tls_device_set;
 
 aclError aclInit(const char *configPath) {
-    if (configPath != NULL && *configPath != '\0' && access(configPath, R_OK) != 0)
-        return acl_fail(ACL_ERROR_INVALID_FILE, "aclInit: config file %s cannot be read", configPath);
+    pthread_mutex_lock(&g_state_lock);
+    int already = g_initialized;
+    pthread_mutex_unlock(&g_state_lock);
+    if (already) return acl_fail(ACL_ERROR_REPEAT_INITIALIZE, "aclInit: already initialized");
+    aclError rc = acl_read_config(configPath); /* acl_config.c */
+    if (rc != ACL_SUCCESS) return rc;
     REQUIRE_SIM(sim);
     (void)sim;
     pthread_mutex_lock(&g_state_lock);
@@ -142,6 +146,7 @@ aclError aclFinalize(void) {
     pthread_mutex_unlock(&g_state_lock);
     if (!was) return acl_fail(ACL_ERROR_REPEAT_FINALIZE, "aclFinalize: not initialized (aclInit was not called, or "
                               "aclFinalize was called already)");
+    acl_op_finalize();
     return ACL_SUCCESS;
 }
 

@@ -2,7 +2,9 @@
  *
  * The device is opbuild's CPU simulator: device memory is host memory (512-byte aligned,
  * allocated by the simulator), a stream is a simulator stream (an in-order queue served by one
- * thread), the NULL stream is synchronous. There is one device, id 0.
+ * thread), the NULL stream is synchronous. There is one device, id 0. The application runs on
+ * the host: aclrtGetRunMode says ACL_HOST (device memory is still allocated with aclrtMalloc and
+ * copied with aclrtMemcpy, as for a real card).
  */
 #ifndef OPBUILD_ACL_ACL_RT_H_
 #define OPBUILD_ACL_ACL_RT_H_
@@ -15,6 +17,26 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#define ACL_EVENT_SYNC 0x00000001u
+#define ACL_EVENT_CAPTURE_STREAM_PROGRESS 0x00000002u
+#define ACL_EVENT_TIME_LINE 0x00000008u
+
+typedef enum aclrtRunMode {
+    ACL_DEVICE = 0,
+    ACL_HOST = 1,
+} aclrtRunMode;
+
+typedef enum aclrtEventStatus {
+    ACL_EVENT_STATUS_COMPLETE = 0,
+    ACL_EVENT_STATUS_NOT_READY = 1,
+    ACL_EVENT_STATUS_RESERVED = 2,
+} aclrtEventStatus;
+
+typedef enum aclrtEventRecordedStatus {
+    ACL_EVENT_RECORDED_STATUS_NOT_READY = 0,
+    ACL_EVENT_RECORDED_STATUS_COMPLETE = 1,
+} aclrtEventRecordedStatus;
 
 typedef enum {
     ACL_MEMCPY_HOST_TO_HOST = 0,
@@ -37,7 +59,10 @@ typedef enum {
     ACL_OPT_DETERMINISTIC = 0,
 } aclSysParamOpt;
 
-/* configPath: NULL, "" or an existing (JSON) file; its content is not used. */
+/* configPath: NULL or "" (defaults), or an acl.json file: it must be valid JSON with an object at
+ * the top (else ACL_ERROR_PARSE_FILE, the message naming file, line and column); a missing or
+ * unreadable file is ACL_ERROR_INVALID_FILE. Unknown keys are ignored; the "dump" object is kept
+ * (opbuild_acl_dump_config) for a later dump feature and not acted on. */
 ACL_FUNC_VISIBILITY aclError aclInit(const char *configPath);
 ACL_FUNC_VISIBILITY aclError aclFinalize(void);
 
@@ -51,6 +76,37 @@ ACL_FUNC_VISIBILITY aclError aclrtCreateStream(aclrtStream *stream);
 ACL_FUNC_VISIBILITY aclError aclrtDestroyStream(aclrtStream stream);
 /* Waits for the stream's work; a failed kernel gives ACL_ERROR_RT_AICORE_EXCEPTION. */
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStream(aclrtStream stream);
+
+/* Waits at most `timeout` ms (-1: forever): ACL_ERROR_RT_STREAM_SYNC_TIMEOUT when the work is not
+ * done by then (it goes on running). */
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout);
+/* ACL_HOST: the application runs on the host (see above). */
+ACL_FUNC_VISIBILITY aclError aclrtGetRunMode(aclrtRunMode *runMode);
+
+/* ---- events: ordering points in a stream's queue. An event completes when the stream's work
+ * recorded before it is done; its time is the host clock (CLOCK_MONOTONIC) at that moment. */
+ACL_FUNC_VISIBILITY aclError aclrtCreateEvent(aclrtEvent *event);
+/* flag: ACL_EVENT_SYNC, ACL_EVENT_TIME_LINE, ACL_EVENT_CAPTURE_STREAM_PROGRESS (or'ed); every
+ * event of the simulator records time. */
+ACL_FUNC_VISIBILITY aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag);
+ACL_FUNC_VISIBILITY aclError aclrtDestroyEvent(aclrtEvent event);
+/* Record the event at the current end of `stream` (NULL: completes now). Recording again
+ * replaces the earlier recording. */
+ACL_FUNC_VISIBILITY aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream);
+/* Back to "not recorded" (after the stream's work queued before this call). */
+ACL_FUNC_VISIBILITY aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream);
+/* Deprecated in CANN: ACL_EVENT_STATUS_COMPLETE or ACL_EVENT_STATUS_NOT_READY. */
+ACL_FUNC_VISIBILITY aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status);
+ACL_FUNC_VISIBILITY aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status);
+/* Wait until the last recording completed (an event never recorded: at once). */
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeEvent(aclrtEvent event);
+/* The same, at most `timeout` ms (-1: forever): ACL_ERROR_RT_EVENT_SYNC_TIMEOUT when not complete by then. */
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout);
+/* `stream`'s later work waits until the event's current recording completed. */
+ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event);
+/* Milliseconds between the completion of two completed events (ACL_ERROR_INVALID_PARAM when
+ * one has not completed). */
+ACL_FUNC_VISIBILITY aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endEvent);
 
 /* Device memory (size > 0). */
 ACL_FUNC_VISIBILITY aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy);
@@ -69,6 +125,13 @@ ACL_FUNC_VISIBILITY aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t 
 /* ACL_OPT_DETERMINISTIC: 1 selects deterministic (d=1) binaries for later aclnn calls. */
 ACL_FUNC_VISIBILITY aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value);
 ACL_FUNC_VISIBILITY aclError aclrtCtxGetSysParamOpt(aclSysParamOpt opt, int64_t *value);
+
+/* The SoC's full name (as rtGetSocVersion), or NULL for an unknown OPBUILD_SOC. */
+ACL_FUNC_VISIBILITY const char *aclrtGetSocName(void);
+/* The runtime's name of the SoC (the full name, e.g. Ascend910B1, of OPBUILD_SOC or the default
+ * ascend910b) into version[maxLen]; CANN's libruntime function, exported by the acl library.
+ * Returns 0, or ACL_ERROR_RT_PARAM_INVALID (NULL, too short, unknown OPBUILD_SOC). */
+ACL_FUNC_VISIBILITY int32_t rtGetSocVersion(char *version, const uint32_t maxLen);
 
 #ifdef __cplusplus
 }

@@ -4,7 +4,8 @@
  *    op of a package, run by the Python runtime (opbuild.runtime, embedded when the process has
  *    no Python yet);
  *  - introspection for tests and tools: live objects per kind, the simulator in use, the
- *    simplified key an executor selected, the struct layout the Python side mirrors.
+ *    simplified key an executor selected, the struct layout the Python side mirrors, the dump
+ *    config aclInit read, the SoC table rtGetSocVersion answers from.
  */
 #ifndef OPBUILD_ACLNN_OPBUILD_ACL_H_
 #define OPBUILD_ACLNN_OPBUILD_ACL_H_
@@ -31,7 +32,13 @@ enum {
     OPBUILD_ACL_EXECUTOR = 6,
     OPBUILD_ACL_STREAM = 7,    /* aclrtCreateStream minus aclrtDestroyStream */
     OPBUILD_ACL_HOST_MEM = 8,  /* aclrtMallocHost minus aclrtFreeHost */
-    OPBUILD_ACL_KIND_COUNT = 9,
+    OPBUILD_ACL_TENSOR_DESC = 9,
+    OPBUILD_ACL_DATA_BUFFER = 10,
+    OPBUILD_ACL_OP_ATTR = 11,
+    OPBUILD_ACL_DATASET = 12,
+    OPBUILD_ACL_MODEL_DESC = 13,
+    OPBUILD_ACL_EVENT = 14,
+    OPBUILD_ACL_KIND_COUNT = 15,
 };
 
 ACL_FUNC_VISIBILITY uint32_t opbuild_acl_abi_version(void);
@@ -40,6 +47,11 @@ ACL_FUNC_VISIBILITY int64_t opbuild_acl_live_objects(int kind);
 /* Path of the device simulator library this library uses (loaded on first use); NULL if it
  * cannot be loaded (see aclGetRecentErrMsg). */
 ACL_FUNC_VISIBILITY const char *opbuild_acl_sim_library(void);
+/* The "dump" object of the acl.json aclInit read, as JSON text, or NULL (none, or no aclInit). */
+ACL_FUNC_VISIBILITY const char *opbuild_acl_dump_config(void);
+/* Entry `index` of the acl library's SoC table (full name, *name the short one), or NULL past
+ * its end: what rtGetSocVersion answers, held equal to opbuild.abi.vocabulary.SOCS by a test. */
+ACL_FUNC_VISIBILITY const char *opbuild_acl_soc_version(uint32_t index, const char **name);
 
 /* One field of a struct the Python side (opbuild/runtime/capi.py) reads; the table ends with
  * a NULL struct_name. */
