@@ -3,8 +3,10 @@
 Set OPBUILD_ASCENDC_SAMPLES to a directory laid out like the samples' `operator/ascendc`
 (holding `0_introduction/`). For each sample: `install.sh -v Ascend910B1` (setenv.bash, msopgen,
 the sample's op_host/ + op_kernel/ copied in, build.sh), the `.run` into T/opp, then
-`AclNNInvocationNaive/run.sh` must print "test pass". Needs the Ascend C front end
-(opbuild.ascendc.importer); skipped without it or without the samples."""
+each of the sample's apps' `run.sh` (AclNNInvocationNaive, AclNNInvocation, AclOfflineModel --
+`atc --singleop` + `aclopExecuteV2` --, AclOnlineModel) must print "test pass". The shell is a
+plain one (`env -i`, no virtualenv); the samples' own prerequisite, a `python3` with numpy (their
+gen_data.py and verify_result.py), is this test's Python, put first on PATH."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,12 +33,22 @@ pytestmark = [
 
 
 def _plain_bash(script: str, cwd: Path, t: Path) -> subprocess.CompletedProcess[str]:
-    env = ["PATH=/usr/bin:/bin", f"HOME={os.environ.get('HOME', '/tmp')}", f"ASCEND_INSTALL_PATH={t}"]
+    python_dir = t.parent.parent / "python3-with-numpy"
+    if not python_dir.is_dir():
+        python_dir.mkdir(parents=True)
+        (python_dir / "python3").symlink_to(sys.executable)
+    env = [f"PATH={python_dir}:/usr/bin:/bin", f"HOME={os.environ.get('HOME', '/tmp')}", f"ASCEND_INSTALL_PATH={t}"]
     return subprocess.run(["env", "-i", *env, "bash", "-c", script], cwd=cwd, capture_output=True, text=True,
                           timeout=1800)
 
 
-@pytest.mark.parametrize("sample", ["1_add_frameworklaunch", "14_reduce_frameworklaunch"])
+APPS = {
+    "1_add_frameworklaunch": ("AclNNInvocationNaive", "AclNNInvocation", "AclOfflineModel", "AclOnlineModel"),
+    "14_reduce_frameworklaunch": ("AclNNInvocationNaive",),
+}
+
+
+@pytest.mark.parametrize("sample", sorted(APPS))
 def test_sample_scripts_run_unchanged(tmp_path: Path, sample: str) -> None:
     src = Path(SAMPLES) / "0_introduction" / sample
     if not src.is_dir():
@@ -48,6 +61,7 @@ def test_sample_scripts_run_unchanged(tmp_path: Path, sample: str) -> None:
     proc = _plain_bash('source "$ASCEND_INSTALL_PATH/bin/setenv.bash" && bash install.sh -v Ascend910B1 && '
                        './CustomOp/build_out/custom_opp_*.run --quiet', work, t)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    proc = _plain_bash("bash run.sh", work / "AclNNInvocationNaive", t)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "test pass" in proc.stdout
+    for app in APPS[sample]:
+        proc = _plain_bash("bash run.sh", work / app, t)
+        assert proc.returncode == 0, f"{app}: {proc.stdout}{proc.stderr}"
+        assert "test pass" in proc.stdout, f"{app}: {proc.stdout}"
