@@ -136,11 +136,29 @@ def _validate(args: argparse.Namespace) -> int:
 def _configure_new(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("op", metavar="OpName", help="the new op's type, CamelCase (e.g. SquareCustom)")
     parser.add_argument("--ops-dir", default="ops", help="where op directories live (default: ops/)")
+    parser.add_argument("--api", choices=("c", "ascendc"), default="c",
+                        help="c: opbuild's C kernel API (kernel.c, tiling.c); ascendc: Ascend C sources (op_host/, "
+                             "op_kernel/, as msopgen writes them)")
 
 
 @command("new", "scaffold ops/<op_snake>/ (op.yaml, kernel.c, tiling.c) that validates and builds", _configure_new)
 def _new(args: argparse.Namespace) -> int:
     from opbuild.codegen.scaffold import ScaffoldError, scaffold_op
+
+    if args.api == "ascendc":
+        from opbuild.ascendc.msopgen import MsopgenError, scaffold_ascendc
+
+        if not isinstance(args.op, str) or not args.op[:1].isupper() or not args.op.isalnum():
+            print(f"opbuild new: error: op name {args.op!r} is not CamelCase (an uppercase letter, then letters "
+                  f"and digits), e.g. MyAddCustom", file=sys.stderr)
+            return 1
+        try:
+            op_dir = scaffold_ascendc(args.op, Path(args.ops_dir))
+        except (MsopgenError, OSError) as exc:
+            print(f"opbuild new: error: {exc}", file=sys.stderr)
+            return 1
+        print(f"created {op_dir}/ (op.yaml, op_host/, op_kernel/); build it with: scons ops OPS={args.op}")
+        return 0
 
     try:
         op_dir = scaffold_op(args.op, Path(args.ops_dir))

@@ -27,7 +27,7 @@ from typing import Sequence
 from opbuild.abi.package_layout import DEFAULT_VENDOR
 from opbuild.abi.vocabulary import DEFAULT_SOC, SOC_NAMES, SOCS, Soc, soc_for_chip
 from opbuild.ascendc import skeleton
-from opbuild.ascendc.ir_json import IrError, IrOp, load
+from opbuild.ascendc.ir_json import IrError, IrOp, IrTensor, load
 
 FRAMEWORKS = ("aclnn", "onnx", "tf", "pytorch", "caffe")
 DEFAULT_FRAMEWORK = "tf"
@@ -195,6 +195,19 @@ def import_msopgen(ir_file: Path, dest: Path | None, op: str | None = None, soc:
                            f"(op.yaml lives in ops/<snake_case(op)>/)")
     files = {"op.yaml": skeleton.op_yaml(ir, target.name, ir_file.name), **_op_sources(ir, target)}
     write_tree(dest, files, frozenset())
+    return dest
+
+
+def scaffold_ascendc(op: str, ops_dir: Path) -> Path:
+    """`opbuild new OP --api ascendc`: ops_dir/<snake>/ with op.yaml and the Ascend C skeleton of
+    an op y = f(x) over float16 and float32 (msopgen's sources for that IR), for the default SoC."""
+    ir = IrOp(op, (IrTensor("x", "required", ("float16", "float32"), ("ND", "ND")),),
+              (IrTensor("y", "required", ("float16", "float32"), ("ND", "ND")),))
+    target = next(s for s in SOCS if s.name == DEFAULT_SOC)
+    dest = Path(ops_dir) / skeleton.snake(ir)
+    if dest.exists() or dest.is_symlink():
+        raise MsopgenError(f"{dest} already exists; not overwriting it (choose another name or remove it)")
+    write_tree(dest, {"op.yaml": skeleton.op_yaml(ir, target.name), **_op_sources(ir, target)}, frozenset())
     return dest
 
 
