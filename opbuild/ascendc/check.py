@@ -166,25 +166,47 @@ def compile_and_describe(tc, host_source: Path, bridge: str, symbol: str) -> tup
         shutil.rmtree(work, ignore_errors=True)
 
 
+GENERIC_SNAKE = "opbuild_import"
+"""A host source is described through a generic bridge (`opbuild_import_opbuild_describe`): what it
+registers does not depend on which op asks, so `opbuild import` and validation share one cached
+description of the same source."""
+
+
+def describe_source(tc, host_source: Path) -> tuple[dict[str, Any] | None, str, str]:
+    """compile_and_describe of `host_source` with the generic bridge, cached by content (the
+    source, the files beside it -- its headers --, opbuild's headers, the commands, the compiler)."""
+    from opbuild.ascendc.host import bridge_source
+    from opbuild.validate.tiling_lib import cache_dir
+
+    bridge = bridge_source(GENERIC_SNAKE, "OpbuildImport")
+    here = host_source.parent
+    key = Key("ascendc-describe").text(FORMAT, tc.identity(), bridge, host_source.name,
+                                       *tc.ascendc_host_object_command("SOURCE", "OBJECT", ascendc_include_dirs()))
+    for path in [*_files_of(here), *_files_of(native_include_dir())]:
+        key.file(str(path), here)
+    store = LocalStore(cache_dir(), "validate")
+    name = f"describe-{key.hexdigest()[:40]}.json"
+    cached = store.get(name)
+    if cached is not None:
+        return json.loads(cached), "", ""
+    description, failed, output = compile_and_describe(tc, host_source, bridge, bridge_symbol(GENERIC_SNAKE, "describe"))
+    if description is not None:
+        try:
+            store.put(name, json.dumps(description).encode())
+        except OSError:
+            pass  # a read-only cache: described again next time
+    return description, failed, output
+
+
 def describe_host(sources: _Sources) -> tuple[dict[str, Any] | None, list[Problem]]:
     """The host description (parsed JSON), or the problems (compile errors at the author's lines)."""
-    from opbuild.codegen.ascendc import render_host_bridge
-
-    spec, tc = sources.spec, sources.tc
-    bridge = render_host_bridge(spec)
-    obj_cmd = tc.ascendc_host_object_command("SOURCE", "OBJECT", ascendc_include_dirs())
-    name = sources.key("describe", *obj_cmd, bridge, spec.tiling.source) + ".json"
-    cached = sources.cached(name)
-    if cached is not None:
-        return json.loads(cached), []
-    description, failed, output = compile_and_describe(tc, (spec.op_dir / spec.tiling.source).resolve(), bridge,
-                                                       bridge_symbol(spec.snake, "describe"))
+    spec = sources.spec
+    description, failed, output = describe_source(sources.tc, (spec.op_dir / spec.tiling.source).resolve())
     if description is None:
         if failed == "compile":
             return None, _compile_problems(output, sources.known_sources(), "the host source")
         what = "does not link" if failed == "link" else "fails to load"
         return None, [sources.marks.problem(("host", "source"), f"the compiled host source {what}: {output}")]
-    sources.keep(name, json.dumps(description).encode())
     return description, []
 
 

@@ -29,13 +29,9 @@ from typing import Any
 
 import yaml
 
-from opbuild.abi.ascendc_bridge import bridge_symbol
-from opbuild.ascendc.host import bridge_source
 from opbuild.ascendc.lower import known_socs
 from opbuild.spec.naming import snake_case
 
-IMPORT_SNAKE = "opbuild_import"
-"""The bridge name of the generic describe unit (it exports `opbuild_import_opbuild_describe`)."""
 
 _QUOTE_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -51,14 +47,11 @@ class ImportedOp:
     files: tuple[str, ...]
 
 
-BRIDGE_UNIT = bridge_source(IMPORT_SNAKE, "OpbuildImport")
-"""The generic bridge a host source is described with before its ops are known (its describe
-lists every OpDef the source registers; its other exports are never called)."""
 
 
 def describe_project(project: Path) -> list[tuple[Path, dict[str, Any], dict[str, Any] | None]]:
     """(host source, OpDef, tiling class or None) of every OpDef the project's host sources register."""
-    from opbuild.ascendc.check import compile_and_describe
+    from opbuild.ascendc.check import describe_source
     from opbuild.validate.tiling_lib import _toolchain
 
     host_dir = project / "op_host"
@@ -72,8 +65,7 @@ def describe_project(project: Path) -> list[tuple[Path, dict[str, Any], dict[str
     tc = _toolchain()
     found = []
     for source in sources:
-        description, failed, output = compile_and_describe(tc, source.resolve(), BRIDGE_UNIT,
-                                                           bridge_symbol(IMPORT_SNAKE, "describe"))
+        description, failed, output = describe_source(tc, source.resolve())
         if description is None:
             detail = "\n".join(output.strip().splitlines()[-12:])
             raise AscendcImportError(f"{source}: the host source {'does not compile' if failed == 'compile' else failed + ' fails'}"

@@ -19,7 +19,11 @@
 #ifndef OPBUILD_ASCENDC_KERNEL_COPY_H
 #define OPBUILD_ASCENDC_KERNEL_COPY_H
 
+#include <cstring>
 #include <mutex>
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "opbuild_ascendc/kernel_tensor.h"
 
@@ -92,12 +96,37 @@ inline std::mutex &atomic_lock() {
     return m;
 }
 
-/* Store n elements to GM under the block's atomic mode. */
+/* A launch writes this many GM bytes or more through one GlobalTensor on every block: far beyond a
+ * last-level cache, so UB -> GM copies bypass the cache (non-temporal stores: the destination is
+ * not read in first, a third less memory traffic for a streaming kernel). Same bytes either way. */
+constexpr uint64_t kStreamLaunchBytes = 32ull << 20;
+
+inline void copy_streaming(void *dst, const void *src, size_t bytes) {
+#if defined(__x86_64__) && defined(__SSE2__)
+    uint8_t *d = static_cast<uint8_t *>(dst);
+    const uint8_t *s = static_cast<const uint8_t *>(src);
+    size_t head = (16 - (reinterpret_cast<uintptr_t>(d) & 15)) & 15;
+    if (head > bytes) head = bytes;
+    std::memcpy(d, s, head);
+    size_t i = head;
+    for (; i + 16 <= bytes; i += 16)
+        _mm_stream_si128(reinterpret_cast<__m128i *>(d + i), _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i)));
+    std::memcpy(d + i, s + i, bytes - i);
+    _mm_sfence();
+#else
+    std::memcpy(dst, src, bytes);
+#endif
+}
+
+/* Store n elements to GM under the block's atomic mode (`streaming`: see kStreamLaunchBytes). */
 template <class T>
-inline void gm_store(T *dst, const T *src, uint64_t n) {
+inline void gm_store(T *dst, const T *src, uint64_t n, bool streaming = false) {
     AtomicMode mode = block().atomic;
     if (mode == AtomicMode::NONE) {
-        std::memcpy(dst, src, n * sizeof(T));
+        if (streaming)
+            copy_streaming(dst, src, n * sizeof(T));
+        else
+            std::memcpy(dst, src, n * sizeof(T));
         return;
     }
     std::lock_guard<std::mutex> lock(atomic_lock());
@@ -151,7 +180,8 @@ inline void DataCopy(const GlobalTensor<T> &dst, const LocalTensor<T> &src, cons
     oa::check_count<T>(count);
     oa::check_ub("DataCopy", src, (uint64_t)count * sizeof(T));
     oa::check_gm("DataCopy", dst, count);
-    oa::gm_store(dst.GetPhyAddr(), src.data(), count);
+    const bool streaming = (uint64_t)dst.GetSize() * sizeof(T) * (uint64_t)GetBlockNum() >= oa::kStreamLaunchBytes;
+    oa::gm_store(dst.GetPhyAddr(), src.data(), count, streaming);
 }
 
 template <class T>

@@ -20,7 +20,7 @@
 #include <memory>
 #include <new>
 
-#include "kernel_operator.h"
+#include "opbuild_ascendc/kernel_base.h" /* (not kernel_operator.h: the shim needs only the block state; it compiles in half the time) */
 
 #ifndef OPBUILD_SOC_UB_SIZE
 #error "OPBUILD_SOC_UB_SIZE (the SoC's UB bytes per core) must be defined by the build"
