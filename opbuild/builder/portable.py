@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from pathlib import Path
 
 from opbuild.runtime_paths import native_include_dir
 

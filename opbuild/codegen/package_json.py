@@ -12,7 +12,7 @@ from opbuild.abi.vocabulary import ATTR_TYPES, CORE_TYPES
 from opbuild.codegen.kernel_json import FORMAT_MODE, kernel_json_path, support_info
 from opbuild.codegen.naming import dumps
 from opbuild.keys.rules import binary_full_keys
-from opbuild.spec.model import Attr, OpSpec, Param
+from opbuild.spec.model import Attr, OpSpec
 
 CORE_TYPE_INT = {c.name: c.binary_info_config for c in CORE_TYPES}
 """binary_info_config.json `coreType` (nnopbase: kMix=0, kAicore, kVectorcore)."""

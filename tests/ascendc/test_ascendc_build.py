@@ -120,17 +120,8 @@ def test_the_tiling_library_exports_only_the_bridges(ascendc_package):
 def test_c_abi_app_built_with_opbuild_config(ascendc_package, tmp_path):
     """A C++ app written like the samples' AclNNInvocationNaive main.cpp, compiled with the flags
     `opbuild config --cflags --libs --package` prints, run with the environment `opbuild env` prints."""
-    cxx = shutil.which("c++") or shutil.which("g++")
-    if cxx is None:
-        pytest.skip("no C++ compiler")
-    config = subprocess.run([sys.executable, "-m", "opbuild", "config", "--cflags", "--libs", "--package",
-                             str(ascendc_package)], capture_output=True, text=True, check=True).stdout.split()
-    exe = tmp_path / "add_naive"
-    build = subprocess.run([cxx, "-std=c++17", "-O1", str(HERE / "apps" / "add_naive.cpp"), *config, "-o", str(exe)],
-                           capture_output=True, text=True)
-    assert build.returncode == 0, build.stdout + build.stderr
-    env_text = subprocess.run([sys.executable, "-m", "opbuild", "env", "--package", str(ascendc_package)],
-                              capture_output=True, text=True, check=True).stdout
-    run = subprocess.run(["bash", "-c", f'{env_text}\nexec "{exe}"'], capture_output=True, text=True, timeout=120)
+    from capp import build_and_run
+
+    run = build_and_run(HERE / "apps" / "add_naive.cpp", ascendc_package, tmp_path, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.strip().splitlines()[-1] == "test pass"

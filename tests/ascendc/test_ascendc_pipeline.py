@@ -9,7 +9,6 @@ WholeReduceSum/BlockReduceSum/Add in normal and counter mask modes.
 
 from __future__ import annotations
 
-import struct
 
 import numpy as np
 import pytest

@@ -11,7 +11,6 @@ committed here."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -112,17 +111,8 @@ def test_reduce_custom(samples, n):
 @pytest.mark.parametrize("op", ["AddCustom", "ReduceCustom"])
 def test_aclnn_invocation_naive_main_cpp(samples, tmp_path, op):
     intro, package, _ = samples
-    main = intro / SAMPLES[op][0] / "AclNNInvocationNaive" / "main.cpp"
-    cxx = shutil.which("c++") or shutil.which("g++")
-    if cxx is None:
-        pytest.skip("no C++ compiler")
-    flags = subprocess.run([sys.executable, "-m", "opbuild", "config", "--cflags", "--libs", "--package",
-                            str(package)], capture_output=True, text=True, check=True).stdout.split()
-    exe = tmp_path / "main"
-    build = subprocess.run([cxx, "-std=c++17", str(main), *flags, "-o", str(exe)], capture_output=True, text=True)
-    assert build.returncode == 0, build.stdout + build.stderr
-    env_text = subprocess.run([sys.executable, "-m", "opbuild", "env", "--package", str(package)],
-                              capture_output=True, text=True, check=True).stdout
-    run = subprocess.run(["bash", "-c", f'{env_text}\nexec "{exe}"'], capture_output=True, text=True, timeout=300)
+    from capp import build_and_run
+
+    run = build_and_run(intro / SAMPLES[op][0] / "AclNNInvocationNaive" / "main.cpp", package, tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "test pass" in run.stdout, run.stdout
