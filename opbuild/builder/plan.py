@@ -135,6 +135,24 @@ class Planner:
         """Where Ascend C sources find kernel_operator.h and the host headers, then opbuild's C headers."""
         self.cache_key = cache_key
         self._steps: list[PlannedStep] = []
+        self._spec_files: set[str] = set()
+
+    def spec_file(self, spec: OpSpec) -> str:
+        """The file standing for the spec's content in the graph: op.yaml, or for an Ascend C op
+        (whose checked spec also holds what its sources say: the tiling class, the tiling keys)
+        `<op_snake>.spec.json` under the build directory, the serialized lowered spec, rewritten
+        only when it changes."""
+        if not spec.is_ascendc:
+            return str(spec.spec_path)
+        path = self.work / "gen" / spec.snake / f"{spec.snake}.spec.json"
+        if str(path) not in self._spec_files:
+            from opbuild.codegen.files import write_if_changed
+            from opbuild.nonfinite import dumps
+            from opbuild.spec.serialize import spec_to_dict
+
+            write_if_changed(path, dumps(spec_to_dict(spec), indent=1, sort_keys=True) + "\n")
+            self._spec_files.add(str(path))
+        return str(path)
 
     def rel(self, path) -> str:
         """Paths on command lines stay relative to the project (two checkouts share cache entries)."""
@@ -217,7 +235,7 @@ class Planner:
                                  scan_includes=None if objects else includes)
                 jsons = [pkg_root / layout.kernel_json(soc, spec.snake, b.name, sub) for b in spec.binaries]
                 step("kernel_json", [*jsons, pkg_root / layout.op_kernel_config(soc, spec.snake, sub)],
-                     [spec.spec_path, self.stamp, *bins], f"GEN {spec.op} kernel JSONs ({soc}, {where})",
+                     [self.spec_file(spec), self.stamp, *bins], f"GEN {spec.op} kernel JSONs ({soc}, {where})",
                      OPBUILD_OP=spec.op, OPBUILD_SOC=soc, OPBUILD_TOOLCHAIN=tc.name,
                      OPBUILD_PKG_ROOT=str(pkg_root), OPBUILD_SUBPACKAGE=sub or "")
         self.aclnn_api(plan, packages)
@@ -230,7 +248,7 @@ class Planner:
         spec, tc, rel, step = plan.spec, self.tc, self.rel, self.step
         gen_dir = self.work / "gen" / spec.snake
         header, shim = step("gen_sources", [gen_dir / f"{spec.snake}_tiling.h", gen_dir / f"{spec.snake}_launch.c"],
-                            [spec.spec_path, self.stamp], f"GEN {spec.op} sources", stored=False, OPBUILD_OP=spec.op)
+                            [self.spec_file(spec), self.stamp], f"GEN {spec.op} sources", stored=False, OPBUILD_OP=spec.op)
         includes = [str(self.native_include), rel(gen_dir)]
         obj = self.work / "obj" / f"{spec.snake}_tiling.o"
         tiling_src = spec.op_dir / spec.tiling.source
@@ -256,7 +274,7 @@ class Planner:
         header, shim, bridge = step(
             "gen_sources", [gen_dir / codegen.ascendc_tiling_header_name(spec), gen_dir / codegen.ascendc_launch_shim_name(spec),
                             gen_dir / codegen.host_bridge_name(spec)],
-            [spec.spec_path, self.stamp], f"GEN {spec.op} sources", stored=False, OPBUILD_OP=spec.op)
+            [self.spec_file(spec), self.stamp], f"GEN {spec.op} sources", stored=False, OPBUILD_OP=spec.op)
         host_src = spec.op_dir / spec.tiling.source
         objects = []
         for source, name, what in ((host_src, "host", f"host source {rel(host_src)}"), (bridge, "bridge", "host bridge")):
@@ -285,7 +303,7 @@ class Planner:
         spec, step = plan.spec, self.step
         gen_dir = self.work / "gen" / spec.snake
         aclnn_h, plan.aclnn_source = step("aclnn_sources", [gen_dir / f"aclnn_{spec.snake}.h", gen_dir / f"aclnn_{spec.snake}.c"],
-                                          [spec.spec_path, self.stamp], f"GEN {spec.op} aclnn C API", OPBUILD_OP=spec.op)
+                                          [self.spec_file(spec), self.stamp], f"GEN {spec.op} aclnn C API", OPBUILD_OP=spec.op)
         for package in packages:
             if spec in package.specs:
                 step("copy", [package.root / "op_api" / "include" / f"aclnn_{spec.snake}.h"], [aclnn_h],
@@ -361,7 +379,7 @@ class Planner:
         linked = step("compile", [staged], tiling_objects, f"LINK libcust_opmaster_rt2.0.so ({where})",
                       OPBUILD_CMD=tuple(tc.tiling_link_command([rel(o) for o in tiling_objects], rel(staged), cxx=cxx)),
                       OPBUILD_WHAT=f"linking the tiling library of {where}")
-        lib = step("tiling_lib", [tiling_lib], [*linked, *(s.spec_path for s in specs), self.stamp],
+        lib = step("tiling_lib", [tiling_lib], [*linked, *(self.spec_file(s) for s in specs), self.stamp],
                    f"CHECK libcust_opmaster_rt2.0.so ({where})", OPBUILD_OPS=tuple(s.op for s in specs))
         link = pkg_root / layout.optiling_link()
         step("symlink", [link], lib, f"LINK liboptiling.so ({where})",
@@ -373,9 +391,9 @@ class Planner:
                 group = [s for s in soc_specs if (self.subpackage(package, s) or "") == sub]
                 name = f"{sub}/binary_info_config.json" if sub else "binary_info_config.json"
                 step("binary_info", [pkg_root / layout.binary_info_config(soc, sub or None)],
-                     [*(s.spec_path for s in group), self.stamp, *lib], f"GEN {name} ({soc}, {where})",
+                     [*(self.spec_file(s) for s in group), self.stamp, *lib], f"GEN {name} ({soc}, {where})",
                      OPBUILD_OPS=tuple(s.op for s in group), OPBUILD_SOC=soc, OPBUILD_TOOLCHAIN=tc.name)
-            step("ops_info", [pkg_root / layout.ops_info(soc)], [*(s.spec_path for s in soc_specs), self.stamp],
+            step("ops_info", [pkg_root / layout.ops_info(soc)], [*(self.spec_file(s) for s in soc_specs), self.stamp],
                  f"GEN aic-{soc}-ops-info.json ({where})", OPBUILD_OPS=tuple(s.op for s in soc_specs), OPBUILD_SOC=soc)
 
 
@@ -387,7 +405,7 @@ class Planner:
         tc, rel, step, pkg_root, where = self.tc, self.rel, self.step, package.root, package.where
         python_dir = pkg_root / layout.python_api_dir()
         py_targets = [python_dir / PYTHON_MODULE]
-        py_sources = [*(s.spec_path for s in package.specs), self.stamp]
+        py_sources = [*(self.spec_file(s) for s in package.specs), self.stamp]
         for spec in package.specs:
             if keyrule_path(spec) is not None:
                 py_targets.append(python_dir / keyrule_path(spec))
@@ -395,7 +413,7 @@ class Planner:
         step("python_api", py_targets, py_sources, f"GEN op_api/python/aclnn_ops.py ({where})",
              OPBUILD_OPS=tuple(s.op for s in package.specs), OPBUILD_PKG_ROOT=str(pkg_root))
 
-        step("onnx_plugins", [pkg_root / layout.onnx_plugins()], [*(s.spec_path for s in package.specs), self.stamp],
+        step("onnx_plugins", [pkg_root / layout.onnx_plugins()], [*(self.spec_file(s) for s in package.specs), self.stamp],
              f"GEN {layout.onnx_plugins()} ({where})", OPBUILD_OPS=tuple(s.op for s in package.specs))
 
         # aclnn C API: the libraries exporting aclnn<Op>GetWorkspaceSize / aclnn<Op>.
@@ -432,7 +450,7 @@ class Planner:
         tc, rel, step, pkg_root, where = self.tc, self.rel, self.step, package.root, package.where
         header = pkg_root / layout.op_proto_header()
         source, header = step("op_proto", [self.work / "gen" / package.kind / "op_proto.c", header],
-                              [*(s.spec_path for s in package.specs), self.stamp], f"GEN op_proto/inc/op_proto.h ({where})",
+                              [*(self.spec_file(s) for s in package.specs), self.stamp], f"GEN op_proto/inc/op_proto.h ({where})",
                               OPBUILD_OPS=tuple(s.op for s in package.specs), OPBUILD_WHERE=where)
         includes = [str(self.native_include)]
         obj = self.work / "obj" / package.kind / "op_proto.o"

@@ -62,6 +62,13 @@ def _spec_files(spec_file: Path, spec: OpSpec | None = None) -> list[str]:
         files.update(str(spec.op_dir / s.source) for s in spec.sources)
         if spec.key_rule.py_module:
             files.add(str(spec.op_dir / f"{spec.key_rule.py_module}.py"))
+        if spec.is_ascendc:  # its checked spec holds what its sources say (the tiling class in op_host/*.h ...)
+            for source in spec.sources:
+                folder = (spec.op_dir / source.source).parent
+                try:
+                    files.update(str(f) for f in folder.rglob("*") if f.is_file())
+                except OSError:
+                    pass
     return sorted(files)
 
 

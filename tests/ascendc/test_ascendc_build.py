@@ -125,3 +125,18 @@ def test_c_abi_app_built_with_opbuild_config(ascendc_package, tmp_path):
     run = build_and_run(HERE / "apps" / "add_naive.cpp", ascendc_package, tmp_path, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.strip().splitlines()[-1] == "test pass"
+
+
+def test_an_edited_tiling_header_is_checked_again(tmp_path):
+    """The checked spec of an Ascend C op depends on its host headers too: adding a field to the
+    tiling class (in op_host/*_tiling.h, not named in op.yaml) changes opParaSize at the next build."""
+    root = pkgbuild.new_project(tmp_path / "project", ops=())
+    shutil.copytree(HERE / "ops" / "leaky_ascendc", root / "ops" / "leaky_ascendc")
+    package = pkgbuild.build_project(root)
+    desc = package / "op_impl/ai_core/tbe/kernel/ascend910b/leaky_ascendc/LeakyAscendc_fp32.json"
+    assert json.loads(desc.read_text())["opParaSize"] == 16
+    header = root / "ops/leaky_ascendc/op_host/leaky_ascendc_tiling.h"
+    header.write_text(header.read_text().replace("TILING_DATA_FIELD_DEF(float, slope);",
+                                                 "TILING_DATA_FIELD_DEF(float, slope);\nTILING_DATA_FIELD_DEF(uint64_t, extra);"))
+    pkgbuild.build_project(root)
+    assert json.loads(desc.read_text())["opParaSize"] == 24
