@@ -140,3 +140,36 @@ def test_an_edited_tiling_header_is_checked_again(tmp_path):
                                                  "TILING_DATA_FIELD_DEF(float, slope);\nTILING_DATA_FIELD_DEF(uint64_t, extra);"))
     pkgbuild.build_project(root)
     assert json.loads(desc.read_text())["opParaSize"] == 24
+
+
+def _summary(stdout: str) -> tuple[int, int]:
+    import re
+
+    m = re.search(r"^opbuild: ok: .*\((\d+) compiled, (\d+) from cache", stdout, re.M)
+    assert m, stdout[-2000:]
+    return int(m.group(1)), int(m.group(2))
+
+
+def test_a_second_checkout_at_another_path_compiles_nothing(tmp_path):
+    """Ascend C ops are cached and path-independent like C ops: with the first project's
+    OPBUILD_CACHE_DIR, the same ops at another path compile nothing, and the packages are equal."""
+    import os
+
+    env = {**{k: v for k, v in os.environ.items() if k != "SCONSFLAGS"}, "OPBUILD_CACHE_DIR": str(tmp_path / "cache"),
+           "OPBUILD_VALIDATE_CACHE": str(tmp_path / "validate")}
+    outs = []
+    for where in ("a", "checkout-two/b"):
+        root = pkgbuild.new_project(tmp_path / where, ops=())
+        for name in ("add_ascendc", "leaky_ascendc"):
+            shutil.copytree(HERE / "ops" / name, root / "ops" / name)
+        proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", "-j2", "ops"], cwd=root, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        outs.append((root, _summary(proc.stdout)))
+    (first, (compiled_a, _)), (second, (compiled_b, _)) = outs
+    assert compiled_a > 0 and compiled_b == 0
+    files = sorted(p.relative_to(first / "out/opp") for p in (first / "out/opp").rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(second / "out/opp") for p in (second / "out/opp").rglob("*") if p.is_file())
+    for rel in files:
+        assert (first / "out/opp" / rel).read_bytes() == (second / "out/opp" / rel).read_bytes(), rel
+        assert os.fsencode(str(first)) not in (first / "out/opp" / rel).read_bytes(), rel
