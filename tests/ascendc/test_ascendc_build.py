@@ -7,6 +7,7 @@ two-phase and the C ABI, against numpy."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -173,3 +174,14 @@ def test_a_second_checkout_at_another_path_compiles_nothing(tmp_path):
     for rel in files:
         assert (first / "out/opp" / rel).read_bytes() == (second / "out/opp" / rel).read_bytes(), rel
         assert os.fsencode(str(first)) not in (first / "out/opp" / rel).read_bytes(), rel
+
+
+def test_a_cpu_twin_check_names_op_binary_block_api_and_numbers(ops):
+    """Through the runtime, a failed CPU-twin check is AclnnError 361001 naming op, binary, block, API
+    and the numbers: 128 elements give LeakyAscendc's tiles of 4 floats, a DataCopy of 16 bytes."""
+    with pytest.raises(rt.AclnnError) as info:
+        ops.leaky_ascendc(np.ones(128, np.float32), negative_slope=0.5)
+    assert info.value.status == 361001
+    assert re.search(r"^\[ACLNN_ERR_RUNTIME_ERROR 361001\] LeakyAscendc: kernel LeakyAscendc_fp32 failed: block \d+: "
+                     r"DataCopy: 4 elements of 4 bytes = 16 bytes, not a multiple of 32 \(use DataCopyPad\)",
+                     str(info.value)), str(info.value)

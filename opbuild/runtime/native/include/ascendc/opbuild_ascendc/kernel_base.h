@@ -5,7 +5,8 @@
  * register, atomic mode) is a thread-local BlockState that run_block (launch.h) resets at the
  * start of every block. A broken rule of the device (UB overflow, a queue misuse, a 32-byte rule,
  * an out-of-buffer access) throws KernelError from the API that saw it; run_block catches it and
- * fails the block with "<binary>: block <i>: <API>: <what>".
+ * fails the block with "<API>: <what>" (the simulator adds "block <i>: ", the runtime the op and
+ * the binary: "AddCustom: kernel AddCustom_fp16 failed: block 3: DataCopy: ...").
  */
 #ifndef OPBUILD_ASCENDC_KERNEL_BASE_H
 #define OPBUILD_ASCENDC_KERNEL_BASE_H

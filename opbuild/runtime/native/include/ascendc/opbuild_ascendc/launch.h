@@ -45,6 +45,7 @@ inline uint8_t *ub_arena() {
 inline int32_t run_block(void (*invoke)(void *const *args), void *const *args, uint32_t block_idx, uint32_t block_num,
                          opbuild_sync_all_fn sync, void *sync_ctx, uint64_t tiling_key, const char *binary_name,
                          char *err, uint32_t errlen) {
+    (void)binary_name; /* kept in the signature; the runtime's message names the binary (and the op) */
     opbuild_kernel_state *s = opbuild_kernel_begin(block_idx, block_num, sync, sync_ctx);
     s->tiling_key = tiling_key;
     BlockState &b = block();
@@ -81,7 +82,7 @@ inline int32_t run_block(void (*invoke)(void *const *args), void *const *args, u
     s->sync_all = nullptr;
     s->sync_ctx = nullptr;
     if (rc != 0 && err != nullptr && errlen > 0)
-        std::snprintf(err, errlen, "%s: block %u: %s", binary_name ? binary_name : "kernel", block_idx, msg);
+        std::snprintf(err, errlen, "%s", msg); /* the simulator adds "block <i>: ", the runtime op and binary */
     return rc;
 }
 
