@@ -33,6 +33,20 @@ typedef struct acl_event {
     struct acl_event *next;
 } acl_event;
 
+/* The CLOCK_MONOTONIC time `ms` milliseconds from now (the deadline of a timed wait; the conditions
+ * waited on use CLOCK_MONOTONIC). */
+static struct timespec deadline_after_ms(int32_t ms) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    t.tv_sec += ms / 1000;
+    t.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
 static pthread_mutex_t g_events_lock = PTHREAD_MUTEX_INITIALIZER;
 static acl_event *g_events;
 
@@ -243,14 +257,7 @@ aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout) {
     if (timeout == -1) return aclrtSynchronizeEvent(event);
     acl_event *e = event_get(event);
     if (e == NULL) return acl_fail(ACL_ERROR_INVALID_PARAM, NOT_LIVE_EVENT, "aclrtSynchronizeEventWithTimeout", event);
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += timeout / 1000;
-    deadline.tv_nsec += (long)(timeout % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    struct timespec deadline = deadline_after_ms(timeout);
     pthread_mutex_lock(&e->lock);
     uint64_t n = e->recorded;
     int rc = 0;
@@ -358,14 +365,7 @@ aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout) 
         waiter_put(w);
         return acl_fail(ACL_ERROR_RT_FAILURE, "aclrtSynchronizeStreamWithTimeout: %s", sim->last_error());
     }
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += timeout / 1000;
-    deadline.tv_nsec += (long)(timeout % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    struct timespec deadline = deadline_after_ms(timeout);
     pthread_mutex_lock(&w->lock);
     int rc = 0;
     while (!w->done && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&w->cond, &w->lock, &deadline);
