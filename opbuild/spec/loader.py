@@ -19,6 +19,27 @@ Checker = Callable[[Path], "tuple[OpSpec | None, list[Problem]]"]
 """Checks one spec file: (the OpSpec, []) or (None, every problem)."""
 
 
+def _candidates(raw: str | os.PathLike[str]) -> list[Path]:
+    """The spec files one path names: a file is itself; a directory yields its own `op.yaml` and
+    every `<dir>/*/op.yaml`, sorted. Raises FileNotFoundError for a path that does not exist."""
+    path = Path(raw)
+    if path.is_dir():
+        return sorted(p for p in [path / SPEC_FILE, *path.glob(f"*/{SPEC_FILE}")] if p.is_file())
+    if path.exists():
+        return [path]
+    raise FileNotFoundError(f"no such file or directory: {raw}")
+
+
+def _add_new(candidates: Iterable[Path], found: list[Path], seen: set[Path]) -> None:
+    """Append to `found` each candidate whose resolved path is not in `seen` (and record it): each
+    path is resolved once, so collecting n specs costs n resolves, not n²."""
+    for candidate in candidates:
+        key = candidate.resolve()
+        if key not in seen:
+            seen.add(key)
+            found.append(candidate)
+
+
 def find_specs(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     """The spec files named by `paths`: a file is itself; a directory yields its own `op.yaml`
     and every `<dir>/*/op.yaml`, sorted. Duplicates are dropped (first occurrence kept).
@@ -26,18 +47,7 @@ def find_specs(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     found: list[Path] = []
     seen: set[Path] = set()
     for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            candidates = sorted(p for p in [path / SPEC_FILE, *path.glob(f"*/{SPEC_FILE}")] if p.is_file())
-        elif path.exists():
-            candidates = [path]
-        else:
-            raise FileNotFoundError(f"no such file or directory: {raw}")
-        for candidate in candidates:
-            key = candidate.resolve()
-            if key not in seen:
-                seen.add(key)
-                found.append(candidate)
+        _add_new(_candidates(raw), found, seen)
     return found
 
 
@@ -100,10 +110,11 @@ def load_specs(paths: Iterable[str | os.PathLike[str]], check: Checker | None = 
     `opbuild.validate.validate_op`, which adds the build's checks)."""
     check = check or check_spec
     files: list[Path] = []
+    seen: set[Path] = set()
     problems: list[Problem] = []
     for raw in paths:
         try:
-            files.extend(f for f in find_specs([raw]) if f.resolve() not in {g.resolve() for g in files})
+            _add_new(_candidates(raw), files, seen)
         except FileNotFoundError:
             problems.append(Problem(os.fspath(raw), 0, 0, "no such file or directory"))
     specs: list[OpSpec] = []
