@@ -14,9 +14,12 @@ SCons build signature. opbuild adds
 
 Writing: the entry and its hash go to temporary files in the entry's directory and are renamed
 into place, the hash first, so an entry is never visible half written, and concurrent builds
-pushing the same entry write the same bytes. Reading: the entry is read once, hashed, and used
-only if the hash matches the stored one; otherwise it is reported on stderr, logged as
-`corrupt`, removed, and the output is built (and pushed again, replacing the entry).
+pushing the same entry write the same bytes. Reading: the hash record first (its HMAC checked
+when OPBUILD_CACHE_SECRET is set), then the entry, opened only as a regular file (a symbolic link,
+FIFO or device is corrupt, never read or waited on), read no further than the size its record
+gives, hashed, and used only if the hash matches the stored one; otherwise it is reported on
+stderr, logged as `corrupt`, removed, and the output is built (and pushed again, replacing the
+entry).
 
 The signature covers the command line and the content of every input, plus `OPBUILD_KEY` on
 each compile step: the toolchain's name, identity (compiler and version) and version token, the
@@ -44,18 +47,26 @@ import hashlib
 import hmac
 import json
 import os
+import stat
 import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from opbuild import safefile
 from opbuild.atomic import atomic_write
 
 CACHE_ENV = "OPBUILD_CACHE_DIR"
 SECRET_ENV = "OPBUILD_CACHE_SECRET"
 """When set: entries carry an HMAC keyed by it, and readers accept only entries whose HMAC checks."""
 MAC_TAG = "hmac-sha256"
+SIZE_TAG = "size"
+"""The hash file's line `size <bytes>`: the entry's length, the most a reader reads of it."""
+MAX_RECORD_BYTES = 4096
+"""A hash file is a few lines; a larger one is corrupt (never read whole)."""
+MAX_ENTRY_BYTES = 1 << 32
+"""The most read of an entry whose record has no size (written before records had one)."""
 EVENTS_FILE = "opbuild-events.jsonl"
 HASH_SUFFIX = ".sha256"
 TMP_PREFIX = ".tmp-"
@@ -64,6 +75,8 @@ BUNDLE_SUFFIX = ".opbundle"
 SPEC_SUFFIX = ".opspec"
 """A checked op spec (opbuild/builder/select.py SharedSpecs), keyed by the content it was read from."""
 _META = {"config", "CACHEDIR.TAG", EVENTS_FILE}
+MAX_EVENTS_BYTES = 1 << 30
+"""`opbuild cache stats` reads the event log up to this size (a larger one: an error naming it)."""
 
 
 class CacheError(Exception):
@@ -81,10 +94,12 @@ def hash_path(entry: str | Path) -> str:
 def log_event(cache_dir: str | Path, event: str, entry: str = "", target: str = "") -> None:
     """Append one event to the cache's JSON-lines log (one short write: atomic with O_APPEND)."""
     line = json.dumps({"time": round(time.time(), 3), "event": event, "entry": entry, "target": target}, allow_nan=False) + "\n"
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(os.path.join(cache_dir, EVENTS_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        fd = os.open(os.path.join(cache_dir, EVENTS_FILE), flags, 0o666)
         try:
-            os.write(fd, line.encode())
+            if stat.S_ISREG(os.fstat(fd).st_mode):  # (a FIFO or device put there is not written to)
+                os.write(fd, line.encode())
         finally:
             os.close(fd)
     except OSError:
@@ -106,11 +121,12 @@ def entry_mac(secret: bytes, cache_file: str, digest: str) -> str:
 
 
 def hash_record(cache_file: str, data: bytes) -> str:
-    """The text of an entry's hash file: its sha256, and its HMAC when OPBUILD_CACHE_SECRET is set."""
+    """The text of an entry's hash file: its sha256, its size (`size <bytes>`: what a reader reads
+    at most), and its HMAC when OPBUILD_CACHE_SECRET is set."""
     digest = sha256_bytes(data)
     secret = _secret()
     mac = f"{MAC_TAG} {entry_mac(secret, cache_file, digest)}\n" if secret else ""
-    return f"{digest}\n{mac}"
+    return f"{digest}\n{SIZE_TAG} {len(data)}\n{mac}"
 
 
 def store(cache_file: str, data: bytes, mode: int = 0o644) -> None:
@@ -121,31 +137,70 @@ def store(cache_file: str, data: bytes, mode: int = 0o644) -> None:
     _write_atomic(directory, cache_file, data, mode)
 
 
+@dataclass(frozen=True)
+class _Record:
+    """An entry's hash file, parsed: sha256, recorded size (None in records written before sizes
+    were), HMAC (None when absent)."""
+
+    digest: str
+    size: int | None
+    mac: str | None
+
+
+def _read_record(cache_file: str) -> tuple[_Record | None, str | None]:
+    """(the entry's hash record, None); (None, None): neither entry nor record (a miss; a record
+    alone is an entry being written); (None, reason): the entry cannot be trusted."""
+    try:
+        raw = safefile.read_bytes(hash_path(cache_file), MAX_RECORD_BYTES, follow_symlinks=False)
+    except FileNotFoundError:
+        return None, ("no stored hash" if os.path.lexists(cache_file) else None)
+    except safefile.UnsafeFileError as exc:
+        return None, f"hash file {exc.reason}"
+    try:
+        lines = raw.decode("ascii").splitlines()
+    except UnicodeDecodeError:
+        return None, "hash file is not text"
+    size: int | None = None
+    mac: str | None = None
+    for line in lines[1:]:
+        tag, _, value = line.partition(" ")
+        if tag == SIZE_TAG and size is None:
+            if not value.strip().isdigit():
+                return None, f"hash file: bad size {value.strip()[:20]!r}"
+            size = int(value)
+        elif tag == MAC_TAG and mac is None:
+            mac = value.strip()
+    return _Record(lines[0].strip() if lines else "", size, mac), None
+
+
 def load_verified(cache_file: str) -> tuple[bytes | None, str | None]:
     """(entry bytes, None) if the entry exists and matches its stored hash; (None, None) if there is
-    no entry; (None, reason) if it is corrupt."""
-    try:
-        with open(cache_file, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        return None, None
-    except OSError as exc:
-        return None, f"unreadable: {exc.strerror or exc}"
-    try:
-        lines = Path(hash_path(cache_file)).read_text().splitlines()
-    except (OSError, ValueError):
-        return None, "no stored hash"
-    expected = lines[0].strip() if lines else ""
-    actual = sha256_bytes(data)
-    if actual != expected:
-        return None, f"sha256 {actual[:12]}... does not match the stored {expected[:12]}..."
+    no entry; (None, reason) if it is corrupt.
+
+    The hash record is read first; with OPBUILD_CACHE_SECRET its HMAC is checked before the entry
+    is opened. The entry is opened only as a regular file (no symbolic link, FIFO or device:
+    opbuild/safefile.py), read no further than its recorded size, and hashed before it is used."""
+    record, problem = _read_record(cache_file)
+    if record is None:
+        return None, problem
     secret = _secret()
     if secret is not None:
-        macs = [line.split(None, 1)[1].strip() for line in lines[1:] if line.startswith(MAC_TAG + " ")]
-        if not macs:
+        if record.mac is None:
             return None, f"no HMAC ({SECRET_ENV} is set: entries must carry one)"
-        if not hmac.compare_digest(macs[0], entry_mac(secret, cache_file, actual)):
+        if not hmac.compare_digest(record.mac, entry_mac(secret, cache_file, record.digest)):
             return None, f"HMAC does not match (not written with this {SECRET_ENV})"
+    try:
+        data = safefile.read_bytes(cache_file, MAX_ENTRY_BYTES if record.size is None else record.size,
+                                   follow_symlinks=False)
+    except FileNotFoundError:
+        return None, None  # (its record written, the entry not yet: another build is pushing it)
+    except safefile.UnsafeFileError as exc:
+        return None, exc.reason
+    if record.size is not None and len(data) != record.size:
+        return None, f"{len(data)} bytes, the record says {record.size}"
+    actual = sha256_bytes(data)
+    if actual != record.digest:
+        return None, f"sha256 {actual[:12]}... does not match the stored {record.digest[:12]}..."
     return data, None
 
 
@@ -240,6 +295,10 @@ def open_for_build(path: str) -> str:
         os.makedirs(full, exist_ok=True)
     except OSError as exc:
         raise CacheError(f"{CACHE_ENV}={path}: cannot create the cache directory: {exc.strerror or exc}") from None
+    for name in ("config", "CACHEDIR.TAG"):  # (SCons reads these itself: a FIFO there would hang it)
+        meta = os.path.join(full, name)
+        if os.path.lexists(meta) and not stat.S_ISREG(os.lstat(meta).st_mode):
+            raise CacheError(f"{CACHE_ENV}={path}: {meta} is not a regular file")
     return full
 
 
@@ -254,15 +313,22 @@ def cache_dir(given: str | None) -> Path:
 
 
 def entries(root: Path) -> list[Entry]:
-    """Every cached output (not the hashes, metadata, log or temporaries)."""
+    """Every cached output (not the hashes, metadata, log or temporaries): each name in a
+    `<XX>/` directory that is not itself a directory, whatever it is (a symbolic link, FIFO or
+    device there is an entry too, and `verify` finds it corrupt); sizes as `lstat` gives them."""
     found = []
     for sub in sorted(root.iterdir()):
-        if not sub.is_dir() or sub.name in _META:
+        if sub.name in _META or not sub.is_dir() or sub.is_symlink():
             continue
         for f in sorted(sub.iterdir()):
-            if f.name.endswith(HASH_SUFFIX) or f.name.startswith(TMP_PREFIX) or not f.is_file():
+            if f.name.endswith(HASH_SUFFIX) or f.name.startswith(TMP_PREFIX):
                 continue
-            st = f.stat()
+            try:
+                st = f.lstat()
+            except FileNotFoundError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                continue
             found.append(Entry(f, st.st_size, st.st_mtime))
     return found
 
@@ -270,16 +336,16 @@ def entries(root: Path) -> list[Entry]:
 def read_events(root: Path) -> dict[str, int]:
     counts = {"hit": 0, "miss": 0, "push": 0, "corrupt": 0}
     try:
-        with open(root / EVENTS_FILE) as f:
-            for line in f:
-                try:
-                    event = json.loads(line).get("event")
-                except ValueError:
-                    continue
-                if event in counts:
-                    counts[event] += 1
+        data = safefile.read_bytes(root / EVENTS_FILE, MAX_EVENTS_BYTES, follow_symlinks=False)
     except FileNotFoundError:
-        pass
+        return counts
+    for line in data.decode("utf-8", "replace").splitlines():
+        try:
+            event = json.loads(line).get("event")
+        except (ValueError, AttributeError, RecursionError):
+            continue
+        if event in counts:
+            counts[event] += 1
     return counts
 
 
