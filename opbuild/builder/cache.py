@@ -121,12 +121,12 @@ def entry_mac(secret: bytes, cache_file: str, digest: str) -> str:
 
 
 def hash_record(cache_file: str, data: bytes) -> str:
-    """The text of an entry's hash file: its sha256, its size (`size <bytes>`: what a reader reads
-    at most), and its HMAC when OPBUILD_CACHE_SECRET is set."""
+    """The text of an entry's hash file: its sha256, its HMAC when OPBUILD_CACHE_SECRET is set,
+    and its size (`size <bytes>`: the most a reader reads of it)."""
     digest = sha256_bytes(data)
     secret = _secret()
     mac = f"{MAC_TAG} {entry_mac(secret, cache_file, digest)}\n" if secret else ""
-    return f"{digest}\n{SIZE_TAG} {len(data)}\n{mac}"
+    return f"{digest}\n{mac}{SIZE_TAG} {len(data)}\n"
 
 
 def store(cache_file: str, data: bytes, mode: int = 0o644) -> None:
