@@ -212,8 +212,26 @@ def remove_entry(cache_file: str) -> None:
             pass
 
 
-def verified_cache_class():
-    """The SCons CacheDir subclass `scons ops` installs (env.CacheDir(path, custom_class=...))."""
+def read_config(path: str) -> dict:
+    """The SCons configuration (`<dir>/config`) of an existing cache read without writing
+    anything: no `config.lock` (SCons's reader lock is a file created and removed), for a
+    read-only cache. CacheError naming the file when it is missing, not a regular file or not
+    a JSON object."""
+    config_file = os.path.join(path, "config")
+    try:
+        config = safefile.read_json(config_file, MAX_RECORD_BYTES)
+    except OSError as exc:
+        raise CacheError(f"{CACHE_ENV}={path}: read-only cache without a usable {exc}") from None
+    if not isinstance(config, dict):
+        raise CacheError(f"{CACHE_ENV}={path}: read-only cache: {config_file} is not a JSON object")
+    return config
+
+
+def verified_cache_class(readonly: bool = False):
+    """The SCons CacheDir subclass `scons ops` installs (env.CacheDir(path, custom_class=...)).
+    `readonly` (`--cache-readonly`, which SCons itself applies only after the SConstruct is read):
+    the cache is read without writing anything (its config read without a lock file, corrupt
+    entries left in place); a cache that cannot be written otherwise is a CacheError."""
     import SCons.Action  # type: ignore[import-not-found]
     import SCons.CacheDir  # type: ignore[import-not-found]
     import SCons.Warnings  # type: ignore[import-not-found]
@@ -227,7 +245,20 @@ def verified_cache_class():
             from opbuild.builder.stores import SharedStore
 
             super().__init__(path)
-            self.store = SharedStore(self.path, "compile")  # verified reads and writes, events
+            self.store = SharedStore(self.path, "compile", readonly=readonly)  # verified reads and writes, events
+
+        def _readconfig(self, path: str) -> None:
+            if readonly:
+                self.config = read_config(path)
+                return
+            from SCons.Util.filelock import SConsLockFailure  # type: ignore[import-not-found]
+
+            try:
+                super()._readconfig(path)
+            except (OSError, SConsLockFailure) as exc:  # (an unwritable directory: no config.lock)
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                raise CacheError(f"{CACHE_ENV}={path}: cannot write the cache ({reason}); "
+                                 f"to use it read-only give --cache-readonly") from None
 
         def retrieve(self, node) -> bool:
             if not self.is_enabled() or not SCons.Action.execute_actions:

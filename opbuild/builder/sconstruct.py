@@ -132,10 +132,10 @@ def main() -> None:
 
         try:
             cache_dir = open_for_build(cache_dir)
+            env.CacheDir(cache_dir, custom_class=verified_cache_class(readonly=bool(GetOption("cache_readonly"))))
         except CacheError as exc:
             sys.stderr.write(f"error: {exc}\n")
             Exit(1)
-        env.CacheDir(cache_dir, custom_class=verified_cache_class())
 
     from opbuild.builder.scons_tool import BuildOptions, OpsCache, Progress, declare_build
     from opbuild.builder.select import CACHE_FILE, SelectionError, SharedSpecs, SpecCache, select_specs

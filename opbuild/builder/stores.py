@@ -138,10 +138,16 @@ class SharedStore(Store):
 
     def reject(self, entry: str, target: str, problem: str) -> None:
         """An entry that cannot be used (its hash, HMAC or structure is wrong): said on stderr,
-        removed, logged as corrupt; the caller builds what it held."""
+        removed (left in place by a read-only store, or when the directory refuses: said so),
+        logged as corrupt; the caller builds what it held."""
+        fate = "left in place (read-only cache)" if self.readonly else "removed"
+        if not self.readonly:
+            try:
+                cache.remove_entry(entry)
+            except OSError as exc:
+                fate = f"not removed ({exc.strerror or exc})"
         sys.stderr.write(f"opbuild: cache: corrupt {self.noun} {entry} for {target or '?'} ({problem}): "
-                         f"not used, removed; {self.instead}\n")
-        cache.remove_entry(entry)
+                         f"not used, {fate}; {self.instead}\n")
         cache.log_event(self.cache_dir, "corrupt", self._rel(entry), target)
 
     def put(self, key: str, data: bytes, mode: int = 0o644, target: str = "") -> None:
