@@ -359,7 +359,7 @@ def load_python_callback(spec: OpSpec) -> Callable[[KeyContext], Any]:
         sys.modules[mod_name] = module
         try:
             ispec.loader.exec_module(module)
-        except Exception as e:
+        except BaseException as e:  # SystemExit, KeyboardInterrupt too: the rule's, not the caller's
             sys.modules.pop(mod_name, None)
             raise KeyRuleError(f"{where}: importing {path} failed: {type(e).__name__}: {e}") from e
         fn = getattr(module, fn_name, None)
@@ -379,7 +379,7 @@ def _checked(spec: OpSpec, what: str, fn: Callable[[KeyContext], Any]) -> Fragme
             result = fn(ctx)
         except KeyRuleError:
             raise
-        except Exception as e:
+        except BaseException as e:  # SystemExit, KeyboardInterrupt too: never past the API
             raise KeyRuleError(f"{spec.op}: GenSimplifiedKey {what} raised {type(e).__name__}: {e}") from e
         problem = check_fragment(result)
         if problem is not None:

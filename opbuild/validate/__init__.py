@@ -13,7 +13,8 @@ runs it on every spec it has not checked before, before it declares or writes an
 3. the aclnn C and Python parameter names the op's names derive to (reserved, colliding);
 4. the kernel's `TILING_KEY_IS` branches and `tiling.keys` agree (tiling_keys.py);
 5. the key/binary consistency check for the default, table, Python and C key rules (a C rule
-   runs from the compiled tiling source), each problem located in the author's file
+   runs from the compiled tiling source; a Python rule in a child process limited in time and
+   memory, never in this one: key_rule_process.py), each problem located in the author's file
    (key_problems.py).
 
 Every problem is a `Problem` naming op.yaml, the key rule file or the C source at a line and
@@ -221,7 +222,7 @@ class _OpChecks:
 
     def check_keys(self) -> None:
         from opbuild.keys import callback_path, make_fragment_fn
-        from opbuild.validate.key_problems import key_problems
+        from opbuild.validate.key_problems import cause_text, key_problems
 
         spec, rule = self.spec, self.spec.key_rule
         rule_file = c_definition = None
@@ -244,32 +245,19 @@ class _OpChecks:
             except Exception as exc:  # noqa: BLE001 - e.g. not exported: reported above
                 self.err(("simplified_key", "callback"), f"cannot call the C key callback: {exc}")
                 return
-        try:  # a callback itself (not make_fragment_fn's checked wrapper): its own exceptions and
-            # fragments reach key_findings, which checks the fragments (and locates them)
-            if rule_file is not None:
-                from opbuild.keys import load_python_callback
+        if rule_file is not None:  # the author's code: run in a process of its own (key_rule_process.py)
+            from opbuild.validate.key_rule_process import isolated_rule_problems
 
-                fragment_fn = load_python_callback(spec)
-            else:
-                fragment_fn = c_callback or make_fragment_fn(spec)
-        except Exception as exc:  # noqa: BLE001 - a key rule module that fails to import
-            position = None
-            if rule_file is not None:
-                from opbuild.validate.key_problems import KeyProblems
-
-                position = KeyProblems(spec, self.marks, rule_file, None).rule_position(exc)
-            message = f"cannot load the simplified-key callback: {_cause(exc)}"
-            if position is not None:
-                self.problems.append(Problem(position[0], position[1], position[2], message, ""))
-            else:
-                self.err(("simplified_key", "callback"), message)
+            self.problems += isolated_rule_problems(spec, self.marks, rule_file)
+            return
+        # a callback itself (not make_fragment_fn's checked wrapper): its own exceptions and
+        # fragments reach key_findings, which checks the fragments (and locates them)
+        try:
+            fragment_fn = c_callback or make_fragment_fn(spec)
+        except Exception as exc:  # noqa: BLE001
+            self.err(("simplified_key", "callback"), f"cannot load the simplified-key callback: {cause_text(exc)}")
             return
         self.problems += key_problems(spec, self.marks, fragment_fn, rule_file, c_definition)
-
-
-def _cause(exc: BaseException) -> str:
-    inner = exc.__cause__ or exc
-    return f"{type(inner).__name__}: {inner}" if inner is not exc else str(exc)
 
 
 __all__ = ["validate_op", "validate_ops"]

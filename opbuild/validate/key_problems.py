@@ -106,7 +106,7 @@ class KeyProblems:
         sys.setprofile(profile)
         try:
             fn(ctx)
-        except Exception:  # noqa: BLE001
+        except BaseException:  # noqa: BLE001 - (SystemExit too: the call is only re-run to locate it)
             return None
         finally:
             sys.setprofile(old)
@@ -197,6 +197,12 @@ class KeyProblems:
                                f"binary {b.name!r} is reached by no declared call: the key rule never gives its "
                                f"{keys}{hint}", position[3]))
         return out
+
+
+def cause_text(exc: BaseException) -> str:
+    """`Type: message` of the exception a wrapper was raised from (or the wrapper's own text)."""
+    inner = exc.__cause__ or exc
+    return f"{type(inner).__name__}: {inner}" if inner is not exc else str(exc)
 
 
 def _describe(error: BaseException | None) -> str:
