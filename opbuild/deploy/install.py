@@ -2,8 +2,9 @@
 
 It runs the installer script the `.run` carries (opbuild/deploy/scripts/install.sh, see
 opbuild/deploy/pack.py) on the package, with `ASCEND_OPP_PATH=DIR`: one implementation of the
-checks (ELF machine, GLIBC version; `force` skips them), the staged copy swapped in by rename
-(a reader sees the old package or the new one), the no-op re-install of an identical package,
+checks (ELF machine, GLIBC version; `force` skips them), the staged copy put in place by one
+rename of the `vendors/<vendor>` link (a reader sees the old package or the new one), the lock
+that makes installs into one tree take turns, the no-op re-install of an identical package,
 the refusal to replace a different package of the vendor without `replace`, the permissions
 (750/640, `for_all`: 755/644), `scripts/uninstall.sh`, and the vendor first in
 `DIR/vendors/config.ini`'s `load_priority`. It needs bash, as the `.run` does.

@@ -59,8 +59,16 @@ def run_file(pkg, tmp_path) -> Path:
     return pack(pkg, tmp_path / run_file_name())
 
 
+def _installed(vendors: Path) -> set[str]:
+    """The packages vendors/<v> links point to (vendors/.<v>.pkg-XXXXXX)."""
+    return {os.readlink(p) for p in vendors.iterdir() if p.is_symlink()} if vendors.is_dir() else set()
+
+
 def _leftovers(tmp_path: Path, vendors: Path) -> list[str]:
-    hidden = [p.name for p in vendors.iterdir() if p.name.startswith(".")] if vendors.is_dir() else []
+    """Hidden entries of vendors/ that are no installed package, and the run's temporaries."""
+    installed = _installed(vendors)
+    hidden = [p.name for p in vendors.iterdir() if p.name.startswith(".") and p.name not in installed] \
+        if vendors.is_dir() else []
     return hidden + [p.name for p in (tmp_path / "tmpdir").iterdir()]
 
 
@@ -206,7 +214,7 @@ def test_permissions_default_and_for_all(run_file, tmp_path):
         assert _run(run_file, *args, f"--install-path={opp}", cwd=tmp_path).returncode == 0
         dest = opp / "vendors" / "customize"
         modes = {p.relative_to(dest).as_posix(): _mode(p) for p in dest.rglob("*") if not p.is_symlink()}
-        assert _mode(dest) == d and _mode(opp / "vendors") == d
+        assert _mode(dest.resolve()) == d and _mode(opp / "vendors") == d
         assert modes.pop("scripts/uninstall.sh") == u and modes.pop(TILING_LIB) == x
         assert modes.pop("bin/set_env.bash") == f and modes.pop("version.info") == f
         assert {m for p, m in modes.items() if (dest / p).is_dir()} == {d}
@@ -265,15 +273,18 @@ def test_uninstall_removes_the_dir_and_the_priority_entry(make_package, run_file
 
 
 def test_an_interrupted_swap_is_undone_by_the_next_run(make_package, run_file, tmp_path):
-    """A run killed between the swap's two renames leaves the old package in vendors/.<v>.old-*:
-    the next run puts it back before doing anything else (the tree then holds the old one)."""
+    """A vendors/<v> that is a real directory (an older installer's) is replaced by two renames; a
+    run killed between them leaves the old package in vendors/.<v>.old-*: the next run puts it
+    back before doing anything else (the tree then holds the old one)."""
     opp = tmp_path / "opp"
     assert _run(run_file, f"--install-path={opp}", cwd=tmp_path).returncode == 0
     dest = opp / "vendors" / "customize"
     before = _tree(dest)
     aside = opp / "vendors" / ".customize.old-abc123"
     aside.mkdir()
-    dest.rename(aside / "customize")
+    real = dest.resolve()
+    dest.unlink()
+    real.rename(aside / "customize")
     (opp / "vendors" / ".customize.install-xyz").mkdir()  # a killed run's staging directory
     other = pack(make_package(tmp_path / "other", "2"), tmp_path / "other.run")
     proc = _run(other, f"--install-path={opp}", cwd=tmp_path)
@@ -323,8 +334,7 @@ def test_install_with_bash_coreutils_tar_gzip_only(pkg, run_file, make_package, 
 
 def test_killed_at_any_point_the_tree_holds_the_old_or_the_new_package(make_package, run_file, tmp_path):
     """SIGKILL to the whole installer at spread-out moments of a --replace: afterwards vendors/
-    holds the old package or the new one, whole (or, killed between the two renames of a swap,
-    the old one aside, which the next run puts back); the next run leaves nothing behind."""
+    holds the old package or the new one, whole, never none; the next run leaves nothing behind."""
     new_run = pack(make_package(tmp_path / "new", "2"), tmp_path / "new.run")
     opp = tmp_path / "opp"
     refs = {}
@@ -346,16 +356,88 @@ def test_killed_at_any_point_the_tree_holds_the_old_or_the_new_package(make_pack
             os.killpg(proc.pid, 9)
         proc.wait()
         dest = opp / "vendors" / "customize"
-        if dest.exists():
-            state = next((name for name, ref in refs.items() if _tree(dest) == ref), None)
-            assert state is not None, f"kill after {0.02 * i}s: a half package at {dest}"
-        else:
-            [aside] = (opp / "vendors").glob(".customize.old-*/customize")
-            assert _tree(aside) == refs["old"]
-            state = "aside"
+        assert dest.exists(), f"kill after {0.02 * i}s: no package at {dest}"  # (one rename: never missing)
+        state = next((name for name, ref in refs.items() if _tree(dest) == ref), None)
+        assert state is not None, f"kill after {0.02 * i}s: a half package at {dest}"
         seen.add(state)
-        # the next run recovers and cleans up
+        # the next run cleans up
         again = _run(new_run, f"--install-path={opp}", "--replace", cwd=tmp_path)
         assert again.returncode == 0 and _tree(dest) == refs["new"], again
-        assert not [p for p in (opp / "vendors").iterdir() if p.name.startswith(".")]
+        vendors = opp / "vendors"  # (a killed .run's own extraction directory under TMPDIR stays: SIGKILL)
+        assert [p.name for p in vendors.iterdir() if p.name.startswith(".")] == list(_installed(vendors))
     assert "old" in seen  # (the kills came early enough at least once)
+
+
+# ---- issue 25: one rename, a lock around config.ini -------------------------------------------
+
+def _wrapper(bin_dir: Path, name: str, body: str) -> str:
+    """A `name` on a PATH of its own that runs `body` (sh), then the real `name`; the PATH."""
+    bin_dir.mkdir(exist_ok=True)
+    real = shutil.which(name)
+    (bin_dir / name).write_text(f"#!/bin/sh\n{body}\nexec {real} \"$@\"\n")
+    (bin_dir / name).chmod(0o755)
+    return f"{bin_dir}:{os.environ['PATH']}"
+
+
+def test_killed_just_before_the_rename_the_old_package_is_still_there(make_package, run_file, tmp_path):
+    """The kill the issue found: between the two renames of a swap vendors/<v> was missing. Now
+    one rename replaces it: a SIGKILL to the installer's group right before the `mv` onto
+    vendors/<v> leaves the old package, and the next run cleans up and installs."""
+    opp = tmp_path / "opp"
+    assert _run(run_file, f"--install-path={opp}", cwd=tmp_path).returncode == 0
+    dest = opp / "vendors" / "customize"
+    old = _tree(dest)
+    new_run = pack(make_package(tmp_path / "new", "2"), tmp_path / "new.run")
+    path = _wrapper(tmp_path / "wrap", "mv", f'for a; do last=$a; done\n'
+                                             f'case "$*" in *--exchange*) ;; *) [ "$last" = "{dest}" ] && kill -9 0 ;; esac')
+    env = {k: v for k, v in os.environ.items() if k not in ENV_VARS}
+    (tmp_path / "tmpdir").mkdir(exist_ok=True)
+    env.update(TMPDIR=str(tmp_path / "tmpdir"), PATH=path)
+    proc = subprocess.Popen(["sh", str(new_run), f"--install-path={opp}", "--replace", "--quiet"], env=env,
+                            cwd=tmp_path, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert proc.wait(timeout=120) == -9
+    assert dest.exists() and _tree(dest) == old
+    again = _run(new_run, f"--install-path={opp}", "--replace", cwd=tmp_path)
+    assert again.returncode == 0 and (dest / "version.info").read_text().endswith("=2\n"), again
+    vendors = opp / "vendors"
+    assert [p.name for p in vendors.iterdir() if p.name.startswith(".")] == list(_installed(vendors))
+
+
+def _vendor_package(make_package, root: Path, vendor: str) -> Path:
+    return make_package(root, vendor).rename(root / vendor)
+
+
+def test_concurrent_installs_of_two_vendors_both_stay_in_load_priority(make_package, tmp_path):
+    """Two installs of different vendors at once: each read config.ini, then wrote its own line,
+    and one vendor was lost (3 of 40 rounds). With config.ini's read-modify-write slowed to make
+    the race certain, the lock makes them take turns and both vendors stay."""
+    runs = [pack(_vendor_package(make_package, tmp_path / v, v), tmp_path / f"{v}.run") for v in ("alpha", "beta")]
+    opp = tmp_path / "opp"
+    (opp / "vendors").mkdir(parents=True)
+    (opp / "vendors" / "config.ini").write_text("load_priority=customize\n")
+    path = _wrapper(tmp_path / "wrap", "mktemp", 'case "$*" in *.config.ini.*) sleep 2 ;; esac')
+    env = {k: v for k, v in os.environ.items() if k not in ENV_VARS}
+    (tmp_path / "tmpdir").mkdir(exist_ok=True)
+    env.update(TMPDIR=str(tmp_path / "tmpdir"), PATH=path, ASCEND_OPP_PATH=str(opp))
+    procs = [subprocess.Popen(["sh", str(r), "--quiet"], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for r in runs]
+    outputs = [p.communicate(timeout=120)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    line = (opp / "vendors" / "config.ini").read_text()
+    assert line.startswith("load_priority=") and set(line.strip().split("=")[1].split(",")) == {"alpha", "beta", "customize"}
+    assert _leftovers(tmp_path, opp / "vendors") == []
+
+
+def test_install_and_uninstall_take_the_same_lock():
+    """The lock's few lines are in both scripts (uninstall.sh travels alone in the package): the
+    same text, so they can never disagree."""
+    from opbuild.deploy.install import SCRIPTS
+
+    def take_lock(name: str) -> str:
+        text = (SCRIPTS / name).read_text()
+        start = text.index("take_lock() {")
+        return text[start:text.index("\n}\n", start)]
+
+    assert take_lock("install.sh") == take_lock("uninstall.sh")
+    for name in ("install.sh", "uninstall.sh"):
+        assert "lock_dir=$vendors_dir/.opbuild.lock\n" in (SCRIPTS / name).read_text()

@@ -5,10 +5,14 @@
 # payload (and by `opbuild install`). Needs bash and coreutils only. Options: help.info beside it
 # (CANN's meanings; --replace is opbuild's).
 #
-# Guarantees: nothing is written before every check passed; the vendor directory is staged
-# beside its destination and swapped in by rename, so the tree holds the old package or the new
-# one (a run killed between the two renames of a swap leaves the old one in vendors/.<v>.old-*,
-# which the next install puts back first); installing the identical package again
+# Guarantees: nothing is written before every check passed; the package is staged beside its
+# destination, in vendors/.<v>.pkg-XXXXXX, and vendors/<v> is a symbolic link to it, replaced by
+# one rename (atomic: a reader sees the old package or the new one, never none); a run that fails
+# or is killed leaves its staging directory, which it or the next run removes; installs and
+# uninstalls into one vendors/ take turns (the lock directory vendors/.opbuild.lock), so
+# config.ini's load_priority keeps every vendor. A vendors/<v> that is a real directory (installed
+# by an older installer) is replaced by two renames once (a run killed between them leaves it in
+# vendors/.<v>.old-*, which the next run puts back first). Installing the identical package again
 # changes nothing. Exit status: 0 done, 1 refused or failed, 2 bad usage.
 
 set -u
@@ -170,7 +174,31 @@ mode_listing() {  # DIR -> the mode of every entry, sorted
     (cd "$1" && shopt -s globstar dotglob nullglob && stat -c '%a %n' -- . **) | LC_ALL=C sort
 }
 
-restore_interrupted_swap() {  # a swap killed between its renames left the old package aside
+pkg_prefix=.$vendor.pkg-  # vendors/<prefix>XXXXXX: a package; vendors/<vendor> links to one
+lock_dir=$vendors_dir/.opbuild.lock
+locked=n
+take_lock() {  # one install or uninstall at a time in vendors/: the lock directory holds its pid,
+    # made whole aside and renamed into place (atomic; bash + coreutils only); a dead holder's is broken
+    local owner waited=0 mine=$lock_dir.$$ p
+    rm -rf -- "$mine"
+    mkdir -- "$mine" && printf '%s\n' "$$" >"$mine/pid" || die "cannot write in $vendors_dir"
+    until mv -T -- "$mine" "$lock_dir" 2>/dev/null; do
+        owner=$(cat -- "$lock_dir/pid" 2>/dev/null)
+        if [ -z "$owner" ] || [ ! -d "/proc/$owner" ]; then
+            if mv -T -- "$lock_dir" "$lock_dir.stale-$$" 2>/dev/null; then rm -rf -- "$lock_dir.stale-$$"; fi
+            continue
+        fi
+        waited=$((waited + 1))
+        [ "$waited" -lt 6000 ] || { rm -rf -- "$mine"; die "another install or uninstall into $vendors_dir has held $lock_dir for 5 minutes (pid $owner)"; }
+        sleep 0.05
+    done
+    locked=y
+    for p in "$lock_dir".[0-9]*; do  # (killed waiters')
+        [ -d "/proc/${p##*.}" ] || rm -rf -- "$p"
+    done
+}
+
+restore_interrupted_swap() {  # a legacy swap killed between its renames left the old package aside
     local old
     for old in "$vendors_dir"/."$vendor".old-*; do
         if [ ! -e "$dest" ] && [ ! -L "$dest" ] && [ -d "$old/$vendor" ]; then
@@ -178,6 +206,17 @@ restore_interrupted_swap() {  # a swap killed between its renames left the old p
             warn "restored $dest (a previous run was interrupted)"
         fi
         rm -rf -- "$old"  # (after a swap killed before its clean-up: the replaced package)
+    done
+}
+
+remove_leftovers() {  # a failed or killed run's staging directories and temporaries
+    local p current=
+    [ -L "$dest" ] && current=$(readlink -- "$dest")
+    for p in "$vendors_dir/$pkg_prefix"*; do
+        [ "${p##*/}" = "$current" ] || rm -rf -- "$p"
+    done
+    for p in "$vendors_dir"/."$vendor".install-* "$vendors_dir"/."$vendor".link-* "$vendors_dir"/.config.ini.??????; do
+        rm -rf -- "$p"
     done
 }
 
@@ -222,13 +261,16 @@ SETENV
 }
 
 # ---- stage, compare, swap ----------------------------------------------------------------------
-staging= aside=
+staging= aside= link= committed=n
 cleanup() {
-    [ -n "$staging" ] && rm -rf -- "$staging"
+    [ -n "$link" ] && rm -f -- "$link"
+    [ -n "$staging" ] && [ "$committed" = n ] && rm -rf -- "$staging"
     if [ -n "$aside" ]; then
         if [ ! -e "$dest" ] && [ -d "$aside/$vendor" ]; then mv -T -- "$aside/$vendor" "$dest"; fi
         rm -rf -- "$aside"
     fi
+    rm -rf -- "$lock_dir.$$"
+    [ "$locked" = y ] && rm -rf -- "$lock_dir"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
@@ -236,19 +278,20 @@ trap 'exit 130' INT TERM HUP
 if [ ! -d "$vendors_dir" ]; then
     mkdir -p -- "$vendors_dir" && chmod "$dir_mode" -- "$vendors_dir" || die "cannot create $vendors_dir"
 fi
+take_lock
 restore_interrupted_swap
-for old in "$vendors_dir"/."$vendor".install-* "$vendors_dir"/.config.ini.??????; do rm -rf -- "$old"; done  # a killed run's
+remove_leftovers
 
-staging=$(mktemp -d "$vendors_dir/.$vendor.install-XXXXXX") || die "cannot write in $vendors_dir"
-new=$staging/$vendor
-mkdir -- "$new" && cp -R -P -- "$source_dir/." "$new/" || die "cannot copy the package into $staging"
+staging=$(mktemp -d "$vendors_dir/${pkg_prefix}XXXXXX") || die "cannot write in $vendors_dir"
+new=$staging
+cp -R -P -- "$source_dir/." "$new/" || die "cannot copy the package into $staging"
 mkdir -p -- "$new/scripts" && cp -- "$here/uninstall.sh" "$new/scripts/uninstall.sh" || die "cannot write $new/scripts"
 if [ -n "$install_path" ]; then write_set_env "$new" || die "cannot write $new/bin/set_env.bash"; fi
 chmod -R "$chmod_spec" -- "$new" && chmod "$script_mode" -- "$new/scripts/uninstall.sh" \
     || die "cannot set the permissions in $staging"
 
 report=
-if [ -d "$dest" ] && [ ! -L "$dest" ]; then
+if [ -d "$dest" ]; then
     if [ "$(tree_listing "$new")" = "$(tree_listing "$dest")" ]; then
         if [ "$(mode_listing "$new")" = "$(mode_listing "$dest")" ]; then
             report="already installed (identical)"
@@ -261,17 +304,20 @@ elif [ -e "$dest" ] || [ -L "$dest" ]; then
 fi
 
 if [ -z "$report" ]; then
-    if [ -d "$dest" ]; then
-        if mv -T --exchange -- "$new" "$dest" 2>/dev/null; then
-            :  # one atomic rename (coreutils >= 9.5 on Linux): the old package is now at $new
-        else
-            aside=$(mktemp -d "$vendors_dir/.$vendor.old-XXXXXX") || die "cannot write in $vendors_dir"
-            mv -T -- "$dest" "$aside/$vendor" && mv -T -- "$new" "$dest" || die "cannot move the package to $dest"
-        fi
+    link=$vendors_dir/.$vendor.link-${staging##*"$pkg_prefix"}
+    ln -s -- "${staging##*/}" "$link" || die "cannot write in $vendors_dir"
+    if [ -L "$dest" ] || [ ! -e "$dest" ]; then
+        old_target=
+        [ -L "$dest" ] && old_target=$(readlink -- "$dest")
+        mv -T -- "$link" "$dest" || die "cannot move the package to $dest"  # the one rename
+        committed=y link=
+        case $old_target in "$pkg_prefix"*) rm -rf -- "$vendors_dir/$old_target" ;; esac
+        report="$([ -n "$old_target" ] && echo replaced || echo installed) $dest"
+    else  # a real directory (an older installer's): aside, then the link in its place
+        aside=$(mktemp -d "$vendors_dir/.$vendor.old-XXXXXX") || die "cannot write in $vendors_dir"
+        mv -T -- "$dest" "$aside/$vendor" && mv -T -- "$link" "$dest" || die "cannot move the package to $dest"
+        committed=y link=
         report="replaced $dest"
-    else
-        mv -T -- "$new" "$dest" || die "cannot move the package to $dest"
-        report="installed $dest"
     fi
 fi
 
