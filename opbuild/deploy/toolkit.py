@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -256,7 +257,7 @@ def install(prefix: Path, opp: Path | None = None, force: bool = False, python: 
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
     return (f"installed the toolkit at {prefix} ({len(entries)} paths); use it with: "
-            f"source {prefix}/bin/setenv.bash")
+            f"source {shlex.quote(f'{prefix}/bin/setenv.bash')}")  # (a space or quote in it: still one word)
 
 
 def uninstall(prefix: Path) -> str:

@@ -441,3 +441,92 @@ def test_install_and_uninstall_take_the_same_lock():
     assert take_lock("install.sh") == take_lock("uninstall.sh")
     for name in ("install.sh", "uninstall.sh"):
         assert "lock_dir=$vendors_dir/.opbuild.lock\n" in (SCRIPTS / name).read_text()
+
+
+# ---- issue 25: a verified checksum, every decompression error, a hint that survives quotes ---------
+
+def _without(tmp_path: Path, *missing: str) -> str:
+    """A PATH holding every program of this one but `missing`."""
+    bin_dir = tmp_path / ("no-" + "-".join(missing))
+    bin_dir.mkdir()
+    for d in os.environ["PATH"].split(os.pathsep):
+        if not os.path.isdir(d):
+            continue
+        for name in os.listdir(d):
+            target = Path(d) / name
+            if name not in missing and not (bin_dir / name).exists() and os.access(target, os.X_OK):
+                os.symlink(target, bin_dir / name)
+    return str(bin_dir)
+
+
+def test_a_payload_whose_gzip_crc_is_wrong_is_refused(pkg, tmp_path):
+    """A payload that matches its checksum but does not decompress cleanly (its gzip CRC wrong:
+    tar extracted everything and `gzip -dc | tar` reported tar's success): nothing installed."""
+    from opbuild.deploy import pack as packing
+
+    good = pack(pkg, tmp_path / "good.run").read_bytes()
+    skip = int(next(line for line in good.split(b"\n") if line.startswith(b"skip=")).split(b"=")[1])
+    head_len = len(b"\n".join(good.split(b"\n")[:skip]) + b"\n")
+    payload = bytearray(good[head_len:])
+    payload[-8] ^= 0xFF  # the gzip trailer's CRC32
+    head = packing.header(pkg.name, bytes(payload), int(re.search(rb'totalsize="(\d+)"', good).group(1)))
+    bad = tmp_path / "bad.run"
+    bad.write_bytes(head + bytes(payload))
+    opp = tmp_path / "opp"
+    proc = _run(bad, f"--install-path={opp}", cwd=tmp_path)
+    assert proc.returncode == 1, proc
+    assert proc.stderr.strip().splitlines() == ["bad.run: error: the payload does not decompress (gzip -t failed: a "
+                                                "damaged archive): nothing installed"], proc
+    assert not (opp / "vendors" / "customize").exists()
+
+
+@pytest.mark.parametrize("tools", [("sha256sum",), ("sha256sum", "shasum", "openssl")],
+                         ids=["no sha256sum", "no sha256 tool at all"])
+def test_without_sha256sum_the_payload_is_still_verified_or_refused(run_file, tmp_path, tools):
+    data = bytearray(run_file.read_bytes())
+    data[-200] ^= 0xFF  # a damaged payload
+    bad = tmp_path / "bad.run"
+    bad.write_bytes(bytes(data))
+    path = _without(tmp_path, *tools)
+    proc = _run(bad, f"--install-path={tmp_path / 'opp'}", cwd=tmp_path, path=path)
+    assert proc.returncode == 1, proc
+    if len(tools) == 1 and shutil.which("shasum", path=path) is None and shutil.which("openssl", path=path) is None:
+        pytest.skip("neither shasum nor openssl here: the fallback cannot be shown")
+    expected = "the payload is damaged" if len(tools) == 1 else "none of sha256sum, shasum, openssl is installed"
+    assert expected in proc.stderr and proc.stderr.count("\n") == 1, proc
+    assert not (tmp_path / "opp").exists()
+
+
+def test_a_broken_sha256_tool_is_a_refusal_not_a_mismatch(run_file, tmp_path):
+    wrap = tmp_path / "wrap"
+    wrap.mkdir()
+    (wrap / "sha256sum").write_text("#!/bin/sh\nexit 1\n")
+    (wrap / "sha256sum").chmod(0o755)
+    proc = _run(run_file, f"--install-path={tmp_path / 'opp'}", cwd=tmp_path, path=f"{wrap}:{os.environ['PATH']}")
+    assert proc.returncode == 1 and "`sha256sum` failed or printed no sha256: nothing installed" in proc.stderr, proc
+
+
+def test_without_sha256sum_a_different_package_is_not_taken_for_the_installed_one(make_package, run_file, tmp_path):
+    """install.sh compares the new package with the installed one by sha256: without sha256sum the
+    files were left out of the comparison, a different package was "already installed
+    (identical)" and not installed, exit 0."""
+    opp = tmp_path / "opp"
+    assert _run(run_file, f"--install-path={opp}", cwd=tmp_path).returncode == 0
+    other = pack(make_package(tmp_path / "other", "2"), tmp_path / "other.run")
+    path = _without(tmp_path, "sha256sum")
+    if shutil.which("shasum", path=path) is None and shutil.which("openssl", path=path) is None:
+        pytest.skip("neither shasum nor openssl here")
+    proc = _run(other, f"--install-path={opp}", cwd=tmp_path, path=path)
+    assert proc.returncode == 1 and "holds a different package of vendor customize; use --replace" in proc.stderr, proc
+    again = _run(run_file, f"--install-path={opp}", cwd=tmp_path, path=path)
+    assert again.returncode == 0 and "already installed (identical)" in again.stdout, again
+
+
+def test_the_printed_hint_survives_a_space_and_a_quote_in_the_path(run_file, tmp_path):
+    opp = tmp_path / "it's my opp"
+    proc = _run(run_file, f"--install-path={opp}", cwd=tmp_path)
+    assert proc.returncode == 0, proc
+    [hint] = [line.removeprefix("set it up with: ") for line in proc.stdout.splitlines() if line.startswith("set it up")]
+    shown = subprocess.run(["bash", "-c", f'{hint} && printf "%s\\n" "$ASCEND_CUSTOM_OPP_PATH"'], capture_output=True,
+                           text=True, env={k: v for k, v in os.environ.items() if k not in ENV_VARS})
+    assert shown.returncode == 0 and shown.stdout == f"{opp}/vendors/customize\n", (hint, shown)

@@ -44,12 +44,20 @@ HELP
 # the payload: everything after line $skip of this file
 payload_bytes() { tail -n +"$((skip + 1))" "$0"; }
 
-sha256_of() {  # FILE -> its sha256; fails (2) when no tool can compute it
-    if command -v sha256sum >/dev/null 2>&1; then sha256sum "$1" | cut -d' ' -f1
-    elif command -v shasum >/dev/null 2>&1; then shasum -a 256 "$1" | cut -d' ' -f1
-    elif command -v openssl >/dev/null 2>&1; then openssl dgst -sha256 -r "$1" | cut -d' ' -f1
-    else return 2
+sha256_tool() {  # the command that prints a file's sha256 first on its line; fails when there is none
+    if command -v sha256sum >/dev/null 2>&1; then echo sha256sum
+    elif command -v shasum >/dev/null 2>&1; then echo "shasum -a 256"
+    elif command -v openssl >/dev/null 2>&1; then echo "openssl dgst -sha256 -r"
+    else return 1
     fi
+}
+
+sha256_of() {  # TOOL FILE -> the file's sha256 (64 hex digits); fails when the tool fails or prints none
+    out=$($1 "$2") || return 1
+    out=${out%%[ 	]*}
+    case $out in *[!0-9a-f]*|"") return 1 ;; esac
+    [ "${#out}" -eq 64 ] || return 1
+    printf '%s\n' "$out"
 }
 
 cleanup() {
@@ -62,7 +70,8 @@ trap 'exit 130' INT TERM HUP
 verify() {  # copies the payload to a temporary file and checks it; sets $payload
     payload=$(mktemp "$TMPROOT/opbuild-run-payload.XXXXXX") || die "cannot write in $TMPROOT"
     payload_bytes >"$payload" || die "cannot read the payload of $0"
-    sum=$(sha256_of "$payload") || die "cannot verify the payload: none of sha256sum, shasum, openssl is installed"
+    tool=$(sha256_tool) || die "cannot verify the payload: none of sha256sum, shasum, openssl is installed: nothing installed"
+    sum=$(sha256_of "$tool" "$payload") || die "cannot verify the payload: \`$tool\` failed or printed no sha256: nothing installed"
     if [ "$sum" != "$SHA" ]; then
         die "the payload is damaged (sha256 $sum, expected $SHA): nothing installed"
     fi
@@ -109,7 +118,14 @@ else
     dir=$tmp
 fi
 say "Uncompressing $label"
-(cd "$dir" && gzip -dc "$payload" | tar -xf -) || die "cannot extract the payload into $dir"
+# every decompression error stops the install: the whole stream tested first (its CRC, its
+# length), then gzip's and tar's own status of the extraction, each checked (sh has no pipefail)
+gzip -t "$payload" 2>/dev/null || die "the payload does not decompress (gzip -t failed: a damaged archive): nothing installed"
+gzstatus=$(mktemp "$TMPROOT/opbuild-run-gzip.XXXXXX") || die "cannot write in $TMPROOT"
+(cd "$dir" && { gzip -dc "$payload"; echo "$?" >"$gzstatus"; } | tar -xf -)
+tar_status=$? gz_status=$(cat "$gzstatus"); rm -f "$gzstatus"
+[ "$gz_status" = 0 ] || die "the payload does not decompress (gzip exit status ${gz_status:-?}): nothing installed"
+[ "$tar_status" = 0 ] || die "cannot extract the payload into $dir (tar exit status $tar_status): nothing installed"
 rm -f "$payload"; payload=
 [ "$keep" = y ] && tmp=
 if [ "$noexec" = y ]; then

@@ -153,21 +153,31 @@ check_libraries() {
 [ "$force" = y ] || check_libraries
 
 # ---- helpers -----------------------------------------------------------------------------------
-tree_listing() {  # DIR -> one sorted line per entry: kind, path, content (file sha256, link target)
+sha256_lines() {  # FILE... -> "<sha256> <space or *><file>" lines: sha256sum, else shasum, else openssl
+    if command -v sha256sum >/dev/null 2>&1; then sha256sum -- "$@"
+    elif command -v shasum >/dev/null 2>&1; then shasum -a 256 -- "$@"
+    elif command -v openssl >/dev/null 2>&1; then openssl dgst -sha256 -r "$@"
+    else return 2
+    fi
+}
+
+tree_listing() {  # DIR -> one sorted line per entry: kind, path, content (file sha256, link target); fails if a hash fails
     (
+        set -o pipefail
         cd "$1" || exit 1
         shopt -s globstar dotglob nullglob
         local p files=() line
         for p in **; do
             if [ -L "$p" ]; then printf 'l %s -> %s\n' "$p" "$(readlink -- "$p")"
             elif [ -d "$p" ]; then printf 'd %s\n' "$p"
-            elif [ -f "$p" ]; then files+=("$p")
+            elif [ -f "$p" ]; then files+=("./$p")
             else printf 'o %s\n' "$p"; fi
         done
         if [ "${#files[@]}" -gt 0 ]; then
-            sha256sum -- "${files[@]}" | while IFS= read -r line; do printf 'f %s %s\n' "${line:66}" "${line:0:64}"; done
+            sha256_lines "${files[@]}" | while IFS= read -r line; do printf 'f %s %s\n' "${line:68}" "${line:0:64}"; done
         fi
     ) | LC_ALL=C sort
+    return "${PIPESTATUS[0]}"
 }
 
 mode_listing() {  # DIR -> the mode of every entry, sorted
@@ -292,7 +302,9 @@ chmod -R "$chmod_spec" -- "$new" && chmod "$script_mode" -- "$new/scripts/uninst
 
 report=
 if [ -d "$dest" ]; then
-    if [ "$(tree_listing "$new")" = "$(tree_listing "$dest")" ]; then
+    new_listing=$(tree_listing "$new") && dest_listing=$(tree_listing "$dest") \
+        || die "cannot compare $dest with the new package: no sha256sum, shasum or openssl, or it failed: nothing installed"
+    if [ "$new_listing" = "$dest_listing" ]; then
         if [ "$(mode_listing "$new")" = "$(mode_listing "$dest")" ]; then
             report="already installed (identical)"
         fi
@@ -323,7 +335,8 @@ fi
 
 if [ -n "$install_path" ]; then
     say "$me: $report"
-    say "set it up with: source $dest/bin/set_env.bash"
+    printf -v hint '%q' "$dest/bin/set_env.bash"  # (a path with a space or quote: still one word)
+    say "set it up with: source $hint"
 else
     set_load_priority
     say "$me: $report; load_priority has $vendor first"
