@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from opbuild import safefile
 from opbuild.nonfinite import dumps, to_json
 from opbuild.spec.model import Framework, OnnxOrigin, OpSpec
 
@@ -67,18 +68,17 @@ def read_onnx_plugins(path: Path) -> dict[str, Framework]:
     The file comes from an installed package, so it is untrusted: size-bounded, strict JSON,
     checked against the spec schema; PluginFileError names the file and the first problem."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_BYTES + 1)
+        raw = safefile.read_bytes(path, MAX_BYTES)  # a regular file only (a FIFO is not waited on)
     except FileNotFoundError:
         return {}
-    except OSError as exc:
-        raise PluginFileError(f"{path}: cannot read: {exc.strerror}") from None
-    if len(raw) > MAX_BYTES:
-        raise PluginFileError(f"{path}: larger than {MAX_BYTES} bytes")
+    except safefile.UnsafeFileError as exc:
+        raise PluginFileError(str(exc)) from None
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        data = safefile.loads_json(path, raw.decode("utf-8"))  # nesting bounded
+    except UnicodeDecodeError as exc:
         raise PluginFileError(f"{path}: not valid JSON: {exc}") from None
+    except safefile.UnsafeFileError as exc:
+        raise PluginFileError(str(exc)) from None
     error = next(iter(sorted(_validator().iter_errors(data), key=lambda e: list(e.path))), None)
     if error is not None:
         where = "$" + "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in error.path)

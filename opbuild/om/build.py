@@ -27,6 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from opbuild import safefile
 from opbuild.abi import package_layout as layout
 from opbuild.nonfinite import to_json
 from opbuild.abi.ge_types import numpy_dtype
@@ -42,6 +43,8 @@ from opbuild.spec.serialize import spec_to_dict
 
 FORMAT, FORMAT_VERSION = model_def_proto.FORMAT, model_def_proto.FORMAT_VERSION
 IMPL_MODES = IMPL_MODE_INDEX
+MAX_VERSION_INFO_BYTES = 64 << 10
+"""A package's version.info is a few lines; a larger one is refused (opbuild/safefile.py)."""
 
 
 def host_os() -> str:
@@ -67,11 +70,14 @@ def space_registry_name(os_name: str | None = None, cpu: str | None = None) -> s
 
 def _version_info(package: Path) -> str:
     try:
-        for line in (package / layout.VERSION_INFO).read_text().splitlines():
-            if "=" in line:
-                return line.split("=", 1)[1].strip()
-    except OSError:
-        pass
+        text = safefile.read_text(package / layout.VERSION_INFO, MAX_VERSION_INFO_BYTES)
+    except FileNotFoundError:
+        return "unknown"
+    except safefile.UnsafeFileError as exc:
+        raise OmError(f"cannot read the package's {exc}") from None
+    for line in text.splitlines():
+        if "=" in line:
+            return line.split("=", 1)[1].strip()
     return "unknown"
 
 
@@ -194,7 +200,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
         if item_name not in kernels:
             try:
                 data = entry.checked_bin_path().read_bytes()
-                desc = json.loads(entry.json_path.read_text())
+                desc = safefile.read_json(entry.json_path)
             except (OSError, ValueError) as exc:
                 raise OmError(f"{entry.op}: cannot read kernel {entry.name}: {exc}") from None
             kernels[item_name] = tables.Item(item_name, desc, data)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from opbuild import safefile
 from opbuild.abi import package_layout as layout
 from opbuild.runtime.errors import ACLNN_ERR_INNER, AclnnError
 
@@ -120,12 +121,16 @@ def read_load_priority(config_ini: Path) -> list[str]:
     """Vendor names of the `load_priority=a,b` line (the first line mentioning `priority`).
 
     AclnnError 561000 naming the file for a name that is not one directory of `vendors/`
-    (`../../x`, `a/b`: package_layout.vendor_name_problem): nothing is searched or loaded from it.
+    (`../../x`, `a/b`: package_layout.vendor_name_problem): nothing is searched or loaded from it;
+    and for a file that is not a regular file, too large or not UTF-8 (opbuild/safefile.py: a FIFO
+    is never waited on). No file: no vendors.
     """
     try:
-        text = config_ini.read_text()
-    except OSError:
+        text = safefile.read_text(config_ini)
+    except FileNotFoundError:
         return []
+    except safefile.UnsafeFileError as exc:
+        raise AclnnError(ACLNN_ERR_INNER, f"cannot read vendors/config.ini {exc}") from None
     for line in text.splitlines():
         if "priority" in line and "=" in line:
             names = [v.strip() for v in line.split("=", 1)[1].split(",") if v.strip()]
@@ -228,11 +233,13 @@ def _parse_config(package: Path, soc: str, config: Path) -> tuple[dict[str, Bina
     earlier entry already has stays with the first, and reading goes on.
     """
     try:
-        data = json.loads(config.read_text())
-    except OSError as exc:
-        raise AclnnError(ACLNN_ERR_INNER, f"cannot read binary_info_config.json {config}: {exc.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise AclnnError(ACLNN_ERR_INNER, f"corrupt binary_info_config.json {config}: {exc}") from None
+        text = safefile.read_text(config)
+    except safefile.UnsafeFileError as exc:
+        raise AclnnError(ACLNN_ERR_INNER, f"cannot read binary_info_config.json {exc}") from None
+    try:
+        data = safefile.loads_json(config, text)
+    except safefile.UnsafeFileError as exc:
+        raise AclnnError(ACLNN_ERR_INNER, f"corrupt binary_info_config.json {exc}") from None
     if not isinstance(data, dict):
         raise AclnnError(ACLNN_ERR_INNER, f"corrupt binary_info_config.json {config}: top level is not an object")
     kernel_root = package / layout.KERNEL_ROOT

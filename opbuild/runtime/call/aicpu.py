@@ -30,6 +30,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from opbuild import safefile
 from opbuild.abi import package_layout as layout
 from opbuild.abi.ge_types import dtype_name
 from opbuild.abi.op_proto import UNKNOWN_RANK
@@ -107,11 +108,14 @@ def load_library(path: Path) -> AicpuLibrary:
 
 
 def package_has_op(root: Path, op: str) -> bool:
-    """Whether the package at `root` has AI CPU op `op` in its op info (cust_aicpu_kernel.json)."""
+    """Whether the package at `root` has AI CPU op `op` in its op info (cust_aicpu_kernel.json);
+    AclnnError 561000 naming the file when it is there but unusable (opbuild/safefile.py)."""
     try:
-        info = json.loads((root / layout.aicpu_op_info()).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        info = safefile.read_json(root / layout.aicpu_op_info())
+    except FileNotFoundError:
         return False
+    except safefile.UnsafeFileError as exc:
+        raise AclnnError(ACLNN_ERR_INNER, f"AI CPU op info {exc}") from None
     return isinstance(info, dict) and op in info and (root / layout.aicpu_kernel_lib()).is_file()
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from opbuild import safefile
 from opbuild.abi import c_callbacks as _c_callbacks
 from opbuild.abi.c_callbacks import TilingResult
 from opbuild.abi.ge_types import dtype_name
@@ -75,7 +76,10 @@ def load_kernel_info(selection: Selection, spec: Any) -> KernelInfo:
         if info is None:
             json_path = selection.entry.json_path
             try:
-                desc = json.loads(json_path.read_text())
+                try:
+                    desc = safefile.read_json(json_path)
+                except safefile.UnsafeFileError as exc:
+                    raise ValueError(exc.reason) from None
                 op_para_size = int(desc["opParaSize"])
                 if op_para_size < 0:
                     raise ValueError(f"opParaSize {op_para_size} is negative")
