@@ -121,6 +121,12 @@ ISOLATED_CASES = {
     -11.0: r"block 0 of 1: still running after OPBUILD_KERNEL_TIMEOUT=1 s; the isolated worker \(pid \d+\) was killed",
     -12.0: r"block 0 of 1: SIGABRT \(abort\)" + _WORKER_DIED,
     -13.0: r"block 0 of 1: SIGSEGV \(invalid memory access\) at address 0x[0-9a-f]+ \(stack overflow\)" + _WORKER_DIED,
+    -18.0: r"block 0 of 1: the kernel called exit\(3\); the isolated worker \(pid \d+\) ended without running the "
+           r"caller's exit handlers",
+    -19.0: r"block 0 of 1: the isolated worker \(pid \d+\) ended with status 0 before the launch finished \(_exit\(\) "
+           r"or the exit system call in the kernel\)",
+    -22.0: r"block 0 of 1: the kernel tried to start a thread \(clone with CLONE_THREAD\), which an isolated worker "
+           r"refuses \(EPERM\): it runs a launch on its one thread",
 }
 """What each crashing or endless PROBE_MODES kernel gives in isolation mode (after
 'ProbeCustom: kernel ProbeCustom_FP32 failed: ', before ' [kernel <path>]')."""
@@ -215,6 +221,8 @@ def test_c_abi_isolated_kernel_faults(probe_package, tmp_path):
     scales = [str(s) for scale in sorted(ISOLATED_CASES, reverse=True) for s in (scale, 2.0)]
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OPBUILD_ISOLATION": "process",
            "OPBUILD_KERNEL_TIMEOUT": "1"}
+    if "PYTHONPATH" in os.environ:  # the embedded runtime is the one under test (a checkout not installed)
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     r = subprocess.run([str(exe), "2.0", *scales], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0 and r.stdout.endswith("done\n"), r.stdout + r.stderr
     lines = r.stdout.splitlines()[:-1]
@@ -331,3 +339,119 @@ def test_memcheck_build_flags(monkeypatch):
     monkeypatch.setenv("OPBUILD_MEMCHECK", "on")
     with pytest.raises(ToolchainError, match="OPBUILD_MEMCHECK='on' is neither 1 nor 0"):
         HostToolchain()
+
+
+# ---- what isolation contains (issue 25) ---------------------------------------------------------
+
+_EXIT_CHILD = """
+import ctypes, os, sys
+import numpy as np
+import opbuild.runtime as rt
+from opbuild.runtime import device
+probe = rt.import_ops(sys.argv[1])
+device.set_isolation("process", 5)
+libc = ctypes.CDLL(None)
+x = np.arange(16, dtype=np.float32)
+assert (probe.probe_custom(x, scale=2.0) == 2 * x).all()  # everything loaded and set up
+stdio_buffer = ctypes.create_string_buffer(1 << 16)  # C stdout fully buffered (_IOFBF), whatever PYTHONUNBUFFERED
+libc.setvbuf(ctypes.c_void_p.in_dll(libc, "stdout"), stdio_buffer, 0, len(stdio_buffer))
+libc.printf(b"[in the caller's stdio buffer]")  # stays in the buffer until the caller flushes it
+try:
+    probe.probe_custom(x, scale=-18.0)
+    os.write(1, b"no error\\n")
+except rt.AclnnError as exc:
+    os.write(1, f"{exc.status} {exc.message}\\n".encode())
+a = np.random.default_rng(0).random((200, 200))
+np.testing.assert_allclose(a @ np.eye(200), a)
+assert (probe.probe_custom(x, scale=2.0) == 2 * x).all()
+os.write(1, b"survived\\n")
+libc.fflush(None)
+"""
+
+
+def test_isolated_exit_runs_none_of_the_callers_exit_handlers(probe_package):
+    """A kernel calling exit(3) in the worker: the call fails naming the status, the caller's
+    exit handlers did not run in the worker (its stdio buffer is flushed by the caller only,
+    at the end) and the caller's numpy and next launch work."""
+    r = subprocess.run([sys.executable, "-c", _EXIT_CHILD, str(probe_package)], capture_output=True, text=True,
+                       timeout=120, env={**os.environ, "OPBUILD_SIM_THREADS": "2"})
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    first, rest = r.stdout.split("\n", 1)
+    assert re.fullmatch(r"361001 " + _FAILED + ISOLATED_CASES[-18.0] + r" \[kernel .*\]", first), r.stdout
+    assert rest == "survived\n[in the caller's stdio buffer]", r.stdout
+
+
+@pytest.mark.parametrize("call", ["one-shot", "two-phase"])
+def test_isolated_launches_wait_without_the_gil(probe_package, call):
+    """Two threads launch the rendezvous kernel (-20: each launch waits until a second one runs at
+    the same time). They meet only if a waiting launch lets the other thread call Python and
+    launch: the GIL is released while an isolated launch waits, even for one small block."""
+    probe = rt.import_ops(probe_package)
+    x = np.arange(16, dtype=np.float32)
+    device.set_isolation("process", 20)
+    ready = __import__("threading").Barrier(2)
+    results: list = [None, None]
+
+    def run(i: int) -> None:
+        try:
+            if call == "one-shot":
+                ready.wait()
+                results[i] = probe.probe_custom(x, scale=-20.0)
+            else:
+                y = np.empty_like(x)
+                size, executor = probe.aclnnProbeCustomGetWorkspaceSize(x, -20.0, y)
+                ready.wait()
+                probe.aclnnProbeCustom(None, size, executor, None)
+                results[i] = y
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            results[i] = exc
+
+    threads = [__import__("threading").Thread(target=run, args=(i,)) for i in range(2)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        device.set_isolation()
+    for r in results:
+        assert isinstance(r, np.ndarray), r
+        np.testing.assert_array_equal(r, -20.0 * x)
+
+
+def _wait_gone(pid: int) -> bool:
+    """Has process `pid` ended (exited or zombie)? Waits for it through a pidfd (bounded)."""
+    import select
+
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([fd], [], [], 60)[0])
+    finally:
+        os.close(fd)
+
+
+def test_isolated_kernel_children_end_with_the_worker(probe_package, isolated):
+    """A kernel that forks a child sleeping forever (-21, the child's pid in y[0]): the launch
+    works and the child is killed with the worker (it runs in the worker's process group, which
+    it cannot leave)."""
+    probe = rt.import_ops(probe_package)
+    y = probe.probe_custom(np.arange(16, dtype=np.float32), scale=-21.0)
+    child = int(y[0])
+    assert child > 0, y
+    try:
+        assert _wait_gone(child), f"the kernel's child {child} still runs"
+    finally:
+        if not _wait_gone_now(child):
+            os.kill(child, signal.SIGKILL)
+    _ok(probe, np.arange(16, dtype=np.float32))
+
+
+def _wait_gone_now(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (FileNotFoundError, ProcessLookupError):
+        return True

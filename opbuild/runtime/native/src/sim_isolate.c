@@ -10,6 +10,16 @@
  * vfork), which is why it has no threads of its own and why intercore_sync kernels (whose blocks
  * must run at once) are not isolated. Memory is shared, so a stray write can still corrupt the
  * caller: finding those is the memory checker's job.
+ *
+ * What the worker must not do to its caller (docs/runtime.md, "What isolation protects against"):
+ * - run the caller's exit handlers: exit() in the worker would run the process's atexit list,
+ *   library destructors and the stdio flush on the shared memory. Each launch registers an exit
+ *   trap (iso_exit_trap) as the newest handler, which ends the worker at once; a worker that ends
+ *   before its launch finished (exit, _exit, the exit system call) is a failure with its status.
+ * - start threads: a thread of the worker would outlive it and link itself into the caller's libc
+ *   bookkeeping. A seccomp filter makes clone with CLONE_THREAD fail (EPERM) and the launch with it.
+ * - leave processes behind: the worker leads a process group of its own that its children cannot
+ *   leave (setsid and setpgid fail); the group is killed when the launch ends.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -21,7 +31,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -150,6 +166,12 @@ SIM_HIDDEN int isolation_config(int *process, char *msg) {
     return SIM_OK;
 }
 
+SIM_API int sim_isolated(void) {
+    int process = 0;
+    char msg[SIM_ERROR_LEN];
+    return isolation_config(&process, msg) == SIM_OK && process;
+}
+
 /* ---- the worker ------------------------------------------------------------------------------ */
 
 #define ISO_GUARD ((size_t)256 << 10) /* below the stack: big frames of a runaway recursion hit it */
@@ -168,6 +190,14 @@ typedef struct iso_job {
     volatile sig_atomic_t fault_sig;
     volatile int has_addr;
     volatile uintptr_t fault_addr;
+    pid_t caller_pid;              /* the caller's process: exit traps there are not the worker's */
+    volatile int finished;         /* the worker ran the launch to its end (else it exited early) */
+    volatile int exit_called;      /* exit(exit_status) was called in the worker (iso_exit_trap) */
+    volatile int exit_status;
+    volatile int refused_thread;   /* the kernel tried to start a thread (refused) */
+    volatile uint32_t refused_idx; /* ... in this block (refused_in_block: in a block at all) */
+    volatile int refused_in_block;
+    atomic_int listener;           /* the worker's filter's listener (install_filter), -1: none yet */
 } iso_job;
 
 /* The job of the worker running on this thread's TLS (the worker's), and whether this (main)
@@ -199,6 +229,82 @@ static void worker_on_fatal(int sig, siginfo_t *info, void *uctx) {
         syscall(SYS_tgkill, (pid_t)syscall(SYS_getpid), (pid_t)syscall(SYS_gettid), sig);
 }
 
+/* ---- threads are refused: the worker's system-call filter ---------------------------------- */
+
+#if defined(__x86_64__)
+#define ISO_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define ISO_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#else
+#error "sim_isolate.c: the worker's system-call filter knows x86_64 and aarch64 only"
+#endif
+
+#define ISO_REFUSED_ERRNO EPERM
+
+/* Installed in the worker (and inherited by its children); returns its listener (a file
+ * descriptor, shared with the caller by CLONE_FILES) or -1. clone3 fails with ENOSYS (libc then
+ * uses clone, whose flags a filter can read); clone with CLONE_THREAD waits for the caller
+ * (SECCOMP_RET_USER_NOTIF: answer_refused notes it and makes it fail with EPERM); setsid and
+ * setpgid fail with EPERM (the process group is the worker's to the end); system calls of
+ * another architecture's table fail with ENOSYS. */
+static int install_filter(void) {
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ISO_AUDIT_ARCH, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+#ifdef __NR_clone3
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+#endif
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_setsid, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_setpgid, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ISO_REFUSED_ERRNO),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])), /* flags (low word) */
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {.len = (unsigned short)(sizeof filter / sizeof filter[0]), .filter = filter};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
+    return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+}
+
+/* In the caller: a thread the worker (or a child of it) tried to start: note it (the block the
+ * worker is in: this thread's TLS, the worker's) and make its clone fail with EPERM. */
+static void answer_refused(int listener, iso_job *j) {
+    struct seccomp_notif req;
+    memset(&req, 0, sizeof req);
+    if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) return;
+    if (!j->refused_thread) {
+        j->refused_in_block = cur.fn != NULL;
+        j->refused_idx = cur.idx;
+        j->refused_thread = 1;
+    }
+    struct seccomp_notif_resp resp = {.id = req.id, .val = 0, .error = -ISO_REFUSED_ERRNO, .flags = 0};
+    ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+}
+
+/* ---- exit handlers are not run: the exit trap ----------------------------------------------- */
+
+extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
+extern int __cxa_at_quick_exit(void (*fn)(void *), void *dso);
+extern void __cxa_finalize(void *dso);
+
+/* Registered for each launch as the newest exit (and quick_exit) handler, so that exit() in the
+ * worker runs it before any of the caller's: it ends the worker (the exit system call, nothing
+ * else of exit() runs). In the caller (a thread not waiting for a worker, __cxa_finalize after
+ * the launch) it does nothing. glibc passes exit's status as the second argument. */
+static void iso_exit_trap(void *arg, int status) {
+    (void)arg;
+    iso_job *j = iso_current;
+    if (!j || (pid_t)syscall(SYS_getpid) == j->caller_pid) return;
+    j->exit_status = status;
+    j->exit_called = 1;
+    syscall(SYS_exit, status & 0xff);
+}
+
 static int worker_main(void *arg) {
     iso_job *j = arg;
     sigset_t mask; /* SIGINT & co. are the caller's to handle: it kills the worker */
@@ -216,7 +322,17 @@ static int worker_main(void *arg) {
     cur.altstack = 1; /* the caller thread's TLS: restored by the caller */
     cur.jmp = NULL;
     cur.job = NULL;
-    j->rc = run_inline(j->fn, j->args, j->nargs, j->block_dim, j->msg);
+    /* A process group of its own, killed with the worker; then the filter (children inherit it). */
+    int listener = setpgid(0, 0) == 0 ? install_filter() : -1;
+    if (listener >= 0) atomic_store(&j->listener, listener);
+    if (listener < 0) {
+        snprintf(j->msg, SIM_ERROR_LEN, "cannot set up the isolated worker (process group, system-call filter): %s",
+                 strerror(errno));
+        j->rc = SIM_ESTATE;
+    } else {
+        j->rc = run_inline(j->fn, j->args, j->nargs, j->block_dim, j->msg);
+    }
+    j->finished = 1;
     return 0;
 }
 
@@ -266,6 +382,23 @@ static int reap(pid_t pid, int *status) {
     }
 }
 
+/* Has the worker ended? Leaves it unreaped (a zombie keeps its pid, and so its process group's
+ * id, from being reused until the group is killed). */
+static int worker_ended(pid_t pid) {
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT | __WALL) != 0) return errno != EINTR;
+    return info.si_pid == pid;
+}
+
+/* The worker has ended or is killed: kill what is left of its process group (the kernel's
+ * children), then reap the worker. */
+static void end_worker(pid_t pid, int *status, int kill_worker) {
+    if (kill_worker) syscall(SYS_kill, pid, SIGKILL);
+    syscall(SYS_kill, -pid, SIGKILL);
+    reap(pid, status);
+}
+
 static void describe_block(char *out, size_t len, int in_block, uint32_t idx, uint32_t block_dim) {
     if (in_block)
         snprintf(out, len, "block %u of %u", idx, block_dim);
@@ -281,9 +414,17 @@ SIM_HIDDEN int execute_isolated(opbuild_kernel_launch_fn fn, void *const *args, 
         return SIM_ENOMEM;
     }
     iso_job job = {.fn = fn, .args = args, .nargs = nargs, .block_dim = block_dim,
-                   .altstack = base + ISO_GUARD + ISO_STACK};
+                   .altstack = base + ISO_GUARD + ISO_STACK, .caller_pid = (pid_t)syscall(SYS_getpid), .listener = -1};
     char *top = job.altstack; /* the stack grows down from the signal stack's start */
 
+    /* The exit trap, newest of the exit handlers; removed (not run) by __cxa_finalize(&job). */
+    void (*trap)(void *) = (void (*)(void *))(void (*)(void))iso_exit_trap;
+    if (__cxa_atexit(trap, NULL, &job) != 0 || __cxa_at_quick_exit(trap, &job) != 0) {
+        __cxa_finalize(&job);
+        stack_put(base, 1);
+        snprintf(msg, SIM_ERROR_LEN, "cannot register the isolated worker's exit trap");
+        return SIM_ENOMEM;
+    }
     current_block saved = cur; /* the worker writes this thread's TLS */
     iso_job *saved_job = iso_current;
     iso_current = &job;
@@ -296,6 +437,7 @@ SIM_HIDDEN int execute_isolated(opbuild_kernel_launch_fn fn, void *const *args, 
         int e = errno;
         cur = saved;
         iso_current = saved_job;
+        __cxa_finalize(&job);
         stack_put(base, 1);
         snprintf(msg, SIM_ERROR_LEN, "cannot start the isolated worker process: %s", strerror(e));
         return SIM_ENOMEM;
@@ -310,43 +452,47 @@ SIM_HIDDEN int execute_isolated(opbuild_kernel_launch_fn fn, void *const *args, 
     uint32_t timeout_ms = cfg_timeout_ms;
     uint64_t deadline = timeout_ms ? now_ms() + timeout_ms : 0;
     int status = 0, outcome = 0; /* 0 ended, 1 timed out, 2 interrupted */
-    uint32_t nap_us = 20;
     for (;;) {
-        pid_t r = waitpid(pid, &status, __WALL | WNOHANG);
-        if (r == pid) break;
+        if (worker_ended(pid)) {
+            end_worker(pid, &status, 0);
+            break;
+        }
         if (main_thread && atomic_load(&interrupt_requested)) outcome = 2;
         else if (deadline && now_ms() >= deadline) outcome = 1;
         if (outcome) {
-            syscall(SYS_kill, pid, SIGKILL);
-            reap(pid, &status);
+            end_worker(pid, &status, 1);
             break;
         }
-        int wait_ms = deadline ? (int)(deadline - now_ms()) : -1;
+        /* Wait for the worker's end (pidfd; polled without one, kernels before 5.2) and answer its
+         * filter (listener): until the worker has made its filter, in slices of 1 ms. */
+        int listener = atomic_load(&job.listener);
+        int64_t wait_ms = deadline ? (int64_t)(deadline - now_ms()) : -1;
         if (deadline && wait_ms < 0) wait_ms = 0;
-        if (pidfd >= 0) {
-            struct pollfd p = {.fd = pidfd, .events = POLLIN};
-            poll(&p, 1, wait_ms); /* a signal (SIGINT) ends it early: EINTR */
-        } else {
-            struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)nap_us * 1000};
-            nanosleep(&ts, NULL);
-            if (nap_us < 10000) nap_us *= 2;
-        }
+        if ((listener < 0 || pidfd < 0) && (wait_ms < 0 || wait_ms > 1)) wait_ms = 1;
+        struct pollfd p[2];
+        nfds_t n = 0;
+        if (pidfd >= 0) p[n++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
+        if (listener >= 0) p[n++] = (struct pollfd){.fd = listener, .events = POLLIN};
+        poll(p, n, (int)wait_ms); /* a signal (SIGINT) ends it early: EINTR */
+        if (listener >= 0 && (p[n - 1].revents & POLLIN)) answer_refused(listener, &job);
     }
     if (main_thread) {
         iso_waiting = 0;
         atomic_store(&main_in_launch, 0);
     }
     if (pidfd >= 0) close(pidfd);
+    if (atomic_load(&job.listener) >= 0) close(atomic_load(&job.listener));
     int in_block = cur.fn != NULL;
     uint32_t idx = cur.idx;
     cur = saved;
     iso_current = saved_job;
+    __cxa_finalize(&job); /* this launch's traps: ef_free, their slots reused by the next launch */
 
     char where[64];
     describe_block(where, sizeof where, in_block, idx, block_dim);
-    int ended = outcome == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    int ended = outcome == 0 && job.finished && WIFEXITED(status) && WEXITSTATUS(status) == 0;
     stack_put(base, ended);
-    if (ended) {
+    if (ended && !job.refused_thread) {
         copy_msg(msg, SIM_ERROR_LEN, job.msg);
         return job.rc;
     }
@@ -354,8 +500,9 @@ SIM_HIDDEN int execute_isolated(opbuild_kernel_launch_fn fn, void *const *args, 
         snprintf(msg, SIM_ERROR_LEN, "launch interrupted (SIGINT) %s; the isolated worker was killed", where);
         return SIM_EINTR;
     }
+    char what[SIM_ERROR_LEN];
     if (outcome == 1) {
-        snprintf(msg, SIM_ERROR_LEN,
+        snprintf(what, sizeof what,
                  "%s: still running after OPBUILD_KERNEL_TIMEOUT=%g s; the isolated worker (pid %d) was killed", where,
                  cfg_timeout_s, (int)pid);
     } else if (WIFSIGNALED(status)) {
@@ -364,11 +511,30 @@ SIM_HIDDEN int execute_isolated(opbuild_kernel_launch_fn fn, void *const *args, 
         if (job.fault_sig == sig && job.has_addr)
             snprintf(addr, sizeof addr, " at address 0x%lx%s", (unsigned long)job.fault_addr,
                      job.fault_addr - (uintptr_t)base < ISO_GUARD ? " (stack overflow)" : "");
-        snprintf(msg, SIM_ERROR_LEN, "%s: %s%s; the isolated worker (pid %d) died of it", where,
+        snprintf(what, sizeof what, "%s: %s%s; the isolated worker (pid %d) died of it", where,
                  sig == SIGKILL ? "SIGKILL (killed)" : signal_name(sig), addr, (int)pid);
+    } else if (job.exit_called) {
+        snprintf(what, sizeof what,
+                 "%s: the kernel called exit(%d); the isolated worker (pid %d) ended without running the caller's "
+                 "exit handlers", where, job.exit_status, (int)pid);
+    } else if (!job.finished) {
+        snprintf(what, sizeof what,
+                 "%s: the isolated worker (pid %d) ended with status %d before the launch finished (_exit() or the "
+                 "exit system call in the kernel)", where, (int)pid, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    } else if (ended) {
+        what[0] = '\0'; /* only the refused thread to report */
     } else {
-        snprintf(msg, SIM_ERROR_LEN, "%s: the isolated worker (pid %d) exited with status %d", where, (int)pid,
+        snprintf(what, sizeof what, "%s: the isolated worker (pid %d) exited with status %d", where, (int)pid,
                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    }
+    if (job.refused_thread) {
+        char block[64];
+        describe_block(block, sizeof block, job.refused_in_block, job.refused_idx, block_dim);
+        snprintf(msg, SIM_ERROR_LEN,
+                 "%s: the kernel tried to start a thread (clone with CLONE_THREAD), which an isolated worker refuses "
+                 "(EPERM): it runs a launch on its one thread%s%s", block, what[0] ? "; then " : "", what);
+    } else {
+        copy_msg(msg, SIM_ERROR_LEN, what);
     }
     return SIM_EKERNEL;
 }
