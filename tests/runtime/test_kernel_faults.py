@@ -455,3 +455,28 @@ def _wait_gone_now(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
     except (FileNotFoundError, ProcessLookupError):
         return True
+
+
+@pytest.mark.parametrize("isolation,scale,what", [
+    ("in-process", -4.0, r"block 0: ProbeCustom_FP32: 1 blocks of 1 elements cannot cover 16 elements"),
+    ("process", -10.0, ISOLATED_CASES[-10.0]),
+])
+def test_stream_failure_names_op_binary_and_block(probe_package, isolation, scale, what):
+    """A launch on a created stream fails: synchronize() raises a DeviceError naming the op, the
+    binary (its path) and the block of the failing launch, not the simulator's message alone."""
+    probe = rt.import_ops(probe_package)
+    x = np.ones(16, np.float32)
+    device.set_isolation(isolation, 2 if isolation == "process" else None)
+    try:
+        with rt.Stream() as stream:
+            y = np.empty_like(x)
+            size, executor = probe.aclnnProbeCustomGetWorkspaceSize(x, scale, y)
+            probe.aclnnProbeCustom(None, size, executor, stream)
+            with pytest.raises(device.DeviceError) as exc:
+                stream.synchronize()
+            assert exc.value.code == device.SIM_EKERNEL
+            assert re.fullmatch(r"op ProbeCustom, binary ProbeCustom_FP32 \(.*/ProbeCustom_FP32\.so\): " + what,
+                                str(exc.value)), str(exc.value)
+            stream.synchronize()  # reported once
+    finally:
+        device.set_isolation()
