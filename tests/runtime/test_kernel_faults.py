@@ -356,6 +356,10 @@ assert (probe.probe_custom(x, scale=2.0) == 2 * x).all()  # everything loaded an
 stdio_buffer = ctypes.create_string_buffer(1 << 16)  # C stdout fully buffered (_IOFBF), whatever PYTHONUNBUFFERED
 libc.setvbuf(ctypes.c_void_p.in_dll(libc, "stdout"), stdio_buffer, 0, len(stdio_buffer))
 libc.printf(b"[in the caller's stdio buffer]")  # stays in the buffer until the caller flushes it
+libc.strdup.restype = ctypes.c_void_p
+libc.__cxa_thread_atexit_impl.argtypes = [ctypes.c_void_p] * 3  # a thread_local destructor of this thread:
+puts = ctypes.cast(libc.puts, ctypes.c_void_p)                  # puts(marker), run when this thread exits
+libc.__cxa_thread_atexit_impl(puts, libc.strdup(b"[thread_local destructor]"), puts)
 try:
     probe.probe_custom(x, scale=-18.0)
     os.write(1, b"no error\\n")
@@ -370,15 +374,16 @@ libc.fflush(None)
 
 
 def test_isolated_exit_runs_none_of_the_callers_exit_handlers(probe_package):
-    """A kernel calling exit(3) in the worker: the call fails naming the status, the caller's
-    exit handlers did not run in the worker (its stdio buffer is flushed by the caller only,
-    at the end) and the caller's numpy and next launch work."""
+    """A kernel calling exit(3) in the worker: the call fails naming the status, none of the
+    caller's exit handlers ran in the worker (its stdio buffer is flushed and the calling thread's
+    thread_local destructor runs by the caller only, at its own exit) and the caller's numpy and
+    next launch work."""
     r = subprocess.run([sys.executable, "-c", _EXIT_CHILD, str(probe_package)], capture_output=True, text=True,
                        timeout=120, env={**os.environ, "OPBUILD_SIM_THREADS": "2"})
     assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
     first, rest = r.stdout.split("\n", 1)
     assert re.fullmatch(r"361001 " + _FAILED + ISOLATED_CASES[-18.0] + r" \[kernel .*\]", first), r.stdout
-    assert rest == "survived\n[in the caller's stdio buffer]", r.stdout
+    assert rest == "survived\n[in the caller's stdio buffer][thread_local destructor]\n", r.stdout
 
 
 @pytest.mark.parametrize("call", ["one-shot", "two-phase"])

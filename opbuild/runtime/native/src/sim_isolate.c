@@ -6,14 +6,17 @@
  * is a process of its own, so a signal that kills it (a NULL write, abort(), a stack overflow on
  * its own guarded stack) or SIGKILL after the timeout ends the worker and not the caller, which
  * reports the block it was running. The worker runs the blocks one after another in its single
- * thread and uses its caller thread's thread-local storage (the caller waits meanwhile, as after
- * vfork), which is why it has no threads of its own and why intercore_sync kernels (whose blocks
- * must run at once) are not isolated. Memory is shared, so a stray write can still corrupt the
+ * thread, on the thread-local storage of a host thread (tls_host: a thread of the caller parked
+ * for good, lent to one worker at a time), never the caller thread's: that one's TLS (errno, its
+ * malloc cache, C++ thread_local destructors that exit() would run) stays the caller's. That is
+ * why the worker has no threads of its own and why intercore_sync kernels (whose blocks must run
+ * at once) are not isolated. Memory is shared, so a stray write can still corrupt the
  * caller: finding those is the memory checker's job.
  *
  * What the worker must not do to its caller (docs/runtime.md, "What isolation protects against"):
  * - run the caller's exit handlers: exit() in the worker would run the process's atexit list,
- *   library destructors and the stdio flush on the shared memory. Each launch registers an exit
+ *   library destructors and the stdio flush on the shared memory (and the thread_local destructors
+ *   of the thread whose TLS it uses: a host's, which has none). Each launch registers an exit
  *   trap (iso_exit_trap) as the newest handler, which ends the worker at once; a worker that ends
  *   before its launch finished (exit, _exit, the exit system call) is a failure with its status.
  * - start threads: a thread of the worker would outlive it and link itself into the caller's libc
@@ -33,6 +36,7 @@
 #include <string.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
+#include <linux/futex.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <sys/mman.h>
@@ -200,10 +204,78 @@ typedef struct iso_job {
     atomic_int listener;           /* the worker's filter's listener (install_filter), -1: none yet */
 } iso_job;
 
-/* The job of the worker running on this thread's TLS (the worker's), and whether this (main)
- * thread waits for a worker (on_sigint). */
+/* The job of the worker running on this thread's TLS (a host's: the worker's), and whether this
+ * (main) thread waits for a worker (on_sigint). */
 static __thread iso_job *iso_current __attribute__((tls_model("initial-exec")));
 static __thread int iso_waiting __attribute__((tls_model("initial-exec")));
+
+/* ---- TLS hosts: the thread-local storage a worker runs on ------------------------------------ */
+
+/* A thread of the caller that never runs again after it started: its TLS is lent to one worker at
+ * a time (CLONE_SETTLS). Made on demand, one per launch running at once, and kept (a worker that
+ * crashed leaves it as a crash would leave the caller's own thread's). */
+typedef struct tls_host {
+    struct tls_host *next; /* hosts_mu: the free list */
+    void *tp;              /* its thread pointer */
+    current_block *cur;    /* its `cur` and `iso_current` (what the caller reads and sets) */
+    iso_job **job;
+    atomic_int ready;
+} tls_host;
+
+static pthread_mutex_t hosts_mu = PTHREAD_MUTEX_INITIALIZER;
+static tls_host *free_hosts;
+
+static void *host_main(void *arg) {
+    tls_host *h = arg;
+    h->tp = __builtin_thread_pointer();
+    h->cur = &cur;
+    h->job = &iso_current;
+    atomic_store(&h->ready, 1);
+    syscall(SYS_futex, &h->ready, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    /* From here on, only system calls that never fail (nothing touches the TLS: workers use it). */
+    for (;;) syscall(SYS_ppoll, NULL, 0, NULL, NULL, (size_t)8);
+    return NULL;
+}
+
+static tls_host *host_get(char *msg) {
+    pthread_mutex_lock(&hosts_mu);
+    tls_host *h = free_hosts;
+    if (h) free_hosts = h->next;
+    pthread_mutex_unlock(&hosts_mu);
+    if (h) return h;
+    h = calloc(1, sizeof *h);
+    if (!h) {
+        snprintf(msg, SIM_ERROR_LEN, "out of memory starting a host thread for the isolated worker");
+        return NULL;
+    }
+    pthread_attr_t attr;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the host starts with every signal blocked */
+    int e = pthread_attr_init(&attr);
+    if (e == 0) {
+        pthread_attr_setstacksize(&attr, (size_t)64 << 10);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_t tid;
+        e = pthread_create(&tid, &attr, host_main, h);
+        pthread_attr_destroy(&attr);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e != 0) {
+        free(h);
+        snprintf(msg, SIM_ERROR_LEN, "cannot start a host thread for the isolated worker: %s", strerror(e));
+        return NULL;
+    }
+    while (!atomic_load(&h->ready)) syscall(SYS_futex, &h->ready, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+    return h;
+}
+
+static void host_put(tls_host *h) {
+    pthread_mutex_lock(&hosts_mu);
+    h->next = free_hosts;
+    free_hosts = h;
+    pthread_mutex_unlock(&hosts_mu);
+}
 
 SIM_HIDDEN int isolated_wait_interrupt(void) { return iso_waiting; }
 
@@ -272,14 +344,14 @@ static int install_filter(void) {
 }
 
 /* In the caller: a thread the worker (or a child of it) tried to start: note it (the block the
- * worker is in: this thread's TLS, the worker's) and make its clone fail with EPERM. */
-static void answer_refused(int listener, iso_job *j) {
+ * worker is in: worker_cur, its host's) and make its clone fail with EPERM. */
+static void answer_refused(int listener, iso_job *j, const current_block *worker_cur) {
     struct seccomp_notif req;
     memset(&req, 0, sizeof req);
     if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) return;
     if (!j->refused_thread) {
-        j->refused_in_block = cur.fn != NULL;
-        j->refused_idx = cur.idx;
+        j->refused_in_block = worker_cur->fn != NULL;
+        j->refused_idx = worker_cur->idx;
         j->refused_thread = 1;
     }
     struct seccomp_notif_resp resp = {.id = req.id, .val = 0, .error = -ISO_REFUSED_ERRNO, .flags = 0};
@@ -319,7 +391,7 @@ static int worker_main(void *arg) {
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
     for (size_t i = 0; i < N_WORKER_FATAL; ++i) sigaction(worker_fatal[i], &sa, NULL);
-    cur.altstack = 1; /* the caller thread's TLS: restored by the caller */
+    cur.altstack = 1; /* its host's TLS */
     cur.jmp = NULL;
     cur.job = NULL;
     /* A process group of its own, killed with the worker; then the filter (children inherit it). */
@@ -425,18 +497,22 @@ SIM_HIDDEN int execute_isolated(opbuild_kernel_launch_fn fn, void *const *args, 
         snprintf(msg, SIM_ERROR_LEN, "cannot register the isolated worker's exit trap");
         return SIM_ENOMEM;
     }
-    current_block saved = cur; /* the worker writes this thread's TLS */
-    iso_job *saved_job = iso_current;
-    iso_current = &job;
-    cur.fn = NULL;
+    tls_host *host = host_get(msg);
+    if (!host) {
+        __cxa_finalize(&job);
+        stack_put(base, 1);
+        return SIM_ENOMEM;
+    }
+    *host->job = &job; /* the worker's TLS: its host's */
+    host->cur->fn = NULL;
     int pidfd = -1;
-    int flags = CLONE_VM | CLONE_FS | CLONE_FILES; /* exit signal 0: reaped with __WALL only */
-    pid_t pid = clone(worker_main, top, flags | CLONE_PIDFD, &job, &pidfd);
-    if (pid < 0 && errno == EINVAL) pid = clone(worker_main, top, flags, &job); /* kernel before 5.2 */
+    int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SETTLS; /* exit signal 0: reaped with __WALL only */
+    pid_t pid = clone(worker_main, top, flags | CLONE_PIDFD, &job, &pidfd, host->tp);
+    if (pid < 0 && errno == EINVAL) pid = clone(worker_main, top, flags, &job, NULL, host->tp); /* before 5.2 */
     if (pid < 0) {
         int e = errno;
-        cur = saved;
-        iso_current = saved_job;
+        *host->job = NULL;
+        host_put(host);
         __cxa_finalize(&job);
         stack_put(base, 1);
         snprintf(msg, SIM_ERROR_LEN, "cannot start the isolated worker process: %s", strerror(e));
@@ -474,7 +550,7 @@ SIM_HIDDEN int execute_isolated(opbuild_kernel_launch_fn fn, void *const *args, 
         if (pidfd >= 0) p[n++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
         if (listener >= 0) p[n++] = (struct pollfd){.fd = listener, .events = POLLIN};
         poll(p, n, (int)wait_ms); /* a signal (SIGINT) ends it early: EINTR */
-        if (listener >= 0 && (p[n - 1].revents & POLLIN)) answer_refused(listener, &job);
+        if (listener >= 0 && (p[n - 1].revents & POLLIN)) answer_refused(listener, &job, host->cur);
     }
     if (main_thread) {
         iso_waiting = 0;
@@ -482,10 +558,10 @@ SIM_HIDDEN int execute_isolated(opbuild_kernel_launch_fn fn, void *const *args, 
     }
     if (pidfd >= 0) close(pidfd);
     if (atomic_load(&job.listener) >= 0) close(atomic_load(&job.listener));
-    int in_block = cur.fn != NULL;
-    uint32_t idx = cur.idx;
-    cur = saved;
-    iso_current = saved_job;
+    int in_block = host->cur->fn != NULL;
+    uint32_t idx = host->cur->idx;
+    *host->job = NULL;
+    host_put(host);
     __cxa_finalize(&job); /* this launch's traps: ef_free, their slots reused by the next launch */
 
     char where[64];
