@@ -318,13 +318,17 @@ static void worker_on_fatal(int sig, siginfo_t *info, void *uctx) {
  * uses clone, whose flags a filter can read); clone with CLONE_THREAD waits for the caller
  * (SECCOMP_RET_USER_NOTIF: answer_refused notes it and makes it fail with EPERM); setsid and
  * setpgid fail with EPERM (the process group is the worker's to the end); system calls of
- * another architecture's table fail with ENOSYS. */
+ * another table (another architecture's, x32) fail with ENOSYS. */
 static int install_filter(void) {
     struct sock_filter filter[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ISO_AUDIT_ARCH, 1, 0),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+#ifdef __x86_64__
+        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1), /* an x32 system call (__X32_SYSCALL_BIT) */
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+#endif
 #ifdef __NR_clone3
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
