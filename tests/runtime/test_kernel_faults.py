@@ -441,8 +441,10 @@ def _wait_gone(pid: int) -> bool:
 def test_isolated_kernel_children_end_with_the_worker(probe_package, isolated):
     """A kernel that forks a child sleeping forever (-21, the child's pid in y[0]): the launch
     works and the child is killed with the worker (it runs in the worker's process group, which
-    it cannot leave)."""
+    it cannot leave); the caller's numpy (its BLAS threads: fork handlers ran in the worker) works."""
     probe = rt.import_ops(probe_package)
+    a = np.random.default_rng(0).random((300, 300))
+    np.testing.assert_allclose(a @ np.eye(300), a)
     y = probe.probe_custom(np.arange(16, dtype=np.float32), scale=-21.0)
     child = int(y[0])
     assert child > 0, y
@@ -451,6 +453,7 @@ def test_isolated_kernel_children_end_with_the_worker(probe_package, isolated):
     finally:
         if not _wait_gone_now(child):
             os.kill(child, signal.SIGKILL)
+    np.testing.assert_allclose(a @ np.eye(300), a)
     _ok(probe, np.arange(16, dtype=np.float32))
 
 

@@ -1350,6 +1350,7 @@ static void atfork_child(void) {
     aicpu.done = fresh_cv;
     aicpu.head = aicpu.tail = NULL;
     aicpu.started = 0;
+    isolation_atfork_child();
 }
 
 __attribute__((constructor)) static void sim_init(void) {

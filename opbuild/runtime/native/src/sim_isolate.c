@@ -444,6 +444,13 @@ static void stack_put(char *base, int reuse) {
     if (base) munmap(base, ISO_MAP);
 }
 
+SIM_HIDDEN void isolation_atfork_child(void) {
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    hosts_mu = fresh;
+    free_hosts = NULL; /* leaked: their threads are the parent's */
+    stacks_mu = fresh;
+}
+
 static uint64_t now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
