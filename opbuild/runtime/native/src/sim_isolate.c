@@ -27,6 +27,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <poll.h>
 #include <sched.h>
@@ -400,7 +401,10 @@ static int worker_main(void *arg) {
     cur.job = NULL;
     /* A process group of its own, killed with the worker; then the filter (children inherit it). */
     int listener = setpgid(0, 0) == 0 ? install_filter() : -1;
-    if (listener >= 0) atomic_store(&j->listener, listener);
+    if (listener >= 0) {
+        fcntl(listener, F_SETFD, FD_CLOEXEC); /* the caller's fd table: not for its exec'd children */
+        atomic_store(&j->listener, listener);
+    }
     if (listener < 0) {
         snprintf(j->msg, SIM_ERROR_LEN, "cannot set up the isolated worker (process group, system-call filter): %s",
                  strerror(errno));
