@@ -209,15 +209,21 @@ def test_bad_isolation_setting_fails_every_launch(probe_package):
         device.set_isolation()
 
 
-def test_c_abi_isolated_kernel_faults(probe_package, tmp_path):
-    """The aclnn C ABI (misses and native cache hits): each fault is status 361001 with the
-    message, and the next call of the program works."""
+def _probe_faults_program(probe_package: Path, tmp_path: Path) -> Path:
+    """probe_faults.c built against the probe package's op API."""
     from opbuild.abi.native_libs import app_flags
 
     exe = tmp_path / "probe_faults"
     cc = shutil.which(os.environ.get("CC", "cc")) or "gcc"
     subprocess.run([cc, "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-pthread", "-o", str(exe),
                     str(HERE / "probe_faults.c"), *app_flags(probe_package)], check=True)
+    return exe
+
+
+def test_c_abi_isolated_kernel_faults(probe_package, tmp_path):
+    """The aclnn C ABI (misses and native cache hits): each fault is status 361001 with the
+    message, and the next call of the program works."""
+    exe = _probe_faults_program(probe_package, tmp_path)
     scales = [str(s) for scale in sorted(ISOLATED_CASES, reverse=True) for s in (scale, 2.0)]
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OPBUILD_ISOLATION": "process",
            "OPBUILD_KERNEL_TIMEOUT": "1"}
@@ -488,3 +494,22 @@ def test_stream_failure_names_op_binary_and_block(probe_package, isolation, scal
             stream.synchronize()  # reported once
     finally:
         device.set_isolation()
+
+
+def test_c_abi_stream_failure_names_op_binary_and_block(probe_package, tmp_path):
+    """The C ABI on a created stream: the crash of an isolated launch is aclrtSynchronizeStream's
+    507015 (ACL_ERROR_RT_AICORE_EXCEPTION) with a message naming the op, the binary and the block;
+    the stream's next call works."""
+    exe = _probe_faults_program(probe_package, tmp_path)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OPBUILD_ISOLATION": "process",
+           "OPBUILD_KERNEL_TIMEOUT": "2"}
+    if "PYTHONPATH" in os.environ:
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    r = subprocess.run([str(exe), "--stream", "2.0", "-10.0", "2.0"], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0 and r.stdout.endswith("done\n"), r.stdout + r.stderr
+    ok, failed, after = r.stdout.splitlines()[:3]
+    assert ok == after == "scale 2.0: status 0: ok (y[0] 2)", r.stdout
+    assert re.fullmatch(r"scale -10.0: status 507015: aclrtSynchronizeStream: op ProbeCustom, binary ProbeCustom_FP32 "
+                        r"\(.*/ProbeCustom_FP32\.so\): " + ISOLATED_CASES[-10.0] + r" \[error 507015\] \(y\[0\] 2\)",
+                        failed), failed
