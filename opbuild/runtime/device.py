@@ -121,6 +121,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "sim_register_kernel": (i32, [vp, ctypes.c_char_p]),
         "sim_register_kernel_args": (i32, [vp, ctypes.c_char_p]),
         "sim_set_isolation": (i32, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]),
+        "sim_isolated": (i32, []),
         "sim_install_interrupt": (i32, [ctypes.c_ulong]),
         "sim_stream_wait": (i32, [vp, u32]),
         "sim_aicpu_launch": (i32, [vp, vp, vp, vp, ctypes.c_char_p, u32]),

@@ -44,6 +44,11 @@ PROBE_MODES = {
     -15.0: "the kernel reads the element before the start of its input x",
     -16.0: "tiling asks for a 4096-byte workspace; the kernel writes 8 bytes at its offset 4096",
     -17.0: "the kernel reads the byte after its tiling argument (tiling data, then the 8-byte tiling key)",
+    -18.0: "the kernel calls exit(3)",
+    -19.0: "the kernel calls _exit(0) (no output written)",
+    -20.0: "the kernel waits until a second launch of it runs at the same time (a rendezvous in shared memory)",
+    -21.0: "the kernel forks a child that sleeps forever and writes the child's pid to y[0]",
+    -22.0: "the kernel starts a thread that sleeps forever (and writes no output)",
 }
 """ProbeCustom's `scale` attribute values that make its tiling misbehave."""
 
@@ -63,10 +68,26 @@ _PROBE_TILING_MODES = """    tiling_set_workspace_size(ctx, 0);
     return OPBUILD_GRAPH_SUCCESS;
 """
 
+_PROBE_INCLUDES = """#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+"""
 _PROBE_RECURSE = """static int probe_recurse(int depth) {
     volatile char pad[4096];
     pad[depth % 4096] = (char)depth;
     return probe_recurse(depth + 1) + pad[depth % 4096];
+}
+static _Atomic unsigned probe_arrivals;
+static void probe_rendezvous(void) { /* launches meet in pairs: the 2k-1st waits for the 2k-th */
+    unsigned n = atomic_fetch_add(&probe_arrivals, 1) + 1, pair_end = (n + 1) / 2 * 2;
+    while (atomic_load(&probe_arrivals) < pair_end) sched_yield();
+}
+static void *probe_sleeper(void *unused) {
+    (void)unused;
+    for (;;) pause();
+    return NULL;
 }
 """
 _PROBE_KERNEL_ANCHOR = "    const float scale = td.scale;\n"
@@ -84,6 +105,21 @@ _PROBE_KERNEL_MODES = """    const float scale = td.scale;
     if (scale == -15.0f) yp[begin] = ((const volatile DTYPE_X *)xp)[-1];
     if (scale == -16.0f) ((volatile uint64_t *)workspace)[4096 / 8] = 1;
     if (scale == -17.0f) yp[begin] = ((const volatile uint8_t *)tiling)[(sizeof td + 7) / 8 * 8 + 8];
+    if (scale == -18.0f) exit(3);
+    if (scale == -19.0f) _exit(0);
+    if (scale == -20.0f) probe_rendezvous();
+    if (scale == -21.0f) {
+        pid_t child = fork();
+        if (child == 0)
+            for (;;) pause();
+        if (GetBlockIdx() == 0) yp[0] = (DTYPE_Y)child;
+        return;
+    }
+    if (scale == -22.0f) {
+        pthread_t thread;
+        if (pthread_create(&thread, NULL, probe_sleeper, NULL) == 0) pthread_detach(thread);
+        return;
+    }
 """
 
 
@@ -181,7 +217,7 @@ def build_probe_package(where: Path) -> Path:
     kernel = op_dir / "kernel.c"
     text = kernel.read_text()
     assert _PROBE_KERNEL_ANCHOR in text, "the scaffold's kernel.c changed; update _PROBE_KERNEL_ANCHOR"
-    kernel.write_text("#include <stdlib.h>\n" + _PROBE_RECURSE + text.replace(_PROBE_KERNEL_ANCHOR, _PROBE_KERNEL_MODES))
+    kernel.write_text(_PROBE_INCLUDES + _PROBE_RECURSE + text.replace(_PROBE_KERNEL_ANCHOR, _PROBE_KERNEL_MODES))
     try:
         return pkgbuild.build_project(root)
     except RuntimeError as exc:

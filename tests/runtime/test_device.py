@@ -347,11 +347,11 @@ def test_stream_error_surfaces_at_synchronize(kernels):
     device.launch(kernels["failing"], [out.address, bad.address], 16, stream=s)
     bad2 = device.upload(np.array([1], dtype=np.uint32))
     device.launch(kernels["failing"], [out.address, bad2.address], 16, stream=s)  # second error: dropped
-    with pytest.raises(DeviceError, match=r"^block 3: bad block 3 of 16"):
-        s.synchronize()
+    with pytest.raises(DeviceError, match=r"^binary .*/failing\.so: block 3: bad block 3 of 16"):
+        s.synchronize()  # the failing launch's kernel named (its label: the path by default)
     s.synchronize()  # the error was cleared
     device.launch(kernels["failing"], [out.address, bad2.address], 2, stream=s)
-    with pytest.raises(DeviceError, match=r"^block 1: bad block 1 of 2"):
+    with pytest.raises(DeviceError, match=r"^binary .*/failing\.so: block 1: bad block 1 of 2"):
         s.destroy()  # destroy reports what synchronize did not
     with pytest.raises(DeviceError, match="destroyed"):
         device.launch(kernels["failing"], [out.address, good.address], 2, stream=s)

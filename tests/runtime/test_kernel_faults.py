@@ -121,6 +121,12 @@ ISOLATED_CASES = {
     -11.0: r"block 0 of 1: still running after OPBUILD_KERNEL_TIMEOUT=1 s; the isolated worker \(pid \d+\) was killed",
     -12.0: r"block 0 of 1: SIGABRT \(abort\)" + _WORKER_DIED,
     -13.0: r"block 0 of 1: SIGSEGV \(invalid memory access\) at address 0x[0-9a-f]+ \(stack overflow\)" + _WORKER_DIED,
+    -18.0: r"block 0 of 1: the kernel called exit\(3\); the isolated worker \(pid \d+\) ended without running the "
+           r"caller's exit handlers",
+    -19.0: r"block 0 of 1: the isolated worker \(pid \d+\) ended with status 0 before the launch finished \(_exit\(\) "
+           r"or the exit system call in the kernel\)",
+    -22.0: r"block 0 of 1: the kernel tried to start a thread \(clone with CLONE_THREAD\), which an isolated worker "
+           r"refuses \(EPERM\): it runs a launch on its one thread",
 }
 """What each crashing or endless PROBE_MODES kernel gives in isolation mode (after
 'ProbeCustom: kernel ProbeCustom_FP32 failed: ', before ' [kernel <path>]')."""
@@ -203,18 +209,26 @@ def test_bad_isolation_setting_fails_every_launch(probe_package):
         device.set_isolation()
 
 
-def test_c_abi_isolated_kernel_faults(probe_package, tmp_path):
-    """The aclnn C ABI (misses and native cache hits): each fault is status 361001 with the
-    message, and the next call of the program works."""
+def _probe_faults_program(probe_package: Path, tmp_path: Path) -> Path:
+    """probe_faults.c built against the probe package's op API."""
     from opbuild.abi.native_libs import app_flags
 
     exe = tmp_path / "probe_faults"
     cc = shutil.which(os.environ.get("CC", "cc")) or "gcc"
     subprocess.run([cc, "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-pthread", "-o", str(exe),
                     str(HERE / "probe_faults.c"), *app_flags(probe_package)], check=True)
+    return exe
+
+
+def test_c_abi_isolated_kernel_faults(probe_package, tmp_path):
+    """The aclnn C ABI (misses and native cache hits): each fault is status 361001 with the
+    message, and the next call of the program works."""
+    exe = _probe_faults_program(probe_package, tmp_path)
     scales = [str(s) for scale in sorted(ISOLATED_CASES, reverse=True) for s in (scale, 2.0)]
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OPBUILD_ISOLATION": "process",
            "OPBUILD_KERNEL_TIMEOUT": "1"}
+    if "PYTHONPATH" in os.environ:  # the embedded runtime is the one under test (a checkout not installed)
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     r = subprocess.run([str(exe), "2.0", *scales], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0 and r.stdout.endswith("done\n"), r.stdout + r.stderr
     lines = r.stdout.splitlines()[:-1]
@@ -331,3 +345,171 @@ def test_memcheck_build_flags(monkeypatch):
     monkeypatch.setenv("OPBUILD_MEMCHECK", "on")
     with pytest.raises(ToolchainError, match="OPBUILD_MEMCHECK='on' is neither 1 nor 0"):
         HostToolchain()
+
+
+# ---- what isolation contains (issue 25) ---------------------------------------------------------
+
+_EXIT_CHILD = """
+import ctypes, os, sys
+import numpy as np
+import opbuild.runtime as rt
+from opbuild.runtime import device
+probe = rt.import_ops(sys.argv[1])
+device.set_isolation("process", 5)
+libc = ctypes.CDLL(None)
+x = np.arange(16, dtype=np.float32)
+assert (probe.probe_custom(x, scale=2.0) == 2 * x).all()  # everything loaded and set up
+stdio_buffer = ctypes.create_string_buffer(1 << 16)  # C stdout fully buffered (_IOFBF), whatever PYTHONUNBUFFERED
+libc.setvbuf(ctypes.c_void_p.in_dll(libc, "stdout"), stdio_buffer, 0, len(stdio_buffer))
+libc.printf(b"[in the caller's stdio buffer]")  # stays in the buffer until the caller flushes it
+libc.strdup.restype = ctypes.c_void_p
+libc.__cxa_thread_atexit_impl.argtypes = [ctypes.c_void_p] * 3  # a thread_local destructor of this thread:
+puts = ctypes.cast(libc.puts, ctypes.c_void_p)                  # puts(marker), run when this thread exits
+libc.__cxa_thread_atexit_impl(puts, libc.strdup(b"[thread_local destructor]"), puts)
+try:
+    probe.probe_custom(x, scale=-18.0)
+    os.write(1, b"no error\\n")
+except rt.AclnnError as exc:
+    os.write(1, f"{exc.status} {exc.message}\\n".encode())
+a = np.random.default_rng(0).random((200, 200))
+np.testing.assert_allclose(a @ np.eye(200), a)
+assert (probe.probe_custom(x, scale=2.0) == 2 * x).all()
+os.write(1, b"survived\\n")
+libc.fflush(None)
+"""
+
+
+def test_isolated_exit_runs_none_of_the_callers_exit_handlers(probe_package):
+    """A kernel calling exit(3) in the worker: the call fails naming the status, none of the
+    caller's exit handlers ran in the worker (its stdio buffer is flushed and the calling thread's
+    thread_local destructor runs by the caller only, at its own exit) and the caller's numpy and
+    next launch work."""
+    r = subprocess.run([sys.executable, "-c", _EXIT_CHILD, str(probe_package)], capture_output=True, text=True,
+                       timeout=120, env={**os.environ, "OPBUILD_SIM_THREADS": "2"})
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    first, rest = r.stdout.split("\n", 1)
+    assert re.fullmatch(r"361001 " + _FAILED + ISOLATED_CASES[-18.0] + r" \[kernel .*\]", first), r.stdout
+    assert rest == "survived\n[in the caller's stdio buffer][thread_local destructor]\n", r.stdout
+
+
+@pytest.mark.parametrize("call", ["one-shot", "two-phase"])
+def test_isolated_launches_wait_without_the_gil(probe_package, call):
+    """Two threads launch the rendezvous kernel (-20: each launch waits until a second one runs at
+    the same time). They meet only if a waiting launch lets the other thread call Python and
+    launch: the GIL is released while an isolated launch waits, even for one small block."""
+    probe = rt.import_ops(probe_package)
+    x = np.arange(16, dtype=np.float32)
+    device.set_isolation("process", 20)
+    ready = __import__("threading").Barrier(2)
+    results: list = [None, None]
+
+    def run(i: int) -> None:
+        try:
+            if call == "one-shot":
+                ready.wait()
+                results[i] = probe.probe_custom(x, scale=-20.0)
+            else:
+                y = np.empty_like(x)
+                size, executor = probe.aclnnProbeCustomGetWorkspaceSize(x, -20.0, y)
+                ready.wait()
+                probe.aclnnProbeCustom(None, size, executor, None)
+                results[i] = y
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            results[i] = exc
+
+    threads = [__import__("threading").Thread(target=run, args=(i,)) for i in range(2)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        device.set_isolation()
+    for r in results:
+        assert isinstance(r, np.ndarray), r
+        np.testing.assert_array_equal(r, -20.0 * x)
+
+
+def _wait_gone(pid: int) -> bool:
+    """Has process `pid` ended (exited or zombie)? Waits for it through a pidfd (bounded)."""
+    import select
+
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([fd], [], [], 60)[0])
+    finally:
+        os.close(fd)
+
+
+def test_isolated_kernel_children_end_with_the_worker(probe_package, isolated):
+    """A kernel that forks a child sleeping forever (-21, the child's pid in y[0]): the launch
+    works and the child is killed with the worker (it runs in the worker's process group, which
+    it cannot leave); the caller's numpy (its BLAS threads: fork handlers ran in the worker) works."""
+    probe = rt.import_ops(probe_package)
+    a = np.random.default_rng(0).random((300, 300))
+    np.testing.assert_allclose(a @ np.eye(300), a)
+    y = probe.probe_custom(np.arange(16, dtype=np.float32), scale=-21.0)
+    child = int(y[0])
+    assert child > 0, y
+    try:
+        assert _wait_gone(child), f"the kernel's child {child} still runs"
+    finally:
+        if not _wait_gone_now(child):
+            os.kill(child, signal.SIGKILL)
+    np.testing.assert_allclose(a @ np.eye(300), a)
+    _ok(probe, np.arange(16, dtype=np.float32))
+
+
+def _wait_gone_now(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
+@pytest.mark.parametrize("isolation,scale,what", [
+    ("in-process", -4.0, r"block 0: ProbeCustom_FP32: 1 blocks of 1 elements cannot cover 16 elements"),
+    ("process", -10.0, ISOLATED_CASES[-10.0]),
+])
+def test_stream_failure_names_op_binary_and_block(probe_package, isolation, scale, what):
+    """A launch on a created stream fails: synchronize() raises a DeviceError naming the op, the
+    binary (its path) and the block of the failing launch, not the simulator's message alone."""
+    probe = rt.import_ops(probe_package)
+    x = np.ones(16, np.float32)
+    device.set_isolation(isolation, 2 if isolation == "process" else None)
+    try:
+        with rt.Stream() as stream:
+            y = np.empty_like(x)
+            size, executor = probe.aclnnProbeCustomGetWorkspaceSize(x, scale, y)
+            probe.aclnnProbeCustom(None, size, executor, stream)
+            with pytest.raises(device.DeviceError) as exc:
+                stream.synchronize()
+            assert exc.value.code == device.SIM_EKERNEL
+            assert re.fullmatch(r"op ProbeCustom, binary ProbeCustom_FP32 \(.*/ProbeCustom_FP32\.so\): " + what,
+                                str(exc.value)), str(exc.value)
+            stream.synchronize()  # reported once
+    finally:
+        device.set_isolation()
+
+
+def test_c_abi_stream_failure_names_op_binary_and_block(probe_package, tmp_path):
+    """The C ABI on a created stream: the crash of an isolated launch is aclrtSynchronizeStream's
+    507015 (ACL_ERROR_RT_AICORE_EXCEPTION) with a message naming the op, the binary and the block;
+    the stream's next call works."""
+    exe = _probe_faults_program(probe_package, tmp_path)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OPBUILD_ISOLATION": "process",
+           "OPBUILD_KERNEL_TIMEOUT": "2"}
+    if "PYTHONPATH" in os.environ:
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    r = subprocess.run([str(exe), "--stream", "2.0", "-10.0", "2.0"], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0 and r.stdout.endswith("done\n"), r.stdout + r.stderr
+    ok, failed, after = r.stdout.splitlines()[:3]
+    assert ok == after == "scale 2.0: status 0: ok (y[0] 2)", r.stdout
+    assert re.fullmatch(r"scale -10.0: status 507015: aclrtSynchronizeStream: op ProbeCustom, binary ProbeCustom_FP32 "
+                        r"\(.*/ProbeCustom_FP32\.so\): " + ISOLATED_CASES[-10.0] + r" \[error 507015\] \(y\[0\] 2\)",
+                        failed), failed

@@ -184,7 +184,8 @@ def _fastpath_ready() -> bool:
                 if _Native.launch is None:
                     _Native.bind()
                 _fastpath.configure(AclnnError, settings.DP, Executor, Plan, _launch_failed,
-                                    ctypes.cast(_Native.launch, ctypes.c_void_p).value, cache_key.numpy_dtype_codes())
+                                    ctypes.cast(_Native.launch, ctypes.c_void_p).value, cache_key.numpy_dtype_codes(),
+                                    ctypes.cast(_Native.isolated, ctypes.c_void_p).value)
                 _fastpath.set_observed(len(LAUNCH_OBSERVERS))
                 ready = True
             except (OSError, AttributeError, device.DeviceError, TypeError, ValueError, RuntimeError):

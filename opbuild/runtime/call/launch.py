@@ -38,6 +38,7 @@ class _Native:
 
     launch: Any = None
     last_error: Any = None
+    isolated: Any = None
 
     @classmethod
     def bind(cls) -> None:
@@ -47,7 +48,11 @@ class _Native:
         last_error = lib["sim_last_error"]
         last_error.restype = ctypes.c_char_p
         last_error.argtypes = []
+        isolated = lib["sim_isolated"]
+        isolated.restype = ctypes.c_int
+        isolated.argtypes = []
         cls.last_error = last_error
+        cls.isolated = isolated
         cls.launch = launch
 
 

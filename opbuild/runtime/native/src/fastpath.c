@@ -30,6 +30,7 @@ PyObject *g_py_executor;      /* executor.Executor (what the Python phase 1 retu
 PyObject *g_launch_failed;    /* executor._launch_failed(plan): raises the launch error */
 Py_ssize_t g_hot_offset = -1; /* offset of Plan.hot's slot */
 sim_launch_fn g_launch;
+sim_isolated_fn g_isolated;
 PyObject *g_table_key;        /* the thread-state-dict key of the plan table */
 
 PyObject *s_opkey_kwnames; /* ("_opkey",) */
@@ -752,13 +753,17 @@ static PyTypeObject Phase2Type = {
 static PyObject *fp_configure(PyObject *mod, PyObject *args, PyObject *kwds) {
     (void)mod;
     PyObject *err, *dp, *py_executor, *plan_type, *launch_failed, *codes;
-    unsigned long long launch = 0;
+    unsigned long long launch = 0, isolated = 0;
     static char *kwlist[] = {"aclnn_error", "dp", "executor_type", "plan_type", "launch_failed", "sim_launch",
-                             "dtype_codes", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!OO!OKO!:configure", kwlist, &err, &PyList_Type, &dp,
+                             "dtype_codes", "sim_isolated", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!OO!OKO!K:configure", kwlist, &err, &PyList_Type, &dp,
                                      &py_executor, &PyType_Type, &plan_type, &launch_failed, &launch, &PyDict_Type,
-                                     &codes))
+                                     &codes, &isolated))
         return NULL;
+    if (!launch || !isolated) {
+        PyErr_SetString(PyExc_ValueError, "configure: sim_launch and sim_isolated must be function addresses");
+        return NULL;
+    }
     Py_XSETREF(g_dtype_codes, Py_NewRef(codes));
     if (PyList_GET_SIZE(dp) != 1) {
         PyErr_SetString(PyExc_ValueError, "configure: dp must be a one-element list");
@@ -776,6 +781,7 @@ static PyObject *fp_configure(PyObject *mod, PyObject *args, PyObject *kwds) {
     Py_XSETREF(g_launch_failed, Py_NewRef(launch_failed));
     g_hot_offset = hot;
     g_launch = (sim_launch_fn)(uintptr_t)launch;
+    g_isolated = (sim_isolated_fn)(uintptr_t)isolated;
     Py_RETURN_NONE;
 }
 
@@ -1061,7 +1067,8 @@ extern PyTypeObject TilingBlockType;                                            
 
 static PyMethodDef fp_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))fp_configure, METH_VARARGS | METH_KEYWORDS,
-     "configure(aclnn_error, dp, executor_type, plan_type, launch_failed, sim_launch): bind to the runtime."},
+     "configure(aclnn_error, dp, executor_type, plan_type, launch_failed, sim_launch, dtype_codes, sim_isolated): "
+     "bind to the runtime."},
     {"params_key", (PyCFunction)(void (*)(void))fp_params_key, METH_FASTCALL,
      "params_key(op_id, dp, slot_kinds, params, formats, attr_tags, attrs): the key of normalized arguments"},
     {"key_words", (PyCFunction)(void (*)(void))fp_key_words, METH_FASTCALL,

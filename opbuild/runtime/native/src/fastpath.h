@@ -35,6 +35,8 @@ _Static_assert(sizeof(void *) == sizeof(uint64_t), "launch arguments are kept as
 
 typedef int (*sim_launch_fn)(void *stream, void *fn, void *const *args, uint32_t nargs, uint32_t block_dim,
                              int intercore_sync, char *err, uint32_t errlen);
+/* sim_isolated: launches run in a worker process now (the launch waits: the GIL is released). */
+typedef int (*sim_isolated_fn)(void);
 
 /* ---- types ------------------------------------------------------------------------------------- */
 
@@ -136,6 +138,7 @@ typedef struct {
 extern PyObject *g_aclnn_error, *g_dp, *g_py_executor, *g_launch_failed, *g_table_key, *g_dtype_codes;
 extern Py_ssize_t g_hot_offset;
 extern sim_launch_fn g_launch;
+extern sim_isolated_fn g_isolated;
 extern long g_observed;  /* launch observers registered (fastpath_hit.c) */
 extern uint64_t g_epoch; /* bumped when any table entry is freed or inserted */
 extern PyObject *s_opkey_kwnames, *s_zero, *s_deterministic, *s_impl_mode;

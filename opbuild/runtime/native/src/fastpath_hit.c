@@ -382,7 +382,7 @@ PyObject *phase2_call(Phase2 *self, PyObject *const *args, size_t nargsf, PyObje
     ex->used = 1;
     st_p2_fast++;
     int rc;
-    if (ex->release_gil) {
+    if (ex->release_gil || g_isolated()) { /* a big launch, or any launch waiting for its worker process */
         /* a copy: set_arg may change the executor's while the kernel runs without the GIL; and keep
          * the executor (and so its arrays) alive meanwhile */
         memcpy(copy, launch_args, (size_t)ex->nargs * sizeof(uint64_t));

@@ -1108,6 +1108,19 @@ struct sim_stream {
     char error[SIM_ERROR_LEN];
 };
 
+/* The stream's error, reported at its next synchronize: a kernel launch's message after the
+ * kernel's registered label ("op X, binary Y (path)", sim_register_kernel), since the launch that
+ * failed is long gone from the caller's view. */
+static void stream_error(sim_stream *s, opbuild_kernel_launch_fn fn, const char *msg) {
+    const char *label = fn ? kernel_label(fn) : NULL;
+    if (label)
+        snprintf(s->error, sizeof s->error, "%s: %s", label, msg);
+    else if (fn)
+        snprintf(s->error, sizeof s->error, "kernel at %p: %s", (void *)(uintptr_t)fn, msg);
+    else
+        copy_msg(s->error, sizeof s->error, msg);
+}
+
 static void *stream_worker(void *arg) {
     sim_stream *s = arg;
     char msg[SIM_ERROR_LEN];
@@ -1121,6 +1134,7 @@ static void *stream_worker(void *arg) {
         pthread_mutex_unlock(&s->mu);
 
         int rc = SIM_OK;
+        opbuild_kernel_launch_fn fn = t->is_host || t->aicpu_fn ? NULL : t->fn;
         if (t->is_host)
             t->host_fn(t->host_arg);
         else if (t->aicpu_fn)
@@ -1133,7 +1147,7 @@ static void *stream_worker(void *arg) {
         pthread_mutex_lock(&s->mu);
         if (rc != SIM_OK && s->err_code == SIM_OK) {
             s->err_code = rc;
-            copy_msg(s->error, sizeof s->error, msg);
+            stream_error(s, fn, msg);
         }
         if (--s->pending == 0) pthread_cond_broadcast(&s->cv_idle);
     }
@@ -1336,6 +1350,7 @@ static void atfork_child(void) {
     aicpu.done = fresh_cv;
     aicpu.head = aicpu.tail = NULL;
     aicpu.started = 0;
+    isolation_atfork_child();
 }
 
 __attribute__((constructor)) static void sim_init(void) {

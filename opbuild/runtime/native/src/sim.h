@@ -126,6 +126,9 @@ SIM_API int sim_register_kernel_args(opbuild_kernel_launch_fn fn, const char *na
  * ("1": AddressSanitizer's reports of kernel blocks name the buffer, offset and access size; the
  * ASan runtime must be loaded). A bad value is SIM_EINVAL, and every launch fails with it. */
 SIM_API int sim_set_isolation(const char *mode, const char *timeout, const char *memcheck);
+/* 1 when launches run in a worker process now (the setting is valid and says so), else 0: the
+ * caller then waits for the launch, however small, and should not hold a lock (Python's GIL). */
+SIM_API int sim_isolated(void);
 
 /* ---- interrupts ---------------------------------------------------------------------------- */
 

@@ -54,6 +54,9 @@ SIM_HIDDEN int isolation_config(int *process, char *msg);
 /* Runs a validated non-sync launch in a worker process; a crash or timeout is SIM_EKERNEL. */
 SIM_HIDDEN int execute_isolated(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs, uint32_t block_dim,
                                 char *msg);
+/* In a child of fork(): the isolation's locks made fresh (another thread may have held one) and
+ * its host threads forgotten (they do not exist there: new ones are started). */
+SIM_HIDDEN void isolation_atfork_child(void);
 /* on_sigint: is the main thread waiting for an isolated worker (then it kills the worker)? */
 SIM_HIDDEN int isolated_wait_interrupt(void);
 

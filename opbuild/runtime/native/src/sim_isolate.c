@@ -6,14 +6,28 @@
  * is a process of its own, so a signal that kills it (a NULL write, abort(), a stack overflow on
  * its own guarded stack) or SIGKILL after the timeout ends the worker and not the caller, which
  * reports the block it was running. The worker runs the blocks one after another in its single
- * thread and uses its caller thread's thread-local storage (the caller waits meanwhile, as after
- * vfork), which is why it has no threads of its own and why intercore_sync kernels (whose blocks
- * must run at once) are not isolated. Memory is shared, so a stray write can still corrupt the
+ * thread, on the thread-local storage of a host thread (tls_host: a thread of the caller parked
+ * for good, lent to one worker at a time), never the caller thread's: that one's TLS (errno, its
+ * malloc cache, C++ thread_local destructors that exit() would run) stays the caller's. That is
+ * why the worker has no threads of its own and why intercore_sync kernels (whose blocks must run
+ * at once) are not isolated. Memory is shared, so a stray write can still corrupt the
  * caller: finding those is the memory checker's job.
+ *
+ * What the worker must not do to its caller (docs/runtime.md, "What isolation protects against"):
+ * - run the caller's exit handlers: exit() in the worker would run the process's atexit list,
+ *   library destructors and the stdio flush on the shared memory (and the thread_local destructors
+ *   of the thread whose TLS it uses: a host's, which has none). Each launch registers an exit
+ *   trap (iso_exit_trap) as the newest handler, which ends the worker at once; a worker that ends
+ *   before its launch finished (exit, _exit, the exit system call) is a failure with its status.
+ * - start threads: a thread of the worker would outlive it and link itself into the caller's libc
+ *   bookkeeping. A seccomp filter makes clone with CLONE_THREAD fail (EPERM) and the launch with it.
+ * - leave processes behind: the worker leads a process group of its own that its children cannot
+ *   leave (setsid and setpgid fail); the group is killed when the launch ends.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <poll.h>
 #include <sched.h>
@@ -21,7 +35,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/futex.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -150,6 +171,12 @@ SIM_HIDDEN int isolation_config(int *process, char *msg) {
     return SIM_OK;
 }
 
+SIM_API int sim_isolated(void) {
+    int process = 0;
+    char msg[SIM_ERROR_LEN];
+    return isolation_config(&process, msg) == SIM_OK && process;
+}
+
 /* ---- the worker ------------------------------------------------------------------------------ */
 
 #define ISO_GUARD ((size_t)256 << 10) /* below the stack: big frames of a runaway recursion hit it */
@@ -168,12 +195,88 @@ typedef struct iso_job {
     volatile sig_atomic_t fault_sig;
     volatile int has_addr;
     volatile uintptr_t fault_addr;
+    pid_t caller_pid;              /* the caller's process: exit traps there are not the worker's */
+    volatile int finished;         /* the worker ran the launch to its end (else it exited early) */
+    volatile int exit_called;      /* exit(exit_status) was called in the worker (iso_exit_trap) */
+    volatile int exit_status;
+    volatile int refused_thread;   /* the kernel tried to start a thread (refused) */
+    volatile uint32_t refused_idx; /* ... in this block (refused_in_block: in a block at all) */
+    volatile int refused_in_block;
+    atomic_int listener;           /* the worker's filter's listener (install_filter), -1: none yet */
 } iso_job;
 
-/* The job of the worker running on this thread's TLS (the worker's), and whether this (main)
- * thread waits for a worker (on_sigint). */
+/* The job of the worker running on this thread's TLS (a host's: the worker's), and whether this
+ * (main) thread waits for a worker (on_sigint). */
 static __thread iso_job *iso_current __attribute__((tls_model("initial-exec")));
 static __thread int iso_waiting __attribute__((tls_model("initial-exec")));
+
+/* ---- TLS hosts: the thread-local storage a worker runs on ------------------------------------ */
+
+/* A thread of the caller that never runs again after it started: its TLS is lent to one worker at
+ * a time (CLONE_SETTLS). Made on demand, one per launch running at once, and kept (a worker that
+ * crashed leaves it as a crash would leave the caller's own thread's). */
+typedef struct tls_host {
+    struct tls_host *next; /* hosts_mu: the free list */
+    void *tp;              /* its thread pointer */
+    current_block *cur;    /* its `cur` and `iso_current` (what the caller reads and sets) */
+    iso_job **job;
+    atomic_int ready;
+} tls_host;
+
+static pthread_mutex_t hosts_mu = PTHREAD_MUTEX_INITIALIZER;
+static tls_host *free_hosts;
+
+static void *host_main(void *arg) {
+    tls_host *h = arg;
+    h->tp = __builtin_thread_pointer();
+    h->cur = &cur;
+    h->job = &iso_current;
+    atomic_store(&h->ready, 1);
+    syscall(SYS_futex, &h->ready, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    /* From here on, only system calls that never fail (nothing touches the TLS: workers use it). */
+    for (;;) syscall(SYS_ppoll, NULL, 0, NULL, NULL, (size_t)8);
+    return NULL;
+}
+
+static tls_host *host_get(char *msg) {
+    pthread_mutex_lock(&hosts_mu);
+    tls_host *h = free_hosts;
+    if (h) free_hosts = h->next;
+    pthread_mutex_unlock(&hosts_mu);
+    if (h) return h;
+    h = calloc(1, sizeof *h);
+    if (!h) {
+        snprintf(msg, SIM_ERROR_LEN, "out of memory starting a host thread for the isolated worker");
+        return NULL;
+    }
+    pthread_attr_t attr;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the host starts with every signal blocked */
+    int e = pthread_attr_init(&attr);
+    if (e == 0) {
+        pthread_attr_setstacksize(&attr, (size_t)64 << 10);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_t tid;
+        e = pthread_create(&tid, &attr, host_main, h);
+        pthread_attr_destroy(&attr);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e != 0) {
+        free(h);
+        snprintf(msg, SIM_ERROR_LEN, "cannot start a host thread for the isolated worker: %s", strerror(e));
+        return NULL;
+    }
+    while (!atomic_load(&h->ready)) syscall(SYS_futex, &h->ready, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+    return h;
+}
+
+static void host_put(tls_host *h) {
+    pthread_mutex_lock(&hosts_mu);
+    h->next = free_hosts;
+    free_hosts = h;
+    pthread_mutex_unlock(&hosts_mu);
+}
 
 SIM_HIDDEN int isolated_wait_interrupt(void) { return iso_waiting; }
 
@@ -199,6 +302,86 @@ static void worker_on_fatal(int sig, siginfo_t *info, void *uctx) {
         syscall(SYS_tgkill, (pid_t)syscall(SYS_getpid), (pid_t)syscall(SYS_gettid), sig);
 }
 
+/* ---- threads are refused: the worker's system-call filter ---------------------------------- */
+
+#if defined(__x86_64__)
+#define ISO_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define ISO_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#else
+#error "sim_isolate.c: the worker's system-call filter knows x86_64 and aarch64 only"
+#endif
+
+#define ISO_REFUSED_ERRNO EPERM
+
+/* Installed in the worker (and inherited by its children); returns its listener (a file
+ * descriptor, shared with the caller by CLONE_FILES) or -1. clone3 fails with ENOSYS (libc then
+ * uses clone, whose flags a filter can read); clone with CLONE_THREAD waits for the caller
+ * (SECCOMP_RET_USER_NOTIF: answer_refused notes it and makes it fail with EPERM); setsid and
+ * setpgid fail with EPERM (the process group is the worker's to the end); system calls of
+ * another table (another architecture's, x32) fail with ENOSYS. */
+static int install_filter(void) {
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ISO_AUDIT_ARCH, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+#ifdef __x86_64__
+        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1), /* an x32 system call (__X32_SYSCALL_BIT) */
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+#endif
+#ifdef __NR_clone3
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+#endif
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_setsid, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_setpgid, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ISO_REFUSED_ERRNO),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])), /* flags (low word) */
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {.len = (unsigned short)(sizeof filter / sizeof filter[0]), .filter = filter};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
+    return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+}
+
+/* In the caller: a thread the worker (or a child of it) tried to start: note it (the block the
+ * worker is in: worker_cur, its host's) and make its clone fail with EPERM. */
+static void answer_refused(int listener, iso_job *j, const current_block *worker_cur) {
+    struct seccomp_notif req;
+    memset(&req, 0, sizeof req);
+    if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) return;
+    if (!j->refused_thread) {
+        j->refused_in_block = worker_cur->fn != NULL;
+        j->refused_idx = worker_cur->idx;
+        j->refused_thread = 1;
+    }
+    struct seccomp_notif_resp resp = {.id = req.id, .val = 0, .error = -ISO_REFUSED_ERRNO, .flags = 0};
+    ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+}
+
+/* ---- exit handlers are not run: the exit trap ----------------------------------------------- */
+
+extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
+extern int __cxa_at_quick_exit(void (*fn)(void *), void *dso);
+extern void __cxa_finalize(void *dso);
+
+/* Registered for each launch as the newest exit (and quick_exit) handler, so that exit() in the
+ * worker runs it before any of the caller's: it ends the worker (the exit system call, nothing
+ * else of exit() runs). In the caller (a thread not waiting for a worker, __cxa_finalize after
+ * the launch) it does nothing. glibc passes exit's status as the second argument. */
+static void iso_exit_trap(void *arg, int status) {
+    (void)arg;
+    iso_job *j = iso_current;
+    if (!j || (pid_t)syscall(SYS_getpid) == j->caller_pid) return;
+    j->exit_status = status;
+    j->exit_called = 1;
+    syscall(SYS_exit, status & 0xff);
+}
+
 static int worker_main(void *arg) {
     iso_job *j = arg;
     sigset_t mask; /* SIGINT & co. are the caller's to handle: it kills the worker */
@@ -213,10 +396,23 @@ static int worker_main(void *arg) {
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
     for (size_t i = 0; i < N_WORKER_FATAL; ++i) sigaction(worker_fatal[i], &sa, NULL);
-    cur.altstack = 1; /* the caller thread's TLS: restored by the caller */
+    cur.altstack = 1; /* its host's TLS */
     cur.jmp = NULL;
     cur.job = NULL;
-    j->rc = run_inline(j->fn, j->args, j->nargs, j->block_dim, j->msg);
+    /* A process group of its own, killed with the worker; then the filter (children inherit it). */
+    int listener = setpgid(0, 0) == 0 ? install_filter() : -1;
+    if (listener >= 0) {
+        fcntl(listener, F_SETFD, FD_CLOEXEC); /* the caller's fd table: not for its exec'd children */
+        atomic_store(&j->listener, listener);
+    }
+    if (listener < 0) {
+        snprintf(j->msg, SIM_ERROR_LEN, "cannot set up the isolated worker (process group, system-call filter): %s",
+                 strerror(errno));
+        j->rc = SIM_ESTATE;
+    } else {
+        j->rc = run_inline(j->fn, j->args, j->nargs, j->block_dim, j->msg);
+    }
+    j->finished = 1;
     return 0;
 }
 
@@ -252,6 +448,13 @@ static void stack_put(char *base, int reuse) {
     if (base) munmap(base, ISO_MAP);
 }
 
+SIM_HIDDEN void isolation_atfork_child(void) {
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    hosts_mu = fresh;
+    free_hosts = NULL; /* leaked: their threads are the parent's */
+    stacks_mu = fresh;
+}
+
 static uint64_t now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -264,6 +467,23 @@ static int reap(pid_t pid, int *status) {
         if (r == pid) return 0;
         if (r < 0 && errno != EINTR) return -1;
     }
+}
+
+/* Has the worker ended? Leaves it unreaped (a zombie keeps its pid, and so its process group's
+ * id, from being reused until the group is killed). */
+static int worker_ended(pid_t pid) {
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT | __WALL) != 0) return errno != EINTR;
+    return info.si_pid == pid;
+}
+
+/* The worker has ended or is killed: kill what is left of its process group (the kernel's
+ * children), then reap the worker. */
+static void end_worker(pid_t pid, int *status, int kill_worker) {
+    if (kill_worker) syscall(SYS_kill, pid, SIGKILL);
+    syscall(SYS_kill, -pid, SIGKILL);
+    reap(pid, status);
 }
 
 static void describe_block(char *out, size_t len, int in_block, uint32_t idx, uint32_t block_dim) {
@@ -281,21 +501,34 @@ SIM_HIDDEN int execute_isolated(opbuild_kernel_launch_fn fn, void *const *args, 
         return SIM_ENOMEM;
     }
     iso_job job = {.fn = fn, .args = args, .nargs = nargs, .block_dim = block_dim,
-                   .altstack = base + ISO_GUARD + ISO_STACK};
+                   .altstack = base + ISO_GUARD + ISO_STACK, .caller_pid = (pid_t)syscall(SYS_getpid), .listener = -1};
     char *top = job.altstack; /* the stack grows down from the signal stack's start */
 
-    current_block saved = cur; /* the worker writes this thread's TLS */
-    iso_job *saved_job = iso_current;
-    iso_current = &job;
-    cur.fn = NULL;
+    /* The exit trap, newest of the exit handlers; removed (not run) by __cxa_finalize(&job). */
+    void (*trap)(void *) = (void (*)(void *))(void (*)(void))iso_exit_trap;
+    if (__cxa_atexit(trap, NULL, &job) != 0 || __cxa_at_quick_exit(trap, &job) != 0) {
+        __cxa_finalize(&job);
+        stack_put(base, 1);
+        snprintf(msg, SIM_ERROR_LEN, "cannot register the isolated worker's exit trap");
+        return SIM_ENOMEM;
+    }
+    tls_host *host = host_get(msg);
+    if (!host) {
+        __cxa_finalize(&job);
+        stack_put(base, 1);
+        return SIM_ENOMEM;
+    }
+    *host->job = &job; /* the worker's TLS: its host's */
+    host->cur->fn = NULL;
     int pidfd = -1;
-    int flags = CLONE_VM | CLONE_FS | CLONE_FILES; /* exit signal 0: reaped with __WALL only */
-    pid_t pid = clone(worker_main, top, flags | CLONE_PIDFD, &job, &pidfd);
-    if (pid < 0 && errno == EINVAL) pid = clone(worker_main, top, flags, &job); /* kernel before 5.2 */
+    int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SETTLS; /* exit signal 0: reaped with __WALL only */
+    pid_t pid = clone(worker_main, top, flags | CLONE_PIDFD, &job, &pidfd, host->tp);
+    if (pid < 0 && errno == EINVAL) pid = clone(worker_main, top, flags, &job, NULL, host->tp); /* before 5.2 */
     if (pid < 0) {
         int e = errno;
-        cur = saved;
-        iso_current = saved_job;
+        *host->job = NULL;
+        host_put(host);
+        __cxa_finalize(&job);
         stack_put(base, 1);
         snprintf(msg, SIM_ERROR_LEN, "cannot start the isolated worker process: %s", strerror(e));
         return SIM_ENOMEM;
@@ -310,43 +543,47 @@ SIM_HIDDEN int execute_isolated(opbuild_kernel_launch_fn fn, void *const *args, 
     uint32_t timeout_ms = cfg_timeout_ms;
     uint64_t deadline = timeout_ms ? now_ms() + timeout_ms : 0;
     int status = 0, outcome = 0; /* 0 ended, 1 timed out, 2 interrupted */
-    uint32_t nap_us = 20;
     for (;;) {
-        pid_t r = waitpid(pid, &status, __WALL | WNOHANG);
-        if (r == pid) break;
+        if (worker_ended(pid)) {
+            end_worker(pid, &status, 0);
+            break;
+        }
         if (main_thread && atomic_load(&interrupt_requested)) outcome = 2;
         else if (deadline && now_ms() >= deadline) outcome = 1;
         if (outcome) {
-            syscall(SYS_kill, pid, SIGKILL);
-            reap(pid, &status);
+            end_worker(pid, &status, 1);
             break;
         }
-        int wait_ms = deadline ? (int)(deadline - now_ms()) : -1;
+        /* Wait for the worker's end (pidfd; polled without one, kernels before 5.2) and answer its
+         * filter (listener): until the worker has made its filter, in slices of 1 ms. */
+        int listener = atomic_load(&job.listener);
+        int64_t wait_ms = deadline ? (int64_t)(deadline - now_ms()) : -1;
         if (deadline && wait_ms < 0) wait_ms = 0;
-        if (pidfd >= 0) {
-            struct pollfd p = {.fd = pidfd, .events = POLLIN};
-            poll(&p, 1, wait_ms); /* a signal (SIGINT) ends it early: EINTR */
-        } else {
-            struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)nap_us * 1000};
-            nanosleep(&ts, NULL);
-            if (nap_us < 10000) nap_us *= 2;
-        }
+        if ((listener < 0 || pidfd < 0) && (wait_ms < 0 || wait_ms > 1)) wait_ms = 1;
+        struct pollfd p[2];
+        nfds_t n = 0;
+        if (pidfd >= 0) p[n++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
+        if (listener >= 0) p[n++] = (struct pollfd){.fd = listener, .events = POLLIN};
+        poll(p, n, (int)wait_ms); /* a signal (SIGINT) ends it early: EINTR */
+        if (listener >= 0 && (p[n - 1].revents & POLLIN)) answer_refused(listener, &job, host->cur);
     }
     if (main_thread) {
         iso_waiting = 0;
         atomic_store(&main_in_launch, 0);
     }
     if (pidfd >= 0) close(pidfd);
-    int in_block = cur.fn != NULL;
-    uint32_t idx = cur.idx;
-    cur = saved;
-    iso_current = saved_job;
+    if (atomic_load(&job.listener) >= 0) close(atomic_load(&job.listener));
+    int in_block = host->cur->fn != NULL;
+    uint32_t idx = host->cur->idx;
+    *host->job = NULL;
+    host_put(host);
+    __cxa_finalize(&job); /* this launch's traps: ef_free, their slots reused by the next launch */
 
     char where[64];
     describe_block(where, sizeof where, in_block, idx, block_dim);
-    int ended = outcome == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    int ended = outcome == 0 && job.finished && WIFEXITED(status) && WEXITSTATUS(status) == 0;
     stack_put(base, ended);
-    if (ended) {
+    if (ended && !job.refused_thread) {
         copy_msg(msg, SIM_ERROR_LEN, job.msg);
         return job.rc;
     }
@@ -354,8 +591,9 @@ SIM_HIDDEN int execute_isolated(opbuild_kernel_launch_fn fn, void *const *args, 
         snprintf(msg, SIM_ERROR_LEN, "launch interrupted (SIGINT) %s; the isolated worker was killed", where);
         return SIM_EINTR;
     }
+    char what[SIM_ERROR_LEN];
     if (outcome == 1) {
-        snprintf(msg, SIM_ERROR_LEN,
+        snprintf(what, sizeof what,
                  "%s: still running after OPBUILD_KERNEL_TIMEOUT=%g s; the isolated worker (pid %d) was killed", where,
                  cfg_timeout_s, (int)pid);
     } else if (WIFSIGNALED(status)) {
@@ -364,11 +602,30 @@ SIM_HIDDEN int execute_isolated(opbuild_kernel_launch_fn fn, void *const *args, 
         if (job.fault_sig == sig && job.has_addr)
             snprintf(addr, sizeof addr, " at address 0x%lx%s", (unsigned long)job.fault_addr,
                      job.fault_addr - (uintptr_t)base < ISO_GUARD ? " (stack overflow)" : "");
-        snprintf(msg, SIM_ERROR_LEN, "%s: %s%s; the isolated worker (pid %d) died of it", where,
+        snprintf(what, sizeof what, "%s: %s%s; the isolated worker (pid %d) died of it", where,
                  sig == SIGKILL ? "SIGKILL (killed)" : signal_name(sig), addr, (int)pid);
+    } else if (job.exit_called) {
+        snprintf(what, sizeof what,
+                 "%s: the kernel called exit(%d); the isolated worker (pid %d) ended without running the caller's "
+                 "exit handlers", where, job.exit_status, (int)pid);
+    } else if (!job.finished) {
+        snprintf(what, sizeof what,
+                 "%s: the isolated worker (pid %d) ended with status %d before the launch finished (_exit() or the "
+                 "exit system call in the kernel)", where, (int)pid, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    } else if (ended) {
+        what[0] = '\0'; /* only the refused thread to report */
     } else {
-        snprintf(msg, SIM_ERROR_LEN, "%s: the isolated worker (pid %d) exited with status %d", where, (int)pid,
+        snprintf(what, sizeof what, "%s: the isolated worker (pid %d) exited with status %d", where, (int)pid,
                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    }
+    if (job.refused_thread) {
+        char block[64];
+        describe_block(block, sizeof block, job.refused_in_block, job.refused_idx, block_dim);
+        snprintf(msg, SIM_ERROR_LEN,
+                 "%s: the kernel tried to start a thread (clone with CLONE_THREAD), which an isolated worker refuses "
+                 "(EPERM): it runs a launch on its one thread%s%s", block, what[0] ? "; then " : "", what);
+    } else {
+        copy_msg(msg, SIM_ERROR_LEN, what);
     }
     return SIM_EKERNEL;
 }
