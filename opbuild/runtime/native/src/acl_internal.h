@@ -114,6 +114,9 @@ ACL_INTERNAL aclnnStatus aclnn_fail(aclnnStatus status, const char *api, const c
 ACL_INTERNAL const char *aclnn_status_name(aclnnStatus status);
 
 ACL_INTERNAL void acl_live_add(int kind, int64_t delta);
+/* The bytes an aclTensor's storage covers (storage elements x element size): 0, or -1 when they
+ * are more than 2^64 (the tensor is refused). */
+ACL_INTERNAL int acl_tensor_storage_bytes(const aclTensor *t, uint64_t itemsize, uint64_t *bytes);
 
 /* ---- acl_config.c ----------------------------------------------------------------------------- */
 
@@ -141,10 +144,14 @@ typedef struct sim_api {
     int (*stream_enqueue_host)(sim_stream *stream, sim_host_fn fn, void *arg);
     int (*launch)(sim_stream *stream, opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs, uint32_t block_dim,
                   int intercore_sync, char *err, uint32_t errlen);
+    int (*allocation)(const void *ptr, uint64_t *start, uint64_t *size);
 } sim_api;
 
 /* The loaded simulator, or NULL (the reason reported with acl_error). */
 ACL_INTERNAL const sim_api *acl_sim(void);
+/* 1 and the bytes from `ptr` to the end of the aclrtMalloc buffer holding it, or 0 when `ptr` is
+ * in no live device buffer (host memory: nothing known). */
+ACL_INTERNAL int acl_device_room(const void *ptr, uint64_t *room);
 /* Whether `stream` is a live stream of aclrtCreateStream. */
 ACL_INTERNAL bool acl_stream_is_live(aclrtStream stream);
 /* The directory holding this library (no trailing slash). */

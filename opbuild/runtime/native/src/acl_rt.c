@@ -73,6 +73,7 @@ static void load_sim(void) {
         {"sim_stream_destroy", (void **)&g_sim.stream_destroy},
         {"sim_stream_enqueue_host", (void **)&g_sim.stream_enqueue_host},
         {"sim_launch", (void **)&g_sim.launch},
+        {"sim_allocation", (void **)&g_sim.allocation},
     };
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
         *syms[i].slot = dlsym(h, syms[i].name);
@@ -293,6 +294,14 @@ aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
                                    sim->last_error());
     *devPtr = p;
     return ACL_SUCCESS;
+}
+
+int acl_device_room(const void *ptr, uint64_t *room) {
+    const sim_api *sim = acl_sim();
+    uint64_t start, size;
+    if (sim == NULL || !sim->allocation(ptr, &start, &size)) return 0;
+    *room = size - ((uintptr_t)ptr - start);
+    return 1;
 }
 
 aclError aclrtFree(void *devPtr) {

@@ -393,17 +393,25 @@ void opcache_insert(opcache_plan *plan) {
 
 /* ---- launch arguments ----------------------------------------------------------------------- */
 
+/* The address of a tensor's first view element, or NULL for anything the Python path handles or
+ * reports: empty, no data, a view outside its storage, dims whose extent overflows, storage
+ * reaching past the end of the aclrtMalloc buffer holding it, misaligned. */
 static void *view_address(const aclTensor *t, uint8_t itemsize) {
     if (t->data == NULL) return NULL;
-    int64_t low = t->offset, high = t->offset, storage = 1;
+    int64_t low = t->offset, high = t->offset, storage = 1, step;
     for (uint64_t i = 0; i < t->viewDimsNum; i++) {
         int64_t d = t->viewDims[i], s = t->strides[i];
         if (d <= 0) return NULL; /* empty tensors: Python */
-        if (s > 0) high += (d - 1) * s;
-        else low += (d - 1) * s;
+        if (__builtin_mul_overflow(d - 1, s, &step)) return NULL;
+        if (__builtin_add_overflow(s > 0 ? high : low, step, s > 0 ? &high : &low)) return NULL;
     }
-    for (uint64_t i = 0; i < t->storageDimsNum; i++) storage *= t->storageDims[i];
+    for (uint64_t i = 0; i < t->storageDimsNum; i++)
+        if (__builtin_mul_overflow(storage, t->storageDims[i], &storage)) return NULL;
     if (low < 0 || high >= storage) return NULL; /* Python reports it */
+    uint64_t bytes, room;
+    if (acl_tensor_storage_bytes(t, itemsize, &bytes) != 0) return NULL;
+    if (acl_device_room(t->data, &room) && bytes > room)
+        return NULL; /* storage past the end of its device buffer: Python reports it */
     uintptr_t addr = (uintptr_t)t->data + (uintptr_t)(t->offset * itemsize);
     if (itemsize && addr % itemsize) return NULL; /* misaligned: Python copies */
     return (void *)addr;
