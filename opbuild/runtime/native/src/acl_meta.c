@@ -386,14 +386,6 @@ aclnnStatus aclGetDataType(const aclTensor *tensor, aclDataType *dataType) {
     return ACLNN_SUCCESS;
 }
 
-int acl_tensor_storage_bytes(const aclTensor *t, uint64_t itemsize, uint64_t *bytes) {
-    uint64_t n = itemsize;
-    for (uint64_t i = 0; i < t->storageDimsNum; i++)
-        if (__builtin_mul_overflow(n, (uint64_t)t->storageDims[i], &n)) return -1;
-    *bytes = n;
-    return 0;
-}
-
 aclnnStatus aclSetRawTensorAddr(aclTensor *tensor, void *addr) {
     aclnnStatus st = check_get(tensor, OPBUILD_ACL_TENSOR, &st, "aclSetRawTensorAddr", "aclTensor");
     if (st != ACLNN_SUCCESS) return st;

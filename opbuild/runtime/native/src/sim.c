@@ -91,6 +91,22 @@ typedef struct mem_range {
 static pthread_rwlock_t ranges_lock = PTHREAD_RWLOCK_INITIALIZER;
 static mem_range *ranges;
 static size_t ranges_len, ranges_cap;
+/* Bumped by every insert and removal (under the write lock): a thread's hints of an older
+ * generation are stale. */
+static _Atomic uint64_t ranges_gen = 1;
+
+/* What a thread learnt from its recent lookups: [lo, hi) is one allocation (`found`) or a gap
+ * between two (none there), true at generation `gen`. A hit of the aclnn C ABI checks the same
+ * few tensors call after call: answered from here without the lock. */
+typedef struct range_hint {
+    uintptr_t lo, hi;
+    uint64_t gen;
+    uint64_t size; /* the allocation's size (found) */
+    int found;
+} range_hint;
+#define RANGE_HINTS 4
+static __thread range_hint range_hints[RANGE_HINTS] __attribute__((tls_model("initial-exec")));
+static __thread unsigned range_hint_next __attribute__((tls_model("initial-exec")));
 
 /* The index of the first range starting above `addr` (caller holds ranges_lock). */
 static size_t ranges_upper(uintptr_t addr) {
@@ -119,6 +135,7 @@ static int ranges_add(uintptr_t start, uint64_t size) {
     memmove(ranges + at + 1, ranges + at, (ranges_len - at) * sizeof *ranges);
     ranges[at] = (mem_range){start, size};
     ranges_len++;
+    atomic_fetch_add_explicit(&ranges_gen, 1, memory_order_release);
     pthread_rwlock_unlock(&ranges_lock);
     return 0;
 }
@@ -129,26 +146,46 @@ static void ranges_remove(uintptr_t start) {
     if (at > 0 && ranges[at - 1].start == start) {
         memmove(ranges + at - 1, ranges + at, (ranges_len - at) * sizeof *ranges);
         ranges_len--;
+        atomic_fetch_add_explicit(&ranges_gen, 1, memory_order_release);
     }
     pthread_rwlock_unlock(&ranges_lock);
 }
 
+/* The bytes an allocation owns: a 0-byte allocation owns its one address (its pointer is unique). */
+static uint64_t range_extent(const mem_range *r) { return r->size ? r->size : 1; }
+
+SIM_API const uint64_t *sim_allocation_generation(void) { return (const uint64_t *)&ranges_gen; }
+
 SIM_API int sim_allocation(const void *ptr, uint64_t *start, uint64_t *size) {
     uintptr_t addr = (uintptr_t)ptr;
-    int found = 0;
+    uint64_t gen = atomic_load_explicit(&ranges_gen, memory_order_acquire);
+    for (unsigned i = 0; i < RANGE_HINTS; ++i) {
+        const range_hint *h = &range_hints[i];
+        if (h->gen == gen && addr >= h->lo && addr < h->hi) {
+            if (!h->found) return 0;
+            if (start) *start = h->lo;
+            if (size) *size = h->size;
+            return 1;
+        }
+    }
+    range_hint learnt = {0, UINTPTR_MAX, 0, 0, 0};
     pthread_rwlock_rdlock(&ranges_lock);
+    learnt.gen = atomic_load_explicit(&ranges_gen, memory_order_relaxed);
     size_t at = ranges_upper(addr);
+    if (at < ranges_len) learnt.hi = ranges[at].start;
     if (at > 0) {
         const mem_range *r = &ranges[at - 1];
-        /* a 0-byte allocation owns its one address (its pointer is still unique) */
-        if (addr - r->start < (r->size ? r->size : 1)) {
+        if (addr - r->start < range_extent(r)) {
+            learnt = (range_hint){r->start, r->start + range_extent(r), learnt.gen, r->size, 1};
             if (start) *start = r->start;
             if (size) *size = r->size;
-            found = 1;
+        } else {
+            learnt.lo = r->start + range_extent(r);
         }
     }
     pthread_rwlock_unlock(&ranges_lock);
-    return found;
+    range_hints[range_hint_next++ % RANGE_HINTS] = learnt;
+    return learnt.found;
 }
 
 SIM_API void *sim_malloc(size_t size) {

@@ -78,6 +78,9 @@ SIM_API uint64_t sim_mem_blocks(void);  /* number of live allocations */
 /* 1 and the live allocation holding `ptr` (its first byte and size), or 0 when `ptr` is in no
  * live allocation (host memory, freed device memory). */
 SIM_API int sim_allocation(const void *ptr, uint64_t *start, uint64_t *size);
+/* The allocations' generation counter, changed by every sim_malloc and sim_free (read it with an
+ * atomic load): a check against the allocations made at generation G still holds while it reads G. */
+SIM_API const uint64_t *sim_allocation_generation(void);
 
 /* ---- thread pool -------------------------------------------------------------------------- */
 
