@@ -319,7 +319,7 @@ class Planner:
         includes = [str(self.native_include)]
         plan.compute_object, = self.step(
             "compile", [obj], [source], f"CC compute {spec.op}",
-            OPBUILD_CMD=tuple(self.tc.tiling_object_command(rel(source), rel(obj), includes)), OPBUILD_DISTRIBUTE=1,
+            OPBUILD_CMD=tuple(self.tc.aicpu_object_command(rel(source), rel(obj), includes)), OPBUILD_DISTRIBUTE=1,
             OPBUILD_WHAT=f"op {spec.op}: compiling compute source {rel(source)}", scan_includes=includes)
         self.aclnn_api(plan, packages)
         plan.steps = self._take()
@@ -350,12 +350,12 @@ class Planner:
         registry_obj = self.work / "obj" / package.kind / "aicpu_kernels.o"
         includes = [str(self.native_include)]
         registry, = step("compile", [registry_obj], [registry_src], f"CC aicpu_kernels.c ({where})",
-                         OPBUILD_CMD=tuple(self.tc.tiling_object_command(rel(registry_src), rel(registry_obj), includes)),
+                         OPBUILD_CMD=tuple(self.tc.aicpu_object_command(rel(registry_src), rel(registry_obj), includes)),
                          OPBUILD_WHAT=f"compiling the AI CPU kernel registry of {where}", scan_includes=includes)
         objects = [registry, *(p.compute_object for p in plans)]
         target = package.root / layout.aicpu_kernel_lib()
         step("compile", [target], objects, f"LINK {layout.AICPU_KERNELS_LIB} ({where})",
-             OPBUILD_CMD=tuple(self.tc.tiling_link_command([rel(o) for o in objects], rel(target))),
+             OPBUILD_CMD=tuple(self.tc.aicpu_link_command([rel(o) for o in objects], rel(target))),
              OPBUILD_WHAT=f"linking {layout.AICPU_KERNELS_LIB} of {where} (AI CPU ops: {', '.join(names)})")
         step("text", [package.root / layout.aicpu_op_info()], [], f"GEN {layout.AICPU_OP_INFO} ({where})",
              OPBUILD_TEXT=codegen.render_aicpu_op_info(specs))

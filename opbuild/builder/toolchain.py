@@ -180,11 +180,12 @@ class HostToolchain(Toolchain):
             )
         self.root = root
         self._identity: str | None = None
-        self.kernel_flags = (*self.common_flags, *memcheck_flags())
+        self.memcheck = memcheck_flags()
+        self.kernel_flags = (*self.common_flags, *self.memcheck)
         self.cxx = shlex.split(os.environ.get("CXX") or _cxx_for(self.cc[0]))
         self.objcopy = os.environ.get("OBJCOPY") or "objcopy"
         self.ld = os.environ.get("LD") or "ld"
-        self.ascendc_flags = (*ASCENDC_KERNEL_FLAGS, *memcheck_flags())
+        self.ascendc_flags = (*ASCENDC_KERNEL_FLAGS, *self.memcheck)
         self.ascendc_host_flags = ASCENDC_HOST_FLAGS
 
     def _prefix_map(self) -> list[str]:
@@ -221,6 +222,18 @@ class HostToolchain(Toolchain):
     def tiling_link_command(self, objects, output, cxx: bool = False):
         """`cxx`: some object is C++ (an Ascend C op's host bridge): link with the C++ driver."""
         return [*(self.cxx if cxx else self.cc), "-shared", "-o", output, *objects]
+
+    def aicpu_object_command(self, source, output, include_dirs):
+        """An AI CPU compute source (or the generated registry) to an object: the host code's
+        command, instrumented by AddressSanitizer when OPBUILD_MEMCHECK=1 as kernels are (AI CPU
+        tasks run in the simulator too, and the memory checker names their buffers)."""
+        command = self.tiling_object_command(source, output, include_dirs)
+        return [*command[:len(self.cc)], *self.memcheck, *command[len(self.cc):]]
+
+    def aicpu_link_command(self, objects, output):
+        """libcust_aicpu_kernels.so from its objects (linked with the sanitizer when they are)."""
+        command = self.tiling_link_command(objects, output)
+        return [*command[:len(self.cc)], *self.memcheck, *command[len(self.cc):]]
 
     def cc_command(self) -> list[str]:
         return list(self.cc)

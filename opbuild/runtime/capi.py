@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from opbuild.abi.vocabulary import ACL_DATA_TYPES, ATTR_TYPES, DTYPE_BY_ACL, FORMAT_BY_ACL
-from opbuild.runtime import settings
+from opbuild.runtime import device, settings
 from opbuild.runtime.call import cache_key, plan_cache
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
 from opbuild.runtime.tensor import Tensor
@@ -193,17 +193,23 @@ def tensor_array(address: int, what: str) -> Tensor:
     else:
         dims = ctypes.string_at(p_view, 8 * n) + ctypes.string_at(p_strides, 8 * n) + ctypes.string_at(p_storage, 8 * m)
     key = raw[8:_TENSOR_KEY_END] + dims
-    tensor = _TENSORS.get(key)
-    if tensor is not None:
+    cached = _TENSORS.get(key)
+    if cached is not None:
+        tensor, nbytes, storage = cached
+        if nbytes:  # the buffer may have been freed and a smaller one handed out at the same address
+            _check_in_buffer(what, data, nbytes, storage)
         return tensor
-    tensor = _make_tensor(what, dt, fmt_code, offset, data, struct.unpack(f"<{2 * n + m}q", dims), n)
+    values = struct.unpack(f"<{2 * n + m}q", dims)
+    tensor, nbytes = _make_tensor(what, dt, fmt_code, offset, data, values, n)
     if len(_TENSORS) >= _TENSORS_MAX:
         _TENSORS.clear()
-    _TENSORS[key] = tensor
+    _TENSORS[key] = (tensor, nbytes, values[2 * n:])
     return tensor
 
 
-def _make_tensor(what: str, dt: int, fmt_code: int, offset: int, data: int, dims: tuple[int, ...], n: int) -> Tensor:
+def _make_tensor(what: str, dt: int, fmt_code: int, offset: int, data: int, dims: tuple[int, ...],
+                 n: int) -> tuple[Tensor, int]:
+    """The Tensor over an aclTensor's memory and its storage's size in bytes (0: empty)."""
     dtype_rec = DTYPE_BY_ACL.get(dt)
     if dtype_rec is None:
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: data type {ACL_DTYPE_NAMES.get(dt, dt)} is not "
@@ -216,7 +222,7 @@ def _make_tensor(what: str, dt: int, fmt_code: int, offset: int, data: int, dims
     dtype = dtype_rec.numpy
     shape, strides, storage = dims[:n], dims[n:2 * n], dims[2 * n:]
     if 0 in shape:
-        return Tensor(np.empty(shape, dtype), fmt)
+        return Tensor(np.empty(shape, dtype), fmt), 0
     if not data:
         raise AclnnError(ACLNN_ERR_PARAM_NULLPTR, f"{what}: the tensor data is a null pointer")
     storage_elems = prod(storage)
@@ -228,10 +234,30 @@ def _make_tensor(what: str, dt: int, fmt_code: int, offset: int, data: int, dims
                          f"elements {low}..{high}, outside its storage of {storage_elems} elements (storage shape "
                          f"{list(storage)})")
     itemsize = dtype.itemsize
-    buffer = (ctypes.c_char * (storage_elems * itemsize)).from_address(data)
+    nbytes = storage_elems * itemsize
+    if nbytes >= 1 << 63:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: its storage (shape {list(storage)}) is {nbytes} bytes, "
+                                                  f"more than any buffer can hold")
+    _check_in_buffer(what, data, nbytes, storage)
+    buffer = (ctypes.c_char * nbytes).from_address(data)
     array = np.ndarray(shape, dtype, buffer=buffer, offset=offset * itemsize,
                        strides=tuple(s * itemsize for s in strides))
-    return Tensor(array, fmt)
+    return Tensor(array, fmt), nbytes
+
+
+def _check_in_buffer(what: str, data: int, nbytes: int, storage: tuple[int, ...]) -> None:
+    """161002 when `data` lies in a device buffer (aclrtMalloc) that ends before the tensor's
+    storage does: the kernel would read or write past it. Host memory is not known and passes."""
+    owner = device.allocation(data)
+    if owner is None:
+        return
+    start, size = owner
+    room = start + size - data
+    if nbytes > room:
+        at = f" at offset {data - start}" if data != start else ""
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID,
+                         f"{what}: its storage (shape {list(storage)}) is {nbytes} bytes, but the device buffer it "
+                         f"points into (aclrtMalloc of {size} bytes{at}) has {room}")
 
 
 def tensor_list(address: int, what: str) -> list[Tensor]:

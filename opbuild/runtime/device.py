@@ -45,6 +45,7 @@ __all__ = [
     "mem_in_use",
     "mem_peak",
     "mem_blocks",
+    "allocation",
     "library_path",
     "MEM_ALIGN",
     "MAX_SYNC_BLOCKS",
@@ -110,6 +111,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "sim_mem_in_use": (u64, []),
         "sim_mem_peak": (u64, []),
         "sim_mem_blocks": (u64, []),
+        "sim_allocation": (i32, [vp, ctypes.POINTER(u64), ctypes.POINTER(u64)]),
         "sim_set_threads": (i32, [u32]),
         "sim_threads": (u32, []),
         "sim_launch": (i32, [vp, vp, vp, u32, u32, i32, ctypes.c_char_p, u32]),
@@ -323,6 +325,16 @@ def mem_peak() -> int:
 def mem_blocks() -> int:
     """Number of live device allocations."""
     return _L().sim_mem_blocks()
+
+
+def allocation(address: int) -> tuple[int, int] | None:
+    """(start, size) of the live device allocation holding `address`, or None when the address
+    is in none (host memory, or device memory already freed). What lets a caller check that a
+    tensor or workspace given by address fits in the buffer `malloc`/aclrtMalloc handed out."""
+    start, size = ctypes.c_uint64(), ctypes.c_uint64()
+    if not _L().sim_allocation(address, ctypes.byref(start), ctypes.byref(size)):
+        return None
+    return start.value, size.value
 
 
 # ---- thread pool ---------------------------------------------------------------------------------
@@ -573,11 +585,7 @@ def load_kernel(path: str | os.PathLike, symbol: str = LAUNCH_SYMBOL, label: str
     path = Path(path)
     if not path.is_file():
         raise DeviceError(f"kernel binary {path} does not exist")
-    if _needs_sanitizer(path):
-        raise DeviceError(f"kernel binary {path} is built with the memory checker (AddressSanitizer), whose runtime "
-                          "is not loaded: run with LD_PRELOAD=$(cc -print-file-name=libasan.so) "
-                          "ASAN_OPTIONS=halt_on_error=0:suppress_equal_pcs=0:detect_leaks=0 OPBUILD_MEMCHECK=1 "
-                          "(docs/runtime.md, kernel memory checker)")
+    check_sanitizer(path, "kernel binary")
     try:
         dll = ctypes.CDLL(str(path), mode=os.RTLD_NOW | os.RTLD_LOCAL)
     except OSError as e:
@@ -591,6 +599,16 @@ def load_kernel(path: str | os.PathLike, symbol: str = LAUNCH_SYMBOL, label: str
     if arg_names:
         _L().sim_register_kernel_args(address, ",".join(arg_names).encode("utf-8", "replace"))
     return KernelBinary(path, symbol, dll, address)
+
+
+def check_sanitizer(path: Path, what: str) -> None:
+    """DeviceError when `path` (a kernel binary, an AI CPU kernel library) is built with the memory
+    checker (AddressSanitizer) and its runtime is not loaded: dlopen would abort the process."""
+    if _needs_sanitizer(path):
+        raise DeviceError(f"{what} {path} is built with the memory checker (AddressSanitizer), whose runtime "
+                          "is not loaded: run with LD_PRELOAD=$(cc -print-file-name=libasan.so) "
+                          "ASAN_OPTIONS=halt_on_error=0:suppress_equal_pcs=0:detect_leaks=0 OPBUILD_MEMCHECK=1 "
+                          "(docs/runtime.md, kernel memory checker)")
 
 
 def _needs_sanitizer(path: Path) -> bool:

@@ -90,7 +90,7 @@ def _to_numpy(torch: Any, t: Any, what: str) -> Any:
     (it refuses non-CPU, grad-requiring and bfloat16 tensors, handled after it)."""
     try:
         return t.numpy()
-    except (TypeError, RuntimeError, AttributeError):
+    except (TypeError, RuntimeError, ValueError, AttributeError):
         pass
     if t is None:
         return None
@@ -102,11 +102,18 @@ def _to_numpy(torch: Any, t: Any, what: str) -> Any:
     if t.dtype == torch.bfloat16:
         import ml_dtypes
 
-        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+        try:
+            return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+        except (RuntimeError, ValueError) as exc:
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: a tensor of shape {list(t.shape)} (torch.bfloat16) "
+                                                      f"has no numpy view: {exc}") from None
     try:
         return t.numpy()
     except TypeError as exc:  # a dtype numpy has no view of
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: dtype {t.dtype} is not supported: {exc}") from None
+    except (RuntimeError, ValueError) as exc:  # e.g. more than 2^63 elements or bytes (an expanded view)
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: a tensor of shape {list(t.shape)} ({t.dtype}) has no "
+                                                  f"numpy view: {exc}") from None
 
 
 def _to_torch(torch: Any, a: Any) -> Any:

@@ -374,3 +374,92 @@ def test_stream_from_handle_does_not_own():
     del borrowed
     owner.synchronize()  # still alive
     owner.destroy()
+
+
+def _device(acl, nbytes: int) -> int:
+    ptr = VP()
+    assert acl.aclrtMalloc(ctypes.byref(ptr), nbytes, 0) == 0
+    return ptr.value
+
+
+def _device_tensor(acl, address: int, shape, dtype=ACL_FLOAT, strides=None, storage=None) -> int:
+    storage = shape if storage is None else storage
+    t = acl.aclCreateTensor(_arr(shape), len(shape), dtype, None if strides is None else _arr(strides), 0,
+                            ACL_FORMAT_ND, _arr(storage), len(storage), address)
+    assert t
+    return t
+
+
+def test_storage_past_the_end_of_its_device_buffer_is_refused(acl, opapi):
+    """A tensor on an aclrtMalloc buffer smaller than its storage: 161002 naming the tensor and
+    the buffer, on a miss and on a native cache hit alike (before, the kernel ran past the end)."""
+    n = 4096
+    x, y = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
+    tx, ty = make_tensor(acl, x), make_tensor(acl, y)
+    big, small = _device(acl, 4 * n), _device(acl, 64)
+    tz_big, tz_small = _device_tensor(acl, big, (n,)), _device_tensor(acl, small, (n,))
+    # a first call of this shape on a big enough buffer (its plan is cached natively)
+    status, ws, ex = phase1(opapi, "AddCustomTemplate", tx, ty, tz_big)
+    assert status == 0, recent_error(acl)
+    assert opapi.aclnnAddCustomTemplate(None, ws, ex, None) == 0
+    out = np.empty(n, np.float32)
+    acl.aclrtMemcpy.argtypes = [VP, ctypes.c_size_t, VP, ctypes.c_size_t, ctypes.c_int]
+    assert acl.aclrtMemcpy(out.ctypes.data, out.nbytes, big, out.nbytes, 2) == 0
+    np.testing.assert_array_equal(out, x + y)
+    for _ in range(2):  # the same call key again: refused on the hit path as on the miss
+        status, _, _ = phase1(opapi, "AddCustomTemplate", tx, ty, tz_small)
+        assert status == 161002
+        assert "output 'z': its storage (shape [4096]) is 16384 bytes, but the device buffer it points into " \
+               "(aclrtMalloc of 64 bytes) has 64" in recent_error(acl)
+    # an interior pointer: the room is what is left of the buffer after it
+    tz_inside = _device_tensor(acl, big + 512, (n,))
+    assert phase1(opapi, "AddCustomTemplate", tx, ty, tz_inside)[0] == 161002
+    assert f"(aclrtMalloc of {4 * n} bytes at offset 512) has {4 * n - 512}" in recent_error(acl)
+    # re-pointing an executor's tensor at a buffer too small for it
+    acl.aclSetOutputTensorAddr.argtypes = [VP, ctypes.c_size_t, VP, VP]
+    status, ws, ex = phase1(opapi, "AddCustomTemplate", tx, ty, tz_big)
+    assert status == 0 and acl.aclSetAclOpExecutorRepeatable(ex) == 0
+    assert acl.aclSetOutputTensorAddr(ex, 0, tz_big, small) == 161002
+    assert "storage is 16384 bytes, but the device buffer" in recent_error(acl)
+    assert acl.aclDestroyAclOpExecutor(ex) == 0
+    for t in (tx, ty, tz_big, tz_small, tz_inside):
+        assert acl.aclDestroyTensor(t) == 0
+    for p in (big, small):
+        assert acl.aclrtFree(p) == 0
+
+
+def test_dims_whose_extent_overflows(acl, opapi):
+    """Dims whose element count overflows int64: aclCreateTensor refuses contiguous ones; with
+    explicit strides and storage the aclnn call gives 161002 (before, 561000 and a traceback)."""
+    huge = 1 << 40
+    assert not acl.aclCreateTensor(_arr([huge, huge]), 2, ACL_FLOAT, None, 0, ACL_FORMAT_ND, None, 0, None)
+    assert "viewDims overflow" in recent_error(acl)
+    assert not acl.aclCreateTensor(_arr([2, 2]), 2, ACL_FLOAT, _arr([(1 << 63) - 1, 1]), 0, ACL_FORMAT_ND, None, 0, None)
+    assert "larger than 2^63" in recent_error(acl)
+    x = np.ones(4, np.float32)
+    tx, ty = make_tensor(acl, x), make_tensor(acl, np.empty(4, np.float32))
+    t = _device_tensor(acl, x.ctypes.data, (1, 4), strides=(1, 1), storage=(huge, huge, huge))
+    status, _, _ = phase1(opapi, "AddCustomTemplate", tx, t, ty)
+    assert status == 161002, recent_error(acl)
+    assert "more than any buffer can hold" in recent_error(acl)
+    for obj in (tx, ty, t):
+        assert acl.aclDestroyTensor(obj) == 0
+
+
+def test_ai_cpu_output_past_the_end_of_its_device_buffer_is_refused(acl, package):
+    """An AI CPU op's output on an aclrtMalloc buffer smaller than its storage: 161002 in phase 1
+    (before, the compute function wrote past the buffer: a hang or a crash)."""
+    lib = ctypes.CDLL(str(package.lib))
+    phase1_fn = lib.aclnnNonZeroCustomGetWorkspaceSize
+    phase1_fn.argtypes = [VP, VP, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(VP)]
+    x = np.arange(1, 9, dtype=np.float32)
+    tx = make_tensor(acl, x)
+    small = _device(acl, 16)
+    out = _device_tensor(acl, small, (1, 8), dtype=ACL_INT64)
+    ws, ex = ctypes.c_uint64(), VP()
+    assert phase1_fn(tx, out, ctypes.byref(ws), ctypes.byref(ex)) == 161002
+    assert "its storage (shape [1, 8]) is 64 bytes, but the device buffer it points into (aclrtMalloc of 16 " \
+           "bytes) has 16" in recent_error(acl)
+    for t in (tx, out):
+        assert acl.aclDestroyTensor(t) == 0
+    assert acl.aclrtFree(small) == 0

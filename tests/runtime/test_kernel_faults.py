@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import opbuild.runtime as rt
+import pkgbuild
 from opbuild.runtime import device
 
 HERE = Path(__file__).resolve().parent
@@ -513,3 +514,94 @@ def test_c_abi_stream_failure_names_op_binary_and_block(probe_package, tmp_path)
     assert re.fullmatch(r"scale -10.0: status 507015: aclrtSynchronizeStream: op ProbeCustom, binary ProbeCustom_FP32 "
                         r"\(.*/ProbeCustom_FP32\.so\): " + ISOLATED_CASES[-10.0] + r" \[error 507015\] \(y\[0\] 2\)",
                         failed), failed
+
+
+# ---- OPBUILD_MEMCHECK=1 on the AI CPU -----------------------------------------------------------
+
+_AICPU_PROBE_YAML = """\
+op: AicpuProbeCustom
+description: y = x on the AI CPU; x[0] = -1 writes one element past y, -2 reads one before x
+engine: aicpu
+inputs:
+  - {name: x, dtypes: [float32]}
+outputs:
+  - {name: y, dtypes: [float32], shape: {same_as: x}}
+compute: {source: compute.c, entry: aicpu_probe_custom_compute}
+"""
+_AICPU_PROBE_C = """\
+#include "opbuild/aicpu.h"
+
+uint32_t aicpu_probe_custom_compute(AicpuContext *ctx) {
+    const AicpuTensor *x = aicpu_input(ctx, 0);
+    AicpuTensor *y = aicpu_output(ctx, 0);
+    const float *in = x->data;
+    float *out = y->data;
+    int64_t n = aicpu_elements(x);
+    for (int64_t i = 0; i < n; i++) out[i] = in[i];
+    if (in[0] == -1.0f) ((volatile float *)out)[n] = 1.0f;
+    if (in[0] == -2.0f) out[0] = ((const volatile float *)in)[-1];
+    return AICPU_OK;
+}
+"""
+AICPU_MEMCHECK_CASES = {
+    -1.0: "WRITE of 4 bytes at offset 64 of output 0 of AicpuProbeCustom (a 64-byte buffer: 0 bytes past its end) "
+          "[AddressSanitizer: heap-buffer-overflow]",
+    -2.0: "READ of 4 bytes at offset -4 of input 0 of AicpuProbeCustom (a 64-byte buffer: 4 bytes before its start) "
+          "[AddressSanitizer: heap-buffer-overflow]",
+}
+_AICPU_MEMCHECK_CHILD = """
+import sys
+import numpy as np
+import opbuild.runtime as rt
+from opbuild.runtime import device
+ops = rt.import_ops(sys.argv[1])
+for arg in sys.argv[2:]:
+    isolation, first = arg.split(":")
+    device.set_isolation(isolation, 1 if isolation == "process" else "")
+    x = np.ones(16, np.float32)
+    x[0] = float(first)
+    try:
+        ops.aicpu_probe_custom(x)
+        print(arg, "ok", flush=True)
+    except rt.AclnnError as exc:
+        print(arg, exc.status, exc.message, flush=True)
+    assert (ops.aicpu_probe_custom(np.full(16, 2.0, np.float32)) == 2).all()
+print("done")
+"""
+
+
+@pytest.mark.slow
+def test_memcheck_instruments_ai_cpu_code(tmp_path):
+    """AI CPU compute code is built instrumented too, and an out-of-bounds access of a task is its
+    failure naming the tensor, the offset and the access size, in-process and isolated (before, AI
+    CPU code was built without the checker: the bad accesses went unseen)."""
+    libasan = _libasan()
+    root = pkgbuild.new_project(tmp_path / "project", ops=())
+    op_dir = root / "ops" / "aicpu_probe_custom"
+    op_dir.mkdir()
+    (op_dir / "op.yaml").write_text(_AICPU_PROBE_YAML)
+    (op_dir / "compute.c").write_text(_AICPU_PROBE_C)
+    env_build = {**os.environ, "OPBUILD_MEMCHECK": "1"}
+    r = subprocess.run([sys.executable, "-m", "SCons", "-Q", "-j2", "ops"], cwd=root, capture_output=True, text=True,
+                       env={k: v for k, v in env_build.items() if k != "OPBUILD_CACHE_DIR"}, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    package = root / pkgbuild.VENDOR
+    cases = [f"{isolation}:{first}" for isolation in ("in-process", "process") for first in sorted(AICPU_MEMCHECK_CASES)]
+    env = {**os.environ, "LD_PRELOAD": libasan, "ASAN_OPTIONS": "halt_on_error=0:suppress_equal_pcs=0:detect_leaks=0",
+           "OPBUILD_MEMCHECK": "1", "PYTHONMALLOC": "malloc"}
+    r = subprocess.run([sys.executable, "-c", _AICPU_MEMCHECK_CHILD, str(package), *cases], capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert r.returncode == 0 and r.stdout.endswith("done\n"), r.stdout + r.stderr[-3000:]
+    got = dict(line.split(" ", 1) for line in r.stdout.splitlines()[:-1])
+    for case in cases:
+        status, message = got[case].split(" ", 1)
+        first = float(case.split(":")[1])
+        assert status == "361001", (case, got[case])
+        assert message == (f"AicpuProbeCustom: AI CPU kernel failed: AI CPU task: memcheck: {AICPU_MEMCHECK_CASES[first]} "
+                           "[libcust_aicpu_kernels.so:RunCpuKernel]"), (case, message)
+    # and without the sanitizer's runtime the instrumented library is refused, not loaded
+    r = subprocess.run([sys.executable, "-c", "import sys, numpy as np, opbuild.runtime as rt\n"
+                        "try:\n    rt.import_ops(sys.argv[1]).aicpu_probe_custom(np.ones(4, np.float32))\n"
+                        "except rt.AclnnError as e:\n    print(e.status, e.message)\n", str(package)],
+                       capture_output=True, text=True, timeout=120)
+    assert "AI CPU kernel library" in r.stdout and "whose runtime is not loaded" in r.stdout, r.stdout + r.stderr

@@ -324,6 +324,27 @@ def test_workspace_checks(probe):
     probe.aclnnProbeCustom(np.zeros(size + 10, np.uint8), size + 10, ex)  # larger is fine; arrays work
 
 
+def test_workspace_as_a_bare_address_is_checked_against_device_memory(probe):
+    """An int workspace is an address: it must lie in a live device buffer with room for the
+    workspace (before, any int was passed to the kernel, which wrote 4096 bytes there)."""
+    x = np.ones(10, np.float32)
+    y = np.empty_like(x)
+    size, ex = probe.aclnnProbeCustomGetWorkspaceSize(x, -3.0, y)
+    host = np.zeros(size, np.uint8)
+    msg = _raises(ACLNN_ERR_PARAM_INVALID, probe.aclnnProbeCustom, host.ctypes.data, size, ex)
+    assert f"workspace address 0x{host.ctypes.data:x} is in no live device buffer" in msg
+    buf = rt.malloc(size)
+    msg = _raises(ACLNN_ERR_PARAM_INVALID, probe.aclnnProbeCustom, buf.address + 512, size, ex)
+    assert f"workspace buffer has {size - 512} bytes, smaller than the 4096 required" in msg
+    freed = rt.malloc(size)
+    address = freed.address
+    freed.free()
+    msg = _raises(ACLNN_ERR_PARAM_INVALID, probe.aclnnProbeCustom, address, size, ex)
+    assert "in no live device buffer" in msg
+    probe.aclnnProbeCustom(buf.address, size, ex)  # the address of a big enough device buffer runs
+    np.testing.assert_array_equal(y, -3 * x)
+
+
 def test_reduce_sum_workspace_too_small(builtin_ops):
     ops = builtin_ops
     x = np.ones((64, 4096), np.float32)

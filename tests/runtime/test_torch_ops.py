@@ -86,6 +86,17 @@ def test_unsupported_dtype_raises_the_runtime_error(tops):
         tops[1].reduce_sum_custom(torch.ones(2, 3), [5])
 
 
+def test_a_tensor_numpy_cannot_view_is_a_161002(tops):
+    """An expanded view of more than 2^63 bytes (2^62 float32 elements, stride 0): the runtime's
+    161002 naming the input (before, numpy's raw ValueError)."""
+    custom, _ = tops
+    huge = torch.zeros(1).expand(2 ** 60, 4)
+    with pytest.raises(AclnnError, match=r"AddCustomTemplate input 'x': a tensor of shape \[1152921504606846976, 4\] "
+                                         r"\(torch.float32\) has no numpy view") as exc:
+        custom.add_custom_template(huge, huge)
+    assert exc.value.status == 161002
+
+
 def test_the_runtime_cache_serves_repeated_calls(tops):
     custom, _ = tops
     x = torch.arange(6, dtype=torch.float32)

@@ -76,6 +76,10 @@ class AicpuLibrary:
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
+            device.check_sanitizer(path, "AI CPU kernel library")
+        except device.DeviceError as exc:
+            raise AclnnError(ACLNN_ERR_INNER, str(exc)) from None
+        try:
             self.dll = ctypes.CDLL(str(path), mode=ctypes.RTLD_LOCAL)
             run = self.dll.RunCpuKernel
             table = self.dll.opbuild_aicpu_kernels

@@ -294,7 +294,13 @@ def _check_workspace(workspace: Any, workspace_size: Any, plan: Plan) -> int:
         raise AclnnError(ACLNN_ERR_PARAM_NULLPTR, f"workspace is a null pointer ({required} bytes required)")
     if required:
         have = _buffer_bytes(workspace)
-        if have is not None and have < required:
+        if have is None:  # a bare address: it must lie in a live device buffer, with room for the workspace
+            owner = device.allocation(ws_addr)
+            if owner is None:
+                raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"workspace address 0x{ws_addr:x} is in no live device buffer "
+                                                          f"(device.malloc / aclrtMalloc); {required} bytes required")
+            have = owner[0] + owner[1] - ws_addr
+        if have < required:
             raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"workspace buffer has {have} bytes, smaller than the {required} required "
                                                       f"(workspaceSize says {workspace_size})")
     return ws_addr

@@ -834,6 +834,13 @@ static aclnnStatus set_tensor_addr(aclOpExecutor *executor, int kind, size_t ind
         return aclnn_fail(ACLNN_ERR_INNER_NULLPTR, api, "%s is a null pointer", executor == NULL ? "executor" : "tensor");
     aclnnStatus st = aclSetRawTensorAddr(tensor, addr);
     if (st != ACLNN_SUCCESS) return st;
+    uint64_t bytes, room;
+    if (acl_tensor_storage_bytes(tensor, aclDataTypeSize((aclDataType)tensor->dataType), &bytes) != 0)
+        return aclnn_fail(ACLNN_ERR_PARAM_INVALID, api, "the tensor's storage is larger than 2^64 bytes");
+    if (acl_device_room(addr, &room) && bytes > room)
+        return aclnn_fail(ACLNN_ERR_PARAM_INVALID, api, "the tensor's storage is %llu bytes, but the device buffer %p "
+                          "points into has %llu from there (aclrtMalloc)", (unsigned long long)bytes, addr,
+                          (unsigned long long)room);
     pthread_mutex_lock(&shard_of(executor)->lock);
     int live = exec_live_locked(executor);
     if (live) executor->busy++; /* not freed while we update it */

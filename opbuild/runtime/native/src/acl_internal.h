@@ -114,6 +114,15 @@ ACL_INTERNAL aclnnStatus aclnn_fail(aclnnStatus status, const char *api, const c
 ACL_INTERNAL const char *aclnn_status_name(aclnnStatus status);
 
 ACL_INTERNAL void acl_live_add(int kind, int64_t delta);
+/* The bytes an aclTensor's storage covers (storage elements x element size): 0, or -1 when they
+ * are more than 2^64 (the tensor is refused). Inline: the C ABI's cache hit checks every tensor. */
+static inline int acl_tensor_storage_bytes(const aclTensor *t, uint64_t itemsize, uint64_t *bytes) {
+    uint64_t n = itemsize;
+    for (uint64_t i = 0; i < t->storageDimsNum; i++)
+        if (__builtin_mul_overflow(n, (uint64_t)t->storageDims[i], &n)) return -1;
+    *bytes = n;
+    return 0;
+}
 
 /* ---- acl_config.c ----------------------------------------------------------------------------- */
 
@@ -141,10 +150,22 @@ typedef struct sim_api {
     int (*stream_enqueue_host)(sim_stream *stream, sim_host_fn fn, void *arg);
     int (*launch)(sim_stream *stream, opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs, uint32_t block_dim,
                   int intercore_sync, char *err, uint32_t errlen);
+    int (*allocation)(const void *ptr, uint64_t *start, uint64_t *size);
+    const uint64_t *(*allocation_generation)(void);
 } sim_api;
 
 /* The loaded simulator, or NULL (the reason reported with acl_error). */
 ACL_INTERNAL const sim_api *acl_sim(void);
+/* 1 and the bytes from `ptr` to the end of the aclrtMalloc buffer holding it, or 0 when `ptr` is
+ * in no live device buffer (host memory: nothing known). */
+ACL_INTERNAL int acl_device_room(const void *ptr, uint64_t *room);
+/* The simulator's allocation generation now (sim_allocation_generation; 0 without a simulator). */
+ACL_INTERNAL uint64_t acl_device_generation_slow(void);
+ACL_INTERNAL extern const uint64_t *acl_device_generation_counter; /* set by the first slow call */
+static inline uint64_t acl_device_generation(void) {
+    const uint64_t *c = __atomic_load_n(&acl_device_generation_counter, __ATOMIC_ACQUIRE);
+    return c != NULL ? __atomic_load_n(c, __ATOMIC_ACQUIRE) : acl_device_generation_slow();
+}
 /* Whether `stream` is a live stream of aclrtCreateStream. */
 ACL_INTERNAL bool acl_stream_is_live(aclrtStream stream);
 /* The directory holding this library (no trailing slash). */

@@ -93,6 +93,20 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
             return NULL;
         }
     }
+    if (stride == NULL) { /* contiguous strides must be representable */
+        int64_t acc = 1;
+        for (uint64_t i = 0; i < viewDimsNum; i++) {
+            if (__builtin_mul_overflow(acc, viewDims[i] > 0 ? viewDims[i] : 1, &acc)) {
+                acl_error("OP", "aclCreateTensor: viewDims overflow: their product is larger than 2^63 elements");
+                return NULL;
+            }
+        }
+        if (storageDims == NULL && __builtin_add_overflow(acc, offset, &acc)) {
+            acl_error("OP", "aclCreateTensor: offset %lld plus the view's elements is larger than 2^63",
+                      (long long)offset);
+            return NULL;
+        }
+    }
     uint64_t storage_num = storageDims != NULL ? storageDimsNum : 1;
     aclTensor *t = malloc(sizeof *t + sizeof(int64_t) * (2 * viewDimsNum + storage_num));
     if (t == NULL) {
@@ -121,10 +135,16 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
     if (storageDims != NULL) {
         if (storageDimsNum) memcpy(t->storageDims, storageDims, sizeof(int64_t) * storageDimsNum);
     } else { /* one dimension: the extent the view reaches */
-        int64_t extent = offset + 1, empty = 0;
+        int64_t extent = offset + 1, empty = 0, step;
         for (uint64_t i = 0; i < viewDimsNum; i++) {
             if (viewDims[i] == 0) empty = 1;
-            else if (t->strides[i] > 0) extent += (viewDims[i] - 1) * t->strides[i];
+            else if (t->strides[i] > 0 && (__builtin_mul_overflow(viewDims[i] - 1, t->strides[i], &step) ||
+                                           __builtin_add_overflow(extent, step, &extent))) {
+                acl_error("OP", "aclCreateTensor: the view's extent (offset, viewDims, strides) is larger than 2^63 "
+                          "elements");
+                free(t);
+                return NULL;
+            }
         }
         t->storageDims[0] = empty ? 0 : extent;
     }

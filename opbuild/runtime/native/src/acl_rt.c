@@ -73,6 +73,8 @@ static void load_sim(void) {
         {"sim_stream_destroy", (void **)&g_sim.stream_destroy},
         {"sim_stream_enqueue_host", (void **)&g_sim.stream_enqueue_host},
         {"sim_launch", (void **)&g_sim.launch},
+        {"sim_allocation", (void **)&g_sim.allocation},
+        {"sim_allocation_generation", (void **)&g_sim.allocation_generation},
     };
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
         *syms[i].slot = dlsym(h, syms[i].name);
@@ -293,6 +295,34 @@ aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
                                    sim->last_error());
     *devPtr = p;
     return ACL_SUCCESS;
+}
+
+static const sim_api *loaded_sim(void) {
+    static const sim_api *loaded; /* (acl_sim once: its pthread_once is not free on a cache hit) */
+    const sim_api *sim = __atomic_load_n(&loaded, __ATOMIC_ACQUIRE);
+    if (sim == NULL) {
+        sim = acl_sim();
+        __atomic_store_n(&loaded, sim, __ATOMIC_RELEASE);
+    }
+    return sim;
+}
+
+const uint64_t *acl_device_generation_counter;
+
+uint64_t acl_device_generation_slow(void) {
+    const sim_api *sim = loaded_sim();
+    if (sim == NULL) return 0;
+    const uint64_t *c = sim->allocation_generation();
+    __atomic_store_n(&acl_device_generation_counter, c, __ATOMIC_RELEASE);
+    return __atomic_load_n(c, __ATOMIC_ACQUIRE);
+}
+
+int acl_device_room(const void *ptr, uint64_t *room) {
+    const sim_api *sim = loaded_sim();
+    uint64_t start, size;
+    if (sim == NULL || !sim->allocation(ptr, &start, &size)) return 0;
+    *room = size - ((uintptr_t)ptr - start);
+    return 1;
 }
 
 aclError aclrtFree(void *devPtr) {

@@ -393,31 +393,51 @@ void opcache_insert(opcache_plan *plan) {
 
 /* ---- launch arguments ----------------------------------------------------------------------- */
 
-static void *view_address(const aclTensor *t, uint8_t itemsize) {
+/* The address of a tensor's first view element, or NULL for anything the Python path handles or
+ * reports: empty, no data, a view outside its storage, dims whose extent overflows, storage
+ * reaching past the end of the aclrtMalloc buffer holding it, misaligned. */
+static void *view_address(opcache_plan *plan, uint32_t slot, uint64_t gen, const aclTensor *t, uint8_t itemsize) {
     if (t->data == NULL) return NULL;
-    int64_t low = t->offset, high = t->offset, storage = 1;
+    int64_t low = t->offset, high = t->offset, storage = 1, step;
     for (uint64_t i = 0; i < t->viewDimsNum; i++) {
         int64_t d = t->viewDims[i], s = t->strides[i];
         if (d <= 0) return NULL; /* empty tensors: Python */
-        if (s > 0) high += (d - 1) * s;
-        else low += (d - 1) * s;
+        if (__builtin_mul_overflow(d - 1, s, &step)) return NULL;
+        if (__builtin_add_overflow(s > 0 ? high : low, step, s > 0 ? &high : &low)) return NULL;
     }
-    for (uint64_t i = 0; i < t->storageDimsNum; i++) storage *= t->storageDims[i];
+    for (uint64_t i = 0; i < t->storageDimsNum; i++)
+        if (__builtin_mul_overflow(storage, t->storageDims[i], &storage)) return NULL;
     if (low < 0 || high >= storage) return NULL; /* Python reports it */
+    uint64_t bytes, room;
+    if (acl_tensor_storage_bytes(t, itemsize, &bytes) != 0) return NULL;
+    int memo = slot < OPCACHE_EXTENT_MEMO && plan->extent_gen == gen;
+    if (!memo || plan->extent_data[slot] != t->data || plan->extent_bytes[slot] != bytes) {
+        if (acl_device_room(t->data, &room) && bytes > room)
+            return NULL; /* storage past the end of its device buffer: Python reports it */
+        if (slot < OPCACHE_EXTENT_MEMO) {
+            plan->extent_data[slot] = t->data;
+            plan->extent_bytes[slot] = bytes;
+        }
+    }
     uintptr_t addr = (uintptr_t)t->data + (uintptr_t)(t->offset * itemsize);
     if (itemsize && addr % itemsize) return NULL; /* misaligned: Python copies */
     return (void *)addr;
 }
 
-int opcache_launch_args(const opcache_plan *plan, const void *const *inputs, uint32_t n_in,
+int opcache_launch_args(opcache_plan *plan, const void *const *inputs, uint32_t n_in,
                         const aclTensor *const *outputs, uint32_t n_out, void **args) {
     if (n_in + n_out != plan->ntensors || plan->nargs != plan->ntensors + 2) return -1;
+    uint64_t gen = acl_device_generation();
     for (uint32_t i = 0; i < plan->ntensors; i++) {
         const aclTensor *t = i < n_in ? (const aclTensor *)inputs[i] : outputs[i - n_in];
-        void *a = view_address(t, plan->itemsize[i]);
-        if (a == NULL) return -1;
+        void *a = view_address(plan, i, gen, t, plan->itemsize[i]);
+        if (a == NULL) {
+            plan->extent_gen = 0; /* (a memo half updated) */
+            return -1;
+        }
         args[i] = a;
     }
+    plan->extent_gen = gen;
     args[plan->ntensors] = NULL;
     args[plan->ntensors + 1] = plan->tiling;
     return 0;

@@ -20,6 +20,8 @@
 typedef struct opcache_op opcache_op;
 
 /* A cached plan; refcounted (executors and stream launches hold references). */
+#define OPCACHE_EXTENT_MEMO 8 /* tensors of a plan whose extent check is remembered */
+
 typedef struct opcache_plan {
     long refs; /* atomic */
     uint64_t *words;
@@ -36,6 +38,11 @@ typedef struct opcache_plan {
     char *stamp_path;   /* binary_info_config.json; "" = not checked */
     int64_t stamp[3];   /* mtime ns, size, inode */
     int64_t checked_ns; /* when the stamp was last checked (plans are per thread: no race) */
+    /* The tensors last found to fit in their device buffers (view_address), valid while the
+     * simulator's allocation generation is extent_gen: a hit with the same data skips the lookup. */
+    uint64_t extent_gen;
+    const void *extent_data[OPCACHE_EXTENT_MEMO];
+    uint64_t extent_bytes[OPCACHE_EXTENT_MEMO];
 } opcache_plan;
 
 ACL_INTERNAL opcache_op *opcache_op_get(const char *root, const char *op_type);
@@ -66,7 +73,7 @@ ACL_INTERNAL void opcache_plan_ref(opcache_plan *plan);
 
 /* Launch arguments of a hit: the tensors' first-element addresses, 0 (workspace), tiling. -1 if
  * a tensor cannot be passed as it is (misaligned, no data, view outside its storage). */
-ACL_INTERNAL int opcache_launch_args(const opcache_plan *plan, const void *const *inputs, uint32_t n_in,
+ACL_INTERNAL int opcache_launch_args(opcache_plan *plan, const void *const *inputs, uint32_t n_in,
                                      const aclTensor *const *outputs, uint32_t n_out, void **args);
 ACL_INTERNAL uint32_t opcache_n_inputs(const opcache_op *op);
 ACL_INTERNAL uint32_t opcache_n_outputs(const opcache_op *op);

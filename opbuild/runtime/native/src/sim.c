@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "sim.h"
 #include "sim_internal.h"
+#include "opbuild/aicpu.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -78,6 +79,115 @@ static atomic_uint_fast64_t mem_in_use;
 static atomic_uint_fast64_t mem_peak;
 static atomic_uint_fast64_t mem_blocks;
 
+/* The live allocations as address ranges sorted by start, so that a pointer anywhere inside one
+ * finds it (sim_allocation): what lets the acl layer check a tensor's storage against the buffer
+ * aclrtMalloc handed out. Inserts and removals are O(n) moves; lookups a binary search under a
+ * read lock. */
+typedef struct mem_range {
+    uintptr_t start;
+    uint64_t size;
+} mem_range;
+
+static pthread_rwlock_t ranges_lock = PTHREAD_RWLOCK_INITIALIZER;
+static mem_range *ranges;
+static size_t ranges_len, ranges_cap;
+/* Bumped by every insert and removal (under the write lock): a thread's hints of an older
+ * generation are stale. */
+static _Atomic uint64_t ranges_gen = 1;
+
+/* What a thread learnt from its recent lookups: [lo, hi) is one allocation (`found`) or a gap
+ * between two (none there), true at generation `gen`. A hit of the aclnn C ABI checks the same
+ * few tensors call after call: answered from here without the lock. */
+typedef struct range_hint {
+    uintptr_t lo, hi;
+    uint64_t gen;
+    uint64_t size; /* the allocation's size (found) */
+    int found;
+} range_hint;
+#define RANGE_HINTS 4
+static __thread range_hint range_hints[RANGE_HINTS] __attribute__((tls_model("initial-exec")));
+static __thread unsigned range_hint_next __attribute__((tls_model("initial-exec")));
+
+/* The index of the first range starting above `addr` (caller holds ranges_lock). */
+static size_t ranges_upper(uintptr_t addr) {
+    size_t lo = 0, hi = ranges_len;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ranges[mid].start <= addr) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static int ranges_add(uintptr_t start, uint64_t size) {
+    pthread_rwlock_wrlock(&ranges_lock);
+    if (ranges_len == ranges_cap) {
+        size_t cap = ranges_cap ? 2 * ranges_cap : 256;
+        mem_range *grown = realloc(ranges, cap * sizeof *grown);
+        if (grown == NULL) {
+            pthread_rwlock_unlock(&ranges_lock);
+            return -1;
+        }
+        ranges = grown;
+        ranges_cap = cap;
+    }
+    size_t at = ranges_upper(start);
+    memmove(ranges + at + 1, ranges + at, (ranges_len - at) * sizeof *ranges);
+    ranges[at] = (mem_range){start, size};
+    ranges_len++;
+    atomic_fetch_add_explicit(&ranges_gen, 1, memory_order_release);
+    pthread_rwlock_unlock(&ranges_lock);
+    return 0;
+}
+
+static void ranges_remove(uintptr_t start) {
+    pthread_rwlock_wrlock(&ranges_lock);
+    size_t at = ranges_upper(start);
+    if (at > 0 && ranges[at - 1].start == start) {
+        memmove(ranges + at - 1, ranges + at, (ranges_len - at) * sizeof *ranges);
+        ranges_len--;
+        atomic_fetch_add_explicit(&ranges_gen, 1, memory_order_release);
+    }
+    pthread_rwlock_unlock(&ranges_lock);
+}
+
+/* The bytes an allocation owns: a 0-byte allocation owns its one address (its pointer is unique). */
+static uint64_t range_extent(const mem_range *r) { return r->size ? r->size : 1; }
+
+SIM_API const uint64_t *sim_allocation_generation(void) { return (const uint64_t *)&ranges_gen; }
+
+SIM_API int sim_allocation(const void *ptr, uint64_t *start, uint64_t *size) {
+    uintptr_t addr = (uintptr_t)ptr;
+    uint64_t gen = atomic_load_explicit(&ranges_gen, memory_order_acquire);
+    for (unsigned i = 0; i < RANGE_HINTS; ++i) {
+        const range_hint *h = &range_hints[i];
+        if (h->gen == gen && addr >= h->lo && addr < h->hi) {
+            if (!h->found) return 0;
+            if (start) *start = h->lo;
+            if (size) *size = h->size;
+            return 1;
+        }
+    }
+    range_hint learnt = {0, UINTPTR_MAX, 0, 0, 0};
+    pthread_rwlock_rdlock(&ranges_lock);
+    learnt.gen = atomic_load_explicit(&ranges_gen, memory_order_relaxed);
+    size_t at = ranges_upper(addr);
+    if (at < ranges_len) learnt.hi = ranges[at].start;
+    if (at > 0) {
+        const mem_range *r = &ranges[at - 1];
+        if (addr - r->start < range_extent(r)) {
+            learnt = (range_hint){r->start, r->start + range_extent(r), learnt.gen, r->size, 1};
+            if (start) *start = r->start;
+            if (size) *size = r->size;
+        } else {
+            learnt.lo = r->start + range_extent(r);
+        }
+    }
+    pthread_rwlock_unlock(&ranges_lock);
+    range_hints[range_hint_next++ % RANGE_HINTS] = learnt;
+    return learnt.found;
+}
+
 SIM_API void *sim_malloc(size_t size) {
     if (size > SIZE_MAX - SIM_MEM_ALIGN) {
         reportf(SIM_ENOMEM, NULL, 0, "sim_malloc: %zu bytes is too large", size);
@@ -90,6 +200,11 @@ SIM_API void *sim_malloc(size_t size) {
         return NULL;
     }
     uint8_t *user = (uint8_t *)base + SIM_MEM_ALIGN;
+    if (ranges_add((uintptr_t)user, size) != 0) {
+        free(base);
+        reportf(SIM_ENOMEM, NULL, 0, "sim_malloc: out of memory recording an allocation of %zu bytes", size);
+        return NULL;
+    }
     mem_header *h = (mem_header *)(user - sizeof(mem_header));
     h->magic = SIM_MEM_MAGIC;
     h->size = size;
@@ -113,6 +228,7 @@ SIM_API int sim_free(void *ptr) {
     if (h->magic != SIM_MEM_MAGIC || (uint8_t *)h->base + SIM_MEM_ALIGN != (uint8_t *)ptr)
         return reportf(SIM_EINVAL, NULL, 0, "sim_free: %p was not allocated by sim_malloc", ptr);
     h->magic = SIM_MEM_FREED;
+    ranges_remove((uintptr_t)ptr);
     atomic_fetch_sub(&mem_in_use, h->size);
     atomic_fetch_sub(&mem_blocks, 1);
     if (atomic_load_explicit(&abandoned_launches, memory_order_relaxed))
@@ -978,6 +1094,8 @@ SIM_API int sim_launch(sim_stream *stream, opbuild_kernel_launch_fn fn, void *co
 
 /* ---- the AI CPU ---------------------------------------------------------------------------- */
 
+#define AICPU_MAX_BUFFERS 64 /* tensors of one task the memory checker can name */
+
 typedef struct aicpu_job {
     struct aicpu_job *next;
     sim_aicpu_fn fn;
@@ -986,16 +1104,42 @@ typedef struct aicpu_job {
     int done;
     int sim_rc;        /* SIM_OK, or the isolated worker's failure (crash, timeout) / a bad setting */
     char msg[SIM_ERROR_LEN];
+    char names[SIM_LABEL_LEN]; /* the memory checker's names of the task's launch arguments */
 } aicpu_job;
 
-/* An AI CPU task as a one-block launch shim, so that OPBUILD_ISOLATION=process runs it in a worker
- * process like a kernel (CLONE_VM: the status it writes is the caller's memory). */
+/* An AI CPU task as a one-block launch shim: it runs as a kernel block does (run_block), so that
+ * OPBUILD_ISOLATION=process runs it in a worker process like a kernel (CLONE_VM: the status it
+ * writes is the caller's memory) and the memory checker reports its accesses. args[0] is the job;
+ * the others are its tensors' buffers, there for the memory checker to name (cur.arg_names). */
 static int32_t aicpu_shim(void *const *args, uint32_t nargs, uint32_t block_idx, uint32_t block_num,
                           opbuild_sync_all_fn sync, void *sync_ctx, char *err, uint32_t errlen) {
     (void)nargs, (void)block_idx, (void)block_num, (void)sync, (void)sync_ctx, (void)err, (void)errlen;
     aicpu_job *j = args[0];
+    cur.arg_names = j->names;
     j->rc = j->fn(j->ctx);
+    cur.arg_names = NULL;
     return 0;
+}
+
+/* args[0] = the job, then the data of each input and output of its AicpuContext (opbuild/aicpu.h),
+ * named in j->names; the count. */
+static uint32_t aicpu_args(aicpu_job *j, void **args) {
+    const AicpuContext *ctx = j->ctx;
+    uint32_t n = 0;
+    args[n++] = j;
+    int at = snprintf(j->names, sizeof j->names, "AI CPU context");
+    if (ctx == NULL) return n;
+    const struct { const AicpuTensor *tensors; uint32_t count; const char *kind; } groups[2] = {
+        {ctx->inputs, ctx->n_inputs, "input"}, {ctx->outputs, ctx->n_outputs, "output"}};
+    for (int g = 0; g < 2; ++g) {
+        for (uint32_t i = 0; i < groups[g].count && n < AICPU_MAX_BUFFERS; ++i) {
+            args[n++] = groups[g].tensors[i].data;
+            if (at >= 0 && (size_t)at < sizeof j->names)
+                at += snprintf(j->names + at, sizeof j->names - (size_t)at, ",%s %u of %s", groups[g].kind, i,
+                               ctx->op_type ? ctx->op_type : "the task");
+        }
+    }
+    return n;
 }
 
 /* Runs one AI CPU task in the AI CPU thread: in place, or isolated like every kernel launch (the
@@ -1004,12 +1148,13 @@ static void aicpu_execute(aicpu_job *j) {
     int process = 0;
     j->sim_rc = isolation_config(&process, j->msg);
     if (j->sim_rc != SIM_OK) return;
-    if (!process) {
-        j->rc = j->fn(j->ctx);
-        return;
-    }
-    void *args[1] = {j};
-    j->sim_rc = execute_isolated(aicpu_shim, args, 1, 1, j->msg);
+    void *args[AICPU_MAX_BUFFERS];
+    uint32_t nargs = aicpu_args(j, args);
+    j->sim_rc = process ? execute_isolated(aicpu_shim, args, nargs, 1, j->msg)
+                        : run_inline(aicpu_shim, args, nargs, 1, j->msg);
+    static const char one_block[] = "block 0: "; /* a task is one block: its number says nothing */
+    if (j->sim_rc != SIM_OK && strncmp(j->msg, one_block, sizeof one_block - 1) == 0)
+        memmove(j->msg, j->msg + sizeof one_block - 1, strlen(j->msg) - (sizeof one_block - 1) + 1);
 }
 
 static struct {
@@ -1058,7 +1203,7 @@ static int aicpu_run(sim_aicpu_fn fn, void *ctx, const char *errmsg, char *msg) 
     while (!job.done) pthread_cond_wait(&aicpu.done, &aicpu.mu);
     pthread_mutex_unlock(&aicpu.mu);
     if (job.sim_rc != SIM_OK) {
-        snprintf(msg, SIM_ERROR_LEN, "AI CPU task: %s", job.msg);
+        snprintf(msg, SIM_ERROR_LEN, "AI CPU task: %.480s", job.msg);
         return job.sim_rc;
     }
     if (job.rc == 0) return SIM_OK;

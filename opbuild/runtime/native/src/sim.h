@@ -75,6 +75,12 @@ SIM_API void sim_free_host_fn(void *ptr);
 SIM_API uint64_t sim_mem_in_use(void);  /* bytes currently allocated by sim_malloc */
 SIM_API uint64_t sim_mem_peak(void);    /* high-water mark of sim_mem_in_use */
 SIM_API uint64_t sim_mem_blocks(void);  /* number of live allocations */
+/* 1 and the live allocation holding `ptr` (its first byte and size), or 0 when `ptr` is in no
+ * live allocation (host memory, freed device memory). */
+SIM_API int sim_allocation(const void *ptr, uint64_t *start, uint64_t *size);
+/* The allocations' generation counter, changed by every sim_malloc and sim_free (read it with an
+ * atomic load): a check against the allocations made at generation G still holds while it reads G. */
+SIM_API const uint64_t *sim_allocation_generation(void);
 
 /* ---- thread pool -------------------------------------------------------------------------- */
 
@@ -91,7 +97,8 @@ SIM_API int sim_launch(sim_stream *stream, opbuild_kernel_launch_fn fn, void *co
 
 /* ---- the AI CPU ---------------------------------------------------------------------------- */
 
-/* An AI CPU task: `fn(ctx)` returns 0 or an error code (libcust_aicpu_kernels.so's RunCpuKernel). */
+/* An AI CPU task: `fn(ctx)` returns 0 or an error code (libcust_aicpu_kernels.so's RunCpuKernel).
+ * `ctx` is an AicpuContext (opbuild/aicpu.h; NULL: none): the memory checker names its tensors. */
 typedef uint32_t (*sim_aicpu_fn)(void *ctx);
 
 /* Run fn(ctx) on the device's AI CPU: one worker thread with its own task queue, apart from the

@@ -26,6 +26,8 @@ typedef struct current_block {
     void *altstack_mem;   /* ours, when we made it */
     sigjmp_buf *jmp;      /* set while the main thread is in an interruptible launch */
     struct pool_job *job; /* the pool job the main thread runs blocks of (abandoned on interrupt) */
+    const char *arg_names; /* names of args for the memory checker when the kernel's are not registered
+                            * (an AI CPU task: "AI CPU context,input 0,...,output 0,...") */
 } current_block;
 
 extern __thread current_block cur __attribute__((tls_model("initial-exec")));

@@ -678,7 +678,7 @@ static void describe_access(char *out, size_t len) {
         return;
     }
     char name[64];
-    arg_name(kernel_arg_names(cur.fn), (uint32_t)best, name, sizeof name);
+    arg_name(cur.arg_names ? cur.arg_names : kernel_arg_names(cur.fn), (uint32_t)best, name, sizeof name);
     long long offset = (long long)(addr - bp);
     char where[96] = "";
     if (region) {
