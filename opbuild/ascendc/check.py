@@ -133,18 +133,21 @@ def compile_and_describe(tc, host_source: Path, bridge: str, symbol: str) -> tup
     """Compile `host_source` and the bridge unit `bridge`, link them alone into a shared library
     and read the description through `symbol` in a child process: (description, "", ""), or
     (None, what failed: "compile" | "link" | "load", the tool's output)."""
+    from opbuild.ascendc.host import CORE_SOURCE
+
     work = Path(tempfile.mkdtemp(prefix="opbuild-ascendc-"))
     try:
-        unit, lib = work / "bridge.cpp", work / "bridge.so"
+        unit, core, lib = work / "bridge.cpp", work / "core.cpp", work / "bridge.so"
         unit.write_text(bridge, encoding="utf-8")
-        objects = []
-        for i, source in enumerate((host_source, unit)):
-            obj = work / f"{i}.o"
-            result = tc.run(tc.ascendc_host_object_command(str(source), str(obj), ascendc_include_dirs(),
-                                                           bridge=source == unit))
+        core.write_text(CORE_SOURCE, encoding="utf-8")
+        sources = (host_source, core, unit)
+        objects = [str(work / f"{i}.o") for i in range(len(sources))]
+        results = tc.run_all([tc.ascendc_host_object_command(str(source), obj, ascendc_include_dirs(),
+                                                             bridge=source != host_source)
+                              for source, obj in zip(sources, objects)])
+        for result in results:
             if result.returncode != 0:
                 return None, "compile", result.output
-            objects.append(str(obj))
         result = tc.run(tc.tiling_link_command(objects, str(lib), cxx=True))
         if result.returncode != 0:
             return None, "link", (result.output.strip().splitlines() or ["the linker failed"])[-1]

@@ -534,7 +534,7 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: Op
 
     stamp = str(options.out / "build" / options.vendor / "generator.stamp")
     planner = Planner(options, stamp, native_include_dir(), cache_key)
-    global_steps = planner.plan_global()
+    global_steps = planner.plan_global(ascendc=any(s.is_ascendc for s in [*specs, *others]))
     everything = planner.packages([*specs, *others])  # an op's plan depends only on its own packages
     ops = {spec.op: planner.plan_op(spec, everything) for spec in specs}
 
@@ -542,7 +542,8 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: Op
     result = DeclaredBuild(targets=[], progress=progress)
     if ops_cache.enabled:
         other_plans = [planner.plan_op(spec, everything) for spec in others]
-        decision = bundles.decide(list(ops.values()), other_plans, options.root, options.out, base_key, stamp,
+        global_outputs = {t for s in global_steps for t in s.targets}  # (made by every build: no op's input)
+        decision = bundles.decide(list(ops.values()), other_plans, options.root, options.out, base_key, global_outputs,
                                   ops_cache.cache_dir, ops_cache.jobs)
         to_build, restored, kept = decision.to_build, decision.restored, decision.kept
         result.undeclared_inputs, result.undeclared_outputs, result.op_dirs = decision.undeclared()
