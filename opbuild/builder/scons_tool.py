@@ -94,6 +94,13 @@ class Progress:
         with self._lock:
             self.remote += 1
 
+    def count_reused(self) -> None:
+        """A compile whose object `opbuild import` had made (builder/reuse.py): counted as taken
+        from a cache, not as compiled."""
+        with self._lock:
+            self.compiled -= 1
+            self.cached += 1
+
     def __call__(self, text, target, source, env) -> None:  # SCons PRINT_CMD_LINE_FUNC signature
         if not text:
             return
@@ -245,6 +252,19 @@ def _render_op_sources(target, source, env):
     return 0
 
 
+def _reused(options, command: list[str], target: Path) -> bool:
+    """Whether the recorded object of this compile (builder/reuse.py, made by `opbuild import`)
+    was written to `target` instead of compiling."""
+    from opbuild.ascendc.check import OBJECT_WORD
+    from opbuild.builder import reuse
+    from opbuild.validate.tiling_lib import cache_dir
+
+    output = os.path.relpath(target, options.root)
+    key_command = [OBJECT_WORD if word == output else word for word in command]
+    return reuse.take(cache_dir() / "objects", options.toolchain.identity(), key_command, OBJECT_WORD,
+                      Path(options.root), target)
+
+
 def _compile(target, source, env):
     options = _state(env).options
     produces = env.get("OPBUILD_PRODUCES") or None
@@ -252,6 +272,10 @@ def _compile(target, source, env):
         if produces:  # the command writes a file of its own choosing (asc_opc --output=DIR)
             steps.run_tool(options.toolchain, list(env["OPBUILD_CMD"]), produces, Path(str(target[0])),
                            env["OPBUILD_WHAT"], cwd=str(options.root))
+        elif env.get("OPBUILD_REUSE") and _reused(options, list(env["OPBUILD_CMD"]), Path(target[0].abspath)):
+            progress = env.get("PRINT_CMD_LINE_FUNC")  # the object `opbuild import` compiled for this very command
+            if isinstance(progress, Progress):
+                progress.count_reused()
         else:
             runner = options.distcc.run if options.distcc is not None and env.get("OPBUILD_DISTRIBUTE") else None
             steps.run_compiler(options.toolchain, list(env["OPBUILD_CMD"]), Path(str(target[0])), env["OPBUILD_WHAT"],
