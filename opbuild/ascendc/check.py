@@ -16,11 +16,13 @@ directory and key rules), so a warm `opbuild validate` or build compiles nothing
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -129,22 +131,89 @@ class _Sources:
         return found
 
 
-def compile_and_describe(tc, host_source: Path, bridge: str, symbol: str) -> tuple[dict[str, Any] | None, str, str]:
-    """Compile `host_source` and the bridge unit `bridge`, link them alone into a shared library
-    and read the description through `symbol` in a child process: (description, "", ""), or
-    (None, what failed: "compile" | "link" | "load", the tool's output)."""
+@dataclass(frozen=True)
+class AsBuilt:
+    """Where the build will compile a host source: its path relative to the project root
+    (`ops/<op>/op_host/<x>.cpp`; the file there is a byte-for-byte copy of the one described,
+    and so are the files beside it). With it, compile_and_describe compiles the source and the
+    bridge core with the build's own commands and records the objects for the build to take
+    (builder/reuse.py)."""
+
+    source: str
+
+
+def _as_built_command(tc, build_source: str, run_source: Path, obj: str, deps: str, bridge: bool) -> list[str]:
+    """The build's command for `build_source`, run on `run_source` (the same bytes elsewhere): the
+    object records the build's path (-ffile-prefix-map), the compiler lists what it read (-MD)."""
+    command = [run_source.as_posix() if word == build_source else word
+               for word in tc.ascendc_host_object_command(build_source, obj, ascendc_include_dirs(), bridge=bridge)]
+    build_dir, run_dir = os.path.dirname(build_source), str(run_source.parent)
+    return [*command, f"-ffile-prefix-map={run_dir}={build_dir}", "-MD", "-MF", deps]
+
+
+def _record_as_built(tc, build_source: str, run_source: Path, obj: str, deps: str, bridge: bool) -> None:
+    """Record the object of one as-built compile (builder/reuse.py) when every file it read is
+    opbuild's, the system's or one beside the source (which the import copies); a host source
+    that reads another file of its project (`../common/x.h`) is not recorded: the build's copy
+    may read another one."""
+    from opbuild.builder import reuse
+    from opbuild.validate.tiling_lib import cache_dir
+
+    run_dir, build_dir = run_source.parent.resolve(), Path(os.path.dirname(build_source))
+    project = None if bridge else run_dir.parent
+    files: dict[str, Path] = {}
+    for name in reuse.dependencies(Path(deps)):
+        path = Path(name) if os.path.isabs(name) else (Path(os.getcwd()) / name)
+        real = path.resolve()
+        if real.parent == run_dir:
+            files[(build_dir / real.name).as_posix()] = real
+        elif project is not None and real.is_relative_to(project):
+            return
+        else:
+            files[str(path)] = path
+    command = tc.ascendc_host_object_command(build_source, OBJECT_WORD, ascendc_include_dirs(), bridge=bridge)
+    reuse.record(cache_dir() / "objects", tc.identity(), command, OBJECT_WORD, files, Path(obj))
+
+
+OBJECT_WORD = "OBJECT.o"
+"""The output word of an as-built command's key (the build's own object path stands there)."""
+
+
+def compile_and_describe(tc, host_source: Path, bridge: str, symbol: str,
+                         as_built: AsBuilt | None = None) -> tuple[dict[str, Any] | None, str, str]:
+    """Compile `host_source`, the bridge core and the bridge unit `bridge`, link them alone into
+    a shared library and read the description through `symbol` in a child process:
+    (description, "", ""), or (None, what failed: "compile" | "link" | "load", the tool's output).
+    `as_built`: compile the source and the core as the build will, and record their objects."""
+    from opbuild.ascendc.host import CORE_SOURCE
+    from opbuild.builder.plan import ascendc_core_source
+
     work = Path(tempfile.mkdtemp(prefix="opbuild-ascendc-"))
     try:
         unit, lib = work / "bridge.cpp", work / "bridge.so"
+        core_build = ascendc_core_source()
+        core = work / os.path.basename(core_build)
         unit.write_text(bridge, encoding="utf-8")
-        objects = []
-        for i, source in enumerate((host_source, unit)):
-            obj = work / f"{i}.o"
-            result = tc.run(tc.ascendc_host_object_command(str(source), str(obj), ascendc_include_dirs(),
-                                                           bridge=source == unit))
+        core.write_text(CORE_SOURCE, encoding="utf-8")
+        objects = [str(work / f"{i}.o") for i in range(3)]
+        deps = [str(work / f"{i}.d") for i in range(2)]
+        if as_built is not None:
+            plans = [(as_built.source, host_source, objects[0], deps[0], False),
+                     (core_build, core, objects[1], deps[1], True)]
+            commands = [_as_built_command(tc, *plan) for plan in plans]
+        else:
+            plans = []
+            commands = [tc.ascendc_host_object_command(str(source), obj, ascendc_include_dirs(), bridge=source != host_source)
+                        for source, obj in ((host_source, objects[0]), (core, objects[1]))]
+        commands.append(tc.ascendc_host_object_command(str(unit), objects[2], ascendc_include_dirs(), bridge=True))
+        for result in tc.run_all(commands):
             if result.returncode != 0:
                 return None, "compile", result.output
-            objects.append(str(obj))
+        for plan in plans:
+            try:
+                _record_as_built(tc, *plan)
+            except OSError:
+                pass  # (a read-only cache: the build compiles them)
         result = tc.run(tc.tiling_link_command(objects, str(lib), cxx=True))
         if result.returncode != 0:
             return None, "link", (result.output.strip().splitlines() or ["the linker failed"])[-1]
@@ -172,9 +241,10 @@ registers does not depend on which op asks, so `opbuild import` and validation s
 description of the same source."""
 
 
-def describe_source(tc, host_source: Path) -> tuple[dict[str, Any] | None, str, str]:
+def describe_source(tc, host_source: Path, as_built: AsBuilt | None = None) -> tuple[dict[str, Any] | None, str, str]:
     """compile_and_describe of `host_source` with the generic bridge, cached by content (the
-    source, the files beside it -- its headers --, opbuild's headers, the commands, the compiler)."""
+    source, the files beside it -- its headers --, opbuild's headers, the commands, the compiler).
+    `as_built`: on a miss, the objects are compiled as the build will and recorded for it."""
     from opbuild.ascendc.host import bridge_source
     from opbuild.validate.tiling_lib import cache_dir
 
@@ -189,7 +259,8 @@ def describe_source(tc, host_source: Path) -> tuple[dict[str, Any] | None, str, 
     cached = store.get(name)
     if cached is not None:
         return json.loads(cached), "", ""
-    description, failed, output = compile_and_describe(tc, host_source, bridge, bridge_symbol(GENERIC_SNAKE, "describe"))
+    description, failed, output = compile_and_describe(tc, host_source, bridge, bridge_symbol(GENERIC_SNAKE, "describe"),
+                                                       as_built)
     if description is not None:
         try:
             store.put(name, json.dumps(description).encode())

@@ -49,7 +49,7 @@ from opbuild.ascendc.errors import AscendcHostError
 from opbuild.ascendc.tiling_header import kernel_tiling_header
 from opbuild.runtime_paths import native_include_dir
 
-__all__ = ["AscendcHostError", "HostBuild", "EXPORT_SUFFIXES", "blob_commands", "bridge_source", "build_blob",
+__all__ = ["AscendcHostError", "CORE_NAME", "CORE_SOURCE", "HostBuild", "EXPORT_SUFFIXES", "blob_commands", "bridge_source", "build_blob",
            "compile_command", "describe", "describe_library", "export_symbol", "kernel_tiling_header", "link_command",
            "link_shared"]
 
@@ -75,17 +75,25 @@ def compile_command(source: Path | str, output: Path | str, include_dirs: Sequen
 
 
 def bridge_source(op_snake: str, op_type: str) -> str:
-    """The text of the generated per-op bridge TU."""
+    """The text of the generated per-op bridge TU: the op's exports (opbuild_ascendc/host_exports.h)."""
     if not op_snake.isidentifier() or not op_type.isidentifier():
         raise AscendcHostError(f"op {op_type!r} / {op_snake!r}: names must be C identifiers")
-    return f'#include "opbuild_ascendc/host_bridge.h"\nOPBUILD_ASCENDC_HOST_EXPORTS({op_snake}, "{op_type}")\n'
+    return f'#include "opbuild_ascendc/host_exports.h"\nOPBUILD_ASCENDC_HOST_EXPORTS({op_snake}, "{op_type}")\n'
+
+
+CORE_SOURCE = '#include "opbuild_ascendc/host_bridge.h"\nOPBUILD_ASCENDC_HOST_CORE()\n'
+"""The text of the bridge core TU: the bridge's implementation, the same for every op (compiled
+once per build, linked into each op's blob)."""
+CORE_NAME = "ascendc_host_core"
+"""The stem of the bridge core's source and object."""
 
 
 @dataclass(frozen=True)
 class HostBuild:
-    """The commands that build one op's host blob, in order: `compiles` (one per source, the
-    bridge last: each is (source, object, command)), `link` (ld -r) and `localize` (objcopy).
-    The bridge source's text must be written to `bridge` first (`bridge_text`)."""
+    """The commands that build one op's host blob: `compiles` (one per source, then the bridge
+    core and the op's exports: each is (source, object, command); independent, so they may run at
+    once), `link` (ld -r) and `localize` (objcopy). The texts of the generated sources must be
+    written first (`generated`: path -> text)."""
 
     compiles: tuple[tuple[Path, Path, list[str]], ...]
     link: list[str]
@@ -93,6 +101,11 @@ class HostBuild:
     blob: Path
     bridge: Path
     bridge_text: str
+    core: Path
+
+    @property
+    def generated(self) -> dict[Path, str]:
+        return {self.core: CORE_SOURCE, self.bridge: self.bridge_text}
 
     @property
     def commands(self) -> list[list[str]]:
@@ -107,26 +120,32 @@ def blob_commands(host_sources: Sequence[Path | str], op_snake: str, op_type: st
     if not sources:
         raise AscendcHostError(f"{op_type}: no op_host source given")
     bridge = work / f"{op_snake}_host_bridge.cpp"
+    core = work / f"{CORE_NAME}.cpp"
     compiles = []
-    for i, src in enumerate([*sources, bridge]):
+    for i, src in enumerate(sources):
         obj = work / f"{op_snake}_host_{i}_{src.stem}.o"
-        compiles.append((src, obj, compile_command(src, obj, include_dirs, bridge=src == bridge)))
+        compiles.append((src, obj, compile_command(src, obj, include_dirs)))
+    for src in (core, bridge):
+        obj = work / f"{src.stem}.o"
+        compiles.append((src, obj, compile_command(src, obj, bridge=True)))
     joined = work / f"{op_snake}_host_joined.o"
     blob = work / f"{op_snake}_host_blob.o"
     tc = _toolchain()
     link = tc.host_blob_command([str(o) for _, o, _ in compiles], str(joined))
     localize = tc.localize_command(str(joined), str(blob))
-    return HostBuild(tuple(compiles), link, localize, blob, bridge, bridge_source(op_snake, op_type))
+    return HostBuild(tuple(compiles), link, localize, blob, bridge, bridge_source(op_snake, op_type), core)
 
 
 def _run(command: list[str], what: str) -> None:
-    try:
-        proc = subprocess.run(command, capture_output=True, text=True)
-    except OSError as exc:
-        raise AscendcHostError(f"{what}: cannot run {command[0]}: {exc}") from None
-    if proc.returncode != 0:
-        output = (proc.stderr + proc.stdout).strip()
-        raise AscendcHostError(f"{what} failed (exit {proc.returncode}):\n{output}")
+    _run_all([(command, what)])
+
+
+def _run_all(jobs: Sequence[tuple[list[str], str]]) -> None:
+    """Run independent commands at once (toolchain.run_all); AscendcHostError naming the first that
+    failed, with its output."""
+    for (command, what), result in zip(jobs, _toolchain().run_all([c for c, _ in jobs])):
+        if result.returncode != 0:
+            raise AscendcHostError(f"{what} failed (exit {result.returncode}):\n{result.output.strip()}")
 
 
 def build_blob(host_sources: Sequence[Path | str], op_snake: str, op_type: str, work_dir: Path | str, *,
@@ -138,10 +157,10 @@ def build_blob(host_sources: Sequence[Path | str], op_snake: str, op_type: str, 
             raise AscendcHostError(f"{s}: no such op_host source")
     build = blob_commands(host_sources, op_snake, op_type, work_dir, include_dirs=include_dirs)
     Path(work_dir).mkdir(parents=True, exist_ok=True)
-    build.bridge.write_text(build.bridge_text)
-    for src, _, command in build.compiles:
-        what = f"{src}: compiling the bridge of {op_type}" if src == build.bridge else f"{src}: compiling"
-        _run(command, what)
+    for path, text in build.generated.items():
+        path.write_text(text)
+    _run_all([(command, f"{src}: compiling the bridge of {op_type}" if src in build.generated else f"{src}: compiling")
+              for src, _, command in build.compiles])
     _run(build.link, f"{op_type}: linking the host blob {build.blob}")
     _run(build.localize, f"{op_type}: localizing the host blob {build.blob}")
     return build.blob

@@ -49,8 +49,26 @@ class ImportedOp:
 
 
 
-def describe_project(project: Path) -> list[tuple[Path, dict[str, Any], dict[str, Any] | None]]:
-    """(host source, OpDef, tiling class or None) of every OpDef the project's host sources register."""
+def _as_built(dest: Path | None, source: Path):
+    """Where the build will compile `source` once imported to `dest` (check.AsBuilt), when that
+    can be told before the source is described: the op named after the file (CANN's convention,
+    op_host/add_custom.cpp registers AddCustom) in an `ops/` directory of a project. A wrong
+    guess costs nothing: the build's command differs, so it compiles as before."""
+    from opbuild.ascendc.check import AsBuilt
+
+    if dest is None:
+        return None
+    dest = dest.resolve()
+    target = dest if dest.name == source.stem else dest / source.stem
+    if target.parent.name != "ops":
+        return None
+    return AsBuilt(f"ops/{target.name}/op_host/{source.name}")
+
+
+def describe_project(project: Path, dest: Path | None = None) -> list[tuple[Path, dict[str, Any], dict[str, Any] | None]]:
+    """(host source, OpDef, tiling class or None) of every OpDef the project's host sources
+    register. `dest`: where they are imported to (the host objects are compiled as the build there
+    will, and kept for it: check.AsBuilt)."""
     from opbuild.ascendc.check import describe_source
     from opbuild.validate.tiling_lib import _toolchain
 
@@ -65,7 +83,7 @@ def describe_project(project: Path) -> list[tuple[Path, dict[str, Any], dict[str
     tc = _toolchain()
     found = []
     for source in sources:
-        description, failed, output = describe_source(tc, source.resolve())
+        description, failed, output = describe_source(tc, source.resolve(), _as_built(dest, source))
         if description is None:
             detail = "\n".join(output.strip().splitlines()[-12:])
             raise AscendcImportError(f"{source}: the host source {'does not compile' if failed == 'compile' else failed + ' fails'}"
@@ -169,7 +187,7 @@ def import_ascendc(project: Path, dest: Path, op: str | None = None, force: bool
     from opbuild.validate import validate_op
 
     project = project.resolve()
-    found = describe_project(project)
+    found = describe_project(project, dest)
     if op is not None:
         found = [f for f in found if f[1].get("op") == op]
         if not found:

@@ -395,7 +395,7 @@ class Decision:
         self.installed.save()
 
 
-def decide(plans: list[OpPlan], others: list[OpPlan], root: Path, out: Path, base_key: dict, stamp: str,
+def decide(plans: list[OpPlan], others: list[OpPlan], root: Path, out: Path, base_key: dict, global_outputs: set[str],
            cache_dir: str | None, jobs: int) -> Decision:
     """Key every op; restore the selected ones whose outputs are not current from their bundles
     when the cache has them; remove the outputs SCons did not write of those left to build."""
@@ -407,7 +407,7 @@ def decide(plans: list[OpPlan], others: list[OpPlan], root: Path, out: Path, bas
     digests: dict[str, dict[str, str]] = {}
     for plan in [*plans, *others]:
         op = plan.spec.op
-        inputs[op] = op_inputs(plan, root, hasher, {stamp})
+        inputs[op] = op_inputs(plan, root, hasher, global_outputs)
         keys[op] = op_key(plan, inputs[op], root, common, hasher)
         digests[op] = input_digests(inputs[op], root, hasher)
     verdicts: dict[str, str] = {}

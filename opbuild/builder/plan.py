@@ -59,6 +59,19 @@ def signature(kind: str, overrides: dict) -> str:
     return hashlib.sha256(portable_text(json.dumps(values, separators=(",", ":"))).encode()).hexdigest()
 
 
+ASCENDC_CORE_DIR = "build/ascendc"
+"""Where (under the build's out directory) the Ascend C bridge core is generated and compiled:
+one place for every vendor, so that its command is the same in every build of a project (and
+the import's as-built compile matches it: ascendc/check.py)."""
+
+
+def ascendc_core_source(out: str = "out") -> str:
+    """The bridge core's source, relative to the project root, for the out directory `out`."""
+    from opbuild.ascendc.host import CORE_NAME
+
+    return f"{out}/{ASCENDC_CORE_DIR}/{CORE_NAME}.cpp"
+
+
 def _absolute(path) -> str:
     """`path` as an absolute normalised string (the plan's paths are mostly that already)."""
     text = os.fspath(path)
@@ -133,6 +146,8 @@ class Planner:
         self.native_include = native_include
         self.ascendc_include = [str(native_include / "ascendc"), str(native_include)]
         """Where Ascend C sources find kernel_operator.h and the host headers, then opbuild's C headers."""
+        self.ascendc_core = str(self.out / ASCENDC_CORE_DIR / "ascendc_host_core.o")
+        """The Ascend C host bridge core's object (plan_global), linked into each Ascend C op's blob."""
         self.cache_key = cache_key
         self._steps: list[PlannedStep] = []
         self._spec_files: set[str] = set()
@@ -281,8 +296,9 @@ class Planner:
             obj = self.work / "obj" / f"{spec.snake}_{name}.o"
             command = tc.ascendc_host_object_command(rel(source), rel(obj), self.ascendc_include, bridge=name == "bridge")
             objects += step("compile", [obj], [source], f"CXX {name} {spec.op}", stored=False, OPBUILD_CMD=tuple(command),
-                            OPBUILD_DISTRIBUTE=1, scan_includes=self.ascendc_include,
+                            OPBUILD_DISTRIBUTE=1, scan_includes=self.ascendc_include, OPBUILD_REUSE=int(name == "host"),
                             OPBUILD_WHAT=f"op {spec.op}: compiling its {what}")
+        objects.append(self.ascendc_core)
         blob = self.work / "obj" / f"{spec.snake}_host_blob.o"
         blob, = step("compile", [blob], objects, f"LD -r host {spec.op}", stored=False,
                      OPBUILD_CMD=tuple(tc.host_blob_command([rel(o) for o in objects], rel(blob))),
@@ -467,9 +483,21 @@ class Planner:
              OPBUILD_WHAT=f"linking the op_proto library of {where}")
         return obj
 
-    def plan_global(self) -> list[PlannedStep]:
-        """Steps outside any package: the generator stamp and vendors/config.ini."""
+    def plan_global(self, ascendc: bool = False) -> list[PlannedStep]:
+        """Steps outside any package: the generator stamp, vendors/config.ini and, when the build
+        has Ascend C ops (`ascendc`), the bridge core every one of their host blobs links
+        (opbuild_ascendc/host_bridge.h: the same object for all, compiled once)."""
         self.step("stamp", [self.stamp], [str(p) for p in codegen.GENERATOR_FILES], "GEN generator.stamp")
         self.step("text", [self.out / "opp" / "vendors" / "config.ini"], [], "GEN vendors/config.ini",
                   OPBUILD_TEXT=codegen.render_vendors_config([self.options.vendor]))
+        if ascendc:
+            from opbuild.ascendc.host import CORE_NAME, CORE_SOURCE
+
+            source, = self.step("text", [self.out / ASCENDC_CORE_DIR / f"{CORE_NAME}.cpp"], [], f"GEN {CORE_NAME}.cpp",
+                                stored=False, OPBUILD_TEXT=CORE_SOURCE)
+            command = self.tc.ascendc_host_object_command(self.rel(source), self.rel(self.ascendc_core),
+                                                          self.ascendc_include, bridge=True)
+            self.step("compile", [self.ascendc_core], [source], "CXX Ascend C host bridge core", stored=False,
+                      OPBUILD_CMD=tuple(command), OPBUILD_DISTRIBUTE=1, scan_includes=self.ascendc_include,
+                      OPBUILD_REUSE=1, OPBUILD_WHAT="compiling the Ascend C host bridge core")
         return self._take()

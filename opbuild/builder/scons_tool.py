@@ -94,6 +94,13 @@ class Progress:
         with self._lock:
             self.remote += 1
 
+    def count_reused(self) -> None:
+        """A compile whose object `opbuild import` had made (builder/reuse.py): counted as taken
+        from a cache, not as compiled."""
+        with self._lock:
+            self.compiled -= 1
+            self.cached += 1
+
     def __call__(self, text, target, source, env) -> None:  # SCons PRINT_CMD_LINE_FUNC signature
         if not text:
             return
@@ -245,6 +252,19 @@ def _render_op_sources(target, source, env):
     return 0
 
 
+def _reused(options, command: list[str], target: Path) -> bool:
+    """Whether the recorded object of this compile (builder/reuse.py, made by `opbuild import`)
+    was written to `target` instead of compiling."""
+    from opbuild.ascendc.check import OBJECT_WORD
+    from opbuild.builder import reuse
+    from opbuild.validate.tiling_lib import cache_dir
+
+    output = os.path.relpath(target, options.root)
+    key_command = [OBJECT_WORD if word == output else word for word in command]
+    return reuse.take(cache_dir() / "objects", options.toolchain.identity(), key_command, OBJECT_WORD,
+                      Path(options.root), target)
+
+
 def _compile(target, source, env):
     options = _state(env).options
     produces = env.get("OPBUILD_PRODUCES") or None
@@ -252,6 +272,10 @@ def _compile(target, source, env):
         if produces:  # the command writes a file of its own choosing (asc_opc --output=DIR)
             steps.run_tool(options.toolchain, list(env["OPBUILD_CMD"]), produces, Path(str(target[0])),
                            env["OPBUILD_WHAT"], cwd=str(options.root))
+        elif env.get("OPBUILD_REUSE") and _reused(options, list(env["OPBUILD_CMD"]), Path(target[0].abspath)):
+            progress = env.get("PRINT_CMD_LINE_FUNC")  # the object `opbuild import` compiled for this very command
+            if isinstance(progress, Progress):
+                progress.count_reused()
         else:
             runner = options.distcc.run if options.distcc is not None and env.get("OPBUILD_DISTRIBUTE") else None
             steps.run_compiler(options.toolchain, list(env["OPBUILD_CMD"]), Path(str(target[0])), env["OPBUILD_WHAT"],
@@ -534,7 +558,7 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: Op
 
     stamp = str(options.out / "build" / options.vendor / "generator.stamp")
     planner = Planner(options, stamp, native_include_dir(), cache_key)
-    global_steps = planner.plan_global()
+    global_steps = planner.plan_global(ascendc=any(s.is_ascendc for s in [*specs, *others]))
     everything = planner.packages([*specs, *others])  # an op's plan depends only on its own packages
     ops = {spec.op: planner.plan_op(spec, everything) for spec in specs}
 
@@ -542,7 +566,8 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: Op
     result = DeclaredBuild(targets=[], progress=progress)
     if ops_cache.enabled:
         other_plans = [planner.plan_op(spec, everything) for spec in others]
-        decision = bundles.decide(list(ops.values()), other_plans, options.root, options.out, base_key, stamp,
+        global_outputs = {t for s in global_steps for t in s.targets}  # (made by every build: no op's input)
+        decision = bundles.decide(list(ops.values()), other_plans, options.root, options.out, base_key, global_outputs,
                                   ops_cache.cache_dir, ops_cache.jobs)
         to_build, restored, kept = decision.to_build, decision.restored, decision.kept
         result.undeclared_inputs, result.undeclared_outputs, result.op_dirs = decision.undeclared()

@@ -74,6 +74,14 @@ Environment:
 """
 
 
+def local_jobs() -> int:
+    """The default number of parallel jobs of a local build: the CPUs this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 def main() -> None:
     started, started_ns = time.monotonic(), time.time_ns()
     root = Path(Dir("#").abspath)
@@ -170,6 +178,8 @@ def main() -> None:
             Exit(1)
         SetOption("num_jobs", distcc.slots())  # -j given on the command line wins
         sys.stdout.write(f"opbuild: distcc: {distcc.hosts} ({distcc.slots()} slots), -j{GetOption('num_jobs')}\n")
+    else:
+        SetOption("num_jobs", local_jobs())  # as many jobs as CPUs; -j given on the command line wins
     options = BuildOptions(root=root, out=out, vendor=env["VENDOR"], socs=socs, toolchain=toolchain, distcc=distcc)
     if env["EXPLAIN"]:
         from opbuild.builder.scons_tool import enable_explain

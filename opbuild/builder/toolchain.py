@@ -119,6 +119,32 @@ class Toolchain(ABC):
         proc = subprocess.run(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         return CompileResult(tuple(command), proc.returncode, proc.stdout)
 
+    def run_all(self, commands: list[list[str]], cwd: str | None = None) -> list[CompileResult]:
+        """Independent commands run at once (the compiles of an Ascend C op's host blob, whose two
+        large TUs take about as long each); their results in order. A command that cannot start
+        is a result with status 127 and the reason."""
+        running: list[tuple[list[str], subprocess.Popen | None, str]] = []
+        try:
+            for command in commands:
+                try:
+                    running.append((command, subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE,
+                                                              stderr=subprocess.STDOUT, text=True), ""))
+                except OSError as exc:
+                    running.append((command, None, f"cannot run {command[0]}: {exc}"))
+            results = []
+            for command, proc, reason in running:
+                if proc is None:
+                    results.append(CompileResult(tuple(command), 127, reason))
+                    continue
+                output, _ = proc.communicate()
+                results.append(CompileResult(tuple(command), proc.returncode, output))
+            return results
+        finally:
+            for _, proc, _ in running:
+                if proc is not None and proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+
 
 MEMCHECK_FLAGS = ("-fsanitize=address", "-fsanitize-recover=address", "-fno-omit-frame-pointer")
 """Kernel compile and link flags of the memory checker build (OPBUILD_MEMCHECK=1 at build time):

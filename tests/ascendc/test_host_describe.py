@@ -231,11 +231,14 @@ def test_blob_commands_are_the_builds(tmp_path):
     assert compile_cmd == tc.ascendc_host_object_command(str(src), str(obj), [str(inc / "ascendc"), str(inc)])
     assert {"-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
             "-fno-gnu-unique"} <= set(compile_cmd) and set(ASCENDC_HOST_FLAGS) <= set(compile_cmd)
-    assert b.compiles[-1][0] == b.bridge
-    assert "-Os" in b.compiles[-1][2] and "-O2" not in b.compiles[-1][2]  # the bridge: glue, compiled for size
+    assert [c[0] for c in b.compiles[-2:]] == [b.core, b.bridge]
+    for _, _, command in b.compiles[-2:]:  # the bridge core and the exports: glue, compiled for size
+        assert "-Os" in command and "-O2" not in command
     assert b.link[1:3] == ["-r", "--force-group-allocation"]
+    assert b.link[5:] == [str(o) for _, o, _ in b.compiles]
     assert b.localize[1] == "--localize-hidden" and b.localize[-1] == str(b.blob)
-    assert b.bridge_text == '#include "opbuild_ascendc/host_bridge.h"\nOPBUILD_ASCENDC_HOST_EXPORTS(leaky_custom, "LeakyCustom")\n'
+    assert b.bridge_text == '#include "opbuild_ascendc/host_exports.h"\nOPBUILD_ASCENDC_HOST_EXPORTS(leaky_custom, "LeakyCustom")\n'
+    assert b.generated == {b.core: host.CORE_SOURCE, b.bridge: b.bridge_text}
 
 
 def test_only_the_bridge_exports_stay_global(host_library):

@@ -1,33 +1,36 @@
 /* opbuild_ascendc/host_bridge.h: an Ascend C op_host source's OpDef, tiling and infer functions
- * behind opbuild's C ABI (opbuild/tiling.h, opbuild/infer.h).
+ * behind opbuild's C ABI (opbuild/tiling.h, opbuild/infer.h) -- the implementation.
  *
- * The integrator's generated per-op TU is two lines:
+ * An op's host blob is its op_host objects, one generated exports TU per op
+ * (opbuild_ascendc/host_exports.h: `OPBUILD_ASCENDC_HOST_EXPORTS(add_custom, "AddCustom")`, a few
+ * lines that compile in a blink) and the bridge core, the same object for every op of a build,
+ * compiled once from a TU of two lines:
  *
  *     #include "opbuild_ascendc/host_bridge.h"
- *     OPBUILD_ASCENDC_HOST_EXPORTS(add_custom, "AddCustom")
+ *     OPBUILD_ASCENDC_HOST_CORE()
  *
- * and defines, with C linkage and default visibility (OPBUILD_API):
+ * The core defines opbuild_ascendc_host_{tiling,infer_shape,infer_dtype,describe}, which the
+ * exports call with the op type:
  *
- *   uint32_t add_custom_opbuild_tiling(TilingContext *ctx)
- *       opbuild's tiling function: runs the tiling function the OpDef "AddCustom" set with
+ *   tiling(ctx, op_type)
+ *       opbuild's tiling function: runs the tiling function the OpDef op_type set with
  *       AICore().SetTiling over a gert::TilingContext made from ctx (inputs and outputs, attributes
  *       by index in the OpDef's Attr order, platform from core_num/ub_size/soc_version, raw tiling
  *       data = ctx->tiling_data / tiling_data_capacity, zeroed first) and writes back block_dim,
  *       tiling_key, workspace_size (the sum of the GetWorkspaceSizes entries) and tiling_data_size
  *       (GetRawTilingData()->GetDataSize(), or sizeof(T) of GetTilingData<T>() when larger).
- *   uint32_t add_custom_opbuild_infer_shape(TilingContext *ctx, uint32_t output_index,
- *                                           int64_t *dims, uint32_t *dim_num)
+ *   infer_shape(ctx, op_type, output_index, dims, dim_num)
  *       an OpbuildInferShapeFunc: runs the OpDef's InferShape (one output tensor per IR output)
  *       and returns output output_index's shape.
- *   uint32_t add_custom_opbuild_infer_dtype(TilingContext *ctx, uint32_t output_index, int32_t *dtype)
+ *   infer_dtype(ctx, op_type, output_index, dtype)
  *       the same with InferDataType; the dtype is a GE number.
- *   const char *add_custom_opbuild_describe(void)
+ *   describe()
  *       JSON text (static storage) of every OpDef and tiling-data class registered in this blob
  *       (docs/ascendc-host.md describes it).
  *
  * Each returns OPBUILD_GRAPH_SUCCESS or OPBUILD_GRAPH_FAILED with ctx->error naming the op
- * (C++ exceptions are caught). Everything else here is header-only and hidden, so the blob of one
- * op (its host objects and this TU, `ld -r` then `objcopy --localize-hidden`) keeps its own
+ * (C++ exceptions are caught). Everything here is header-only or hidden, so the blob of one op
+ * (`ld -r` of its objects, then `objcopy --localize-hidden`) keeps its own copy of the core, its
  * registries and classes when several ops' blobs link into one tiling library.
  */
 #ifndef OPBUILD_ASCENDC_HOST_BRIDGE_H
@@ -399,20 +402,23 @@ inline const char *describe() {
 }  // namespace bridge
 }  // namespace opbuild_ascendc
 
-#define OPBUILD_ASCENDC_HOST_EXPORTS(op_snake, op_type)                                                     \
-    extern "C" OPBUILD_API uint32_t op_snake##_opbuild_tiling(TilingContext *ctx) {                         \
+/* The bridge's implementation, out of line: the one TU of a build that includes this header says
+ * OPBUILD_ASCENDC_HOST_CORE() once. Its functions (declared in opbuild_ascendc/host_exports.h)
+ * have hidden visibility, so each op's blob, linked with its own copy of this object, keeps them
+ * and the registries they read to itself. */
+#define OPBUILD_ASCENDC_HOST_CORE()                                                                         \
+    extern "C" uint32_t opbuild_ascendc_host_tiling(TilingContext *ctx, const char *op_type) {              \
         return ::opbuild_ascendc::bridge::tiling(ctx, op_type);                                             \
     }                                                                                                       \
-    extern "C" OPBUILD_API uint32_t op_snake##_opbuild_infer_shape(TilingContext *ctx, uint32_t output_index, \
-                                                                   int64_t *dims, uint32_t *dim_num) {      \
+    extern "C" uint32_t opbuild_ascendc_host_infer_shape(TilingContext *ctx, const char *op_type,           \
+                                                         uint32_t output_index, int64_t *dims,              \
+                                                         uint32_t *dim_num) {                               \
         return ::opbuild_ascendc::bridge::infer_shape(ctx, op_type, output_index, dims, dim_num);           \
     }                                                                                                       \
-    extern "C" OPBUILD_API uint32_t op_snake##_opbuild_infer_dtype(TilingContext *ctx, uint32_t output_index, \
-                                                                   int32_t *dtype) {                        \
+    extern "C" uint32_t opbuild_ascendc_host_infer_dtype(TilingContext *ctx, const char *op_type,           \
+                                                         uint32_t output_index, int32_t *dtype) {           \
         return ::opbuild_ascendc::bridge::infer_dtype(ctx, op_type, output_index, dtype);                   \
     }                                                                                                       \
-    extern "C" OPBUILD_API const char *op_snake##_opbuild_describe(void) {                                  \
-        return ::opbuild_ascendc::bridge::describe();                                                       \
-    }
+    extern "C" const char *opbuild_ascendc_host_describe(void) { return ::opbuild_ascendc::bridge::describe(); }
 
 #endif
