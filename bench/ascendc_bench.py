@@ -5,6 +5,9 @@
    Add), the C-API sample op AddCustomTemplate (ops/add_custom_template: one pass over GM) and
    numpy.add(out=). Each as the best of R one-shot-free two-phase calls (phase 1 once, phase 2
    timed), reported as GB/s of the three tensors and as a ratio to the C-API op (goal >= 0.8x).
+   With them, bench/staging_bench.c (no opbuild): the same add as one direct pass vs staged
+   through a per-thread UB buffer tile by tile, in plain C -- the ratio an Ascend C kernel that
+   stages every tile can reach against the C-API op on this machine at best.
 2. Import + first build of one Ascend C op (`opbuild import ascendc` + `scons ops OPS=...`) vs the
    first build of the C-API op alone, each in a fresh project with a fresh validate cache (goal
    <= 3x).
@@ -103,6 +106,19 @@ def throughput(base: Path, elements: int, repeat: int) -> list[tuple[str, str, f
     return rows
 
 
+def staging_ceiling(base: Path, elements: int, repeat: int) -> str:
+    """bench/staging_bench.c's line (direct and staged times, their ratio), or why it did not run."""
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if cc is None:
+        return "(no C compiler: staging_bench.c not run)"
+    exe = base / "staging_bench"
+    subprocess.run([cc, "-O2", "-pthread", str(REPO / "bench" / "staging_bench.c"), "-o", str(exe)], check=True)
+    threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    proc = subprocess.run([str(exe), str(elements), str(repeat), str(min(threads, 64))], capture_output=True, text=True,
+                          check=True)
+    return proc.stdout.strip()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--elements", type=int, default=16 << 20)
@@ -119,6 +135,8 @@ def main() -> None:
             c_api = by[("C API AddCustomTemplate", dtype)]
             numpy_t = by[("numpy.add(out=)", dtype)]
             print(f"{name:26} {dtype:8} {t * 1e3:8.2f}ms {nbytes / t / 1e9:7.2f} {c_api / t:8.2f}x {numpy_t / t:8.2f}x")
+        print(f"staging in plain C, float32, {args.elements} elements (bench/staging_bench.c): "
+              f"{staging_ceiling(base, args.elements, args.repeat)}")
         c_build, imported, a_build = build_times(base / "builds")
         print(f"\nfirst build, one op: C API {c_build:.2f} s; Ascend C import {imported:.2f} s + build {a_build:.2f} s "
               f"= {imported + a_build:.2f} s ({(imported + a_build) / c_build:.2f}x the C API op's)")

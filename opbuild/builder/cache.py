@@ -220,6 +220,10 @@ def read_config(path: str) -> dict:
     config_file = os.path.join(path, "config")
     try:
         config = safefile.read_json(config_file, MAX_RECORD_BYTES)
+    except FileNotFoundError:
+        import SCons.CacheDir  # type: ignore[import-not-found]
+
+        return {"prefix_len": SCons.CacheDir.CACHE_PREFIX_LEN}  # nothing pushed yet: SCons's layout for a new cache
     except OSError as exc:
         raise CacheError(f"{CACHE_ENV}={path}: read-only cache without a usable {exc}") from None
     if not isinstance(config, dict):

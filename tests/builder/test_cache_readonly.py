@@ -68,9 +68,20 @@ def test_a_cache_that_cannot_be_written_without_cache_readonly_is_one_error(tmp_
         cache.verified_cache_class()(str(root))
 
 
-def test_a_read_only_cache_without_config_names_it(tmp_path: Path) -> None:
+def test_a_read_only_cache_without_config_is_an_empty_one(tmp_path: Path) -> None:
+    """Nothing was ever pushed to it (no config yet): SCons's layout for a new cache, no entries;
+    a config that is not a regular file or not a JSON object is named."""
+    import SCons.CacheDir  # type: ignore[import-not-found]
+
     (tmp_path / "cache").mkdir()
-    with pytest.raises(cache.CacheError, match=r"config: no such file"):
+    assert cache.verified_cache_class(readonly=True)(str(tmp_path / "cache")).config == {
+        "prefix_len": SCons.CacheDir.CACHE_PREFIX_LEN}
+    (tmp_path / "cache" / "config").write_text("[1, 2]")
+    with pytest.raises(cache.CacheError, match=r"config is not a JSON object"):
+        cache.verified_cache_class(readonly=True)(str(tmp_path / "cache"))
+    (tmp_path / "cache" / "config").unlink()
+    os.mkfifo(tmp_path / "cache" / "config")
+    with pytest.raises(cache.CacheError, match=r"read-only cache without a usable .*config"):
         cache.verified_cache_class(readonly=True)(str(tmp_path / "cache"))
 
 
