@@ -219,6 +219,10 @@ class Planner:
             header, shim, make_kernel = self.plan_c_tiling(plan)
             includes = [str(self.native_include), rel(self.work / "gen" / spec.snake)]
         kernel_src = str(spec.op_dir / spec.kernel.source)
+        # An object compiled once for every binary whose compile of it is the same command (one
+        # kernel object for a binary's SoCs and packages when the kernel reads nothing of the SoC):
+        # the command with its output path left out -> the object's path.
+        compiled: dict[tuple[str, ...], str] = {}
         for package in packages:
             if spec not in package.specs:
                 continue
@@ -233,18 +237,24 @@ class Planner:
                     extra = [step("text", [self.root / path], [], f"GEN {Path(path).name} ({soc}, {where})",
                                   stored=False, OPBUILD_TEXT=text)[0] for path, text in kstep.inputs.items()]
                     key = self.cache_key(soc=soc, macros=macros)
-                    objects = []
+                    objects, link = [], list(kstep.command)
                     for o in kstep.objects:  # `-c` compiles (distributable), then the link below
                         src = kernel_src if o.source == rel(kernel_src) else shim
+                        same = tuple("$OUTPUT" if word == o.object else word for word in o.command)
+                        if same in compiled:  # compiled for another binary already: linked from there
+                            link = [rel(compiled[same]) if word == o.object else word for word in link]
+                            objects.append(compiled[same])
+                            continue
                         objects += step("compile", [self.root / o.object], [src, header],
                                         f"CC {'kernel' if src == kernel_src else 'launch'} {binary.name} ({soc}, {where})",
-                                        stored=False, OPBUILD_CMD=tuple(o.command), OPBUILD_KEY=key, OPBUILD_DISTRIBUTE=1,
-                                        OPBUILD_WHAT=f"op {spec.op}, binary {binary.name} ({soc}): compiling {o.source}",
-                                        scan_includes=includes)
+                                        stored=False, OPBUILD_CMD=tuple(o.command), OPBUILD_KEY=self.cache_key(macros=macros),
+                                        OPBUILD_DISTRIBUTE=1, scan_includes=includes,
+                                        OPBUILD_WHAT=f"op {spec.op}, binary {binary.name} ({soc}): compiling {o.source}")
+                        compiled[same] = objects[-1]
                     inputs = objects if objects else [kernel_src, shim, header]
                     bins += step("compile", [target], [*inputs, *extra],
                                  f"{'LINK' if objects else 'CC'} kernel {binary.name} ({soc}, {where})",
-                                 OPBUILD_CMD=tuple(kstep.command), OPBUILD_PRODUCES=kstep.produces or "", OPBUILD_KEY=key,
+                                 OPBUILD_CMD=tuple(link), OPBUILD_PRODUCES=kstep.produces or "", OPBUILD_KEY=key,
                                  OPBUILD_WHAT=f"op {spec.op}, binary {binary.name} ({soc}): "
                                               + (f"linking {rel(target)}" if objects else f"compiling kernel {rel(kernel_src)}"),
                                  scan_includes=None if objects else includes)

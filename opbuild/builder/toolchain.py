@@ -269,13 +269,16 @@ class HostToolchain(Toolchain):
     def ascendc_kernel_step(self, spec, binary, soc, sources, output, macros, include_dirs, work_dir,
                             forced_header: str) -> KernelStep:
         """An Ascend C binary: the kernel and its C++ launch shim compiled by the C++ compiler with
-        the binary's macros, the SoC's limits (ascendc_soc_macros) and the kernel-side tiling
-        header force-included (`forced_header`), then linked like a C kernel."""
-        defines = [f"-D{k}={v}" for k, v in sorted({**macros, **ascendc_soc_macros(soc)}.items())]
+        the binary's macros and the kernel-side tiling header force-included (`forced_header`), the
+        shim also with the SoC's limits (ascendc_soc_macros: only the launch shim reads them, so a
+        kernel object is the same for every SoC and the build compiles it once), then linked like
+        a C kernel. `sources`: the kernel source, then the shim."""
+        soc_macros = ascendc_soc_macros(soc)
         includes = [f"-I{d}" for d in include_dirs]
         objects = []
-        for source in sources:
+        for index, source in enumerate(sources):
             obj = f"{work_dir}.{Path(source).stem}.o"
+            defines = [f"-D{k}={v}" for k, v in sorted({**macros, **(soc_macros if index else {})}.items())]
             objects.append(KernelObject(source, obj, [*self.cxx, *self.ascendc_flags, *self._prefix_map(), *defines,
                                                       "-include", forced_header, *includes, "-c", "-o", obj, source]))
         link = [*self.cxx, *self.ascendc_flags, "-shared", "-o", output, *(o.object for o in objects)]

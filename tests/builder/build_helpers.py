@@ -317,7 +317,15 @@ def expected_package_files(ops: dict[str, list[str]] = SAMPLE_BINARIES, kind: st
 
 
 def expected_kernel_steps(ops: dict[str, list[str]] = SAMPLE_BINARIES) -> list[tuple[str, str, str]]:
-    """(binary, soc, package) of every kernel compile a clean build of `ops` runs, sorted."""
+    """(binary, soc, package) of every kernel binary a clean build of `ops` makes, sorted."""
     where = {CUSTOM: CUSTOM_WHERE, BUILTIN: BUILTIN}
     return sorted((b, SOC, where[kind]) for op, binaries in ops.items() for kind in SAMPLE_PACKAGES[op]
                   for b in binaries)
+
+
+def expected_kernel_compiles(ops: dict[str, list[str]] = SAMPLE_BINARIES) -> list[tuple[str, str, str]]:
+    """(binary, soc, package) of every binary whose kernel and launch objects a build compiles: once
+    per binary, in the first package of its op (the binary in its other packages links the same
+    objects: builder/plan.py)."""
+    where = {CUSTOM: CUSTOM_WHERE, BUILTIN: BUILTIN}
+    return sorted((b, SOC, where[SAMPLE_PACKAGES[op][0]]) for op, binaries in ops.items() for b in binaries)
