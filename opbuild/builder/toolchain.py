@@ -268,17 +268,17 @@ class HostToolchain(Toolchain):
 
     def ascendc_kernel_step(self, spec, binary, soc, sources, output, macros, include_dirs, work_dir,
                             forced_header: str) -> KernelStep:
-        """An Ascend C binary: the kernel and its C++ launch shim compiled by the C++ compiler with
-        the binary's macros and the kernel-side tiling header force-included (`forced_header`), the
-        shim also with the SoC's limits (ascendc_soc_macros: only the launch shim reads them, so a
-        kernel object is the same for every SoC and the build compiles it once), then linked like
-        a C kernel. `sources`: the kernel source, then the shim."""
-        soc_macros = ascendc_soc_macros(soc)
+        """An Ascend C binary: the kernel compiled by the C++ compiler with the binary's macros, its
+        C++ launch shim with the SoC's limits (ascendc_soc_macros), both with the kernel-side tiling
+        header force-included (`forced_header`), then linked like a C kernel. Only the shim reads
+        the SoC's limits and it reads nothing of the binary, so the build compiles a kernel object
+        once for every SoC of a binary and a shim once for every binary of a SoC.
+        `sources`: the kernel source, then the shim."""
         includes = [f"-I{d}" for d in include_dirs]
         objects = []
         for index, source in enumerate(sources):
             obj = f"{work_dir}.{Path(source).stem}.o"
-            defines = [f"-D{k}={v}" for k, v in sorted({**macros, **(soc_macros if index else {})}.items())]
+            defines = [f"-D{k}={v}" for k, v in sorted((ascendc_soc_macros(soc) if index else macros).items())]
             objects.append(KernelObject(source, obj, [*self.cxx, *self.ascendc_flags, *self._prefix_map(), *defines,
                                                       "-include", forced_header, *includes, "-c", "-o", obj, source]))
         link = [*self.cxx, *self.ascendc_flags, "-shared", "-o", output, *(o.object for o in objects)]

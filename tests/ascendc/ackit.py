@@ -40,8 +40,7 @@ extern "C" __attribute__((visibility("default"))) int32_t opbuild_kernel_launch(
     }
     uint64_t key = 0;
     if (args[%(nargs)d - 1] != nullptr) memcpy(&key, (const uint8_t *)args[%(nargs)d - 1] + %(key_offset)d, sizeof key);
-    return opbuild::ascendc::run_block(invoke, args, block_idx, block_num, sync, sync_ctx, key, OPBUILD_BINARY_NAME,
-                                       err, errlen);
+    return opbuild::ascendc::run_block(invoke, args, block_idx, block_num, sync, sync_ctx, key, err, errlen);
 }
 """
 

@@ -7,7 +7,7 @@
  *     extern "C" void add_custom(GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR);
  *     static void invoke(void *const *a) { add_custom((GM_ADDR)a[0], ..., (GM_ADDR)a[4]); }
  *     ... return opbuild::ascendc::run_block(invoke, args, block_idx, block_num, sync, sync_ctx,
- *                                            tiling_key, OPBUILD_BINARY_NAME, err, errlen);
+ *                                            tiling_key, err, errlen);
  *
  * UB policy: each thread allocates one arena of OPBUILD_SOC_UB_SIZE bytes the first time it runs
  * a block and reuses it; TPipe::InitBuffer fills every piece it hands out with 0xFF bytes
@@ -42,10 +42,10 @@ inline uint8_t *ub_arena() {
     return arena.get();
 }
 
+/* The block's failure message goes to err without op or binary: the runtime's message names them
+ * (the shim is compiled once for every binary of a SoC, so it knows neither). */
 inline int32_t run_block(void (*invoke)(void *const *args), void *const *args, uint32_t block_idx, uint32_t block_num,
-                         opbuild_sync_all_fn sync, void *sync_ctx, uint64_t tiling_key, const char *binary_name,
-                         char *err, uint32_t errlen) {
-    (void)binary_name; /* kept in the signature; the runtime's message names the binary (and the op) */
+                         opbuild_sync_all_fn sync, void *sync_ctx, uint64_t tiling_key, char *err, uint32_t errlen) {
     opbuild_kernel_state *s = opbuild_kernel_begin(block_idx, block_num, sync, sync_ctx);
     s->tiling_key = tiling_key;
     BlockState &b = block();
