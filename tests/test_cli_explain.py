@@ -97,7 +97,7 @@ def test_a_failing_tiling_function_is_reported(capsys, package):
     status, out, _ = explain(capsys, package, "AddCustomTemplate", "-i", "x=float32[3]", "-i", "y=float32[3]",
                              "-i", "z=float32[4]")
     assert status == 1 and _field(out, "tiling").startswith("FAILED: AddCustomTemplate: tiling function "
-                                                            "add_custom_template_tiling failed: AddCustomTemplate: "
+                                                            "add_custom_template_tiling rejected the call: AddCustomTemplate: "
                                                             "shapes differ (x [3], y [3], z [4])")
 
 

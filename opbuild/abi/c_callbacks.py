@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, Sequence
 from opbuild.abi.platform import platform
 from opbuild.abi.vocabulary import DEFAULT_SOC
 from opbuild.abi.tiling_context import (
+    GRAPH_PARAM_INVALID,
     GRAPH_SUCCESS,
     MAX_SIMPLIFIED_KEY_LEN,
     TilingContextError,
@@ -29,7 +30,19 @@ _KEY_FN = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_char_p)
 
 
 class CallbackError(Exception):
-    """A tiling function or key callback is missing or failed; the message says which and why."""
+    """A tiling function or key callback is missing or failed; the message says which and why.
+    `invalid`: the function said the call's parameters are invalid (GRAPH_PARAM_INVALID)."""
+
+    def __init__(self, message: str, invalid: bool = False) -> None:
+        super().__init__(message)
+        self.invalid = invalid
+
+
+def _tiling_failed(op: str, symbol: str, status: int, message: str) -> CallbackError:
+    if status == GRAPH_PARAM_INVALID:
+        return CallbackError(f"{op}: tiling function {symbol} rejected the call: {message or 'invalid parameters'}",
+                             invalid=True)
+    return CallbackError(f"{op}: tiling function {symbol} failed: {message or f'returned {status}'}")
 
 
 class TilingLibrary:
@@ -109,8 +122,7 @@ def tiling_on_block(block: Any, address: int, op: str, symbol: str, capacity: in
     signature's misses keep it: runtime/call/plans.SignatureTiling)."""
     status, block_dim, tiling_key, workspace_size, size, overrun, error = block.run_tiling(address)
     if status != GRAPH_SUCCESS:
-        message = error.decode("utf-8", "replace") or f"returned {status}"
-        raise CallbackError(f"{op}: tiling function {symbol} failed: {message}")
+        raise _tiling_failed(op, symbol, status, error.decode("utf-8", "replace"))
     try:
         check_tiling_data(capacity, size, None if overrun < 0 else overrun)
     except TilingContextError as exc:
@@ -129,7 +141,7 @@ def _run_tiling_ctypes(library: TilingLibrary, symbol: str, spec: OpSpec, inputs
         raise CallbackError(f"{spec.op}: cannot build the tiling context: {exc}") from None
     status = fn(holder.ptr)
     if status != GRAPH_SUCCESS:
-        raise CallbackError(f"{spec.op}: tiling function {symbol} failed: {holder.error or f'returned {status}'}")
+        raise _tiling_failed(spec.op, symbol, status, holder.error)
     try:
         data = holder.tiling_data()
     except TilingContextError as exc:

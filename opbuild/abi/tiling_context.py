@@ -24,6 +24,7 @@ __all__ = [
     "MAX_SIMPLIFIED_KEY_LEN",
     "GRAPH_SUCCESS",
     "GRAPH_FAILED",
+    "GRAPH_PARAM_INVALID",
     "ATTR_TYPES",
     "IMPL_MODES",
     "TensorDesc",
@@ -41,6 +42,9 @@ ERROR_LEN = 256
 MAX_SIMPLIFIED_KEY_LEN = vocabulary.MAX_SIMPLIFIED_KEY_LEN
 GRAPH_SUCCESS = 0
 GRAPH_FAILED = 0xFFFFFFFF
+GRAPH_PARAM_INVALID = 50331649
+"""ge::GRAPH_PARAM_INVALID (OPBUILD_GRAPH_PARAM_INVALID): a tiling function rejects the call's
+parameters; the aclnn status is 161002."""
 
 ATTR_TYPES: dict[str, int] = {t.name: t.tiling for t in vocabulary.ATTR_TYPES}
 """Attribute type name → OPBUILD_ATTR_* value (vocabulary.AttrType.tiling)."""

@@ -33,7 +33,7 @@ OPBUILD_API uint32_t add_custom_template_tiling(TilingContext *ctx) {
         tiling_shape_str(x, xs, sizeof xs);
         tiling_shape_str(y, ys, sizeof ys);
         tiling_shape_str(z, zs, sizeof zs);
-        return tiling_fail(ctx, "AddCustomTemplate: shapes differ (x %s, y %s, z %s); all must be equal", xs, ys, zs);
+        return tiling_invalid(ctx, "AddCustomTemplate: shapes differ (x %s, y %s, z %s); all must be equal", xs, ys, zs);
     }
     int64_t total = tiling_shape_size(x);
     if (total < 0) return tiling_fail(ctx, "AddCustomTemplate: x has an unknown (negative) dim");

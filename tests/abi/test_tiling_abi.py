@@ -22,7 +22,7 @@ def _probe_source() -> str:
             )
     consts = [*ge_types.DTYPE_C_ENUM.values(), *ge_types.FORMAT_C_ENUM.values(),
               "OPBUILD_TILING_ABI_VERSION", "OPBUILD_MAX_DIMS", "OPBUILD_ERROR_LEN", "OPBUILD_MAX_SIMPLIFIED_KEY_LEN",
-              "OPBUILD_GRAPH_SUCCESS", "OPBUILD_GRAPH_FAILED",
+              "OPBUILD_GRAPH_SUCCESS", "OPBUILD_GRAPH_FAILED", "OPBUILD_GRAPH_PARAM_INVALID",
               *(f"OPBUILD_ATTR_{k.upper()}" for k in tc.ATTR_TYPES)]
     for c in consts:
         lines.append(f'    printf("const {c} %llu\\n", (unsigned long long){c});')
@@ -60,6 +60,7 @@ def test_constants_match_header(probe):
     assert probe[("const", "OPBUILD_MAX_SIMPLIFIED_KEY_LEN")] == (tc.MAX_SIMPLIFIED_KEY_LEN,)
     assert probe[("const", "OPBUILD_GRAPH_SUCCESS")] == (tc.GRAPH_SUCCESS,)
     assert probe[("const", "OPBUILD_GRAPH_FAILED")] == (tc.GRAPH_FAILED,)
+    assert probe[("const", "OPBUILD_GRAPH_PARAM_INVALID")] == (tc.GRAPH_PARAM_INVALID,)
     for name, value in tc.ATTR_TYPES.items():
         assert probe[("const", f"OPBUILD_ATTR_{name.upper()}")] == (value,)
 

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from opbuild.abi import vocabulary
-from opbuild.abi.tiling_context import GRAPH_FAILED, GRAPH_SUCCESS, build_tiling_context
+from opbuild.abi.tiling_context import GRAPH_FAILED, GRAPH_PARAM_INVALID, GRAPH_SUCCESS, build_tiling_context
 from opbuild.runtime_paths import native_include_dir
 
 _TILING = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p)
@@ -145,6 +145,13 @@ def test_failing_tiling_function_names_the_op(host_lib):
     h = context("VecAddCustom", [[t("float16", (0, 6))], [t("float16", (0, 6))]], [[t("float16", (0, 6))]])
     assert tiling(host_lib, "vec_add_custom", h) == GRAPH_FAILED
     assert h.error == f"VecAddCustom: the tiling function returned {GRAPH_FAILED} (GRAPH_FAILED is {GRAPH_FAILED})"
+
+
+def test_a_tiling_function_rejecting_the_call_is_param_invalid(host_lib):
+    """ge::GRAPH_PARAM_INVALID from the op's tiling function is passed on (the runtime's 161002)."""
+    h = context("VecAddCustom", [[t("float16", (2, 6))], [t("float16", (3, 6))]], [[t("float16", (2, 6))]])
+    assert tiling(host_lib, "vec_add_custom", h) == GRAPH_PARAM_INVALID
+    assert h.error == "VecAddCustom: the tiling function rejected the call's parameters (GRAPH_PARAM_INVALID)"
 
 
 def test_tiling_data_larger_than_the_buffer(host_lib):

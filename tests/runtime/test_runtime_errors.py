@@ -253,9 +253,10 @@ def test_add_n_with_mismatched_shapes(ops):
 
 
 def test_tiling_rejects_mismatched_shapes(ops):
+    """The tiling function says the parameters are invalid (tiling_invalid): 161002, the caller's."""
     x, y = np.ones(4, np.float32), np.ones(5, np.float32)
-    msg = _raises(ACLNN_ERR_INNER, ops.aclnnAddCustomTemplateGetWorkspaceSize, x, y, np.empty(4, np.float32))
-    assert "add_custom_template_tiling failed" in msg and "shapes differ" in msg and "[5]" in msg
+    msg = _raises(ACLNN_ERR_PARAM_INVALID, ops.aclnnAddCustomTemplateGetWorkspaceSize, x, y, np.empty(4, np.float32))
+    assert "add_custom_template_tiling rejected the call" in msg and "shapes differ" in msg and "[5]" in msg
 
 
 def test_output_shape_mismatch(ops):

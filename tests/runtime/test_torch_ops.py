@@ -97,6 +97,19 @@ def test_a_tensor_numpy_cannot_view_is_a_161002(tops):
     assert exc.value.status == 161002
 
 
+def test_shapes_the_tiling_function_rejects_are_a_161002(tops, ops):
+    """AddCustomTemplate's tiling returns OPBUILD_GRAPH_PARAM_INVALID for shapes that differ: the
+    caller's error, 161002, through torch as through the runtime (before, 561000 as for an
+    internal failure)."""
+    custom, _ = tops
+    for call in (lambda: custom.add_custom_template(torch.ones(2, 3), torch.ones(3, 2)),
+                 lambda: ops.add_custom_template(np.ones((2, 3), np.float32), np.ones(3, np.float32))):
+        with pytest.raises(AclnnError, match=r"tiling function add_custom_template_tiling rejected the call: "
+                                             r"AddCustomTemplate: shapes differ") as exc:
+            call()
+        assert exc.value.status == 161002
+
+
 def test_the_runtime_cache_serves_repeated_calls(tops):
     custom, _ = tops
     x = torch.arange(6, dtype=torch.float32)

@@ -316,7 +316,7 @@ class SignatureTiling:
                                            self.attrs, soc=self.soc, core_num=info.core_num, ub_size=info.ub_size,
                                            deterministic=self.d, impl_mode=self.p, capacity=self.kernel.op_para_size)
         except _c_callbacks.CallbackError as exc:
-            raise AclnnError(ACLNN_ERR_INNER, str(exc)) from None
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID if exc.invalid else ACLNN_ERR_INNER, str(exc)) from None
 
     def check(self, result: TilingResult) -> None:
         """AclnnError 561000 when the result is out of what the kernel and the SoC take

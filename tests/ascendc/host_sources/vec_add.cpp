@@ -16,7 +16,7 @@ static ge::graphStatus VecAddTiling(gert::TilingContext *context)
     if (count == 0) {
         return ge::GRAPH_FAILED;
     }
-    context->SetBlockDim(4);
+    if (context->GetInputShape(1)->GetStorageShape().GetShapeSize() != count) return ge::GRAPH_PARAM_INVALID; context->SetBlockDim(4);
     data.set_elementCount(count);
     data.set_tiles(2);
     data.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());

@@ -34,6 +34,9 @@ extern "C" {
 #define OPBUILD_ERROR_LEN 256
 #define OPBUILD_GRAPH_SUCCESS 0u
 #define OPBUILD_GRAPH_FAILED 0xFFFFFFFFu
+/* ge::GRAPH_PARAM_INVALID: the call's parameters are invalid (shapes the op does not take...): the
+ * aclnn call fails with 161002 ACLNN_ERR_PARAM_INVALID instead of 561000 (`tiling_invalid`). */
+#define OPBUILD_GRAPH_PARAM_INVALID 50331649u
 
 #define OPBUILD_API __attribute__((visibility("default")))
 
@@ -226,6 +229,16 @@ static inline uint32_t tiling_fail(TilingContext *ctx, const char *fmt, ...) {
     vsnprintf(ctx->error, OPBUILD_ERROR_LEN, fmt, ap);
     va_end(ap);
     return OPBUILD_GRAPH_FAILED;
+}
+
+/* Record why the call's parameters are invalid; returns OPBUILD_GRAPH_PARAM_INVALID (the caller
+ * gets 161002, not the 561000 of a failure): `return tiling_invalid(ctx, "shapes differ ...")`. */
+static inline uint32_t tiling_invalid(TilingContext *ctx, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->error, OPBUILD_ERROR_LEN, fmt, ap);
+    va_end(ap);
+    return OPBUILD_GRAPH_PARAM_INVALID;
 }
 
 /* The tiling-data buffer as a struct of `size` bytes, zeroed; NULL (with ctx->error set) if the

@@ -189,6 +189,10 @@ inline uint32_t tiling(::TilingContext *ctx, const char *op_type) {
             std::memset(ctx->tiling_data, 0, ctx->tiling_data_capacity);
         g.OpbuildSetTilingBuffer(ctx->tiling_data, ctx->tiling_data ? ctx->tiling_data_capacity : 0);
         ge::graphStatus status = fn(&g);
+        if (status == ge::GRAPH_PARAM_INVALID) { /* the call's parameters: 161002 for the caller */
+            fail(ctx, "%s: the tiling function rejected the call's parameters (GRAPH_PARAM_INVALID)", op_type);
+            return OPBUILD_GRAPH_PARAM_INVALID;
+        }
         if (status != ge::GRAPH_SUCCESS)
             return fail(ctx, "%s: the tiling function returned %u (GRAPH_FAILED is %u)", op_type, status,
                         ge::GRAPH_FAILED);
