@@ -285,7 +285,10 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
             op_def["binaries"][sel.full_key] = item
             selected = {"full_key": sel.full_key, "fragment": sel.fragment, "binary": sel.entry.name,
                         "input_shapes": [[list(a.shape) for a in (x if isinstance(x, list) else [x])] if x is not None else []
-                                         for x in call_inputs]}
+                                         for x in call_inputs],
+                        # what the tiling was computed for, so what the kernel may write (om/static_check.py)
+                        "output_dtypes": [dt for dt, _ in out_meta],
+                        "output_shapes": [list(shape) for _, shape in out_meta]}
             if not node.preprocess and not plan.empty:
                 tiling_ref = node.name
                 tiling_ids = [ge_tiling.tiling_id(first_node_id + node_index)]

@@ -55,7 +55,7 @@ def run_om_command(args: argparse.Namespace) -> int:
                     inputs[name] = np.load(file, allow_pickle=False)
                 except (OSError, ValueError) as exc:
                     raise OmError(f"--input {name}: cannot load {file}: {exc}") from None
-            outputs = OmRunner(load_om(_read(args.om), trust=args.trust)).run(inputs)
+            outputs = OmRunner(load_om(args.om, trust=args.trust)).run(inputs)
             out_dir = Path(args.output_dir)
             out_dir.mkdir(parents=True, exist_ok=True)
             for name, value in outputs.items():

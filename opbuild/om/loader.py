@@ -29,6 +29,7 @@ from opbuild.om.so_store import OpSoBin, SoBinType
 # ---- MODEL_DEF structure --------------------------------------------------------------------------
 
 _NAME = {"type": "string", "minLength": 1, "maxLength": 256}
+_SHAPE = {"type": "array", "maxItems": 8, "items": {"type": "integer", "minimum": 0}}
 _MODEL_DEF_SCHEMA = {
     "type": "object",
     "required": ["format", "format_version", "name", "soc", "dynamic", "deterministic", "impl_mode", "so_in_om_flag",
@@ -62,7 +63,13 @@ _MODEL_DEF_SCHEMA = {
                 "selected": {"anyOf": [{"type": "null"}, {"type": "object", "required": ["full_key", "fragment", "binary"],
                                                           "properties": {"full_key": {"type": "string"},
                                                                          "fragment": {"type": "string"},
-                                                                         "binary": {"type": "string"}}}]}}}},
+                                                                         "binary": {"type": "string"},
+                                                                         "input_shapes": {"type": "array", "items": {
+                                                                             "type": "array", "items": _SHAPE}},
+                                                                         "output_dtypes": {"type": "array", "items": {
+                                                                             "enum": list(DTYPE_NAMES)}},
+                                                                         "output_shapes": {"type": "array",
+                                                                                           "items": _SHAPE}}}]}}}},
     },
 }
 
@@ -186,10 +193,16 @@ class OmModel:
     aicpu_files: dict[str, MemFile] = field(default_factory=dict)       # CUST_AICPU_KERNELS item -> memfd
     loaded: bool = False
     trusted: bool = False  # set by load(): the caller accepted the code the model carries
+    source: str | None = None  # the file it was read from (messages name it), None: bytes
 
     @property
     def name(self) -> str:
         return self.model_def["name"]
+
+    @property
+    def label(self) -> str:
+        """The model as messages name it: `model 'm' (path/m.om)`."""
+        return f"model {self.name!r}" + (f" ({self.source})" if self.source else "")
 
     def check_compat(self, host: dict[str, str] | None = None) -> None:
         """SoInOmInfo against the host; OmCompatError naming each mismatch."""
@@ -341,8 +354,10 @@ def _is_aicpu(op: dict[str, Any]) -> bool:
     return isinstance(definition, dict) and definition.get("engine") == "aicpu"
 
 
-def parse_om(data: bytes | bytearray | memoryview, verify_checksum: bool = True) -> OmModel:
-    """Parse and route (zero-copy); OmError naming the field and offset of any problem."""
+def parse_om(data: bytes | bytearray | memoryview, verify_checksum: bool = True, *,
+             source: str | None = None) -> OmModel:
+    """Parse and route (zero-copy); OmError naming the field and offset of any problem.
+    `source`: the file the bytes came from (OmModel.label)."""
     om = omf.read_om(data, verify_checksum=verify_checksum)
     md_part = om.get(omf.MODEL_DEF)
     part = om.get(omf.TBE_KERNELS)
@@ -379,7 +394,7 @@ def parse_om(data: bytes | bytearray | memoryview, verify_checksum: bool = True)
     part = om.get(omf.CUST_AICPU_KERNELS)
     aicpu = (kernel_store.load(part.data, part.file_offset, _check_item_name, "CUST_AICPU_KERNELS")
              if part is not None else {})
-    m = OmModel(data, om, model_def, so_bins, kernels, tilings, weights, aicpu_kernels=aicpu)
+    m = OmModel(data, om, model_def, so_bins, kernels, tilings, weights, aicpu_kernels=aicpu, source=source)
     seen: set[tuple[str, str]] = set()
     for i, b in enumerate(so_bins):
         if (b.name, b.vendor) in seen:
@@ -427,11 +442,13 @@ def _check_item_name(name: str) -> str | None:
 
 def load_om(path_or_bytes: str | Path | bytes, *, check_compat: bool = True, trust: bool = False) -> OmModel:
     """Read, parse, check and load an .om file (or its bytes); `trust`: see OmModel.check_trust."""
+    source = None
     if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
         data = path_or_bytes
     else:
+        source = str(path_or_bytes)
         try:
             data = Path(path_or_bytes).read_bytes()
         except OSError as exc:
             raise OmError(f"cannot read {path_or_bytes}: {exc.strerror}") from None
-    return parse_om(data).load(check_compat=check_compat, trust=trust)
+    return parse_om(data, source=source).load(check_compat=check_compat, trust=trust)

@@ -287,6 +287,21 @@ def _decode(model) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         d = list(desc.shape.dim)
         return None if d == UNKNOWN_RANK else d
 
+    def check_edges(op) -> None:
+        """Each input descriptor of `op` against its producer's output descriptor (GE writes
+        them equal): a descriptor edited alone is found here, before anything is sized from it."""
+        if not op.input_desc and op.type == NET_OUTPUT:
+            return  # (format 2 wrote no NetOutput input_desc)
+        if len(op.input_desc) != len(op.input):
+            raise OmError(f"op {op.name}: {len(op.input_desc)} input descriptors for {len(op.input)} inputs", "MODEL_DEF")
+        for k, (edge, desc) in enumerate(zip(op.input, op.input_desc)):
+            tensor(edge)
+            name, _, index = edge.rpartition(":")
+            src = by_name[name].output_desc[int(index)]
+            if src.dtype != desc.dtype or list(src.shape.dim) != list(desc.shape.dim):
+                raise OmError(f"op {op.name}: input_desc {k} ({edge}) is {_desc_text(desc)}, but its producer's "
+                              f"output descriptor {src.name!r} is {_desc_text(src)}", "MODEL_DEF")
+
     inputs, weights, nodes, outputs = [], [], [], []
     for op in graph.op:
         if op.type == DATA:
@@ -294,13 +309,19 @@ def _decode(model) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
             inputs.append((op.attr["index"].i, {"name": d.name, "dtype": _DTYPE_BY_PROTO[d.dtype], "shape": dims(d)}))
         elif op.type == CONST:
             d = op.attr["value"].t.desc
+            out = op.output_desc[0]
+            if out.dtype != d.dtype or list(out.shape.dim) != list(d.shape.dim):
+                raise OmError(f"Const {op.name}: output descriptor {_desc_text(out)} disagrees with its value "
+                              f"{_desc_text(d)}", "MODEL_DEF")
             weight = {"name": op.output_desc[0].name, "dtype": _DTYPE_BY_PROTO[d.dtype], "shape": dims(d)}
             if version >= 3:
                 weight.update(data_offset=d.data_offset, weight_size=d.weight_size)
             weights.append(weight)
         elif op.type == NET_OUTPUT:
+            check_edges(op)
             outputs = [tensor(e) for e in op.input]
         else:
+            check_edges(op)
             nodes.append(_decode_node(op, ops, tensor, dims))
     soc = _str(a[f"{PRIVATE}soc"]) if version >= 3 else _str(a["soc_version"])
     md = {
@@ -319,6 +340,12 @@ def _decode(model) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         md["model_info"] = {"om_info_list": list(a["om_info_list"].list.i),
                             **{k: a[k].i for k in MODEL_INFO_INTS}, **{k: _str(a[k]) for k in MODEL_INFO_STRS}}
     return md, kernels
+
+
+def _desc_text(desc) -> str:
+    """A descriptor as messages show it: `float32[16, 1024]` (a dtype number no dtype has: `dtype 99`)."""
+    dtype = _DTYPE_BY_PROTO.get(desc.dtype, f"dtype {desc.dtype}")
+    return f"{dtype}{list(desc.shape.dim)}"
 
 
 def _decode_node(op, ops, tensor, dims) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from opbuild.keys import KeyRuleError, check_fragment
 from opbuild.nonfinite import from_json
 from opbuild.om.errors import OmError
 from opbuild.om.loader import OmModel
+from opbuild.om.static_check import check_static_node
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
 from opbuild.runtime.binaries.package import BinaryEntry, BinaryIndex
 from opbuild.runtime.binaries.selection import OpRuntime
@@ -122,7 +123,11 @@ class NodeProvider:
             return None
         if [[list(i[2]) for i in g] for g in inputs] != sel.get("input_shapes"):
             return None
-        return [(tuple(s), dt) for s, dt in zip(shapes, self.node["output_dtypes"])]
+        if sel.get("output_shapes") is not None:  # what the tiling covers (static_check: the descriptors agree)
+            shapes, dtypes = sel["output_shapes"], sel["output_dtypes"]
+        else:
+            dtypes = self.node["output_dtypes"]
+        return [(tuple(s), dt) for s, dt in zip(shapes, dtypes)]
 
     def fragment_fn(self, spec):
         sel = self.node.get("selected")
@@ -186,6 +191,7 @@ class OmRunner:
         self.d = bool(md["deterministic"])
         self.p = md["impl_mode"]
         self.nodes: list[tuple[dict[str, Any], OpRuntime]] = []
+        descs: dict[str, tuple[str, Any]] = {t["name"]: (t["dtype"], t["shape"]) for t in md["inputs"] + md["weights"]}
         for node in md["nodes"]:
             op_def = md["ops"][node["op"]]
             try:
@@ -196,6 +202,13 @@ class OmRunner:
                 raise OmError(f"node {node['name']}: op type {node['type']} disagrees with its definition", "MODEL_DEF")
             if len(node["inputs"]) != len(spec.inputs) or len(node["outputs"]) != len(spec.outputs):
                 raise OmError(f"node {node['name']}: wrong number of inputs/outputs for {spec.op}", "MODEL_DEF")
+            if not md["dynamic"] and not spec.is_aicpu and node.get("selected") is not None:
+                groups = [[] if t is None else [descs[x] for x in (t if isinstance(t, list) else [t])]
+                          for t in node["inputs"]]
+                item = model.kernels[op_def["binaries"][node["selected"]["full_key"]]]
+                check_static_node(model.label, node, spec.op, item.meta, groups)
+            shapes = node.get("output_shapes") or [None] * len(node["outputs"])
+            descs.update(zip(node["outputs"], zip(node["output_dtypes"], shapes)))
             self.nodes.append((node, OpRuntime(spec, NodeProvider(model, node))))
         self.weights: dict[str, np.ndarray] = {}
         for name, item in model.weights.items():
