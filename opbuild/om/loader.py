@@ -23,6 +23,7 @@ from opbuild.om import build as ombuild
 from opbuild.om import format as omf
 from opbuild.om import ge_tiling, ge_weights, kernel_store, so_store, tables
 from opbuild.om import model_def as model_def_proto
+from opbuild.om.elf_check import check_elf
 from opbuild.om.errors import OmCompatError, OmError, OmTrustError
 from opbuild.om.so_store import OpSoBin, SoBinType
 
@@ -255,6 +256,15 @@ class OmModel:
                 f"Run it only if you trust where the file came from: `opbuild om run --trust`, or trust=True "
                 f"(load_om, OmModel.load, OmRunner)", "trust")
 
+    def check_native(self) -> None:
+        """Every shared object of the model checked as ELF before any is loaded (elf_check.py)."""
+        for b in self.so_bins:
+            check_elf(b.data, "SO_BINS", f"{b.name} ({b.vendor}, {b.type.name})")
+        for name, data in self.aicpu_kernels.items():
+            check_elf(data, "CUST_AICPU_KERNELS", name)
+        for name, item in self.kernels.items():
+            check_elf(item.data, "TBE_KERNELS", name)
+
     def load(self, check_compat: bool = True, *, trust: bool = False) -> "OmModel":
         """Materialize: trust check, compat check, .so files from memory routed by type, kernels as
         memfds. Nothing of the model is loaded unless `trust` (when it carries code, see
@@ -265,6 +275,7 @@ class OmModel:
         self.trusted = True
         if check_compat and (self.om.header.need_check_os_cpu_info or self.so_bins or self.aicpu_kernels):
             self.check_compat()
+        self.check_native()
         for b in self.routed.get(SoBinType.SpaceRegistry, []):
             self.space_registry[b.vendor] = _load_so(b)
         for b in self.routed.get(SoBinType.OpMasterDevice, []):

@@ -15,7 +15,8 @@ allocate an output buffer the kernel writes past (issue 25). So, for every stati
 The runner sizes output buffers from `selected` (what the kernel may write), never from the
 descriptors alone (run.NodeProvider.inferred_outputs). Files written before `selected` carried
 the outputs are checked against the kernel's dtypes and, through the loader's edge check
-(model_def.decode), against their consumers' descriptors only.
+(model_def.decode), against their consumers' descriptors only. Format-1 files carry no output
+shapes: their buffers come from the op_proto library built from their definitions (legacy.py).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def check_static_node(model_label: str, node: Mapping[str, Any], op_type: str, k
             if pinned is not None and not isinstance(pinned, list) and dtype != pinned:
                 raise OmError(f"{where}: input {i}.{j} is {_text(dtype, shape)}, but the selected kernel "
                               f"{sel['binary']} takes {pinned}", "MODEL_DEF")
-            if isinstance(want_shapes, list) and (i >= len(want_shapes) or j >= len(want_shapes[i])
+            if shape is not None and isinstance(want_shapes, list) and (i >= len(want_shapes) or j >= len(want_shapes[i])
                                                   or want_shapes[i][j] != shape):
                 raise OmError(f"{where}: input {i}.{j} is {_text(dtype, shape)}, but its tiling was computed for "
                               f"input shapes {want_shapes}", "MODEL_DEF")
@@ -84,11 +85,9 @@ def check_static_node(model_label: str, node: Mapping[str, Any], op_type: str, k
     for k, dtype in enumerate(dtypes):
         shape = shapes[k] if shapes is not None else None
         name = node["outputs"][k]
-        if shape is None:
-            raise OmError(f"{where}: output {name} has no static shape in a static model", "MODEL_DEF")
         if out_dtypes[k] is not None and dtype != out_dtypes[k]:
             raise OmError(f"{where}: output {name} descriptor is {_text(dtype, shape)}, but the selected kernel "
                           f"{sel['binary']} writes {out_dtypes[k]}", "MODEL_DEF")
-        if recorded and (rec_dtypes[k] != dtype or rec_shapes[k] != shape):
+        if recorded and (rec_dtypes[k] != dtype or (shape is not None and rec_shapes[k] != shape)):
             raise OmError(f"{where}: output {name} descriptor is {_text(dtype, shape)}, but its tiling was computed "
                           f"for {_text(rec_dtypes[k], rec_shapes[k])} (what the kernel writes)", "MODEL_DEF")

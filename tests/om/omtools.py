@@ -87,3 +87,21 @@ def set_output_desc(data: bytes, node: str, shape=None, dtype: str | None = None
                         change(d)
 
     return edit_model_def(data, edit)
+
+
+def edit_kernels(data: bytes, edit) -> bytes:
+    """The .om `data` with every TBE_KERNELS binary replaced by `edit(name, bytes)`, resealed."""
+    from opbuild.om import format as omf
+    from opbuild.om import kernel_store
+
+    om = omf.read_om(data)
+    parts = []
+    for p in om.partitions:
+        payload = bytes(p.data)
+        if p.type == omf.TBE_KERNELS:
+            items = kernel_store.load(payload, 0, lambda name: None)
+            payload = b"".join(kernel_store.build([(n, edit(n, bytes(v))) for n, v in items.items()]))
+        parts.append((p.type, payload))
+    h = om.header
+    return omf.write_om(parts, name=h.text("name"), ops=h.ops, need_check_os_cpu_info=bool(h.need_check_os_cpu_info),
+                        is_unknow_model=bool(h.is_unknow_model))
