@@ -62,13 +62,23 @@ def run_om_command(args: argparse.Namespace) -> int:
                 path = out_dir / f"{output_file_stem(name)}.npy"
                 np.save(path, np.asarray(value))
                 print(f"{name}: {np.asarray(value).dtype}{list(np.shape(value))} -> {path}")
-    except (OmError, AclnnError) as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+    except (OmError, AclnnError, OSError) as exc:
+        text = str(exc)
+        if args.om_command in ONE_LINE_COMMANDS:
+            text = one_line(text)
+        print(f"{prog}: error: {text}", file=sys.stderr)
         return 1
     return 0
+
+
+ONE_LINE_COMMANDS = frozenset({"run", "inspect"})
+"""The commands that read an .om: their error is one line (a fuzzed file may produce any message)."""
+
+
+def one_line(text: str) -> str:
+    """`text` on one line: its lines joined with "; " (a runtime message listing the nearest
+    keys, an error quoting a name with a newline in it)."""
+    return "; ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
 def output_file_stem(name: str) -> str:
