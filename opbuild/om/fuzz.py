@@ -54,6 +54,8 @@ from opbuild.om import ge_ir, ge_tiling, kernel_store, so_store
 OUTCOMES = ("ok", "error", "signal", "exit", "hang", "foreign", "memory")
 TOUCHES = ("data", "tiling", "native")
 _FOREIGN_EXIT, _MEMORY_EXIT = 86, 87
+PROGRESS_EVERY = 5000
+"""Cases between two progress tables of a long run."""
 KERNEL_TIMEOUT = "1"
 """OPBUILD_KERNEL_TIMEOUT of every case: a kernel looping on a mutated value is a clean error."""
 
@@ -632,6 +634,9 @@ def fuzz(seeds: list[Seed], cases: int, *, base_seed: int = 0, timeout: float = 
     """Run `cases` mutated files (round robin over `seeds`), `jobs` children at a time."""
     os.environ["OPBUILD_ISOLATION"] = "process"
     os.environ["OPBUILD_KERNEL_TIMEOUT"] = KERNEL_TIMEOUT
+    import opbuild.cli  # noqa: F401 - imported once here, not in every child
+    import opbuild.om.inspect  # noqa: F401
+    import opbuild.om.run  # noqa: F401
     root = Path(tempfile.mkdtemp(prefix="opbuild-om-fuzz-"))
     report = Report()
     running: dict[int, tuple[float, Path, str, str]] = {}
@@ -668,7 +673,7 @@ def fuzz(seeds: list[Seed], cases: int, *, base_seed: int = 0, timeout: float = 
             _, work, touches, label = running.pop(pid)
             report.add(touches, _classify(status, work, usage.ru_maxrss, mem_limit), label)
             shutil.rmtree(work, ignore_errors=True)
-            if progress is not None and report.cases % 1000 == 0:
+            if progress is not None and report.cases % PROGRESS_EVERY == 0:
                 report.seconds = time.monotonic() - t0
                 progress(report)
     finally:
@@ -732,8 +737,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"seeds: {', '.join(f'{s.name} ({len(s.data)} bytes)' for s in seeds)}", flush=True)
         report = fuzz(seeds, args.cases, base_seed=args.seed, timeout=args.timeout,
                       mem_limit=int(args.mem_gib * (1 << 30)), jobs=args.jobs,
-                      progress=lambda r: print(f"... {r.cases} cases, {r.cases / r.seconds:.1f}/s, "
-                                               f"bad in data: {sum(len(v) for v in r.bad().values())}", flush=True))
+                      progress=lambda r: print(f"--- after {r.table()}", flush=True))
     print(report.table())
     return 0 if not report.bad() else 1
 
