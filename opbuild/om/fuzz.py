@@ -50,6 +50,7 @@ import numpy as np
 
 from opbuild.om import format as omf
 from opbuild.om import ge_ir, ge_tiling, kernel_store, so_store
+from opbuild.om.errors import OmError
 
 OUTCOMES = ("ok", "error", "signal", "exit", "hang", "foreign", "memory")
 TOUCHES = ("data", "tiling", "native")
@@ -236,9 +237,12 @@ def _rewrite(c: _Case, ptype: int, edit: Callable[[bytes], bytes | None]) -> Non
     if not changed:
         return
     h = om.header
-    c.data = bytearray(omf.write_om(parts, name=h.text("name"), ops=h.ops,
-                                    need_check_os_cpu_info=bool(h.need_check_os_cpu_info),
-                                    is_unknow_model=bool(h.is_unknow_model)))
+    try:
+        c.data = bytearray(omf.write_om(parts, name=h.text("name"), ops=h.ops,
+                                        need_check_os_cpu_info=bool(h.need_check_os_cpu_info),
+                                        is_unknow_model=bool(h.is_unknow_model)))
+    except OmError:  # an earlier mutation made a container the writer refuses (a GE-only partition type)
+        return
     c.reseal = True
     c.rewritten()
 
@@ -452,10 +456,10 @@ def _m_tiling(c: _Case) -> None:
 
 
 def _m_tiling_bytes(c: _Case) -> None:
-    if not c.seed.tiling or c.shifted:
+    if not c.tiling or c.shifted:
         return
-    lo, hi = c.rng.choice(c.seed.tiling)
-    if hi > lo:
+    lo, hi = c.rng.choice(c.tiling)
+    if lo < hi <= len(c.data):
         pos = c.rng.randrange(lo, hi)
         c.data[pos] = c.rng.randrange(256)
         c.touch(pos, pos + 1)
