@@ -277,11 +277,22 @@ def _decode(model) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
             raise OmError(f"op name {op.name!r} appears twice in the graph", "MODEL_DEF")
         by_name[op.name] = op
 
+    sources: dict[str, tuple[Any, int, list[int]]] = {}  # edge -> (producer's desc, dtype, dims), once per edge
+
+    def source(edge: str) -> tuple[Any, int, list[int]]:
+        found = sources.get(edge)
+        if found is None:
+            name, sep, index = edge.rpartition(":")
+            producer = by_name.get(name)
+            if (not sep or producer is None or not index.isascii() or not index.isdigit()
+                    or int(index) >= len(producer.output_desc)):
+                raise OmError(f"edge {edge!r} names no output of an op", "MODEL_DEF")
+            d = producer.output_desc[int(index)]
+            found = sources[edge] = (d, d.dtype, list(d.shape.dim))
+        return found
+
     def tensor(edge: str) -> str:
-        name, sep, index = edge.rpartition(":")
-        if not sep or name not in by_name or not index.isdigit() or int(index) >= len(by_name[name].output_desc):
-            raise OmError(f"edge {edge!r} names no output of an op", "MODEL_DEF")
-        return by_name[name].output_desc[int(index)].name
+        return source(edge)[0].name
 
     def dims(desc) -> list[int] | None:
         d = list(desc.shape.dim)
@@ -295,10 +306,8 @@ def _decode(model) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         if len(op.input_desc) != len(op.input):
             raise OmError(f"op {op.name}: {len(op.input_desc)} input descriptors for {len(op.input)} inputs", "MODEL_DEF")
         for k, (edge, desc) in enumerate(zip(op.input, op.input_desc)):
-            tensor(edge)
-            name, _, index = edge.rpartition(":")
-            src = by_name[name].output_desc[int(index)]
-            if src.dtype != desc.dtype or list(src.shape.dim) != list(desc.shape.dim):
+            src, dtype, shape = source(edge)
+            if dtype != desc.dtype or shape != list(desc.shape.dim):
                 raise OmError(f"op {op.name}: input_desc {k} ({edge}) is {_desc_text(desc)}, but its producer's "
                               f"output descriptor {src.name!r} is {_desc_text(src)}", "MODEL_DEF")
 
@@ -348,11 +357,18 @@ def _desc_text(desc) -> str:
     return f"{dtype}{list(desc.shape.dim)}"
 
 
+_NODE_ATTRS = {key: PRIVATE + key for key in ("op", "input_counts", "preprocess", "autofuse_so", "tiling", "selected")}
+
+
 def _decode_node(op, ops, tensor, dims) -> dict[str, Any]:
-    p = PRIVATE
-    ref = _str(op.attr[f"{p}op"])
+    attr = op.attr
+    get = attr.get  # (a lookup that inserts nothing; once per attribute)
+    k = _NODE_ATTRS
+    found = get(k["op"])
+    ref = found.s.decode("utf-8") if found is not None else ""
     spec = ops[ref]["definition"] if ref in ops else {"inputs": [], "outputs": [], "attrs": []}
-    counts = list(op.attr[f"{p}input_counts"].list.i)
+    found = get(k["input_counts"])
+    counts = list(found.list.i) if found is not None else []
     edges = [tensor(e) for e in op.input]
     if sum(counts) != len(edges) or len(counts) != len(spec["inputs"]):
         raise OmError(f"node {op.name}: {len(edges)} inputs do not fit the counts {counts}", "MODEL_DEF")
@@ -365,18 +381,24 @@ def _decode_node(op, ops, tensor, dims) -> dict[str, Any]:
             node_inputs.append(group)
         else:
             node_inputs.append(group[0] if group else None)
-    types = {x["name"]: x["type"] for x in spec["attrs"]}
-    shapes = [dims(d) for d in op.output_desc]
+    attrs = {}
+    for x in spec["attrs"]:
+        found = get(x["name"])
+        if found is not None:
+            attrs[x["name"]] = _get_attr(found, x["type"])
+    out_descs = list(op.output_desc)
+    shapes = [dims(d) for d in out_descs]
+    preprocess, autofuse, tiling, selected = (get(k[n]) for n in ("preprocess", "autofuse_so", "tiling", "selected"))
+    kernelname, tiling_ids = get("_kernelname"), get("_op_tiling_ids")
     return {
         "name": op.name, "op_id": op.id, "op": ref, "type": op.type, "inputs": node_inputs,
-        "outputs": [d.name for d in op.output_desc],
-        "attrs": {name: _get_attr(op.attr[name], t) for name, t in types.items() if name in op.attr},
-        "preprocess": op.attr[f"{p}preprocess"].b,
-        "autofuse_so": _str(op.attr[f"{p}autofuse_so"]) if f"{p}autofuse_so" in op.attr else None,
-        "tiling": _str(op.attr[f"{p}tiling"]) if f"{p}tiling" in op.attr else None,
-        "selected": _json(op.attr[f"{p}selected"], f"node {op.name} selected") if f"{p}selected" in op.attr else None,
-        "output_dtypes": [_DTYPE_BY_PROTO[d.dtype] for d in op.output_desc],
+        "outputs": [d.name for d in out_descs], "attrs": attrs,
+        "preprocess": preprocess.b if preprocess is not None else False,
+        "autofuse_so": _str(autofuse) if autofuse is not None else None,
+        "tiling": _str(tiling) if tiling is not None else None,
+        "selected": _json(selected, f"node {op.name} selected") if selected is not None else None,
+        "output_dtypes": [_DTYPE_BY_PROTO[d.dtype] for d in out_descs],
         "output_shapes": None if any(s is None for s in shapes) else shapes,
-        "kernelname": _str(op.attr["_kernelname"]) if "_kernelname" in op.attr else None,
-        "tiling_ids": list(op.attr["_op_tiling_ids"].list.i) if "_op_tiling_ids" in op.attr else [],
+        "kernelname": _str(kernelname) if kernelname is not None else None,
+        "tiling_ids": list(tiling_ids.list.i) if tiling_ids is not None else [],
     }

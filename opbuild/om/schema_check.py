@@ -168,3 +168,71 @@ def first_problem(check: Check, value: Any) -> tuple[list[Any], str] | None:
         return None
     path, message = found
     return path[::-1], message()
+
+
+# ---- the fast path: one generated Python function per schema node, answering valid or not -------
+
+_PY_TYPE = {"object": "isinstance(v, dict)", "array": "isinstance(v, list)", "string": "isinstance(v, str)",
+            "boolean": "isinstance(v, bool)", "null": "v is None",
+            "integer": "((isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer()))",
+            "number": "(isinstance(v, (int, float)) and not isinstance(v, bool))"}
+
+
+def compile_predicate(schema: dict[str, Any]) -> Callable[[Any], bool]:
+    """`valid(value) -> bool` of `schema`: the same rules as `compile_schema`, generated as plain
+    Python (one function per schema node, every keyword of a node inlined), for the common case
+    of a valid model; `compile_schema`'s check then says where the first problem is."""
+    env: dict[str, Any] = {"_same": _same}
+    sources: list[str] = []
+
+    def node(s: dict[str, Any]) -> str:
+        unknown = set(s) - SUPPORTED
+        if unknown:
+            raise ValueError(f"schema keywords {sorted(unknown)} are not supported by schema_check")
+        name = f"_f{len(sources)}"
+        sources.append("")  # reserve the slot (children get later numbers)
+        body: list[str] = []
+        if "type" in s:
+            names = s["type"] if isinstance(s["type"], list) else [s["type"]]
+            body.append(f"if not ({' or '.join(_PY_TYPE[n] for n in names)}): return False")
+        if "const" in s:
+            env[f"{name}_const"] = s["const"]
+            body.append(f"if not _same(v, {name}_const): return False")
+        if "enum" in s:
+            env[f"{name}_enum"] = s["enum"]
+            body.append(f"if not any(_same(v, e) for e in {name}_enum): return False")
+        num = "(isinstance(v, (int, float)) and not isinstance(v, bool))"
+        if "minimum" in s:
+            body.append(f"if {num} and v < {s['minimum']!r}: return False")
+        if "maximum" in s:
+            body.append(f"if {num} and v > {s['maximum']!r}: return False")
+        for key, kind, op in (("minLength", "str", "<"), ("maxLength", "str", ">"), ("minItems", "list", "<"),
+                              ("maxItems", "list", ">")):
+            if key in s:
+                body.append(f"if isinstance(v, {kind}) and len(v) {op} {s[key]!r}: return False")
+        if "required" in s:
+            env[f"{name}_req"] = tuple(s["required"])
+            body.append(f"if isinstance(v, dict):\n        for r in {name}_req:\n"
+                        f"            if r not in v: return False")
+        if "properties" in s or "additionalProperties" in s:
+            env[f"{name}_props"] = {k: env[node(sub)] for k, sub in s.get("properties", {}).items()}
+            extra = s.get("additionalProperties", True)
+            env[f"{name}_extra"] = env[node(extra)] if isinstance(extra, dict) else extra
+            body.append(f"if isinstance(v, dict):\n        p = {name}_props\n        x = {name}_extra\n"
+                        f"        for k, item in v.items():\n            c = p.get(k)\n"
+                        f"            if c is None:\n                if x is False: return False\n"
+                        f"                if x is True: continue\n                c = x\n"
+                        f"            if not c(item): return False")
+        if "items" in s:
+            env[f"{name}_items"] = env[node(s["items"])]
+            body.append(f"if isinstance(v, list):\n        c = {name}_items\n        for item in v:\n"
+                        f"            if not c(item): return False")
+        if "anyOf" in s:
+            env[f"{name}_any"] = [env[node(sub)] for sub in s["anyOf"]]
+            body.append(f"if not any(c(v) for c in {name}_any): return False")
+        index = int(name[2:])
+        sources[index] = f"def {name}(v):\n" + "".join(f"    {line}\n" for line in body) + "    return True\n"
+        exec(sources[index], env)  # noqa: S102 - generated from the schema's keywords only
+        return name
+
+    return env[node(schema)]
