@@ -25,7 +25,7 @@ from opbuild.om import format as omf
 from opbuild.om import ge_tiling, ge_weights, kernel_store, schema_check, so_store, tables
 from opbuild.om import model_def as model_def_proto
 from opbuild.om.elf_check import check_elf
-from opbuild.om.errors import OmCompatError, OmError, OmTrustError
+from opbuild.om.errors import OmCompatError, OmError, OmTrustError, listed, shown
 from opbuild.om.so_store import OpSoBin, SoBinType
 
 # ---- MODEL_DEF structure --------------------------------------------------------------------------
@@ -213,10 +213,11 @@ class OmModel:
                 problems.append(f"{key}: model built with {info.get(key)!r}, host has {host[key]!r}")
         for part in (info.get("compiler_version") or "").split(","):
             if part and not part.startswith("host-"):
-                problems.append(f"compiler_version: {part!r} is not a host toolchain ('host-...'), "
+                problems.append(f"compiler_version: {shown(part, 80)} is not a host toolchain ('host-...'), "
                                 f"the CPU simulator cannot run its binaries")
         if problems:
-            raise OmCompatError("the .om does not fit this host: " + "; ".join(problems), "MODEL_DEF.so_in_om_info")
+            raise OmCompatError("the .om does not fit this host: " + listed(problems, 4).replace(", ", "; "),
+                                "MODEL_DEF.so_in_om_info")
         suffix = ombuild.space_registry_name(host["os_info"], host["cpu_info"])
         for b in self.routed.get(SoBinType.SpaceRegistry, []):
             if b.name != suffix:
@@ -233,16 +234,16 @@ class OmModel:
         for t in SoBinType:
             names = [f"{b.name} of {b.vendor}" for b in self.routed.get(t, [])]
             if names:
-                found.append(f"{len(names)} {t.name} .so file(s) in SO_BINS ({', '.join(sorted(names))})")
+                found.append(f"{len(names)} {t.name} .so file(s) in SO_BINS ({listed(sorted(names))})")
         if self.aicpu_kernels:
             found.append(f"{len(self.aicpu_kernels)} AI CPU kernel libraries in CUST_AICPU_KERNELS "
-                         f"({', '.join(sorted(self.aicpu_kernels))})")
+                         f"({listed(sorted(self.aicpu_kernels))})")
         if self.kernels:
             found.append(f"{len(self.kernels)} kernel binaries in TBE_KERNELS, host .so files on the CPU simulator "
-                         f"({', '.join(sorted(self.kernels))})")
+                         f"({listed(sorted(self.kernels))})")
         rules = sorted(ref for ref, op in self.model_def["ops"].items() if op.get("key_rule_source"))
         if rules:
-            found.append(f"Python key rule source of {', '.join(rules)} (MODEL_DEF key_rule_source)")
+            found.append(f"Python key rule source of {listed(rules)} (MODEL_DEF key_rule_source)")
         return found
 
     def check_trust(self, trust: bool) -> None:
@@ -402,7 +403,7 @@ def _parse_om(data: bytes | bytearray | memoryview, verify_checksum: bool, sourc
         binaries = kernel_store.load(part.data, part.file_offset, _check_item_name) if part is not None else {}
         if set(binaries) != set(descs):
             raise OmError(f"TBE_KERNELS items and MODEL_DEF kernel descriptors differ: "
-                          f"{sorted(set(binaries) ^ set(descs))}", "MODEL_DEF", md_part.file_offset)
+                          f"{listed(sorted(set(binaries) ^ set(descs)))}", "MODEL_DEF", md_part.file_offset)
         kernels = {name: tables.Item(name, descs[name], data) for name, data in binaries.items()}
     part = om.get(omf.SO_BINS)
     so_bins = so_store.load(part.data, part.file_offset) if part is not None else []

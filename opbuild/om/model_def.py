@@ -27,7 +27,7 @@ from opbuild.abi import op_proto
 from opbuild.abi.vocabulary import ATTR_TYPE, DTYPES
 from opbuild.nonfinite import dumps, from_json, to_json
 from opbuild.om import ge_ir
-from opbuild.om.errors import OmError
+from opbuild.om.errors import OmError, listed, shown
 
 FORMAT = "opbuild-om"
 FORMAT_VERSION = 3
@@ -247,7 +247,7 @@ def decode(data: bytes | memoryview) -> tuple[dict[str, Any], dict[str, dict[str
     except OmError:
         raise
     except (KeyError, IndexError, ValueError, TypeError, UnicodeDecodeError) as exc:
-        raise OmError(f"ModelDef is not an opbuild model or is inconsistent: {type(exc).__name__}: {exc}",
+        raise OmError(f"ModelDef is not an opbuild model or is inconsistent: {type(exc).__name__}: {shown(str(exc))}",
                       "MODEL_DEF") from None
 
 
@@ -274,7 +274,7 @@ def _decode(model) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     by_name = {}
     for op in graph.op:
         if op.name in by_name:
-            raise OmError(f"op name {op.name!r} appears twice in the graph", "MODEL_DEF")
+            raise OmError(f"op name {shown(op.name, 100)} appears twice in the graph", "MODEL_DEF")
         by_name[op.name] = op
 
     sources: dict[str, tuple[Any, int, list[int]]] = {}  # edge -> (producer's desc, dtype, dims), once per edge
@@ -286,7 +286,7 @@ def _decode(model) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
             producer = by_name.get(name)
             if (not sep or producer is None or not index.isascii() or not index.isdigit()
                     or int(index) >= len(producer.output_desc)):
-                raise OmError(f"edge {edge!r} names no output of an op", "MODEL_DEF")
+                raise OmError(f"edge {shown(edge, 100)} names no output of an op", "MODEL_DEF")
             d = producer.output_desc[int(index)]
             found = sources[edge] = (d, d.dtype, list(d.shape.dim))
         return found
@@ -354,7 +354,8 @@ def _decode(model) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
 def _desc_text(desc) -> str:
     """A descriptor as messages show it: `float32[16, 1024]` (a dtype number no dtype has: `dtype 99`)."""
     dtype = _DTYPE_BY_PROTO.get(desc.dtype, f"dtype {desc.dtype}")
-    return f"{dtype}{list(desc.shape.dim)}"
+    dims = list(desc.shape.dim)
+    return f"{dtype}{dims}" if len(dims) <= 8 else f"{dtype}[{listed(dims)} dims]"
 
 
 _NODE_ATTRS = {key: PRIVATE + key for key in ("op", "input_counts", "preprocess", "autofuse_so", "tiling", "selected")}

@@ -19,7 +19,7 @@ from opbuild.abi.c_callbacks import TilingResult
 from opbuild.abi.ge_types import dtype_name, numpy_dtype
 from opbuild.keys import KeyRuleError, check_fragment
 from opbuild.nonfinite import from_json
-from opbuild.om.errors import OmError
+from opbuild.om.errors import OmError, listed
 from opbuild.om.loader import OmModel
 from opbuild.om.static_check import check_static_node
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
@@ -228,7 +228,7 @@ class OmRunner:
         for spec_in in md["inputs"]:
             name = spec_in["name"]
             if name not in inputs:
-                raise OmError(f"model input {name!r} is missing (inputs: {[i['name'] for i in md['inputs']]})")
+                raise OmError(f"model input {name!r} is missing (inputs: {listed(i['name'] for i in md['inputs'])})")
             a = np.asarray(inputs[name])
             if dtype_name(a.dtype) != spec_in["dtype"]:
                 raise OmError(f"input {name}: dtype {dtype_name(a.dtype)}, the model wants {spec_in['dtype']}")
@@ -238,7 +238,7 @@ class OmRunner:
             tensors[name] = a
         extra = set(inputs) - {i["name"] for i in md["inputs"]}
         if extra:
-            raise OmError(f"unknown model input(s) {sorted(extra)}")
+            raise OmError(f"unknown model input(s) {listed(sorted(extra))}")
         for node, op in self.nodes:
             args = [[tensors[x] for x in t] if isinstance(t, list) else (None if t is None else tensors[t])
                     for t in node["inputs"]]

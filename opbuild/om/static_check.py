@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from opbuild.abi.vocabulary import DTYPES
-from opbuild.om.errors import OmError
+from opbuild.om.errors import OmError, shown
 
 _DTYPE_BY_KERNEL_JSON = {d.kernel_json: d.name for d in DTYPES}
 """supportInfo dtype spelling -> dtype name."""
@@ -73,7 +73,7 @@ def check_static_node(model_label: str, node: Mapping[str, Any], op_type: str, k
             if shape is not None and isinstance(want_shapes, list) and (i >= len(want_shapes) or j >= len(want_shapes[i])
                                                   or want_shapes[i][j] != shape):
                 raise OmError(f"{where}: input {i}.{j} is {_text(dtype, shape)}, but its tiling was computed for "
-                              f"input shapes {want_shapes}", "MODEL_DEF")
+                              f"input shapes {shown(want_shapes)}", "MODEL_DEF")
     dtypes, shapes = node["output_dtypes"], node.get("output_shapes")
     out_dtypes = kernel_dtypes(kernel_meta, "outputs", len(dtypes), where)
     rec_dtypes, rec_shapes = sel.get("output_dtypes"), sel.get("output_shapes")
