@@ -1,0 +1,66 @@
+"""Issue 25, finding 2: malformed `.om` input ended in a traceback or a message of several lines
+instead of one OmError / one `opbuild om ...: error:` line. Each case here is one the mutation
+fuzzer (opbuild/om/fuzz.py) found."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from omtools import build, edit_model_def, model_dict
+from opbuild.om import format as omf
+from opbuild.om import so_store
+from opbuild.om.errors import OmError
+from opbuild.om.loader import load_om, parse_om
+from opbuild.om.so_store import SoBinType
+
+
+def _so_needing_non_utf8_library(tmp_path: Path) -> bytes:
+    """A shared object whose DT_NEEDED names `lib\\xd9x.so` (absent): dlerror()'s text is not UTF-8."""
+    name = b"lib\xd9x.so"
+    dep, top = tmp_path / "dep.c", tmp_path / "top.c"
+    dep.write_text("int f(void) { return 1; }\n")
+    top.write_text("extern int f(void);\nint g(void) { return f(); }\n")
+    lib = os.path.join(os.fsencode(tmp_path), name)
+    subprocess.run([b"cc", b"-shared", b"-fPIC", b"-o", lib, b"-Wl,-soname," + name, os.fsencode(dep)], check=True)
+    subprocess.run([b"cc", b"-shared", b"-fPIC", b"-o", os.fsencode(tmp_path / "top.so"), os.fsencode(top), lib],
+                   check=True)
+    os.unlink(lib)
+    return (tmp_path / "top.so").read_bytes()
+
+
+def test_tiling_library_whose_load_error_is_not_utf8(opp, tmp_path):
+    """Before: UnicodeDecodeError from ctypes (dlerror's text decoded as UTF-8)."""
+    data = build(opp, model_dict("dep", [-1, 1024], ops=1))
+    m = parse_om(data)
+    payload = _so_needing_non_utf8_library(tmp_path)
+    bins = [so_store.OpSoBin(b.name, b.vendor, payload if b.type == SoBinType.SpaceRegistry else bytes(b.data), b.type)
+            for b in m.so_bins]
+    parts = [(p.type, so_store.build(bins) if p.type == omf.SO_BINS else bytes(p.data)) for p in m.om.partitions]
+    planted = omf.write_om(parts, name="dep", ops=1, need_check_os_cpu_info=True, is_unknow_model=True)
+    with pytest.raises(OmError, match=r"^SO_BINS: libcust_opmaster_rt2\.0_\w+\.so \(vendors/customize\): cannot load "
+                                      r"tiling library /proc/self/fd/\d+: 'utf-8' codec can't decode"):
+        load_om(planted, trust=True)
+
+
+def test_runtime_message_of_several_lines_is_one_line(opp, tmp_path):
+    """A static model whose impl_mode was edited: the runtime's "no binary for key" message lists
+    the nearest keys on lines of their own; `om run` prints it on one line."""
+    def impl_mode_0(model):
+        model.attr["impl_mode"].i = 0
+
+    data = edit_model_def(build(opp, model_dict("p0", [16, 1024], ops=1)), impl_mode_0)
+    (tmp_path / "m.om").write_bytes(data)
+    np.save(tmp_path / "x.npy", np.ones((16, 1024), np.float32))
+    r = subprocess.run([sys.executable, "-m", "opbuild", "om", "run", "m.om", "-i", "x=x.npy", "-i", "y=x.npy",
+                        "--output-dir", "o", "--trust"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1
+    assert r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("opbuild om run: error: [ACLNN_ERR_PARAM_INVALID 161002] no binary for key "
+                               "MulCustom/d=0,p=0/")
+    assert "; MulCustom/d=0,p=1/0,2/0,2/0,2" in r.stderr  # the nearest key, joined on the line
