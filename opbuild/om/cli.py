@@ -105,9 +105,6 @@ def _model(args: argparse.Namespace):
 
 
 def _read(path: str) -> bytes:
-    from opbuild.om.errors import OmError
+    from opbuild.om.loader import read_om_file
 
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise OmError(f"cannot read {path}: {exc.strerror}") from None
+    return read_om_file(path)

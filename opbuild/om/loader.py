@@ -13,6 +13,7 @@ import gc
 import hashlib
 import json
 import os
+import stat
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -465,6 +466,31 @@ def _check_item_name(name: str) -> str | None:
     return so_store.check_so_name(pkg) or so_store.check_so_name(rest)
 
 
+def read_om_file(path: str | Path) -> bytes:
+    """The bytes of the .om file `path`: a regular file only (a FIFO would block, a device such as
+    /dev/zero never end), read to the size it has when opened; OmError naming the path otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise OmError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OmError(f"cannot read {path}: not a regular file")
+        chunks, left = [], st.st_size
+        while left:
+            chunk = os.read(fd, min(left, 1 << 24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise OmError(f"cannot read {path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
 def load_om(path_or_bytes: str | Path | bytes, *, check_compat: bool = True, trust: bool = False) -> OmModel:
     """Read, parse, check and load an .om file (or its bytes); `trust`: see OmModel.check_trust."""
     source = None
@@ -472,8 +498,5 @@ def load_om(path_or_bytes: str | Path | bytes, *, check_compat: bool = True, tru
         data = path_or_bytes
     else:
         source = str(path_or_bytes)
-        try:
-            data = Path(path_or_bytes).read_bytes()
-        except OSError as exc:
-            raise OmError(f"cannot read {path_or_bytes}: {exc.strerror}") from None
+        data = read_om_file(path_or_bytes)
     return parse_om(data, source=source).load(check_compat=check_compat, trust=trust)

@@ -64,3 +64,26 @@ def test_runtime_message_of_several_lines_is_one_line(opp, tmp_path):
     assert r.stderr.startswith("opbuild om run: error: [ACLNN_ERR_PARAM_INVALID 161002] no binary for key "
                                "MulCustom/d=0,p=0/")
     assert "; MulCustom/d=0,p=1/0,2/0,2/0,2" in r.stderr  # the nearest key, joined on the line
+
+
+def _limited() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "directory"])
+def test_model_path_that_is_not_a_regular_file(tmp_path, kind):
+    """Before: a FIFO blocked `om inspect`/`om run` forever, /dev/zero was read until memory ran out."""
+    if kind == "fifo":
+        path = tmp_path / "m.om"
+        os.mkfifo(path)
+    else:
+        path = Path("/dev/zero") if kind == "device" else tmp_path
+    for argv in (["inspect", str(path)], ["run", str(path), "--output-dir", str(tmp_path / "o"), "--trust"]):
+        r = subprocess.run([sys.executable, "-m", "opbuild", "om", *argv], capture_output=True, text=True, timeout=30,
+                           preexec_fn=_limited)
+        assert r.returncode == 1, (r.returncode, r.stderr[-500:])
+        assert r.stderr == f"opbuild om {argv[0]}: error: cannot read {path}: not a regular file\n"
+    with pytest.raises(OmError, match="not a regular file"):
+        load_om(path)
