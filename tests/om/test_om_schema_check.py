@@ -22,10 +22,15 @@ def model_def() -> dict:
     return parse_om(DATA.read_bytes()).model_def
 
 
+_REFERENCE = Draft202012Validator(_MODEL_DEF_SCHEMA)
+_VALID = schema_check.compile_predicate(_MODEL_DEF_SCHEMA)
+_CHECK = schema_check.compile_schema(_MODEL_DEF_SCHEMA)
+
+
 def _agree(value) -> bool:
-    reference = Draft202012Validator(_MODEL_DEF_SCHEMA).is_valid(value)
-    valid = schema_check.compile_predicate(_MODEL_DEF_SCHEMA)(value)
-    problem = schema_check.first_problem(schema_check.compile_schema(_MODEL_DEF_SCHEMA), value)
+    reference = _REFERENCE.is_valid(value)
+    valid = _VALID(value)
+    problem = schema_check.first_problem(_CHECK, value)
     assert valid == reference == (problem is None), (reference, valid, problem)
     return reference
 
