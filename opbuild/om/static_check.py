@@ -65,9 +65,11 @@ def check_static_node(model_label: str, node: Mapping[str, Any], op_type: str, k
     in_dtypes = kernel_dtypes(kernel_meta, "inputs", len(input_descs), where)
     want_shapes = sel.get("input_shapes")
     for i, group in enumerate(input_descs):
+        pinned = in_dtypes[i]
+        if isinstance(pinned, list):  # a dynamic input: one dtype for all its tensors
+            pinned = pinned[0] if pinned else None
         for j, (dtype, shape) in enumerate(group):
-            pinned = in_dtypes[i][0] if isinstance(in_dtypes[i], list) and in_dtypes[i] else in_dtypes[i]
-            if pinned is not None and not isinstance(pinned, list) and dtype != pinned:
+            if pinned is not None and dtype != pinned:
                 raise OmError(f"{where}: input {i}.{j} is {_text(dtype, shape)}, but the selected kernel "
                               f"{sel['binary']} takes {pinned}", "MODEL_DEF")
             if shape is not None and isinstance(want_shapes, list) and (i >= len(want_shapes) or j >= len(want_shapes[i])
