@@ -18,6 +18,7 @@ Dependency analysis (seed §3): only what the nodes use is packed —
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import json
 import math
@@ -290,6 +291,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
                         "output_dtypes": [dt for dt, _ in out_meta],
                         "output_shapes": [list(shape) for _, shape in out_meta]}
             if not node.preprocess and not plan.empty:
+                selected["tiling_sha256"] = hashlib.sha256(plan.tiling_data).hexdigest()  # (loader checks it)
                 tiling_ref = node.name
                 tiling_ids = [ge_tiling.tiling_id(first_node_id + node_index)]
                 tilings.append(ge_tiling.Tiling(plan.block_dim, plan.tiling_key, plan.workspace_size, plan.tiling_data,

@@ -72,7 +72,8 @@ _MODEL_DEF_SCHEMA = {
                                                                          "output_dtypes": {"type": "array", "items": {
                                                                              "enum": list(DTYPE_NAMES)}},
                                                                          "output_shapes": {"type": "array",
-                                                                                           "items": _SHAPE}}}]}}}},
+                                                                                           "items": _SHAPE},
+                                                                         "tiling_sha256": {"type": "string"}}}]}}}},
     },
 }
 
@@ -257,13 +258,18 @@ class OmModel:
                 f"(load_om, OmModel.load, OmRunner)", "trust")
 
     def check_native(self) -> None:
-        """Every shared object of the model checked as ELF before any is loaded (elf_check.py)."""
+        """Every shared object of the model checked as ELF before any is loaded (elf_check.py),
+        and each kernel against the sha256 its descriptor JSON records (as the package built it)."""
         for b in self.so_bins:
             check_elf(b.data, "SO_BINS", f"{b.name} ({b.vendor}, {b.type.name})")
         for name, data in self.aicpu_kernels.items():
             check_elf(data, "CUST_AICPU_KERNELS", name)
         for name, item in self.kernels.items():
             check_elf(item.data, "TBE_KERNELS", name)
+            want = item.meta.get("sha256") if isinstance(item.meta, dict) else None
+            if want is not None and hashlib.sha256(item.data).hexdigest() != want:
+                raise OmError(f"item {name}: its {len(item.data)} bytes do not match its kernel descriptor's sha256 "
+                              f"(altered after the build)", "TBE_KERNELS")
 
     def load(self, check_compat: bool = True, *, trust: bool = False) -> "OmModel":
         """Materialize: trust check, compat check, .so files from memory routed by type, kernels as
@@ -448,6 +454,10 @@ def _ge_tilings_weights(om: omf.OmFile, md: dict[str, Any]) -> tuple[dict[str, t
             raise OmError(f"node {node.get('name')}: no tiling result in TILING_DATA for it (op id {node['op_id']}, "
                           f"_op_tiling_ids {node['tiling_ids']}) or it has no selected binary", "TILING_DATA",
                           part.file_offset if part is not None else 0)
+        want = sel.get("tiling_sha256")  # (since issue 25: the kernel reads these bytes unchecked)
+        if want is not None and hashlib.sha256(t.data).hexdigest() != want:
+            raise OmError(f"node {node.get('name')}: its {len(t.data)} tiling bytes do not match "
+                          f"_opbuild_selected.tiling_sha256 (altered after the build)", "TILING_DATA", part.file_offset)
         tilings[node["tiling"]] = tables.Item(node["tiling"], {
             "block_dim": t.block_dim, "tiling_key": t.tiling_key, "workspace_size": t.workspace_size,
             "full_key": sel.get("full_key")}, t.data)

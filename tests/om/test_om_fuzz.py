@@ -93,16 +93,16 @@ CI_CASES = 2000
 
 
 def test_mutation_fuzz_through_run(opp, tmp_path):
-    """Every mutation that touches no native code (and no raw tiling bytes, the kernel's own input)
-    ends in a clean result: success or exit 1 with one error line. No signal, hang, other exit
-    status, traceback or memory blow-up."""
+    """Every mutation that touches no native code (raw tiling bytes included: their digest) ends in
+    a clean result: success or exit 1 with one error line. No signal, hang, other exit status,
+    traceback or memory blow-up."""
     from opbuild.om import fuzz
 
     seeds = fuzz.sample_seeds(opp, tmp_path / "seeds")
     assert {s.name for s in seeds} >= {"static3", "dynamic"}
     report = fuzz.fuzz(seeds, CI_CASES, jobs=2, timeout=20.0)
     assert report.cases == CI_CASES
-    assert report.bad(("data",)) == {}, report.table()
+    assert report.bad(("data", "tiling")) == {}, report.table()
     assert report.count("data", "error") > CI_CASES // 5 and report.count("data", "ok") > 0, report.table()
 
 
