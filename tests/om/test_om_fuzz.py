@@ -4,6 +4,11 @@ length, so they reach the partition, SO_BINS, table and MODEL_DEF parsers.
 
 The CI variant runs a bounded number of examples; the `fuzz`-marked long variant runs only with
 OPBUILD_FUZZ_LONG=1.
+
+`test_mutation_fuzz_through_run` (issue 25) runs the mutation fuzzer of opbuild/om/fuzz.py: 2,000
+mutated files through `om inspect` and `om run --trust` under process isolation, each in a forked
+child with a timeout and an RLIMIT_AS. Its long run: `python -m opbuild.om.fuzz --opp out/opp
+--cases 100000` (docs/om-format.md, "Trust").
 """
 
 from __future__ import annotations
