@@ -42,6 +42,8 @@ _MODEL_DEF_SCHEMA = {
         "name": {"type": "string"}, "soc": _NAME, "dynamic": {"type": "boolean"},
         "deterministic": {"enum": [0, 1]}, "impl_mode": {"enum": sorted(IMPL_MODE_BY_INDEX)},
         "so_in_om_flag": {"type": "integer", "minimum": 0, "maximum": 0xFFFF},
+        "sha256": {"anyOf": [{"type": "null"}, {"type": "object", "additionalProperties": {
+            "type": "array", "items": {"type": "string"}}}]},
         "so_in_om_info": {"type": "object", "required": ["cpu_info", "os_info", "opp_version", "compiler_version"],
                           "additionalProperties": {"type": "string"}},
         "inputs": {"type": "array", "items": {"type": "object", "required": ["name", "dtype", "shape"], "properties": {
@@ -260,10 +262,20 @@ class OmModel:
     def check_native(self) -> None:
         """Every shared object of the model checked as ELF before any is loaded (elf_check.py),
         and each kernel against the sha256 its descriptor JSON records (as the package built it)."""
+        digests = self.model_def.get("sha256")  # (files built since issue 25; None: not recorded)
+
+        def check_digest(data, partition: str, what: str) -> None:
+            if digests is not None and hashlib.sha256(data).hexdigest() not in digests.get(partition, ()):
+                raise OmError(f"item {what}: its {len(data)} bytes match none of the sha256 MODEL_DEF records for "
+                              f"{partition} (altered after the build)", partition)
+
         for b in self.so_bins:
-            check_elf(b.data, "SO_BINS", f"{b.name} ({b.vendor}, {b.type.name})")
+            what = f"{b.name} ({b.vendor}, {b.type.name})"
+            check_elf(b.data, "SO_BINS", what)
+            check_digest(b.data, "SO_BINS", what)
         for name, data in self.aicpu_kernels.items():
             check_elf(data, "CUST_AICPU_KERNELS", name)
+            check_digest(data, "CUST_AICPU_KERNELS", name)
         for name, item in self.kernels.items():
             check_elf(item.data, "TBE_KERNELS", name)
             want = item.meta.get("sha256") if isinstance(item.meta, dict) else None

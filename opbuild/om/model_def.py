@@ -133,6 +133,13 @@ def encode(md: dict[str, Any], kernel_descs: dict[str, dict[str, Any]]) -> bytes
     for key, name in (("cpu_info", "host_env_cpu"), ("os_info", "host_env_os"), ("opp_version", "opp_version"),
                       ("compiler_version", "compiler_version")):
         a[name].s = info[key].encode()
+    if md.get("sha256") is not None:
+        digests = a[f"{PRIVATE}sha256"].func
+        digests.name = "sha256"
+        for partition, values in sorted(md["sha256"].items()):
+            lst = digests.attr[partition].list
+            lst.val_type = _LIST_VALUE_TYPE["VT_LIST_STRING"]
+            lst.s.extend(v.encode() for v in values)
     for vendor, meta in sorted(md.get("packages", {}).items()):
         a[f"{PRIVATE}packages"].func.attr[vendor].s = meta["version"].encode()
     ops = a[f"{PRIVATE}ops"].list
@@ -344,6 +351,8 @@ def _decode(model) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         "inputs": [t for _, t in sorted(inputs, key=lambda x: x[0])], "weights": weights, "outputs": outputs,
         "packages": {k: {"version": _str(v)} for k, v in a[f"{PRIVATE}packages"].func.attr.items()},
         "ops": ops, "nodes": nodes,
+        "sha256": ({k: [x.decode("utf-8") for x in v.list.s] for k, v in a[f"{PRIVATE}sha256"].func.attr.items()}
+                   if f"{PRIVATE}sha256" in a else None),
     }
     if version >= 3:
         md["model_info"] = {"om_info_list": list(a["om_info_list"].list.i),

@@ -105,3 +105,34 @@ def edit_kernels(data: bytes, edit) -> bytes:
     h = om.header
     return omf.write_om(parts, name=h.text("name"), ops=h.ops, need_check_os_cpu_info=bool(h.need_check_os_cpu_info),
                         is_unknow_model=bool(h.is_unknow_model))
+
+
+def replace_so_bins(data: bytes, payload_of, **write_kw) -> bytes:
+    """The .om `data` with each SO_BINS binary replaced by `payload_of(bin)` (bytes, or None: kept)
+    and MODEL_DEF's recorded sha256 of SO_BINS updated to match: a deliberate, consistent edit
+    (what only trust protects against), rewritten and sealed. `write_kw`: format.write_om's."""
+    import hashlib
+
+    from opbuild.om import format as omf
+    from opbuild.om import so_store
+    from opbuild.om.loader import parse_om
+    from opbuild.om.model_def import PRIVATE
+
+    m = parse_om(data)
+    bins = []
+    for b in m.so_bins:
+        new = payload_of(b)
+        bins.append(so_store.OpSoBin(b.name, b.vendor, bytes(b.data) if new is None else new, b.type))
+
+    def digests(model) -> None:
+        if f"{PRIVATE}sha256" in model.attr:
+            lst = model.attr[f"{PRIVATE}sha256"].func.attr["SO_BINS"].list
+            del lst.s[:]
+            lst.s.extend(sorted({hashlib.sha256(b.data).hexdigest().encode() for b in bins}))
+
+    edited = omf.read_om(edit_model_def(data, digests))
+    parts = [(p.type, so_store.build(bins) if p.type == omf.SO_BINS else bytes(p.data)) for p in edited.partitions]
+    h = edited.header
+    kw = {"name": h.text("name"), "ops": h.ops, "need_check_os_cpu_info": bool(h.need_check_os_cpu_info),
+          "is_unknow_model": bool(h.is_unknow_model), **write_kw}
+    return omf.write_om(parts, **kw)

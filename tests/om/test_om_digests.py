@@ -45,3 +45,32 @@ def test_altered_kernel_bytes(static3):
 def test_recorded(static3):
     sel = [n["selected"] for n in parse_om(static3).model_def["nodes"]]
     assert all(len(s["tiling_sha256"]) == 64 for s in sel)
+
+
+def test_altered_packed_so_bytes(opp):
+    """A byte of a SO_BINS .so changed (resealed, ELF headers intact): refused before dlopen (the
+    consistent edit, digests updated too, is test_om_trust's planted model: only trust stops it)."""
+    data = build(opp, model_dict("dyn", [-1, 1024], ops=1))
+
+    def flip_last(b):
+        raw = bytearray(b.data)
+        raw[-1] ^= 1
+        return bytes(raw)
+
+    altered = _replace_only(data, flip_last)
+    with pytest.raises(OmError, match=r"^SO_BINS: item libcust_opmaster_rt2\.0_\w+\.so \(vendors/customize, "
+                                      r"SpaceRegistry\): its \d+ bytes match none of the sha256 MODEL_DEF records "
+                                      r"for SO_BINS \(altered after the build\)"):
+        load_om(altered, trust=True)
+
+
+def _replace_only(data: bytes, payload_of) -> bytes:
+    """SO_BINS binaries replaced, MODEL_DEF untouched (its digests now stale), resealed."""
+    from opbuild.om import so_store
+    from opbuild.om.loader import parse_om as parse
+
+    m = parse(data)
+    bins = [so_store.OpSoBin(b.name, b.vendor, payload_of(b), b.type) for b in m.so_bins]
+    parts = [(p.type, so_store.build(bins) if p.type == omf.SO_BINS else bytes(p.data)) for p in m.om.partitions]
+    h = m.om.header
+    return omf.write_om(parts, name=h.text("name"), ops=h.ops, need_check_os_cpu_info=True, is_unknow_model=True)

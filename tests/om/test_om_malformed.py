@@ -12,11 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from omtools import build, edit_model_def, model_dict
-from opbuild.om import format as omf
-from opbuild.om import so_store
+from omtools import build, edit_model_def, model_dict, replace_so_bins
 from opbuild.om.errors import OmError
-from opbuild.om.loader import load_om, parse_om
+from opbuild.om.loader import load_om
 from opbuild.om.so_store import SoBinType
 
 
@@ -37,12 +35,8 @@ def _so_needing_non_utf8_library(tmp_path: Path) -> bytes:
 def test_tiling_library_whose_load_error_is_not_utf8(opp, tmp_path):
     """Before: UnicodeDecodeError from ctypes (dlerror's text decoded as UTF-8)."""
     data = build(opp, model_dict("dep", [-1, 1024], ops=1))
-    m = parse_om(data)
     payload = _so_needing_non_utf8_library(tmp_path)
-    bins = [so_store.OpSoBin(b.name, b.vendor, payload if b.type == SoBinType.SpaceRegistry else bytes(b.data), b.type)
-            for b in m.so_bins]
-    parts = [(p.type, so_store.build(bins) if p.type == omf.SO_BINS else bytes(p.data)) for p in m.om.partitions]
-    planted = omf.write_om(parts, name="dep", ops=1, need_check_os_cpu_info=True, is_unknow_model=True)
+    planted = replace_so_bins(data, lambda b: payload if b.type == SoBinType.SpaceRegistry else None)
     with pytest.raises(OmError, match=r"^SO_BINS: libcust_opmaster_rt2\.0_\w+\.so \(vendors/customize\): cannot load "
                                       r"tiling library /proc/self/fd/\d+: 'utf-8' codec can't decode"):
         load_om(planted, trust=True)
