@@ -52,7 +52,8 @@ class TilingLibrary:
         self.path = Path(path)
         try:
             self._lib = ctypes.CDLL(str(self.path), mode=ctypes.RTLD_LOCAL)
-        except OSError as exc:
+        except (OSError, UnicodeDecodeError) as exc:  # (ctypes decodes dlerror()'s text: not UTF-8 when the
+            # library names a dependency or version in other bytes)
             raise CallbackError(f"cannot load tiling library {self.path}: {exc}") from None
         self._symbols: dict[tuple[str, Any], Any] = {}
         self._addresses: dict[Any, Any] = {}  # name -> address, names tuple -> addresses

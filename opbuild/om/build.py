@@ -18,6 +18,7 @@ Dependency analysis (seed §3): only what the nodes use is packed —
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import json
 import math
@@ -291,8 +292,12 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
             op_def["binaries"][sel.full_key] = item
             selected = {"full_key": sel.full_key, "fragment": sel.fragment, "binary": sel.entry.name,
                         "input_shapes": [[list(a.shape) for a in (x if isinstance(x, list) else [x])] if x is not None else []
-                                         for x in call_inputs]}
+                                         for x in call_inputs],
+                        # what the tiling was computed for, so what the kernel may write (om/static_check.py)
+                        "output_dtypes": [dt for dt, _ in out_meta],
+                        "output_shapes": [list(shape) for _, shape in out_meta]}
             if not node.preprocess and not plan.empty:
+                selected["tiling_sha256"] = hashlib.sha256(plan.tiling_data).hexdigest()  # (loader checks it)
                 tiling_ref = node.name
                 tiling_ids = [ge_tiling.tiling_id(first_node_id + node_index)]
                 tilings.append(ge_tiling.Tiling(plan.block_dim, plan.tiling_key, plan.workspace_size, plan.tiling_data,
@@ -349,6 +354,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
         "weights": [{"name": n, "dtype": dtype_name(a.dtype), "shape": list(a.shape), "data_offset": off,
                      "weight_size": size} for (n, a), (off, size) in zip(model.weights.items(), places)],
         "outputs": model.outputs, "packages": {v: {"version": _version_info(packages.root(v))} for v in used_vendors},
+        "sha256": native_digests(so_bins, aicpu_kernels),
         "ops": ops, "nodes": node_defs,
         "model_info": {
             "om_info_list": [sizes.get(omf.WEIGHTS_DATA, 0), sizes.get(omf.TBE_KERNELS, 0),
@@ -361,6 +367,15 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
     parts = [(omf.MODEL_DEF, model_def_proto.encode(model_def, {i.name: i.meta for i in items})), *tail]
     return omf.write_om(parts, name=model.name, ops=len(model.nodes), platform_version=soc,
                         need_check_os_cpu_info=bool(so_bins), is_unknow_model=dynamic)
+
+
+def native_digests(so_bins, aicpu_kernels: dict[str, Any]) -> dict[str, list[str]]:
+    """sha256 of every packed .so that no kernel descriptor covers, by partition (SO_BINS,
+    CUST_AICPU_KERNELS): the loader checks each item's against its partition's list before
+    anything is loaded (a kernel's is its descriptor's `sha256`). By content, not by name: an item
+    renamed in SO_BINS still matches."""
+    return {"SO_BINS": sorted({hashlib.sha256(b.data).hexdigest() for b in so_bins}),
+            "CUST_AICPU_KERNELS": sorted({hashlib.sha256(d).hexdigest() for d in aicpu_kernels.values()})}
 
 
 def _feature_map_bytes(tensors: dict[str, tuple[str, tuple[int, ...] | None]], weights: dict[str, Any]) -> int:

@@ -22,3 +22,20 @@ class OmCompatError(OmError):
 
 class OmTrustError(OmError):
     """The .om carries native code or Python and was not trusted (see docs/om-format.md, Trust)."""
+
+
+MAX_LISTED = 8
+"""How many names an error lists before "... and N more" (a 100,000-op model's message stays short)."""
+
+
+def listed(names, limit: int = MAX_LISTED) -> str:
+    """`names` comma-separated, the first `limit` of them: `a, b, c, ... and 99997 more`."""
+    names = list(names)
+    shown = ", ".join(str(n) for n in names[:limit])
+    return shown if len(names) <= limit else f"{shown}, ... and {len(names) - limit} more"
+
+
+def shown(value, limit: int = 200) -> str:
+    """repr(value) cut to `limit` characters (a value read from a file may be any size)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"

@@ -9,9 +9,11 @@ materializes (memfds, dlopen). A memfd stays open while anything loaded from it 
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
+import stat
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,14 +23,16 @@ from opbuild.abi.vocabulary import DTYPE_NAMES, IMPL_MODE_BY_INDEX
 from opbuild.nonfinite import dumps
 from opbuild.om import build as ombuild
 from opbuild.om import format as omf
-from opbuild.om import ge_tiling, ge_weights, kernel_store, so_store, tables
+from opbuild.om import ge_tiling, ge_weights, kernel_store, schema_check, so_store, tables
 from opbuild.om import model_def as model_def_proto
-from opbuild.om.errors import OmCompatError, OmError, OmTrustError
+from opbuild.om.elf_check import check_elf
+from opbuild.om.errors import OmCompatError, OmError, OmTrustError, listed, shown
 from opbuild.om.so_store import OpSoBin, SoBinType
 
 # ---- MODEL_DEF structure --------------------------------------------------------------------------
 
 _NAME = {"type": "string", "minLength": 1, "maxLength": 256}
+_SHAPE = {"type": "array", "maxItems": 8, "items": {"type": "integer", "minimum": 0}}
 _MODEL_DEF_SCHEMA = {
     "type": "object",
     "required": ["format", "format_version", "name", "soc", "dynamic", "deterministic", "impl_mode", "so_in_om_flag",
@@ -38,6 +42,8 @@ _MODEL_DEF_SCHEMA = {
         "name": {"type": "string"}, "soc": _NAME, "dynamic": {"type": "boolean"},
         "deterministic": {"enum": [0, 1]}, "impl_mode": {"enum": sorted(IMPL_MODE_BY_INDEX)},
         "so_in_om_flag": {"type": "integer", "minimum": 0, "maximum": 0xFFFF},
+        "sha256": {"anyOf": [{"type": "null"}, {"type": "object", "additionalProperties": {
+            "type": "array", "items": {"type": "string"}}}]},
         "so_in_om_info": {"type": "object", "required": ["cpu_info", "os_info", "opp_version", "compiler_version"],
                           "additionalProperties": {"type": "string"}},
         "inputs": {"type": "array", "items": {"type": "object", "required": ["name", "dtype", "shape"], "properties": {
@@ -62,18 +68,22 @@ _MODEL_DEF_SCHEMA = {
                 "selected": {"anyOf": [{"type": "null"}, {"type": "object", "required": ["full_key", "fragment", "binary"],
                                                           "properties": {"full_key": {"type": "string"},
                                                                          "fragment": {"type": "string"},
-                                                                         "binary": {"type": "string"}}}]}}}},
+                                                                         "binary": {"type": "string"},
+                                                                         "input_shapes": {"type": "array", "items": {
+                                                                             "type": "array", "items": _SHAPE}},
+                                                                         "output_dtypes": {"type": "array", "items": {
+                                                                             "enum": list(DTYPE_NAMES)}},
+                                                                         "output_shapes": {"type": "array",
+                                                                                           "items": _SHAPE},
+                                                                         "tiling_sha256": {"type": "string"}}}]}}}},
     },
 }
 
 
-def _model_def_validator():
-    from jsonschema import Draft202012Validator
-
-    v = getattr(_model_def_validator, "_v", None)
-    if v is None:
-        v = _model_def_validator._v = Draft202012Validator(_MODEL_DEF_SCHEMA)
-    return v
+_VALID_MODEL_DEF = schema_check.compile_predicate(_MODEL_DEF_SCHEMA)
+_CHECK_MODEL_DEF = schema_check.compile_schema(_MODEL_DEF_SCHEMA)
+"""The schema compiled (linear and fast: a 100,000-node model; schema_check.py): a predicate
+for the common valid case, the check that says where the first problem is."""
 
 
 # ---- memory-loaded .so files ----------------------------------------------------------------------
@@ -186,10 +196,16 @@ class OmModel:
     aicpu_files: dict[str, MemFile] = field(default_factory=dict)       # CUST_AICPU_KERNELS item -> memfd
     loaded: bool = False
     trusted: bool = False  # set by load(): the caller accepted the code the model carries
+    source: str | None = None  # the file it was read from (messages name it), None: bytes
 
     @property
     def name(self) -> str:
         return self.model_def["name"]
+
+    @property
+    def label(self) -> str:
+        """The model as messages name it: `model 'm' (path/m.om)`."""
+        return f"model {self.name!r}" + (f" ({self.source})" if self.source else "")
 
     def check_compat(self, host: dict[str, str] | None = None) -> None:
         """SoInOmInfo against the host; OmCompatError naming each mismatch."""
@@ -201,10 +217,11 @@ class OmModel:
                 problems.append(f"{key}: model built with {info.get(key)!r}, host has {host[key]!r}")
         for part in (info.get("compiler_version") or "").split(","):
             if part and not part.startswith("host-"):
-                problems.append(f"compiler_version: {part!r} is not a host toolchain ('host-...'), "
+                problems.append(f"compiler_version: {shown(part, 80)} is not a host toolchain ('host-...'), "
                                 f"the CPU simulator cannot run its binaries")
         if problems:
-            raise OmCompatError("the .om does not fit this host: " + "; ".join(problems), "MODEL_DEF.so_in_om_info")
+            raise OmCompatError("the .om does not fit this host: " + listed(problems, 4).replace(", ", "; "),
+                                "MODEL_DEF.so_in_om_info")
         suffix = ombuild.space_registry_name(host["os_info"], host["cpu_info"])
         for b in self.routed.get(SoBinType.SpaceRegistry, []):
             if b.name != suffix:
@@ -221,16 +238,16 @@ class OmModel:
         for t in SoBinType:
             names = [f"{b.name} of {b.vendor}" for b in self.routed.get(t, [])]
             if names:
-                found.append(f"{len(names)} {t.name} .so file(s) in SO_BINS ({', '.join(sorted(names))})")
+                found.append(f"{len(names)} {t.name} .so file(s) in SO_BINS ({listed(sorted(names))})")
         if self.aicpu_kernels:
             found.append(f"{len(self.aicpu_kernels)} AI CPU kernel libraries in CUST_AICPU_KERNELS "
-                         f"({', '.join(sorted(self.aicpu_kernels))})")
+                         f"({listed(sorted(self.aicpu_kernels))})")
         if self.kernels:
             found.append(f"{len(self.kernels)} kernel binaries in TBE_KERNELS, host .so files on the CPU simulator "
-                         f"({', '.join(sorted(self.kernels))})")
+                         f"({listed(sorted(self.kernels))})")
         rules = sorted(ref for ref, op in self.model_def["ops"].items() if op.get("key_rule_source"))
         if rules:
-            found.append(f"Python key rule source of {', '.join(rules)} (MODEL_DEF key_rule_source)")
+            found.append(f"Python key rule source of {listed(rules)} (MODEL_DEF key_rule_source)")
         return found
 
     def check_trust(self, trust: bool) -> None:
@@ -242,6 +259,30 @@ class OmModel:
                 f"Run it only if you trust where the file came from: `opbuild om run --trust`, or trust=True "
                 f"(load_om, OmModel.load, OmRunner)", "trust")
 
+    def check_native(self) -> None:
+        """Every shared object of the model checked as ELF before any is loaded (elf_check.py),
+        and each kernel against the sha256 its descriptor JSON records (as the package built it)."""
+        digests = self.model_def.get("sha256")  # (files built since issue 25; None: not recorded)
+
+        def check_digest(data, partition: str, what: str) -> None:
+            if digests is not None and hashlib.sha256(data).hexdigest() not in digests.get(partition, ()):
+                raise OmError(f"item {what}: its {len(data)} bytes match none of the sha256 MODEL_DEF records for "
+                              f"{partition} (altered after the build)", partition)
+
+        for b in self.so_bins:
+            what = f"{b.name} ({b.vendor}, {b.type.name})"
+            check_elf(b.data, "SO_BINS", what)
+            check_digest(b.data, "SO_BINS", what)
+        for name, data in self.aicpu_kernels.items():
+            check_elf(data, "CUST_AICPU_KERNELS", name)
+            check_digest(data, "CUST_AICPU_KERNELS", name)
+        for name, item in self.kernels.items():
+            check_elf(item.data, "TBE_KERNELS", name)
+            want = item.meta.get("sha256") if isinstance(item.meta, dict) else None
+            if want is not None and hashlib.sha256(item.data).hexdigest() != want:
+                raise OmError(f"item {name}: its {len(item.data)} bytes do not match its kernel descriptor's sha256 "
+                              f"(altered after the build)", "TBE_KERNELS")
+
     def load(self, check_compat: bool = True, *, trust: bool = False) -> "OmModel":
         """Materialize: trust check, compat check, .so files from memory routed by type, kernels as
         memfds. Nothing of the model is loaded unless `trust` (when it carries code, see
@@ -252,6 +293,7 @@ class OmModel:
         self.trusted = True
         if check_compat and (self.om.header.need_check_os_cpu_info or self.so_bins or self.aicpu_kernels):
             self.check_compat()
+        self.check_native()
         for b in self.routed.get(SoBinType.SpaceRegistry, []):
             self.space_registry[b.vendor] = _load_so(b)
         for b in self.routed.get(SoBinType.OpMasterDevice, []):
@@ -274,10 +316,11 @@ def host_info() -> dict[str, str]:
 def _check_model_def(m: OmModel, base: int) -> None:
     md = m.model_def
     where = "MODEL_DEF"
-    errors = list(_model_def_validator().iter_errors(md))
-    if errors:
-        e = errors[0]
-        raise OmError(f"$.{'.'.join(str(p) for p in e.path)}: {e.message[:200]}", where, base)
+    problem = None if _VALID_MODEL_DEF(md) else (schema_check.first_problem(_CHECK_MODEL_DEF, md)
+                                                 or ([], "does not match the MODEL_DEF schema"))
+    if problem is not None:
+        path, message = problem
+        raise OmError(f"$.{'.'.join(str(p) for p in path)}: {message[:200]}", where, base)
     flag = md["so_in_om_flag"]
     have = so_store.flag_of(b.type for b in m.so_bins)
     if flag != have:
@@ -341,8 +384,24 @@ def _is_aicpu(op: dict[str, Any]) -> bool:
     return isinstance(definition, dict) and definition.get("engine") == "aicpu"
 
 
-def parse_om(data: bytes | bytearray | memoryview, verify_checksum: bool = True) -> OmModel:
-    """Parse and route (zero-copy); OmError naming the field and offset of any problem."""
+def parse_om(data: bytes | bytearray | memoryview, verify_checksum: bool = True, *,
+             source: str | None = None) -> OmModel:
+    """Parse and route (zero-copy); OmError naming the field and offset of any problem.
+    `source`: the file the bytes came from (OmModel.label).
+
+    The cyclic garbage collector is paused meanwhile: a large model is millions of new
+    containers and no cycles, and each collection would scan all of them again (a third of a
+    100,000-node parse)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse_om(data, verify_checksum, source)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _parse_om(data: bytes | bytearray | memoryview, verify_checksum: bool, source: str | None) -> OmModel:
     om = omf.read_om(data, verify_checksum=verify_checksum)
     md_part = om.get(omf.MODEL_DEF)
     part = om.get(omf.TBE_KERNELS)
@@ -363,7 +422,7 @@ def parse_om(data: bytes | bytearray | memoryview, verify_checksum: bool = True)
         binaries = kernel_store.load(part.data, part.file_offset, _check_item_name) if part is not None else {}
         if set(binaries) != set(descs):
             raise OmError(f"TBE_KERNELS items and MODEL_DEF kernel descriptors differ: "
-                          f"{sorted(set(binaries) ^ set(descs))}", "MODEL_DEF", md_part.file_offset)
+                          f"{listed(sorted(set(binaries) ^ set(descs)))}", "MODEL_DEF", md_part.file_offset)
         kernels = {name: tables.Item(name, descs[name], data) for name, data in binaries.items()}
     part = om.get(omf.SO_BINS)
     so_bins = so_store.load(part.data, part.file_offset) if part is not None else []
@@ -379,7 +438,7 @@ def parse_om(data: bytes | bytearray | memoryview, verify_checksum: bool = True)
     part = om.get(omf.CUST_AICPU_KERNELS)
     aicpu = (kernel_store.load(part.data, part.file_offset, _check_item_name, "CUST_AICPU_KERNELS")
              if part is not None else {})
-    m = OmModel(data, om, model_def, so_bins, kernels, tilings, weights, aicpu_kernels=aicpu)
+    m = OmModel(data, om, model_def, so_bins, kernels, tilings, weights, aicpu_kernels=aicpu, source=source)
     seen: set[tuple[str, str]] = set()
     for i, b in enumerate(so_bins):
         if (b.name, b.vendor) in seen:
@@ -407,6 +466,10 @@ def _ge_tilings_weights(om: omf.OmFile, md: dict[str, Any]) -> tuple[dict[str, t
             raise OmError(f"node {node.get('name')}: no tiling result in TILING_DATA for it (op id {node['op_id']}, "
                           f"_op_tiling_ids {node['tiling_ids']}) or it has no selected binary", "TILING_DATA",
                           part.file_offset if part is not None else 0)
+        want = sel.get("tiling_sha256")  # (since issue 25: the kernel reads these bytes unchecked)
+        if want is not None and hashlib.sha256(t.data).hexdigest() != want:
+            raise OmError(f"node {node.get('name')}: its {len(t.data)} tiling bytes do not match "
+                          f"_opbuild_selected.tiling_sha256 (altered after the build)", "TILING_DATA", part.file_offset)
         tilings[node["tiling"]] = tables.Item(node["tiling"], {
             "block_dim": t.block_dim, "tiling_key": t.tiling_key, "workspace_size": t.workspace_size,
             "full_key": sel.get("full_key")}, t.data)
@@ -425,13 +488,37 @@ def _check_item_name(name: str) -> str | None:
     return so_store.check_so_name(pkg) or so_store.check_so_name(rest)
 
 
+def read_om_file(path: str | Path) -> bytes:
+    """The bytes of the .om file `path`: a regular file only (a FIFO would block, a device such as
+    /dev/zero never end), read to the size it has when opened; OmError naming the path otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise OmError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OmError(f"cannot read {path}: not a regular file")
+        chunks, left = [], st.st_size
+        while left:
+            chunk = os.read(fd, min(left, 1 << 24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise OmError(f"cannot read {path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
 def load_om(path_or_bytes: str | Path | bytes, *, check_compat: bool = True, trust: bool = False) -> OmModel:
     """Read, parse, check and load an .om file (or its bytes); `trust`: see OmModel.check_trust."""
+    source = None
     if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
         data = path_or_bytes
     else:
-        try:
-            data = Path(path_or_bytes).read_bytes()
-        except OSError as exc:
-            raise OmError(f"cannot read {path_or_bytes}: {exc.strerror}") from None
-    return parse_om(data).load(check_compat=check_compat, trust=trust)
+        source = str(path_or_bytes)
+        data = read_om_file(path_or_bytes)
+    return parse_om(data, source=source).load(check_compat=check_compat, trust=trust)

@@ -27,7 +27,7 @@ from opbuild.abi import op_proto
 from opbuild.abi.vocabulary import ATTR_TYPE, DTYPES
 from opbuild.nonfinite import dumps, from_json, to_json
 from opbuild.om import ge_ir
-from opbuild.om.errors import OmError
+from opbuild.om.errors import OmError, listed, shown
 
 FORMAT = "opbuild-om"
 FORMAT_VERSION = 3
@@ -133,6 +133,13 @@ def encode(md: dict[str, Any], kernel_descs: dict[str, dict[str, Any]]) -> bytes
     for key, name in (("cpu_info", "host_env_cpu"), ("os_info", "host_env_os"), ("opp_version", "opp_version"),
                       ("compiler_version", "compiler_version")):
         a[name].s = info[key].encode()
+    if md.get("sha256") is not None:
+        digests = a[f"{PRIVATE}sha256"].func
+        digests.name = "sha256"
+        for partition, values in sorted(md["sha256"].items()):
+            lst = digests.attr[partition].list
+            lst.val_type = _LIST_VALUE_TYPE["VT_LIST_STRING"]
+            lst.s.extend(v.encode() for v in values)
     for vendor, meta in sorted(md.get("packages", {}).items()):
         a[f"{PRIVATE}packages"].func.attr[vendor].s = meta["version"].encode()
     ops = a[f"{PRIVATE}ops"].list
@@ -247,7 +254,7 @@ def decode(data: bytes | memoryview) -> tuple[dict[str, Any], dict[str, dict[str
     except OmError:
         raise
     except (KeyError, IndexError, ValueError, TypeError, UnicodeDecodeError) as exc:
-        raise OmError(f"ModelDef is not an opbuild model or is inconsistent: {type(exc).__name__}: {exc}",
+        raise OmError(f"ModelDef is not an opbuild model or is inconsistent: {type(exc).__name__}: {shown(str(exc))}",
                       "MODEL_DEF") from None
 
 
@@ -274,18 +281,42 @@ def _decode(model) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     by_name = {}
     for op in graph.op:
         if op.name in by_name:
-            raise OmError(f"op name {op.name!r} appears twice in the graph", "MODEL_DEF")
+            raise OmError(f"op name {shown(op.name, 100)} appears twice in the graph", "MODEL_DEF")
         by_name[op.name] = op
 
+    sources: dict[str, tuple[Any, int, list[int]]] = {}  # edge -> (producer's desc, dtype, dims), once per edge
+
+    def source(edge: str) -> tuple[Any, int, list[int]]:
+        found = sources.get(edge)
+        if found is None:
+            name, sep, index = edge.rpartition(":")
+            producer = by_name.get(name)
+            if (not sep or producer is None or not index.isascii() or not index.isdigit()
+                    or int(index) >= len(producer.output_desc)):
+                raise OmError(f"edge {shown(edge, 100)} names no output of an op", "MODEL_DEF")
+            d = producer.output_desc[int(index)]
+            found = sources[edge] = (d, d.dtype, list(d.shape.dim))
+        return found
+
     def tensor(edge: str) -> str:
-        name, sep, index = edge.rpartition(":")
-        if not sep or name not in by_name or not index.isdigit() or int(index) >= len(by_name[name].output_desc):
-            raise OmError(f"edge {edge!r} names no output of an op", "MODEL_DEF")
-        return by_name[name].output_desc[int(index)].name
+        return source(edge)[0].name
 
     def dims(desc) -> list[int] | None:
         d = list(desc.shape.dim)
         return None if d == UNKNOWN_RANK else d
+
+    def check_edges(op) -> None:
+        """Each input descriptor of `op` against its producer's output descriptor (GE writes
+        them equal): a descriptor edited alone is found here, before anything is sized from it."""
+        if not op.input_desc and op.type == NET_OUTPUT:
+            return  # (format 2 wrote no NetOutput input_desc)
+        if len(op.input_desc) != len(op.input):
+            raise OmError(f"op {op.name}: {len(op.input_desc)} input descriptors for {len(op.input)} inputs", "MODEL_DEF")
+        for k, (edge, desc) in enumerate(zip(op.input, op.input_desc)):
+            src, dtype, shape = source(edge)
+            if dtype != desc.dtype or shape != list(desc.shape.dim):
+                raise OmError(f"op {op.name}: input_desc {k} ({edge}) is {_desc_text(desc)}, but its producer's "
+                              f"output descriptor {src.name!r} is {_desc_text(src)}", "MODEL_DEF")
 
     inputs, weights, nodes, outputs = [], [], [], []
     for op in graph.op:
@@ -294,13 +325,19 @@ def _decode(model) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
             inputs.append((op.attr["index"].i, {"name": d.name, "dtype": _DTYPE_BY_PROTO[d.dtype], "shape": dims(d)}))
         elif op.type == CONST:
             d = op.attr["value"].t.desc
+            out = op.output_desc[0]
+            if out.dtype != d.dtype or list(out.shape.dim) != list(d.shape.dim):
+                raise OmError(f"Const {op.name}: output descriptor {_desc_text(out)} disagrees with its value "
+                              f"{_desc_text(d)}", "MODEL_DEF")
             weight = {"name": op.output_desc[0].name, "dtype": _DTYPE_BY_PROTO[d.dtype], "shape": dims(d)}
             if version >= 3:
                 weight.update(data_offset=d.data_offset, weight_size=d.weight_size)
             weights.append(weight)
         elif op.type == NET_OUTPUT:
+            check_edges(op)
             outputs = [tensor(e) for e in op.input]
         else:
+            check_edges(op)
             nodes.append(_decode_node(op, ops, tensor, dims))
     soc = _str(a[f"{PRIVATE}soc"]) if version >= 3 else _str(a["soc_version"])
     md = {
@@ -314,6 +351,8 @@ def _decode(model) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         "inputs": [t for _, t in sorted(inputs, key=lambda x: x[0])], "weights": weights, "outputs": outputs,
         "packages": {k: {"version": _str(v)} for k, v in a[f"{PRIVATE}packages"].func.attr.items()},
         "ops": ops, "nodes": nodes,
+        "sha256": ({k: [x.decode("utf-8") for x in v.list.s] for k, v in a[f"{PRIVATE}sha256"].func.attr.items()}
+                   if f"{PRIVATE}sha256" in a else None),
     }
     if version >= 3:
         md["model_info"] = {"om_info_list": list(a["om_info_list"].list.i),
@@ -321,11 +360,25 @@ def _decode(model) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     return md, kernels
 
 
+def _desc_text(desc) -> str:
+    """A descriptor as messages show it: `float32[16, 1024]` (a dtype number no dtype has: `dtype 99`)."""
+    dtype = _DTYPE_BY_PROTO.get(desc.dtype, f"dtype {desc.dtype}")
+    dims = list(desc.shape.dim)
+    return f"{dtype}{dims}" if len(dims) <= 8 else f"{dtype}[{listed(dims)} dims]"
+
+
+_NODE_ATTRS = {key: PRIVATE + key for key in ("op", "input_counts", "preprocess", "autofuse_so", "tiling", "selected")}
+
+
 def _decode_node(op, ops, tensor, dims) -> dict[str, Any]:
-    p = PRIVATE
-    ref = _str(op.attr[f"{p}op"])
+    attr = op.attr
+    get = attr.get  # (a lookup that inserts nothing; once per attribute)
+    k = _NODE_ATTRS
+    found = get(k["op"])
+    ref = found.s.decode("utf-8") if found is not None else ""
     spec = ops[ref]["definition"] if ref in ops else {"inputs": [], "outputs": [], "attrs": []}
-    counts = list(op.attr[f"{p}input_counts"].list.i)
+    found = get(k["input_counts"])
+    counts = list(found.list.i) if found is not None else []
     edges = [tensor(e) for e in op.input]
     if sum(counts) != len(edges) or len(counts) != len(spec["inputs"]):
         raise OmError(f"node {op.name}: {len(edges)} inputs do not fit the counts {counts}", "MODEL_DEF")
@@ -338,18 +391,24 @@ def _decode_node(op, ops, tensor, dims) -> dict[str, Any]:
             node_inputs.append(group)
         else:
             node_inputs.append(group[0] if group else None)
-    types = {x["name"]: x["type"] for x in spec["attrs"]}
-    shapes = [dims(d) for d in op.output_desc]
+    attrs = {}
+    for x in spec["attrs"]:
+        found = get(x["name"])
+        if found is not None:
+            attrs[x["name"]] = _get_attr(found, x["type"])
+    out_descs = list(op.output_desc)
+    shapes = [dims(d) for d in out_descs]
+    preprocess, autofuse, tiling, selected = (get(k[n]) for n in ("preprocess", "autofuse_so", "tiling", "selected"))
+    kernelname, tiling_ids = get("_kernelname"), get("_op_tiling_ids")
     return {
         "name": op.name, "op_id": op.id, "op": ref, "type": op.type, "inputs": node_inputs,
-        "outputs": [d.name for d in op.output_desc],
-        "attrs": {name: _get_attr(op.attr[name], t) for name, t in types.items() if name in op.attr},
-        "preprocess": op.attr[f"{p}preprocess"].b,
-        "autofuse_so": _str(op.attr[f"{p}autofuse_so"]) if f"{p}autofuse_so" in op.attr else None,
-        "tiling": _str(op.attr[f"{p}tiling"]) if f"{p}tiling" in op.attr else None,
-        "selected": _json(op.attr[f"{p}selected"], f"node {op.name} selected") if f"{p}selected" in op.attr else None,
-        "output_dtypes": [_DTYPE_BY_PROTO[d.dtype] for d in op.output_desc],
+        "outputs": [d.name for d in out_descs], "attrs": attrs,
+        "preprocess": preprocess.b if preprocess is not None else False,
+        "autofuse_so": _str(autofuse) if autofuse is not None else None,
+        "tiling": _str(tiling) if tiling is not None else None,
+        "selected": _json(selected, f"node {op.name} selected") if selected is not None else None,
+        "output_dtypes": [_DTYPE_BY_PROTO[d.dtype] for d in out_descs],
         "output_shapes": None if any(s is None for s in shapes) else shapes,
-        "kernelname": _str(op.attr["_kernelname"]) if "_kernelname" in op.attr else None,
-        "tiling_ids": list(op.attr["_op_tiling_ids"].list.i) if "_op_tiling_ids" in op.attr else [],
+        "kernelname": _str(kernelname) if kernelname is not None else None,
+        "tiling_ids": list(tiling_ids.list.i) if tiling_ids is not None else [],
     }

@@ -19,8 +19,9 @@ from opbuild.abi.c_callbacks import TilingResult
 from opbuild.abi.ge_types import dtype_name, numpy_dtype
 from opbuild.keys import KeyRuleError, check_fragment
 from opbuild.nonfinite import from_json
-from opbuild.om.errors import OmError
+from opbuild.om.errors import OmError, listed
 from opbuild.om.loader import OmModel
+from opbuild.om.static_check import check_static_node
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
 from opbuild.runtime.binaries.package import BinaryEntry, BinaryIndex
 from opbuild.runtime.binaries.selection import OpRuntime
@@ -122,7 +123,11 @@ class NodeProvider:
             return None
         if [[list(i[2]) for i in g] for g in inputs] != sel.get("input_shapes"):
             return None
-        return [(tuple(s), dt) for s, dt in zip(shapes, self.node["output_dtypes"])]
+        if sel.get("output_shapes") is not None:  # what the tiling covers (static_check: the descriptors agree)
+            shapes, dtypes = sel["output_shapes"], sel["output_dtypes"]
+        else:
+            dtypes = self.node["output_dtypes"]
+        return [(tuple(s), dt) for s, dt in zip(shapes, dtypes)]
 
     def fragment_fn(self, spec):
         sel = self.node.get("selected")
@@ -186,6 +191,7 @@ class OmRunner:
         self.d = bool(md["deterministic"])
         self.p = md["impl_mode"]
         self.nodes: list[tuple[dict[str, Any], OpRuntime]] = []
+        descs: dict[str, tuple[str, Any]] = {t["name"]: (t["dtype"], t["shape"]) for t in md["inputs"] + md["weights"]}
         for node in md["nodes"]:
             op_def = md["ops"][node["op"]]
             try:
@@ -196,6 +202,13 @@ class OmRunner:
                 raise OmError(f"node {node['name']}: op type {node['type']} disagrees with its definition", "MODEL_DEF")
             if len(node["inputs"]) != len(spec.inputs) or len(node["outputs"]) != len(spec.outputs):
                 raise OmError(f"node {node['name']}: wrong number of inputs/outputs for {spec.op}", "MODEL_DEF")
+            if not md["dynamic"] and not spec.is_aicpu and node.get("selected") is not None:
+                groups = [[] if t is None else [descs[x] for x in (t if isinstance(t, list) else [t])]
+                          for t in node["inputs"]]
+                item = model.kernels[op_def["binaries"][node["selected"]["full_key"]]]
+                check_static_node(model.label, node, spec.op, item.meta, groups)
+            shapes = node.get("output_shapes") or [None] * len(node["outputs"])
+            descs.update(zip(node["outputs"], zip(node["output_dtypes"], shapes)))
             self.nodes.append((node, OpRuntime(spec, NodeProvider(model, node))))
         self.weights: dict[str, np.ndarray] = {}
         for name, item in model.weights.items():
@@ -215,7 +228,7 @@ class OmRunner:
         for spec_in in md["inputs"]:
             name = spec_in["name"]
             if name not in inputs:
-                raise OmError(f"model input {name!r} is missing (inputs: {[i['name'] for i in md['inputs']]})")
+                raise OmError(f"model input {name!r} is missing (inputs: {listed(i['name'] for i in md['inputs'])})")
             a = np.asarray(inputs[name])
             if dtype_name(a.dtype) != spec_in["dtype"]:
                 raise OmError(f"input {name}: dtype {dtype_name(a.dtype)}, the model wants {spec_in['dtype']}")
@@ -225,7 +238,7 @@ class OmRunner:
             tensors[name] = a
         extra = set(inputs) - {i["name"] for i in md["inputs"]}
         if extra:
-            raise OmError(f"unknown model input(s) {sorted(extra)}")
+            raise OmError(f"unknown model input(s) {listed(sorted(extra))}")
         for node, op in self.nodes:
             args = [[tensors[x] for x in t] if isinstance(t, list) else (None if t is None else tensors[t])
                     for t in node["inputs"]]

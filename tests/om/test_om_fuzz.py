@@ -4,6 +4,11 @@ length, so they reach the partition, SO_BINS, table and MODEL_DEF parsers.
 
 The CI variant runs a bounded number of examples; the `fuzz`-marked long variant runs only with
 OPBUILD_FUZZ_LONG=1.
+
+`test_mutation_fuzz_through_run` (issue 25) runs the mutation fuzzer of opbuild/om/fuzz.py: 2,000
+mutated files through `om inspect` and `om run --trust` under process isolation, each in a forked
+child with a timeout and an RLIMIT_AS. Its long run: `python -m opbuild.om.fuzz --opp out/opp
+--cases 100000` (docs/om-format.md, "Trust").
 """
 
 from __future__ import annotations
@@ -84,3 +89,48 @@ def test_every_single_byte_of_the_header_and_table(static_om):
         data = bytearray(static_om)
         data[pos] ^= 0xFF
         _check(omf.reseal(data) if pos >= 12 + 32 else bytes(data))
+
+
+# ---- the mutation fuzzer through `om inspect` and `om run --trust` in isolation (issue 25) ---------
+
+CI_CASES = 2000
+"""Cases of the CI run (a long run: `python -m opbuild.om.fuzz --opp out/opp --cases 100000`)."""
+
+
+def test_mutation_fuzz_through_run(opp, tmp_path):
+    """Every mutation that touches no native code (raw tiling bytes included: their digest) ends in
+    a clean result: success or exit 1 with one error line. No signal, hang, other exit status,
+    traceback or memory blow-up."""
+    from opbuild.om import fuzz
+
+    seeds = fuzz.sample_seeds(opp, tmp_path / "seeds")
+    assert {s.name for s in seeds} >= {"static3", "dynamic"}
+    report = fuzz.fuzz(seeds, CI_CASES, jobs=2, timeout=20.0)
+    assert report.cases == CI_CASES
+    assert report.bad(("data", "tiling")) == {}, report.table()
+    assert report.count("data", "error") > CI_CASES // 5 and report.count("data", "ok") > 0, report.table()
+
+
+def test_classify(tmp_path):
+    """What the fuzzer calls each child's end (a classifier that cannot fail would hide crashes)."""
+    from opbuild.om import fuzz
+
+    limit = 1 << 30
+    assert fuzz._classify(11, tmp_path, 0, limit).outcome == "signal"  # died of SIGSEGV
+    assert fuzz._classify(fuzz._FOREIGN_EXIT << 8, tmp_path, 0, limit).outcome == "foreign"
+    assert fuzz._classify(fuzz._MEMORY_EXIT << 8, tmp_path, 0, limit).outcome == "memory"
+    assert fuzz._classify(0, tmp_path, limit // 1024, limit).outcome == "memory"  # peak RSS over half the limit
+    assert fuzz._classify(7 << 8, tmp_path, 0, limit).outcome == "exit"
+    (tmp_path / "stderr.run").write_text("opbuild om run: error: MODEL_DEF: bad\n")
+    assert fuzz._classify(1 << 8, tmp_path, 0, limit).outcome == "error"
+    (tmp_path / "stderr.run").write_text("Traceback (most recent call last):\n  ...\nKeyError: 'x'\n")
+    assert fuzz._classify(1 << 8, tmp_path, 0, limit).outcome == "foreign"
+
+
+def test_mutations_are_reproducible(static_om, tmp_path):
+    from opbuild.om import fuzz
+
+    seed = fuzz.make_seed("s", static_om, tmp_path)
+    assert seed.native and seed.tiling
+    assert fuzz.mutate(seed, 17, 3) == fuzz.mutate(seed, 17, 3)
+    assert len({fuzz.mutate(seed, k)[0] for k in range(50)}) > 40

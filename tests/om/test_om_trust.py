@@ -12,9 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from omtools import build, model_dict
+from omtools import build, model_dict, replace_so_bins
 from opbuild.om import format as omf
-from opbuild.om import so_store
 from opbuild.om.errors import OmError, OmTrustError
 from opbuild.om.loader import load_om, parse_om
 from opbuild.om.so_store import SoBinType
@@ -38,13 +37,9 @@ def _constructor_so(tmp_path: Path, marker: Path) -> bytes:
 
 
 def _with_space_registry(data: bytes, payload: bytes) -> bytes:
-    """The model with every SpaceRegistry .so replaced by `payload`, resealed (a valid file)."""
-    m = parse_om(data)
-    bins = [so_store.OpSoBin(b.name, b.vendor, payload if b.type == SoBinType.SpaceRegistry else bytes(b.data), b.type)
-            for b in m.so_bins]
-    parts = [(p.type, so_store.build(bins) if p.type == omf.SO_BINS else bytes(p.data)) for p in m.om.partitions]
-    return omf.write_om(parts, name="planted", ops=m.om.header.ops, need_check_os_cpu_info=True,
-                        is_unknow_model=bool(m.om.header.is_unknow_model))
+    """The model with every SpaceRegistry .so replaced by `payload` and its recorded digest with
+    it, resealed (a valid file: a deliberate edit, which only trust stops)."""
+    return replace_so_bins(data, lambda b: payload if b.type == SoBinType.SpaceRegistry else None, name="planted")
 
 
 @pytest.fixture
