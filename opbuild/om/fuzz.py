@@ -527,6 +527,13 @@ def _child(data: bytes, seed: Seed, work: Path, mem_limit: int) -> None:
     """In the forked child: `om inspect` then `om run --trust` of `data`; never returns."""
     code = _FOREIGN_EXIT
     try:
+        # isolation in the child only: the caller's settings (a test runner's) stay its own; set,
+        # not only exported, since the simulator keeps what it read before the fork
+        os.environ["OPBUILD_ISOLATION"] = "process"
+        os.environ["OPBUILD_KERNEL_TIMEOUT"] = KERNEL_TIMEOUT
+        from opbuild.runtime import device
+
+        device.set_isolation("process", KERNEL_TIMEOUT)
         import faulthandler
 
         faulthandler.disable()  # (a test runner's: it would print every native crash to the runner's stderr)
@@ -637,8 +644,6 @@ class Report:
 def fuzz(seeds: list[Seed], cases: int, *, base_seed: int = 0, timeout: float = 5.0, mem_limit: int = 4 << 30,
          jobs: int = 1, progress: Callable[[Report], None] | None = None) -> Report:
     """Run `cases` mutated files (round robin over `seeds`), `jobs` children at a time."""
-    os.environ["OPBUILD_ISOLATION"] = "process"
-    os.environ["OPBUILD_KERNEL_TIMEOUT"] = KERNEL_TIMEOUT
     import opbuild.cli  # noqa: F401 - imported once here, not in every child
     import opbuild.om.inspect  # noqa: F401
     import opbuild.om.run  # noqa: F401

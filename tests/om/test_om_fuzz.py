@@ -105,7 +105,9 @@ def test_mutation_fuzz_through_run(opp, tmp_path):
 
     seeds = fuzz.sample_seeds(opp, tmp_path / "seeds")
     assert {s.name for s in seeds} >= {"static3", "dynamic"}
+    before = {k: os.environ.get(k) for k in ("OPBUILD_ISOLATION", "OPBUILD_KERNEL_TIMEOUT")}
     report = fuzz.fuzz(seeds, CI_CASES, jobs=2, timeout=20.0)
+    assert {k: os.environ.get(k) for k in before} == before  # isolation is the children's, not the caller's
     assert report.cases == CI_CASES
     assert report.bad(("data", "tiling")) == {}, report.table()
     assert report.count("data", "error") > CI_CASES // 5 and report.count("data", "ok") > 0, report.table()
