@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 import os
 import threading
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -70,16 +69,16 @@ def _get(model_id: int) -> _Loaded:
 
 def load(path: str | None, data: bytes | None) -> tuple[int, str, int]:
     from opbuild.om.errors import OmCompatError, OmError, OmTrustError
-    from opbuild.om.loader import parse_om
+    from opbuild.om.loader import parse_om, read_om_file
     from opbuild.om.run import OmRunner
 
     try:
         source = path or "<aclmdlLoadFromMem model>"
         if path is not None:
             try:
-                data = Path(path).read_bytes()
-            except OSError as exc:
-                return E.ACL_ERROR_READ_MODEL_FAILURE, f"cannot read the model {path}: {exc.strerror}", 0
+                data = read_om_file(path)  # a regular file only: a FIFO or a device is refused, not read
+            except OmError as exc:
+                return E.ACL_ERROR_READ_MODEL_FAILURE, f"the model: {exc}", 0
         trust = os.environ.get(TRUST_ENV) == "1"
         try:
             model = parse_om(bytes(data))
