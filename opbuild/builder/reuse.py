@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from opbuild import safefile
 from opbuild.atomic import atomic_write
 
 OUTPUT = "$OUTPUT"
@@ -49,23 +48,12 @@ def _digest(path: Path | str) -> str | None:
 
 
 def _read_regular(path: Path, limit: int) -> bytes | None:
-    """The bytes of `path` when it is a regular file of at most `limit` bytes, else None (never
-    blocks on a FIFO, never follows a link to a device)."""
+    """The bytes of `path` when it is a regular file of at most `limit` bytes (opbuild/safefile.py:
+    never blocks on a FIFO, never reads a device), else None: not an entry to take."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        return safefile.read_bytes(path, limit)
     except OSError:
         return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(limit + 1)
-        return data if len(data) <= limit else None
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def dependencies(deps_file: Path) -> list[str]:

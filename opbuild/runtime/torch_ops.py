@@ -99,15 +99,11 @@ def _to_numpy(torch: Any, t: Any, what: str) -> Any:
     if t.device.type != "cpu":
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: a {t.device.type} tensor; the ops take CPU tensors")
     t = t.detach()
-    if t.dtype == torch.bfloat16:
-        import ml_dtypes
+    import ml_dtypes
 
-        try:
-            return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
-        except (RuntimeError, ValueError) as exc:
-            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: a tensor of shape {list(t.shape)} (torch.bfloat16) "
-                                                      f"has no numpy view: {exc}") from None
     try:
+        if t.dtype == torch.bfloat16:
+            return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
         return t.numpy()
     except TypeError as exc:  # a dtype numpy has no view of
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: dtype {t.dtype} is not supported: {exc}") from None

@@ -222,13 +222,19 @@ static inline void tiling_set_block_dim(TilingContext *ctx, uint32_t block_dim) 
 static inline void tiling_set_tiling_key(TilingContext *ctx, uint64_t key) { ctx->tiling_key = key; }
 static inline void tiling_set_workspace_size(TilingContext *ctx, uint64_t bytes) { ctx->workspace_size = bytes; }
 
+/* Record the message of a failed call (ctx->error) and return `status`. */
+static inline uint32_t tiling_vreport(TilingContext *ctx, uint32_t status, const char *fmt, va_list ap) {
+    vsnprintf(ctx->error, OPBUILD_ERROR_LEN, fmt, ap);
+    return status;
+}
+
 /* Record a failure message; returns OPBUILD_GRAPH_FAILED so a function can `return tiling_fail(...)`. */
 static inline uint32_t tiling_fail(TilingContext *ctx, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ctx->error, OPBUILD_ERROR_LEN, fmt, ap);
+    uint32_t status = tiling_vreport(ctx, OPBUILD_GRAPH_FAILED, fmt, ap);
     va_end(ap);
-    return OPBUILD_GRAPH_FAILED;
+    return status;
 }
 
 /* Record why the call's parameters are invalid; returns OPBUILD_GRAPH_PARAM_INVALID (the caller
@@ -236,9 +242,9 @@ static inline uint32_t tiling_fail(TilingContext *ctx, const char *fmt, ...) {
 static inline uint32_t tiling_invalid(TilingContext *ctx, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ctx->error, OPBUILD_ERROR_LEN, fmt, ap);
+    uint32_t status = tiling_vreport(ctx, OPBUILD_GRAPH_PARAM_INVALID, fmt, ap);
     va_end(ap);
-    return OPBUILD_GRAPH_PARAM_INVALID;
+    return status;
 }
 
 /* The tiling-data buffer as a struct of `size` bytes, zeroed; NULL (with ctx->error set) if the
