@@ -26,6 +26,8 @@ from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
 NATIVE = "opbuild/runtime/native"
+ROOT = Path(__file__).resolve().parent
+"""The checkout this file is in (mapped to `.` in what the compiler records)."""
 ACL_SONAME = "libopbuild_acl.so"
 """= opbuild.abi.native_libs.ACL_SONAME (tests/capi check the built library carries it)."""
 
@@ -37,6 +39,12 @@ class build_shared_lib(build_ext):
         return ext.export_symbols
 
     def build_extension(self, ext):
+        # Reproducible from any checkout path: the compiler records no directory of the checkout
+        # (DWARF's comp_dir, __FILE__). The op API libraries link against the acl library and the
+        # shared build cache keys that link by its content: a library recording its checkout's path
+        # made every other checkout's links miss the cache (issue 28).
+        prefix_maps = [f"-ffile-prefix-map={d}=." for d in sorted({os.getcwd(), str(ROOT)})]
+        ext.extra_compile_args = [a for a in ext.extra_compile_args if not a.startswith("-ffile-prefix-map=")] + prefix_maps
         if ext.name == ACL_NAME:
             # The acl library dlopens the simulator built next to it: bake in its file name.
             sim_file = os.path.basename(self.get_ext_filename(SIM_NAME))
