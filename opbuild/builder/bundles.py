@@ -227,26 +227,32 @@ def store(cache_dir: str, plan: OpPlan, key: str, out: Path) -> bool:
 def restore(cache_dir: str, key: str, op: str, out: Path, expected: list[str]) -> list[str] | None:
     """Write the op's files from its bundle; their paths, or None when the cache has no usable
     bundle (a corrupt one is reported on stderr, logged, removed: the op is then built)."""
+    return restore_from(cache_dir, key, op, out, expected)[0]
+
+
+def restore_from(cache_dir: str, key: str, op: str, out: Path, expected: list[str]) -> tuple[list[str] | None, str]:
+    """`restore`, and the tier the bundle came from ("local", "remote"; "" when not restored)."""
     store = bundle_store(cache_dir)
     path = store.path(key)
-    data = store.get(key, target=op)
-    if data is None:
-        return None
+    found = store.fetch(path, target=op)
+    if found is None:
+        return None, ""
+    data = found.data
     try:
         files = unpack(data, out, key)
         if sorted(str(p) for p, _, _ in files) != sorted(expected):
             raise BundleError("its files are not the op's outputs")
     except BundleError as exc:
         store.reject(path, op, str(exc))
-        return None
+        return None, ""
     try:
         for target, mode, blob in files:
             target.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(target, blob, mode | 0o200)
     except OSError as exc:  # out/ not writable, disk full: the op is built (and says why if it fails too)
         sys.stderr.write(f"opbuild: cache: cannot restore {op} from {path}: {exc}; building the op\n")
-        return None
-    return [str(p) for p, _, _ in files]
+        return None, ""
+    return [str(p) for p, _, _ in files], found.tier
 
 
 # ---- what out/ holds -----------------------------------------------------------------------------------
@@ -362,6 +368,8 @@ class Decision:
     """Per op, its inputs' content digests (recorded with the op, for the next build's reasons)."""
     verdicts: dict[str, str] = field(default_factory=dict)
     """Per op: what the build does with it and which layer decided (EXPLAIN=1)."""
+    from_remote: set[str] = field(default_factory=set)
+    """Of `restored`, the ops whose bundle came from the remote tier (OPBUILD_CACHE_URL)."""
 
     def undeclared(self) -> tuple[set[str], set[str], set[str]]:
         """Input files, output files and op directories of every op not in the SCons graph."""
@@ -419,13 +427,17 @@ def decide(plans: list[OpPlan], others: list[OpPlan], root: Path, out: Path, bas
     why = {p.spec.op: installed.why_not_current(p.spec.op, keys[p.spec.op], common, digests[p.spec.op]) for p in wanted}
     found = restore_all(cache_dir, wanted, keys, out, jobs)
     restored, to_build, rebuild = [], [], []
+    from_remote: set[str] = set()
     for plan in wanted:
         op, stored = plan.spec.op, plan.stored_files()
         reason, layer = why[op]
         if found.get(op):
             installed.set(op, keys[op], "bundle", stored, common, digests[op])
             restored.append((plan, keys[op]))
-            verdicts[op] = f"restored ({LAYERS['bundles']}); out/ was not current: {reason} ({LAYERS[layer]})"
+            if found[op] == "remote":
+                from_remote.add(op)
+            verdicts[op] = f"restored ({LAYERS['bundles']}{', remote' if found[op] == 'remote' else ''}); " \
+                           f"out/ was not current: {reason} ({LAYERS[layer]})"
             continue
         bundle = f"; no bundle in the {LAYERS['bundles']}" if cache_dir else ""
         verdicts[op] = f"rebuilt: {reason} ({LAYERS[layer]}){bundle}; its steps: as SCons decides ({LAYERS['scons']})"
@@ -449,11 +461,12 @@ def decide(plans: list[OpPlan], others: list[OpPlan], root: Path, out: Path, bas
             verdicts[plan.spec.op] = f"not selected (OPS=), left out: {reason} ({LAYERS[layer]})"
     installed.save()
     return Decision(installed, out, keys, inputs, to_build, restored, current, kept, dropped, rebuild,
-                    common, digests, verdicts)
+                    common, digests, verdicts, from_remote)
 
 
-def restore_all(cache_dir: str | None, plans: list[OpPlan], keys: dict[str, str], out: Path, jobs: int) -> dict[str, bool]:
-    """Restore each op's bundle, if the cache has it; {op: restored}. Writing files is mostly
+def restore_all(cache_dir: str | None, plans: list[OpPlan], keys: dict[str, str], out: Path, jobs: int) -> dict[str, str]:
+    """Restore each op's bundle, if the cache has it; {op: the tier it came from, "" when not
+    restored} ("local": OPBUILD_CACHE_DIR, "remote": OPBUILD_CACHE_URL). Writing files is mostly
     waiting on the file system (creating a file took 0.03-0.5 ms on the same ext4 from one run to
     the next), so several ops are restored at once: at least 8, whatever -j says."""
     from concurrent.futures import ThreadPoolExecutor
@@ -461,9 +474,9 @@ def restore_all(cache_dir: str | None, plans: list[OpPlan], keys: dict[str, str]
     if not cache_dir or not plans:
         return {}
 
-    def one(plan: OpPlan) -> tuple[str, bool]:
+    def one(plan: OpPlan) -> tuple[str, str]:
         op = plan.spec.op
-        return op, restore(cache_dir, keys[op], op, out, plan.stored_files()) is not None
+        return op, restore_from(cache_dir, keys[op], op, out, plan.stored_files())[1]
 
     with ThreadPoolExecutor(max_workers=min(32, max(8, jobs))) as pool:
         return dict(pool.map(one, plans))

@@ -75,6 +75,8 @@ BUNDLE_SUFFIX = ".opbundle"
 SPEC_SUFFIX = ".opspec"
 """A checked op spec (opbuild/builder/select.py SharedSpecs), keyed by the content it was read from."""
 _META = {"config", "CACHEDIR.TAG", EVENTS_FILE}
+REMOTE_RETRIEVED = "remote cache"
+"""`Retrieved `<target>' from remote cache`: the progress line of a compile the remote tier served."""
 MAX_EVENTS_BYTES = 1 << 30
 """`opbuild cache stats` reads the event log up to this size (a larger one: an error naming it)."""
 
@@ -91,9 +93,13 @@ def hash_path(entry: str | Path) -> str:
     return f"{entry}{HASH_SUFFIX}"
 
 
-def log_event(cache_dir: str | Path, event: str, entry: str = "", target: str = "") -> None:
-    """Append one event to the cache's JSON-lines log (one short write: atomic with O_APPEND)."""
-    line = json.dumps({"time": round(time.time(), 3), "event": event, "entry": entry, "target": target}, allow_nan=False) + "\n"
+def log_event(cache_dir: str | Path, event: str, entry: str = "", target: str = "", size: int = 0) -> None:
+    """Append one event to the cache's JSON-lines log (one short write: atomic with O_APPEND);
+    `size`: the bytes an entry moved (remote events), logged when not 0."""
+    record = {"time": round(time.time(), 3), "event": event, "entry": entry, "target": target}
+    if size:
+        record["bytes"] = size
+    line = json.dumps(record, allow_nan=False) + "\n"
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(os.path.join(cache_dir, EVENTS_FILE), flags, 0o666)
@@ -156,6 +162,12 @@ def _read_record(cache_file: str) -> tuple[_Record | None, str | None]:
         return None, ("no stored hash" if os.path.lexists(cache_file) else None)
     except safefile.UnsafeFileError as exc:
         return None, f"hash file {exc.reason}"
+    return parse_record(raw)
+
+
+def parse_record(raw: bytes) -> tuple[_Record | None, str | None]:
+    """A hash record's text (a `.sha256` file, or a remote `ac/` entry: remote.py) parsed;
+    (None, reason) when it is not one."""
     try:
         lines = raw.decode("ascii").splitlines()
     except UnicodeDecodeError:
@@ -173,6 +185,29 @@ def _read_record(cache_file: str) -> tuple[_Record | None, str | None]:
     return _Record(lines[0].strip() if lines else "", size, mac), None
 
 
+def mac_problem(record: _Record, cache_file: str) -> str | None:
+    """Why the record's HMAC does not vouch for the entry named `cache_file` (None: it does, or
+    OPBUILD_CACHE_SECRET is not set)."""
+    secret = _secret()
+    if secret is None:
+        return None
+    if record.mac is None:
+        return f"no HMAC ({SECRET_ENV} is set: entries must carry one)"
+    if not hmac.compare_digest(record.mac, entry_mac(secret, cache_file, record.digest)):
+        return f"HMAC does not match (not written with this {SECRET_ENV})"
+    return None
+
+
+def content_problem(record: _Record, data: bytes) -> str | None:
+    """Why `data` is not the content the record describes (None: its size and sha256 match)."""
+    if record.size is not None and len(data) != record.size:
+        return f"{len(data)} bytes, the record says {record.size}"
+    actual = sha256_bytes(data)
+    if actual != record.digest:
+        return f"sha256 {actual[:12]}... does not match the stored {record.digest[:12]}..."
+    return None
+
+
 def load_verified(cache_file: str) -> tuple[bytes | None, str | None]:
     """(entry bytes, None) if the entry exists and matches its stored hash; (None, None) if there is
     no entry; (None, reason) if it is corrupt.
@@ -183,12 +218,9 @@ def load_verified(cache_file: str) -> tuple[bytes | None, str | None]:
     record, problem = _read_record(cache_file)
     if record is None:
         return None, problem
-    secret = _secret()
-    if secret is not None:
-        if record.mac is None:
-            return None, f"no HMAC ({SECRET_ENV} is set: entries must carry one)"
-        if not hmac.compare_digest(record.mac, entry_mac(secret, cache_file, record.digest)):
-            return None, f"HMAC does not match (not written with this {SECRET_ENV})"
+    problem = mac_problem(record, cache_file)
+    if problem is not None:
+        return None, problem
     try:
         data = safefile.read_bytes(cache_file, MAX_ENTRY_BYTES if record.size is None else record.size,
                                    follow_symlinks=False)
@@ -196,12 +228,8 @@ def load_verified(cache_file: str) -> tuple[bytes | None, str | None]:
         return None, None  # (its record written, the entry not yet: another build is pushing it)
     except safefile.UnsafeFileError as exc:
         return None, exc.reason
-    if record.size is not None and len(data) != record.size:
-        return None, f"{len(data)} bytes, the record says {record.size}"
-    actual = sha256_bytes(data)
-    if actual != record.digest:
-        return None, f"sha256 {actual[:12]}... does not match the stored {record.digest[:12]}..."
-    return data, None
+    problem = content_problem(record, data)
+    return (None, problem) if problem is not None else (data, None)
 
 
 def remove_entry(cache_file: str) -> None:
@@ -271,20 +299,20 @@ def verified_cache_class(readonly: bool = False):
             target = node.get_internal_path()
             with self._lock:
                 self.requests += 1
-            data = self.store.read(cache_file, target)
-            if data is None:
+            found = self.store.fetch(cache_file, target)
+            if found is None:
                 return False
             try:
-                mode = os.stat(cache_file).st_mode & 0o777
                 os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
-                _write_atomic(os.path.dirname(os.path.abspath(target)), os.path.abspath(target), data, mode | 0o200)
+                _write_atomic(os.path.dirname(os.path.abspath(target)), os.path.abspath(target), found.data,
+                              found.mode | 0o200)
             except OSError as exc:
                 sys.stderr.write(f"opbuild: cache: cannot retrieve {target} from {cache_file}: {exc}; building it\n")
                 return False
             with self._lock:
                 self.hits += 1
             env = node.get_build_env()
-            text = f"Retrieved `{target}' from cache"
+            text = f"Retrieved `{target}' from {REMOTE_RETRIEVED if found.tier == 'remote' else 'cache'}"
             show = env.get("PRINT_CMD_LINE_FUNC")
             if show:
                 show(text, [node], [], env)
@@ -368,19 +396,31 @@ def entries(root: Path) -> list[Entry]:
     return found
 
 
+EVENTS = ("hit", "miss", "push", "corrupt")
+"""Events of this directory's entries."""
+REMOTE_EVENTS = ("remote-hit", "remote-miss", "remote-push", "remote-corrupt", "remote-fail")
+"""Events of the remote tier (OPBUILD_CACHE_URL, remote.py), logged here: `remote-hit` and
+`remote-push` carry the entry's `bytes`; `remote-fail` is a read or write that failed."""
+
+
 def read_events(root: Path) -> dict[str, int]:
-    counts = {"hit": 0, "miss": 0, "push": 0, "corrupt": 0}
+    """{event: how many} over the event log, and {event + "-bytes": bytes} of the remote ones."""
+    counts = {e: 0 for e in (*EVENTS, *REMOTE_EVENTS)} | {f"{e}-bytes": 0 for e in REMOTE_EVENTS}
     try:
         data = safefile.read_bytes(root / EVENTS_FILE, MAX_EVENTS_BYTES, follow_symlinks=False)
     except FileNotFoundError:
         return counts
     for line in data.decode("utf-8", "replace").splitlines():
         try:
-            event = json.loads(line).get("event")
+            record = json.loads(line)
+            event = record.get("event")
+            size = record.get("bytes", 0)
         except (ValueError, AttributeError, RecursionError):
             continue
         if event in counts:
             counts[event] += 1
+            if event in REMOTE_EVENTS and isinstance(size, int) and size > 0:
+                counts[f"{event}-bytes"] += size
     return counts
 
 
@@ -393,7 +433,11 @@ def stats(root: Path) -> dict:
             "bundles": len(bundles), "bundle_bytes": sum(e.size for e in bundles),
             "specs": sum(1 for e in found if e.path.name.endswith(SPEC_SUFFIX)),
             "hits": events["hit"], "misses": events["miss"], "pushes": events["push"],
-            "corrupt": events["corrupt"], "hit_rate": (events["hit"] / lookups) if lookups else None}
+            "corrupt": events["corrupt"], "hit_rate": (events["hit"] / lookups) if lookups else None,
+            "remote": {"hits": events["remote-hit"], "misses": events["remote-miss"],
+                       "read_bytes": events["remote-hit-bytes"], "pushes": events["remote-push"],
+                       "pushed_bytes": events["remote-push-bytes"], "corrupt": events["remote-corrupt"],
+                       "failed": events["remote-fail"]}}
 
 
 def verify(root: Path, remove: bool = True) -> list[tuple[Path, str]]:

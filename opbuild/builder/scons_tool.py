@@ -34,6 +34,7 @@ import opbuild
 from opbuild import codegen
 from opbuild.abi import package_layout as layout
 from opbuild.builder import steps
+from opbuild.builder.cache import REMOTE_RETRIEVED
 from opbuild.builder.plan import PlannedStep
 from opbuild.builder.toolchain import Toolchain
 from opbuild.runtime_paths import native_include_dir
@@ -67,6 +68,8 @@ class Progress:
         self.cached = 0
         self.compiled = 0
         self.remote = 0
+        self.from_remote = 0
+        """Of `cached`, the compiles the remote tier (OPBUILD_CACHE_URL) served."""
         self.explain: Path | None = None
         self.reasons: dict[str, list[str]] = {}
         self.by_target: dict[str, PlannedStep] = {}
@@ -75,17 +78,21 @@ class Progress:
 
     def reset(self, steps_: list[PlannedStep], extra_total: int = 0) -> None:
         self.total = len(steps_) + extra_total
-        self.done = self.cached = self.compiled = self.remote = 0
+        self.done = self.cached = self.compiled = self.remote = self.from_remote = 0
         self._seen_cached.clear()
         self.by_target = {t: s for s in steps_ for t in s.targets}
 
-    def restored(self, op: str, steps_: int, compiles: int, files: int, key: str) -> None:
+    def restored(self, op: str, steps_: int, compiles: int, files: int, key: str, remote: bool = False) -> None:
         """An op whose outputs came from its bundle: its steps count as run, its compiles as
-        taken from the cache (one line for all of them)."""
+        taken from the cache (one line for all of them); `remote`: the bundle came from the
+        remote tier (OPBUILD_CACHE_URL)."""
         with self._lock:
             self.done += steps_
             self.cached += compiles
-            sys.stdout.write(f"[{self.done}/{self.total}] CACHE {op}: {steps_} steps, {files} files (op bundle)\n")
+            if remote:
+                self.from_remote += compiles
+            where = "op bundle, remote cache" if remote else "op bundle"
+            sys.stdout.write(f"[{self.done}/{self.total}] CACHE {op}: {steps_} steps, {files} files ({where})\n")
 
     def step_of(self, path: str) -> PlannedStep | None:
         return self.by_target.get(os.path.abspath(path))
@@ -108,13 +115,17 @@ class Progress:
             step = self.step_of(str(target[0])) if target else None
             why = ""
             if text.startswith("Retrieved `"):  # SCons CacheDir, once per target of a step
+                remote = text.endswith(f" from {REMOTE_RETRIEVED}")
                 if step is not None:
                     if id(step) in self._seen_cached:
                         return
                     self._seen_cached.add(id(step))
                     text = step.label
                 self.cached += 1
-                text = f"CACHE {text}" + (" (shared compile cache)" if self.explain is not None else "")
+                if remote:
+                    self.from_remote += 1
+                where = "shared compile cache, remote" if remote else "shared compile cache"
+                text = f"CACHE {text}" + (f" ({where})" if self.explain is not None else " (remote)" if remote else "")
             else:
                 if step is not None and step.kind == "compile":
                     self.compiled += 1
@@ -616,7 +627,8 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: Op
 
     progress.reset(declared, extra_total=sum(len(plan.steps) for plan, _ in restored))
     for plan, key in restored:
-        progress.restored(plan.spec.op, len(plan.steps), plan.compile_steps(), len(plan.stored_files()), key)
+        progress.restored(plan.spec.op, len(plan.steps), plan.compile_steps(), len(plan.stored_files()), key,
+                          remote=decision is not None and plan.spec.op in decision.from_remote)
 
     def finish() -> None:
         """After the build: an op whose every target was built or found up to date is recorded

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from SCons.Script import (  # type: ignore[import-not-found]
     COMMAND_LINE_TARGETS,
+    AddOption,
     Alias,
     BoolVariable,
     Clean,
@@ -67,8 +68,13 @@ Options (NAME=value on the command line):
                  (SCons signatures) or that it came from the shared compile cache
   DISTCC_HOSTS="h1/4 h2:3633/8"   run every C compile through distcc (also from the environment);
                  without -j, the build runs as many jobs as the hosts have slots
+  CACHE_URL=http://host:port/prefix   remote build cache behind OPBUILD_CACHE_DIR (also
+                 OPBUILD_CACHE_URL): read on a local miss, written with every local push
+  --remote-cache=read-only   read the remote cache, never write it (also OPBUILD_REMOTE_CACHE)
 Environment:
   OPBUILD_CACHE_DIR   shared cache directory: compiled files (SCons CacheDir), op bundles, checked specs
+  OPBUILD_CACHE_URL   remote build cache (HTTP GET/HEAD/PUT, Bazel's ac/ + cas/ layout); needs
+                      OPBUILD_CACHE_DIR; credentials from the URL, OPBUILD_CACHE_TOKEN or ~/.netrc
   OPBUILD_CACHE_SECRET  entries carry an HMAC keyed by it; entries whose HMAC does not check are rebuilt
   OPBUILD_FULL_CHECK  1: always let SCons check every file (skip the up-to-date manifest)
 """
@@ -94,6 +100,12 @@ def main() -> None:
     variables.Add("CC", "host C compiler", os.environ.get("CC", "cc"))
     variables.Add(BoolVariable("EXPLAIN", "print why each step runs", False))
     variables.Add("DISTCC_HOSTS", "distcc hosts for the C compiles", os.environ.get("DISTCC_HOSTS", ""))
+    from opbuild.builder import remote
+
+    variables.Add("CACHE_URL", "remote build cache URL", os.environ.get(remote.URL_ENV, ""))
+    AddOption("--remote-cache", dest="remote_cache", type="choice", choices=list(remote.MODES), metavar="MODE",
+              default=None, help=f"the remote build cache: {' or '.join(remote.MODES)} (default: ${remote.MODE_ENV} "
+                                 f"or {remote.READ_WRITE})")
     env = Environment(tools=[], variables=variables, ENV={"PATH": os.environ.get("PATH", "")})
     Help(HELP.format(toolchains="|".join(sorted(TOOLCHAINS))), append=False)
     unknown = variables.UnknownVariables()
@@ -134,7 +146,9 @@ def main() -> None:
     Decider("content")
     SetOption("max_drift", -1)
     SetOption("implicit_cache", 1)
-    cache_dir = os.environ.get("OPBUILD_CACHE_DIR")
+    from opbuild.builder.cache import CACHE_ENV
+
+    cache_dir = os.environ.get(CACHE_ENV)
     if cache_dir:
         from opbuild.builder.cache import CacheError, open_for_build, verified_cache_class
 
@@ -142,6 +156,18 @@ def main() -> None:
             cache_dir = open_for_build(cache_dir)
             env.CacheDir(cache_dir, custom_class=verified_cache_class(readonly=bool(GetOption("cache_readonly"))))
         except CacheError as exc:
+            sys.stderr.write(f"error: {exc}\n")
+            Exit(1)
+    if env["CACHE_URL"].strip() and not (GetOption("clean") or GetOption("no_exec") or GetOption("cache_disable")):
+        if not cache_dir:
+            sys.stderr.write(f"error: CACHE_URL / {remote.URL_ENV} needs {CACHE_ENV}: the local first tier "
+                             f"of the remote cache\n")
+            Exit(1)
+        mode = remote.READ_ONLY if GetOption("cache_readonly") else \
+            GetOption("remote_cache") or os.environ.get(remote.MODE_ENV) or None
+        try:
+            remote.configure(env["CACHE_URL"].strip(), mode)
+        except remote.RemoteError as exc:
             sys.stderr.write(f"error: {exc}\n")
             Exit(1)
 
@@ -382,9 +408,15 @@ def _summary(specs, options, started: float, build, record) -> None:
     # every target built or found up to date (not so after Ctrl-C, which may report no failure)
     complete = all(t.get_state() in (executed, up_to_date) for t in targets)
     status = "FAILED" if failures else "ok" if complete else "INCOMPLETE"
+    from opbuild.builder import remote
+
+    server = remote.active()
+    from_remote = f"{progress.from_remote} from remote cache, " if server is not None else ""
     line = (f"opbuild: {status}: {len(specs)} ops, {binaries} kernel binaries, "
             f"{progress.done}/{progress.total} steps run ({progress.compiled} compiled, {progress.cached} from cache, "
-            f"{progress.remote} remote), {seconds:.1f} s\n")
+            f"{from_remote}{progress.remote} remote), {seconds:.1f} s\n")
+    if server is not None:  # before the summary line (the last line of a build)
+        (sys.stdout if not failures else sys.stderr).write(server.summary())
     try:
         if not failures:
             if complete and record is not None:

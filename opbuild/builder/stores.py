@@ -28,8 +28,10 @@ import os
 import sys
 from pathlib import Path
 
+from dataclasses import dataclass
+
 from opbuild.atomic import atomic_write
-from opbuild.builder import cache
+from opbuild.builder import cache, remote
 
 LAYERS = {
     "manifest": "manifest",
@@ -43,6 +45,16 @@ LAYERS = {
     "validate": "validate cache",
 }
 """Each layer's name, as EXPLAIN=1 prints it (`<op>: restored (shared bundle cache)`)."""
+
+
+@dataclass(frozen=True)
+class Found:
+    """A verified shared entry: its bytes, its permission bits, and the tier that had it
+    ("local": OPBUILD_CACHE_DIR; "remote": OPBUILD_CACHE_URL)."""
+
+    data: bytes
+    mode: int
+    tier: str
 
 
 class Store:
@@ -123,18 +135,39 @@ class SharedStore(Store):
     def read(self, entry: str, target: str = "") -> bytes | None:
         """The verified bytes of the entry file `entry` (logged as a hit), or None: no entry (a
         miss), or a corrupt one (reported, removed, logged)."""
+        found = self.fetch(entry, target)
+        return None if found is None else found.data
+
+    def fetch(self, entry: str, target: str = "") -> Found | None:
+        """The verified entry file `entry`, from this directory or else from the remote tier
+        (OPBUILD_CACHE_URL: remote.py; what it gives is written here too), or None."""
         data, problem = cache.load_verified(entry)
-        if data is None:
-            if problem is not None:
-                self.reject(entry, target, problem)
-            self._log("miss", entry, target)
+        if data is not None:
+            try:
+                os.utime(entry, None)  # recently used: pruned last
+                mode = os.stat(entry).st_mode & 0o777
+            except OSError:
+                mode = 0o644
+            self._log("hit", entry, target)
+            return Found(data, mode, "local")
+        if problem is not None:
+            self.reject(entry, target, problem)
+        self._log("miss", entry, target)
+        server = remote.active()
+        if server is None:
             return None
-        try:
-            os.utime(entry, None)  # recently used: pruned last
-        except OSError:
-            pass
-        self._log("hit", entry, target)
-        return data
+        got = server.get(entry, target)
+        self._log(f"remote-{got.outcome}", entry, target, len(got.data or b""),
+                  always=got.outcome in ("fail", "corrupt"))
+        if got.data is None:
+            return None
+        if not self.readonly:
+            try:
+                cache.store(entry, got.data, got.mode)  # read-through: the next build finds it here
+            except OSError as exc:
+                sys.stderr.write(f"opbuild: cache: cannot keep {self._rel(entry)} from the remote cache here: "
+                                 f"{exc.strerror or exc}\n")
+        return Found(got.data, got.mode, "remote")
 
     def reject(self, entry: str, target: str, problem: str) -> None:
         """An entry that cannot be used (its hash, HMAC or structure is wrong): said on stderr,
@@ -159,10 +192,15 @@ class SharedStore(Store):
             return
         cache.store(entry, data, mode)
         self._log("push", entry, target)
+        server = remote.active()
+        if server is not None:  # write-back; a failure is counted, never raised
+            outcome = server.put(entry, data, mode)
+            if outcome != "skip":
+                self._log(f"remote-{outcome}", entry, target, len(data) if outcome == "push" else 0, always=True)
 
-    def _log(self, event: str, entry: str, target: str) -> None:
-        if self.events:
-            cache.log_event(self.cache_dir, event, self._rel(entry), target)
+    def _log(self, event: str, entry: str, target: str, size: int = 0, always: bool = False) -> None:
+        if self.events or always:
+            cache.log_event(self.cache_dir, event, self._rel(entry), target, size)
 
     def _rel(self, entry: str) -> str:
         return os.path.relpath(entry, self.cache_dir)

@@ -30,7 +30,7 @@ KERNEL_STEP = re.compile(r"^(?:CC kernel|CC launch|LINK kernel) (\S+) \((\S+), (
 compiles its kernel source, `CC launch ...` its launch shim, `LINK kernel ...` links them;
 `(<soc>, vendors/<vendor>)` or `(<soc>, built-in)`. Groups binary, soc, package."""
 KERNEL_STEP_PREFIXES = ("CC kernel ", "CC launch ", "LINK kernel ")
-BUNDLE_STEP = re.compile(r"^CACHE (\S+): (\d+) steps, (\d+) files \(op bundle\)$")
+BUNDLE_STEP = re.compile(r"^CACHE (\S+): (\d+) steps, (\d+) files \(op bundle(?:, remote cache)?\)$")
 """An op restored from its bundle (every output of the op at once): op, steps, files."""
 
 CUSTOM, BUILTIN = "custom", "built-in"
