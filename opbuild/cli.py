@@ -515,6 +515,11 @@ def _cache(args: argparse.Namespace) -> int:
                   f"bytes:   {s['bytes']} ({cache.human(s['bytes'])}; op bundles {cache.human(s['bundle_bytes'])})\n"
                   f"hits:    {s['hits']}\nmisses:  {s['misses']}{rate}\npushes:  {s['pushes']}\n"
                   f"corrupt: {s['corrupt']}")
+            r = s["remote"]  # the remote tier (OPBUILD_CACHE_URL), from the same event log
+            if any(r.values()):
+                print(f"remote:  {r['hits']} hits ({cache.human(r['read_bytes'])}), {r['misses']} misses, "
+                      f"{r['pushes']} pushes ({cache.human(r['pushed_bytes'])}), {r['corrupt']} rejected, "
+                      f"{r['failed']} failed reads/writes")
             return 0
         if args.cache_command == "verify":
             total = len(cache.entries(root))

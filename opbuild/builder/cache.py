@@ -404,7 +404,14 @@ REMOTE_EVENTS = ("remote-hit", "remote-miss", "remote-push", "remote-corrupt", "
 
 
 def read_events(root: Path) -> dict[str, int]:
-    """{event: how many} over the event log, and {event + "-bytes": bytes} of the remote ones."""
+    """{event: how many} of this directory's events (EVENTS) in the event log."""
+    counts = tally_events(root)
+    return {e: counts[e] for e in EVENTS}
+
+
+def tally_events(root: Path) -> dict[str, int]:
+    """{event: how many} over the event log, remote events too, and {event + "-bytes": bytes}
+    of the remote ones."""
     counts = {e: 0 for e in (*EVENTS, *REMOTE_EVENTS)} | {f"{e}-bytes": 0 for e in REMOTE_EVENTS}
     try:
         data = safefile.read_bytes(root / EVENTS_FILE, MAX_EVENTS_BYTES, follow_symlinks=False)
@@ -426,7 +433,7 @@ def read_events(root: Path) -> dict[str, int]:
 
 def stats(root: Path) -> dict:
     found = entries(root)
-    events = read_events(root)
+    events = tally_events(root)
     lookups = events["hit"] + events["miss"]
     bundles = [e for e in found if e.path.name.endswith(BUNDLE_SUFFIX)]
     return {"dir": str(root), "entries": len(found), "bytes": sum(e.size for e in found),

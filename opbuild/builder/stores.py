@@ -157,17 +157,15 @@ class SharedStore(Store):
         if server is None:
             return None
         got = server.get(entry, target)
-        self._log(f"remote-{got.outcome}", entry, target, len(got.data or b""),
-                  always=got.outcome in ("fail", "corrupt"))
-        if got.data is None:
-            return None
-        if not self.readonly:
+        if got.data is not None and not self.readonly:
             try:
                 cache.store(entry, got.data, got.mode)  # read-through: the next build finds it here
             except OSError as exc:
                 sys.stderr.write(f"opbuild: cache: cannot keep {self._rel(entry)} from the remote cache here: "
                                  f"{exc.strerror or exc}\n")
-        return Found(got.data, got.mode, "remote")
+        self._log(f"remote-{got.outcome}", entry, target, len(got.data or b""),
+                  always=got.outcome in ("fail", "corrupt"))
+        return None if got.data is None else Found(got.data, got.mode, "remote")
 
     def reject(self, entry: str, target: str, problem: str) -> None:
         """An entry that cannot be used (its hash, HMAC or structure is wrong): said on stderr,
@@ -196,7 +194,8 @@ class SharedStore(Store):
         if server is not None:  # write-back; a failure is counted, never raised
             outcome = server.put(entry, data, mode)
             if outcome != "skip":
-                self._log(f"remote-{outcome}", entry, target, len(data) if outcome == "push" else 0, always=True)
+                self._log(f"remote-{outcome}", entry, target, len(data) if outcome == "push" else 0,
+                          always=outcome == "fail")
 
     def _log(self, event: str, entry: str, target: str, size: int = 0, always: bool = False) -> None:
         if self.events or always:
