@@ -38,7 +38,9 @@ accept.
 Every reader and writer of the directory (SCons's per-file entries here, op bundles, checked
 specs) goes through `stores.SharedStore`, the shared side of the one cache interface, which
 uses the functions below. `opbuild cache stats|verify|prune` (opbuild/cli.py) work on the same
-directory.
+directory. OPBUILD_CACHE_URL adds an HTTP server behind it (remote.py): its records are these
+hash records, parsed and checked by the same functions (parse_record, mac_problem,
+content_problem), its events logged here (`remote-*`).
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ Both kinds write atomically (a temporary file renamed into place: never seen hal
 A `SharedStore` adds what a directory other builds write needs: each entry's sha256 (and HMAC,
 with OPBUILD_CACHE_SECRET) verified on every read, a corrupt entry reported, removed and rebuilt,
 and every hit, miss, push and corrupt entry appended to the cache's event log (cache.py).
+With OPBUILD_CACHE_URL a `SharedStore` has a second tier (remote.py): a local miss is asked of
+the HTTP server (its entry verified, then kept locally), and every local push is put there too.
 """
 
 from __future__ import annotations
