@@ -26,6 +26,7 @@ cache.MAX_RECORD_BYTES, content at most the size its record gives). One retry, o
 Trust: a remote entry is used only when its record's HMAC checks (with OPBUILD_CACHE_SECRET) and
 its content has the recorded size and sha256; otherwise it is *rejected*: said on stderr, counted,
 not used, and not put over by this build (whoever can write the server decides what it holds).
+An answer that is not a record at all (garbage, an error page served with 200) is a failed read.
 
 Failure is never fatal: a server that refuses, times out, answers 5xx, truncates a body or
 answers garbage makes that read or write fail; the build goes on locally, and the build's summary
@@ -213,17 +214,14 @@ class RemoteCache:
                 return self._count(Fetched("miss"))
             if status != 200:
                 raise _Failed(f"HTTP {status}")
-            record, problem = cache.parse_record(raw)
+            record, _ = cache.parse_record(raw)
+            if record is None or not _HEX64.fullmatch(record.digest) or record.size is None \
+                    or record.size > cache.MAX_ENTRY_BYTES:
+                raise _Failed("not a cache record")  # (garbage, an error page: a failed read, not an entry)
             mode = _mode(raw)
-            if record is not None and problem is None:
-                if not _HEX64.fullmatch(record.digest):
-                    problem = "record has no sha256"
-                elif record.size is None:
-                    problem = "record has no size"
-                else:
-                    problem = cache.mac_problem(record, entry)
-            if problem is not None or record is None or record.size is None:
-                return self._reject(name, target, problem or "unreadable record")
+            problem = cache.mac_problem(record, entry)
+            if problem is not None:
+                return self._reject(name, target, problem)
             status, data = self._request("GET", f"{CAS}/{record.digest}", limit=record.size)
             if status == 404:
                 return self._count(Fetched("miss"))  # (a record whose content was evicted)

@@ -185,6 +185,13 @@ def test_a_truncated_body_fails_the_read(tmp_path, fault, use_remote):
     assert not (tmp_path / "b" / KEY[:2].upper()).exists()  # nothing half written locally
 
 
+def test_an_answer_that_is_not_a_record_is_a_failed_read_not_a_rejected_entry(tmp_path, fault, use_remote):
+    server = use_remote(fault(_answer(200, b"<html>welcome</html>")).url, None)
+    store = _store(tmp_path)
+    assert store.get(KEY) is None
+    assert server.counts.read_failures == {"not a cache record": 1} and not server.counts.rejected
+
+
 def test_a_body_larger_than_its_record_says_is_not_read(tmp_path, fault, use_remote):
     writer_server = fault()
     writer = remote.RemoteCache(remote.parse_url(writer_server.url))
