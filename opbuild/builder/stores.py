@@ -28,9 +28,8 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
-
 from dataclasses import dataclass
+from pathlib import Path
 
 from opbuild.atomic import atomic_write
 from opbuild.builder import cache, remote
