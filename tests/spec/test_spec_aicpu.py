@@ -137,3 +137,48 @@ def test_ai_core_op_without_kernel_names_each_missing_field(tmp_path):
         load_spec(spec)
     [problem] = info.value.problems
     assert problem.message.startswith("missing required field 'kernel' (an AI Core op needs kernel, tiling, binaries")
+
+
+# ---- what the compute source does with the spec (issue 26) ----------------------------------------
+
+def source_problems(tmp_path, compute: str, text: str = AICPU_SPEC) -> list[str]:
+    """The problems, as printed (`path:line:col: message`), of an AI CPU op with this compute source."""
+    spec = write_op(tmp_path, text, kernel=None, tiling=None, files={"compute.c": compute})
+    with pytest.raises(SpecError) as info:
+        load_spec(spec)
+    return [str(p) for p in info.value.problems]
+
+
+def test_misspelt_attribute_name_in_the_compute_source(tmp_path):
+    compute = COMPUTE_C.replace("{ return AICPU_OK; }",
+                                '{\n    int f = aicpu_attr_bool(ctx, "flga");\n    return f ? AICPU_OK : AICPU_OK;\n}')
+    [problem] = source_problems(tmp_path, compute)
+    line, col = where(compute, '"flga"')
+    assert problem == (f"{tmp_path / 'test_op' / 'compute.c'}:{line}:{col}: TestOp: aicpu_attr_bool() reads attribute "
+                       f"'flga', which the op does not declare (its attrs: flag); did you mean 'flag'?")
+
+
+def test_attribute_read_with_the_accessor_of_another_type(tmp_path):
+    compute = COMPUTE_C.replace("{ return AICPU_OK; }",
+                                '{ return aicpu_attr_float(ctx, "flag") > 0 ? AICPU_OK : AICPU_OK; }')
+    [problem] = source_problems(tmp_path, compute)
+    line, col = where(compute, '"flag"')
+    assert problem.endswith(f"compute.c:{line}:{col}: TestOp: aicpu_attr_float() reads attribute 'flag', a bool "
+                            f"(it would read 0); use aicpu_attr_bool()")
+
+
+def test_attribute_reads_in_comments_and_of_declared_names_pass(tmp_path):
+    compute = COMPUTE_C.replace("{ return AICPU_OK; }",
+                                '{ /* aicpu_attr_bool(ctx, "nope") */\n'
+                                '    return aicpu_attr_bool(ctx, "flag") + aicpu_attr(ctx, "flag")->i ? 0 : 0; }')
+    spec = load_spec(write_op(tmp_path, AICPU_SPEC, kernel=None, tiling=None, files={"compute.c": compute}))
+    assert spec.is_aicpu
+
+
+def test_static_compute_function(tmp_path):
+    compute = COMPUTE_C.replace("uint32_t test_op_compute", "static uint32_t test_op_compute")
+    [problem] = source_problems(tmp_path, compute)
+    line, col = where(compute, "test_op_compute")
+    assert problem == (f"{tmp_path / 'test_op' / 'compute.c'}:{line}:{col}: TestOp: compute function 'test_op_compute' "
+                       f"is static: libcust_aicpu_kernels.so's registry cannot call it (the library would fail to "
+                       f"load, for every AI CPU op of the package); remove `static`")
