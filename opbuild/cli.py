@@ -139,12 +139,19 @@ def _configure_new(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--api", choices=("c", "ascendc"), default="c",
                         help="c: opbuild's C kernel API (kernel.c, tiling.c); ascendc: Ascend C sources (op_host/, "
                              "op_kernel/, as msopgen writes them)")
+    parser.add_argument("--engine", choices=("aicore", "aicpu"), default="aicore",
+                        help="aicore: an AI Core op (kernel + tiling); aicpu: an AI CPU op (op.yaml, compute.c: one C "
+                             "compute function, a data-dependent output)")
 
 
 @command("new", "scaffold ops/<op_snake>/ (op.yaml, kernel.c, tiling.c) that validates and builds", _configure_new)
 def _new(args: argparse.Namespace) -> int:
-    from opbuild.codegen.scaffold import ScaffoldError, scaffold_op
+    from opbuild.codegen.scaffold import ENGINES, ScaffoldError, scaffold_op
 
+    if args.engine == "aicpu" and args.api != "c":
+        print("opbuild new: error: --engine aicpu writes a C compute function; --api ascendc is for AI Core ops",
+              file=sys.stderr)
+        return 1
     if args.api == "ascendc":
         from opbuild.ascendc.msopgen import MsopgenError, scaffold_ascendc
 
@@ -161,11 +168,11 @@ def _new(args: argparse.Namespace) -> int:
         return 0
 
     try:
-        op_dir = scaffold_op(args.op, Path(args.ops_dir))
+        op_dir = scaffold_op(args.op, Path(args.ops_dir), args.engine)
     except ScaffoldError as exc:
         print(f"opbuild new: error: {exc}", file=sys.stderr)
         return 1
-    print(f"created {op_dir}/ (op.yaml, kernel.c, tiling.c); build it with: scons ops OPS={args.op}")
+    print(f"created {op_dir}/ ({', '.join(ENGINES[args.engine])}); build it with: scons ops OPS={args.op}")
     return 0
 
 
