@@ -147,6 +147,7 @@ def _configure_new(parser: argparse.ArgumentParser) -> None:
 @command("new", "scaffold ops/<op_snake>/ (op.yaml, kernel.c, tiling.c) that validates and builds", _configure_new)
 def _new(args: argparse.Namespace) -> int:
     from opbuild.codegen.scaffold import ENGINES, ScaffoldError, scaffold_op
+    from opbuild.codegen.scaffold_project import is_empty_dir
 
     if args.engine == "aicpu" and args.api != "c":
         print("opbuild new: error: --engine aicpu writes a C compute function; --api ascendc is for AI Core ops",
@@ -164,16 +165,47 @@ def _new(args: argparse.Namespace) -> int:
         except (MsopgenError, OSError) as exc:
             print(f"opbuild new: error: {exc}", file=sys.stderr)
             return 1
-        print(f"created {op_dir}/ (op.yaml, op_host/, op_kernel/); build it with: scons ops OPS={args.op}")
+        print(f"created {op_dir}/ (op.yaml, op_host/, op_kernel/); build it with: scons ops OPS={args.op} (or: opbuild build -- OPS={args.op})")
         return 0
 
+    if args.ops_dir == "ops" and is_empty_dir(Path.cwd()):  # `opbuild new` in an empty directory: a project
+        if _init_here(Path(".")):
+            return 1
     try:
         op_dir = scaffold_op(args.op, Path(args.ops_dir), args.engine)
     except ScaffoldError as exc:
         print(f"opbuild new: error: {exc}", file=sys.stderr)
         return 1
-    print(f"created {op_dir}/ ({', '.join(ENGINES[args.engine])}); build it with: scons ops OPS={args.op}")
+    print(f"created {op_dir}/ ({', '.join(ENGINES[args.engine])}); build it with: scons ops OPS={args.op} (or: opbuild build -- OPS={args.op})")
     return 0
+
+
+# ~~~ init ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+
+def _configure_init(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("directory", nargs="?", default=".", metavar="DIR",
+                        help="the project directory: new, or empty (default: .)")
+
+
+def _init_here(directory: Path) -> int:
+    """Write the project; 1 (after one error line) when it cannot be."""
+    from opbuild.codegen.scaffold_project import PROJECT_FILES, ProjectScaffoldError, init_project
+
+    try:
+        init_project(directory)
+    except ProjectScaffoldError as exc:
+        print(f"opbuild init: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"created an op project in {directory}/ (ops/, {', '.join(PROJECT_FILES)}); add an op with "
+          f"`opbuild new OpName`, build with `opbuild build`")
+    return 0
+
+
+@command("init", "write an op project (ops/, SConstruct, .gitignore, pre-commit config) that the installed "
+                 "opbuild builds anywhere", _configure_init)
+def _init(args: argparse.Namespace) -> int:
+    return _init_here(Path(args.directory))
 
 
 # ~~~ import ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
