@@ -304,7 +304,7 @@ def _install_tiling_lib(target, source, env):
     """The linked tiling library (source[0], outside the package), checked against the specs of
     the package, then copied into it atomically; a library that fails a check is not installed."""
     specs = [_state(env).specs[name] for name in env["OPBUILD_OPS"]]
-    from opbuild.builder.consistency import check_c_callbacks, check_tiling_symbols
+    from opbuild.builder.consistency import check_c_callbacks, check_tiling_overruns, check_tiling_symbols
 
     linked = Path(source[0].abspath)
     try:
@@ -317,6 +317,12 @@ def _install_tiling_lib(target, source, env):
         return _fail(RuntimeError(f"error: checking the C simplified-key callbacks in {linked.name}: {exc}"))
     if problems:
         return _fail(RuntimeError("error: simplified keys and binaries disagree:\n  " + "\n  ".join(problems)))
+    try:
+        problems = check_tiling_overruns(specs, linked)
+    except Exception as exc:  # noqa: BLE001
+        return _fail(RuntimeError(f"error: running the tiling functions of {linked.name} on a probe call: {exc}"))
+    if problems:
+        return _fail(RuntimeError("error: tiling functions write past their tiling data:\n  " + "\n  ".join(problems)))
     steps.install_file(linked, Path(str(target[0])))
     return 0
 
