@@ -8,6 +8,7 @@ guard, which a spec that passed `opbuild validate` does not fail.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from opbuild.keys import check_key_consistency, make_fragment_fn
@@ -115,7 +116,9 @@ def check_tiling_overruns(specs: list[OpSpec], tiling_lib: Path) -> list[str]:
                 found = csource.definition(csource.c_functions(source.read_text(errors="replace")), spec.tiling.symbol)
             except OSError:
                 found = None
-            where = f"{source}:{found.line}:{found.col}" if found else str(source)
+            shown = os.path.relpath(source)  # (the build runs in the project root: named as the author sees it)
+            shown = str(source) if shown.startswith("..") else shown
+            where = f"{shown}:{found.line}:{found.col}" if found else shown
             problems.append(f"{where}: {spec.op}: tiling function {spec.tiling.symbol} {what}, on the build's probe "
                             f"call ({call}; declared combination {column + 1} of {spec.combination_count})")
             break  # (one report per op)

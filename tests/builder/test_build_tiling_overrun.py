@@ -24,7 +24,7 @@ def test_a_tiling_function_writing_past_its_struct_fails_the_build(project):
     result = p.scons("ops")
     assert result.rc != 0, str(result)
     found = definition(c_functions(tiling.read_text()), "scale_custom_tiling")
-    expected = (f"{tiling}:{found.line}:{found.col}: ScaleCustom: tiling function scale_custom_tiling wrote past the "
+    expected = (f"ops/scale_custom/tiling.c:{found.line}:{found.col}: ScaleCustom: tiling function scale_custom_tiling wrote past the "
                 f"end of its 24-byte tiling data (struct ScaleCustomTilingData, the kernel's opParaSize): byte 27 "
                 f"changed, on the build's probe call (x=float16[4, 64], y=float16[4, 64]; declared combination 1 of 2)")
     assert "error: tiling functions write past their tiling data:\n  " + expected in result.stderr, str(result)
