@@ -304,7 +304,8 @@ def _install_tiling_lib(target, source, env):
     """The linked tiling library (source[0], outside the package), checked against the specs of
     the package, then copied into it atomically; a library that fails a check is not installed."""
     specs = [_state(env).specs[name] for name in env["OPBUILD_OPS"]]
-    from opbuild.builder.consistency import check_c_callbacks, check_tiling_overruns, check_tiling_symbols
+    from opbuild.builder.consistency import check_c_callbacks, check_tiling_symbols
+    from opbuild.builder.tiling_probe import check_tiling_overruns
 
     linked = Path(source[0].abspath)
     try:
