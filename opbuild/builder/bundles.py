@@ -23,6 +23,9 @@ checkout at another path computes the same key. With it, at declaration time eac
 
 With OPS=, the ops not selected are keyed too: those still current stay in their packages as
 built (**kept**); those built earlier but changed since are left out (**dropped**, and said so).
+The files the record lists for a dropped op, and for a recorded op no longer under ops/
+(**removed**), are deleted (`remove_outputs`: only those, only under `out/`), so the packages and
+`opbuild pack` hold the current set of ops only.
 
 Why: at hundreds of ops SCons's per-node work dominates a build whose every compile is cached
 (thousands of nodes to sign, fetch and record). A bundle turns an op's ~16 steps into one read,
@@ -275,7 +278,8 @@ class InstalledOps:
         self.ops: dict[str, Installed] = {}
         self.package_files: list[str] = []
         """The files the steps combining the ops wrote (libraries, configs, op info of each package)
-        in the last complete build: those a later build no longer makes are removed (`stale_outputs`)."""
+        in the last complete build: those a later build no longer makes are removed
+        (scons_tool.declare_build, with `remove_outputs`)."""
         try:
             data = json.loads(self.store.get(INSTALLED_FILE.name) or b"{}")
             if data.get("format") == FORMAT:
@@ -480,10 +484,8 @@ def remove_outputs(files: list[str], out: Path) -> list[str]:
             continue  # (never outside the output directory, whatever a record says)
         try:
             os.unlink(path)
-        except FileNotFoundError:
-            continue
-        except IsADirectoryError:
-            continue
+        except (FileNotFoundError, IsADirectoryError):
+            continue  # (already gone; a directory is never a recorded output)
         deleted.append(path)
         dirs.add(os.path.dirname(path))
     for d in sorted(dirs, key=len, reverse=True):
