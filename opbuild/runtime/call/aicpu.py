@@ -311,11 +311,11 @@ def _real_shapes(ex: AicpuExecutor, ctx: AicpuContext, outputs: list[np.ndarray]
             continue
         t = ctx.outputs[i]
         if i < MAX_SHAPES_SET and not ctx.shapes_set >> i & 1:
-            param = ex.op.spec.outputs[i]
+            param, compute = ex.op.spec.outputs[i], ex.op.spec.compute
+            function = f"{compute.symbol} ({compute.source})" if compute is not None else "(unknown)"
             raise AclnnError(ACLNN_ERR_RUNTIME_ERROR,
-                             f"{ex.op.name}: the compute function {ex.op.spec.compute.symbol} "
-                             f"({ex.op.spec.compute.source}) returned without setting the shape of data-dependent "
-                             f"output {i} '{param.name}' (call aicpu_set_output_shape(ctx, {i}, ndim, dims)); its "
+                             f"{ex.op.name}: the compute function {function} returned without setting the shape "
+                             f"of data-dependent output {i} '{param.name}' (call aicpu_set_output_shape(ctx, {i}, ndim, dims)); its "
                              f"buffer holds no result of a known shape")
         shape = tuple(t.dims[d] for d in range(t.ndim))
         if t.ndim != len(bound) or any(not 0 <= n <= b for n, b in zip(shape, bound)):
