@@ -316,8 +316,11 @@ def _explain(args: argparse.Namespace) -> int:
 def _configure_build(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--package", action="store_true",
                         help="then write build_out/custom_opp_<os>_<arch>.run (as `opbuild pack`)")
+    parser.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+                        help="N parallel compiles (scons -j N; default: the CPUs)")
     parser.add_argument("project", nargs="?", default=".", metavar="PROJECT_DIR",
-                        help="ops/*/op.yaml, or an msopgen project (op_host/ + op_kernel/); default: .")
+                        help="ops/*/op.yaml, or an msopgen project (op_host/ + op_kernel/); default: . "
+                             "(a NAME=value here is a scons option: `opbuild build OPS=A SOC=ascend910b`)")
     parser.add_argument("scons_args", nargs=argparse.REMAINDER, metavar="-- SCONS_ARGS",
                         help="passed to scons (targets, OPS=, SOC=, VENDOR=, -j N, -c, ...)")
 
@@ -333,6 +336,13 @@ def _build(args: argparse.Namespace) -> int:
     while rest and rest[0] in ("--package", "--"):  # argparse's remainder starts at the first unknown word
         package = package or rest[0] == "--package"
         rest = rest[1:]
+    if "=" in project and not Path(project).exists():  # `opbuild build OPS=A`: an option of the build, not a directory
+        rest, project = [project, *rest], "."
+    if args.jobs is not None:
+        if args.jobs < 1:
+            print(f"opbuild build: error: -j {args.jobs}: the number of jobs must be at least 1", file=sys.stderr)
+            return 1
+        rest = [f"-j{args.jobs}", *rest]
     try:
         return build(Path(project), rest, package)
     except (ProjectError, InstallError, OSError) as exc:
