@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from opbuild.abi.ascendc_bridge import bridge_symbol
-from opbuild.abi.package_layout import AICPU_KERNELS_LIB
 from opbuild.abi.vocabulary import (ATTR_TYPE, DEFAULT_CORE_TYPE, DEFAULT_FORMAT, DEFAULT_SOC, DTYPE_NAMES,
                                     FORMAT_NAMES, MAX_SIMPLIFIED_KEY_LEN)
 
@@ -92,10 +91,6 @@ def coerce_attr_value(attr_type: str, value: Any) -> tuple[bool, Any]:
     if attr_type == "str":
         return isinstance(value, str), value
     return False, value
-
-
-_AICPU_FIELD = {"int": "i", "bool": "i", "float": "f", "str": "s"}
-"""The AicpuAttr field (opbuild/aicpu.h) that holds an attribute of each scalar type."""
 
 
 def _names(values: Iterable[str]) -> str:
@@ -371,43 +366,10 @@ class SpecChecker:
             self.err(("compute", "source"), f"compute source {source!r} can't be read: {exc.strerror}")
             return
         entry = self.d["compute"]["entry"]
-        functions = csource.c_functions(text)
-        found = csource.definition(functions, entry)
-        shown = str(self.shown_dir / source)
-        if found is None:
+        if not defines_c_function(text, entry):
             self.err(("compute", "entry"), f"compute function {entry!r} is not defined in compute source {source!r} "
                                            f"(expected `uint32_t {entry}(AicpuContext *ctx) {{ ... }}`)"
-                                           f"{did_you_mean(entry, csource.defined_names(functions))}")
-        elif found.static:
-            self.problems.append(Problem(
-                shown, found.line, found.col,
-                f"{self.d['op']}: compute function {entry!r} is static: {AICPU_KERNELS_LIB}'s registry cannot "
-                f"call it (the library would fail to load, for every AI CPU op of the package); remove `static`", ""))
-        self.check_attr_reads(text, shown)
-
-    def check_attr_reads(self, text: str, shown: str) -> None:
-        """Each attribute the compute source reads by name (`aicpu_attr_bool(ctx, "sorted")`) must be
-        one of the op's attrs, of a type that accessor reads: a misspelt name would read 0 at run time."""
-        if self.attrs is None:
-            return  # (the attrs section is broken: its own problems are reported)
-        attrs = {a.name: a for a in self.attrs}
-        for read in csource.aicpu_attr_reads(text):
-            attr = attrs.get(read.name)
-            if attr is None:
-                known = ", ".join(attrs) or "none"
-                message = (f"{self.d['op']}: {read.accessor}() reads attribute {read.name!r}, which the op does not "
-                           f"declare (its attrs: {known}){did_you_mean(read.name, attrs)}")
-            elif ATTR_TYPE[attr.type].aicpu is None:
-                message = (f"{self.d['op']}: {read.accessor}() reads attribute {read.name!r}, a {attr.type}: "
-                           f"compute functions get scalar and str attributes only")
-            elif (want := csource.AICPU_ATTR_FIELDS[read.accessor]) and want != _AICPU_FIELD.get(attr.type):
-                accessor = next((f for f, field in csource.AICPU_ATTR_FIELDS.items()
-                                 if field == _AICPU_FIELD.get(attr.type) and f.endswith(attr.type)), "aicpu_attr")
-                message = (f"{self.d['op']}: {read.accessor}() reads attribute {read.name!r}, a {attr.type} "
-                           f"(it would read 0); use {accessor}()")
-            else:
-                continue
-            self.problems.append(Problem(shown, read.line, read.col, message, ""))
+                                           f"{did_you_mean(entry, _defined(text))}")
 
     def build_shapes(self) -> None:
         inputs = {p.name for p in self.params["inputs"]}
