@@ -139,12 +139,20 @@ def _configure_new(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--api", choices=("c", "ascendc"), default="c",
                         help="c: opbuild's C kernel API (kernel.c, tiling.c); ascendc: Ascend C sources (op_host/, "
                              "op_kernel/, as msopgen writes them)")
+    parser.add_argument("--engine", choices=("aicore", "aicpu"), default="aicore",
+                        help="aicore: an AI Core op (kernel + tiling); aicpu: an AI CPU op (op.yaml, compute.c: one C "
+                             "compute function, a data-dependent output)")
 
 
 @command("new", "scaffold ops/<op_snake>/ (op.yaml, kernel.c, tiling.c) that validates and builds", _configure_new)
 def _new(args: argparse.Namespace) -> int:
-    from opbuild.codegen.scaffold import ScaffoldError, scaffold_op
+    from opbuild.codegen.scaffold import ENGINES, ScaffoldError, scaffold_op
+    from opbuild.codegen.scaffold_project import is_empty_dir
 
+    if args.engine == "aicpu" and args.api != "c":
+        print("opbuild new: error: --engine aicpu writes a C compute function; --api ascendc is for AI Core ops",
+              file=sys.stderr)
+        return 1
     if args.api == "ascendc":
         from opbuild.ascendc.msopgen import MsopgenError, scaffold_ascendc
 
@@ -157,16 +165,47 @@ def _new(args: argparse.Namespace) -> int:
         except (MsopgenError, OSError) as exc:
             print(f"opbuild new: error: {exc}", file=sys.stderr)
             return 1
-        print(f"created {op_dir}/ (op.yaml, op_host/, op_kernel/); build it with: scons ops OPS={args.op}")
+        print(f"created {op_dir}/ (op.yaml, op_host/, op_kernel/); build it with: scons ops OPS={args.op} (or: opbuild build -- OPS={args.op})")
         return 0
 
+    if args.ops_dir == "ops" and is_empty_dir(Path.cwd()):  # `opbuild new` in an empty directory: a project
+        if _init_here(Path(".")):
+            return 1
     try:
-        op_dir = scaffold_op(args.op, Path(args.ops_dir))
+        op_dir = scaffold_op(args.op, Path(args.ops_dir), args.engine)
     except ScaffoldError as exc:
         print(f"opbuild new: error: {exc}", file=sys.stderr)
         return 1
-    print(f"created {op_dir}/ (op.yaml, kernel.c, tiling.c); build it with: scons ops OPS={args.op}")
+    print(f"created {op_dir}/ ({', '.join(ENGINES[args.engine])}); build it with: scons ops OPS={args.op} (or: opbuild build -- OPS={args.op})")
     return 0
+
+
+# ~~~ init ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+
+def _configure_init(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("directory", nargs="?", default=".", metavar="DIR",
+                        help="the project directory: new, or empty (default: .)")
+
+
+def _init_here(directory: Path) -> int:
+    """Write the project; 1 (after one error line) when it cannot be."""
+    from opbuild.codegen.scaffold_project import PROJECT_FILES, ProjectScaffoldError, init_project
+
+    try:
+        init_project(directory)
+    except ProjectScaffoldError as exc:
+        print(f"opbuild init: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"created an op project in {directory}/ (ops/, {', '.join(PROJECT_FILES)}); add an op with "
+          f"`opbuild new OpName`, build with `opbuild build`")
+    return 0
+
+
+@command("init", "write an op project (ops/, SConstruct, .gitignore, pre-commit config) that the installed "
+                 "opbuild builds anywhere", _configure_init)
+def _init(args: argparse.Namespace) -> int:
+    return _init_here(Path(args.directory))
 
 
 # ~~~ import ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -277,8 +316,11 @@ def _explain(args: argparse.Namespace) -> int:
 def _configure_build(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--package", action="store_true",
                         help="then write build_out/custom_opp_<os>_<arch>.run (as `opbuild pack`)")
+    parser.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+                        help="N parallel compiles (scons -j N; default: the CPUs)")
     parser.add_argument("project", nargs="?", default=".", metavar="PROJECT_DIR",
-                        help="ops/*/op.yaml, or an msopgen project (op_host/ + op_kernel/); default: .")
+                        help="ops/*/op.yaml, or an msopgen project (op_host/ + op_kernel/); default: . "
+                             "(a NAME=value here is a scons option: `opbuild build OPS=A SOC=ascend910b`)")
     parser.add_argument("scons_args", nargs=argparse.REMAINDER, metavar="-- SCONS_ARGS",
                         help="passed to scons (targets, OPS=, SOC=, VENDOR=, -j N, -c, ...)")
 
@@ -294,6 +336,13 @@ def _build(args: argparse.Namespace) -> int:
     while rest and rest[0] in ("--package", "--"):  # argparse's remainder starts at the first unknown word
         package = package or rest[0] == "--package"
         rest = rest[1:]
+    if "=" in project and not Path(project).exists():  # `opbuild build OPS=A`: an option of the build, not a directory
+        rest, project = [project, *rest], "."
+    if args.jobs is not None:
+        if args.jobs < 1:
+            print(f"opbuild build: error: -j {args.jobs}: the number of jobs must be at least 1", file=sys.stderr)
+            return 1
+        rest = [f"-j{args.jobs}", *rest]
     try:
         return build(Path(project), rest, package)
     except (ProjectError, InstallError, OSError) as exc:

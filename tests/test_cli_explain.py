@@ -197,3 +197,39 @@ def test_inspect_lists_every_binary_and_key(capsys, package, builtin):
     assert "config/ascend910b/ops_math/binary_info_config.json" in out
     assert "config/ascend910b/ops_nn/binary_info_config.json" in out
     assert "bin:  op_impl/ai_core/tbe/kernel/ascend910b/ops_math/reduce_sum_custom/ReduceSumCustom_FP32.so" in out
+
+
+def test_explain_an_ai_cpu_op(capsys, package):
+    """Issue 26: an AI CPU op has no simplified key and no kernel binary; explain says what runs
+    it (the package's libcust_aicpu_kernels.so, RunCpuKernel -> the compute function) and exits 0."""
+    status, out, err = explain(capsys, package, "NonZeroCustom", "-i", "x=float32[3,4]")
+    assert status == 0 and err == ""
+    lib = package.resolve() / "op_impl" / "cpu" / "aicpu_kernel" / "impl" / "libcust_aicpu_kernels.so"
+    assert out.splitlines()[0] == "op:        NonZeroCustom (AI CPU: compute function non_zero_custom_compute in compute.c)"
+    assert _field(out, "dtypes") == "declared combination 1 of 7"
+    assert _field(out, "output") == ("y int64[2,12] (data-dependent: its bound max=['rank(x)', 'size(x)']; the compute "
+                                     "function sets the real shape)")
+    assert _field(out, "binary") == "none (an AI CPU op: no simplified key, no kernel binary)"
+    assert Path(_field(out, "library")).resolve() == lib
+    assert _field(out, "entry") == ("RunCpuKernel -> non_zero_custom_compute (registered for NonZeroCustom; the "
+                                    "library has NonZeroCustom, SortCustom)")
+    assert "NONE" not in out
+
+
+def test_explain_an_ai_cpu_op_with_an_undeclared_dtype(capsys, package):
+    status, out, _ = explain(capsys, package, "SortCustom", "-i", "x=float64[3,4]", "--attr", "descending=true")
+    assert status == 1
+    assert _field(out, "dtypes").startswith("NONE: not a declared combination; declared: (x=float32, values=float32, "
+                                            "indices=int64); (x=float16")
+
+
+def test_inspect_lists_the_ai_cpu_ops(capsys, package):
+    assert main(["inspect", str(package)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    start = lines.index("aicpu  (op_impl/cpu/config/cust_aicpu_kernel.json)")
+    assert lines[start + 1:] == [
+        "  NonZeroCustom  engine=aicpu", "      lib:  op_impl/cpu/aicpu_kernel/impl/libcust_aicpu_kernels.so",
+        "      entry: RunCpuKernel",
+        "  SortCustom  engine=aicpu", "      lib:  op_impl/cpu/aicpu_kernel/impl/libcust_aicpu_kernels.so",
+        "      entry: RunCpuKernel"]

@@ -23,6 +23,9 @@ checkout at another path computes the same key. With it, at declaration time eac
 
 With OPS=, the ops not selected are keyed too: those still current stay in their packages as
 built (**kept**); those built earlier but changed since are left out (**dropped**, and said so).
+The files the record lists for a dropped op, and for a recorded op no longer under ops/
+(**removed**), are deleted (`remove_outputs`: only those, only under `out/`), so the packages and
+`opbuild pack` hold the current set of ops only.
 
 Why: at hundreds of ops SCons's per-node work dominates a build whose every compile is cached
 (thousands of nodes to sign, fetch and record). A bundle turns an op's ~16 steps into one read,
@@ -279,12 +282,17 @@ class InstalledOps:
         self.store = LocalStore(out / INSTALLED_FILE.parent, "ops")
         self.path = Path(self.store.path(INSTALLED_FILE.name))
         self.ops: dict[str, Installed] = {}
+        self.package_files: list[str] = []
+        """The files the steps combining the ops wrote (libraries, configs, op info of each package)
+        in the last complete build: those a later build no longer makes are removed
+        (scons_tool.declare_build, with `remove_outputs`)."""
         try:
             data = json.loads(self.store.get(INSTALLED_FILE.name) or b"{}")
             if data.get("format") == FORMAT:
                 self.ops = {op: Installed(e["key"], e["origin"], tuple(tuple(s) for s in e["files"]),  # type: ignore[misc]
                                           e.get("common", ""), dict(e.get("inputs", {})))
                             for op, e in data["ops"].items()}
+                self.package_files = [str(f) for f in data.get("package_files", [])]
         except Exception:  # noqa: BLE001 - missing or unreadable: nothing is known to be current
             self.ops = {}
 
@@ -337,7 +345,8 @@ class InstalledOps:
     def save(self) -> None:
         data = {"format": FORMAT, "ops": {op: {"key": e.key, "origin": e.origin, "files": [list(s) for s in e.files],
                                                "common": e.common, "inputs": e.inputs}
-                                          for op, e in sorted(self.ops.items())}}
+                                          for op, e in sorted(self.ops.items())},
+                "package_files": sorted(self.package_files)}
         self.store.put(INSTALLED_FILE.name, json.dumps(data, separators=(",", ":"), allow_nan=False, sort_keys=True).encode())
 
 
@@ -360,7 +369,8 @@ class Decision:
     kept: list[OpPlan]
     """Not selected (OPS=) but current: they stay in their packages as built."""
     dropped: list[str]
-    """Not selected, built before, no longer current: left out of the packages."""
+    """Not selected, built before, no longer current: left out of the packages (and their files
+    removed from out/)."""
     rebuild: list[OpPlan] = field(default_factory=list)
     """Of `to_build`, those whose files SCons did not write: every step of theirs runs."""
     common: str = ""
@@ -370,6 +380,8 @@ class Decision:
     """Per op: what the build does with it and which layer decided (EXPLAIN=1)."""
     from_remote: set[str] = field(default_factory=set)
     """Of `restored`, the ops whose bundle came from the remote tier (OPBUILD_CACHE_URL)."""
+    removed: list[str] = field(default_factory=list)
+    """Ops built before that are no longer under ops/: their recorded outputs were deleted."""
 
     def undeclared(self) -> tuple[set[str], set[str], set[str]]:
         """Input files, output files and op directories of every op not in the SCons graph."""
@@ -459,9 +471,43 @@ def decide(plans: list[OpPlan], others: list[OpPlan], root: Path, out: Path, bas
         if plan.spec.op in dropped:
             reason, layer = installed.why_not_current(plan.spec.op, keys[plan.spec.op], common, digests[plan.spec.op])
             verdicts[plan.spec.op] = f"not selected (OPS=), left out: {reason} ({LAYERS[layer]})"
+    present = {p.spec.op for p in [*plans, *others]}
+    removed = sorted(op for op in installed.ops if op not in present)
+    # Ops left out of the packages (removed from ops/, or OPS= and changed since built): the files
+    # the build wrote for them go, so the packages (and `opbuild pack`) hold only the current set.
+    wanted_files = {f for p in [*plans, *others] if p.spec.op not in dropped for f in p.stored_files()}
+    for op in [*removed, *dropped]:
+        remove_outputs([s[0] for s in installed.ops[op].files if s[0] not in wanted_files], out)
+        installed.forget(op)
     installed.save()
     return Decision(installed, out, keys, inputs, to_build, restored, current, kept, dropped, rebuild,
-                    common, digests, verdicts, from_remote)
+                    common, digests, verdicts, from_remote, removed)
+
+
+def remove_outputs(files: list[str], out: Path) -> list[str]:
+    """Delete `files` (what the build recorded writing), only those under `out`, and the
+    directories that leaves empty (up to `out`); the paths deleted. A file already gone is fine."""
+    root = os.path.realpath(out)
+    deleted: list[str] = []
+    dirs: set[str] = set()
+    for name in files:
+        path = os.path.abspath(name)
+        if not os.path.realpath(os.path.dirname(path)).startswith(root + os.sep):
+            continue  # (never outside the output directory, whatever a record says)
+        try:
+            os.unlink(path)
+        except (FileNotFoundError, IsADirectoryError):
+            continue  # (already gone; a directory is never a recorded output)
+        deleted.append(path)
+        dirs.add(os.path.dirname(path))
+    for d in sorted(dirs, key=len, reverse=True):
+        while d.startswith(root + os.sep):
+            try:
+                os.rmdir(d)
+            except OSError:
+                break  # not empty (or gone): stop going up
+            d = os.path.dirname(d)
+    return deleted
 
 
 def restore_all(cache_dir: str | None, plans: list[OpPlan], keys: dict[str, str], out: Path, jobs: int) -> dict[str, str]:

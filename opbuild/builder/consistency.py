@@ -53,3 +53,4 @@ def check_tiling_symbols(specs: list[OpSpec], tiling_lib: Path) -> list[str]:
                 problems.append(f"{spec.spec_path}: {spec.op}: {what} {symbol!r} is not exported by "
                                 f"{tiling_lib.name}: define it in {source} with OPBUILD_API")
     return problems
+

@@ -316,6 +316,7 @@ def _install_tiling_lib(target, source, env):
     the package, then copied into it atomically; a library that fails a check is not installed."""
     specs = [_state(env).specs[name] for name in env["OPBUILD_OPS"]]
     from opbuild.builder.consistency import check_c_callbacks, check_tiling_symbols
+    from opbuild.builder.tiling_probe import check_tiling_overruns
 
     linked = Path(source[0].abspath)
     try:
@@ -328,6 +329,12 @@ def _install_tiling_lib(target, source, env):
         return _fail(RuntimeError(f"error: checking the C simplified-key callbacks in {linked.name}: {exc}"))
     if problems:
         return _fail(RuntimeError("error: simplified keys and binaries disagree:\n  " + "\n  ".join(problems)))
+    try:
+        problems = check_tiling_overruns(specs, linked)
+    except Exception as exc:  # noqa: BLE001
+        return _fail(RuntimeError(f"error: running the tiling functions of {linked.name} on a probe call: {exc}"))
+    if problems:
+        return _fail(RuntimeError("error: tiling functions write past their tiling data:\n  " + "\n  ".join(problems)))
     steps.install_file(linked, Path(str(target[0])))
     return 0
 
@@ -585,6 +592,9 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: Op
         if decision.dropped:
             sys.stdout.write(f"opbuild: OPS: left out of the packages, changed since they were built: "
                              f"{', '.join(decision.dropped)} (build them to put them back)\n")
+        if decision.removed:
+            sys.stdout.write(f"opbuild: removed the outputs of ops no longer under ops/: "
+                             f"{', '.join(decision.removed)}\n")
     state.specs.update({p.spec.op: p.spec for p in kept})
     if progress.explain is not None:
         explain_ops(decision, [*specs, *others], spec_layers or {}, ops_cache)
@@ -625,6 +635,13 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: Op
         for step in package.steps:
             declare(step)
 
+    package_files = sorted({t for step in [*global_steps, *(s for p in packages for s in p.steps)] for t in step.targets})
+    if decision is not None:
+        # Package files an earlier complete build wrote that this build does not make (the
+        # last AI CPU op removed: no libcust_aicpu_kernels.so; no op left in the built-in package).
+        made = set(package_files) | {t for plan in plans.values() for t in plan.targets()}
+        bundles.remove_outputs([f for f in decision.installed.package_files if f not in made], options.out)
+
     progress.reset(declared, extra_total=sum(len(plan.steps) for plan, _ in restored))
     for plan, key in restored:
         progress.restored(plan.spec.op, len(plan.steps), plan.compile_steps(), len(plan.stored_files()), key,
@@ -639,6 +656,10 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: Op
             return
         done = [plan for plan in to_build
                 if all(env.fs.File(t).get_state() in (executed, up_to_date) for t in plan.targets())]
+        if all(env.fs.File(t).get_state() in (executed, up_to_date) for t in package_files):
+            decision.installed.package_files = package_files
+        else:  # (a failed build: what it wrote so far is remembered with what was there)
+            decision.installed.package_files = sorted(set(decision.installed.package_files) | set(package_files))
         decision.record_built(done, ops_cache.cache_dir if ops_cache.push else None)
 
     result.finish = finish

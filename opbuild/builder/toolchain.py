@@ -181,6 +181,10 @@ def ascendc_soc_macros(soc: str) -> dict[str, str]:
     return {"OPBUILD_SOC_UB_SIZE": str(info.ub_size), "OPBUILD_SOC_CORE_NUM": str(info.core_num)}
 
 
+AICPU_LINK_FLAGS = ("-Wl,-z,defs", "-lm")
+"""Every undefined symbol of libcust_aicpu_kernels.so is a link error (libc and libm are linked)."""
+
+
 def _cxx_for(cc: str) -> str:
     """The C++ driver beside a C compiler: gcc -> g++, cc -> c++, clang -> clang++, else c++."""
     name = Path(cc).name
@@ -257,9 +261,12 @@ class HostToolchain(Toolchain):
         return [*command[:len(self.cc)], *self.memcheck, *command[len(self.cc):]]
 
     def aicpu_link_command(self, objects, output):
-        """libcust_aicpu_kernels.so from its objects (linked with the sanitizer when they are)."""
+        """libcust_aicpu_kernels.so from its objects (linked with the sanitizer when they are).
+        `-z defs` (AICPU_LINK_FLAGS): a symbol no object defines (a compute function made static,
+        a helper never written) fails the link, naming it, instead of the library failing to
+        load at run time for every AI CPU op of the package."""
         command = self.tiling_link_command(objects, output)
-        return [*command[:len(self.cc)], *self.memcheck, *command[len(self.cc):]]
+        return [*command[:len(self.cc)], *self.memcheck, *command[len(self.cc):], *AICPU_LINK_FLAGS]
 
     def cc_command(self) -> list[str]:
         return list(self.cc)

@@ -1,8 +1,9 @@
-"""`opbuild new <Op>`: create `ops/<op_snake>/` with a spec, kernel and tiling that build at once.
+"""`opbuild new <Op>`: create `ops/<op_snake>/` with a spec and sources that build at once.
 
-The op is a complete elementwise example (y = scale * x for float16 and float32, default-mode
-simplified keys) rendered from templates/scaffold/*.j2, so a new package validates, builds and
-runs before the author changes anything. The directory is written under a temporary name and
+The op is a complete example rendered from templates/scaffold/*.j2, so a new package validates,
+builds and runs before the author changes anything: for an AI Core op (the default) an
+elementwise y = scale * x for float16 and float32 (kernel.c, tiling.c, default-mode simplified
+keys); for an AI CPU op (`engine="aicpu"`) a filter with a data-dependent output (compute.c). The directory is written under a temporary name and
 renamed into place, so an interrupted run leaves no half-written op behind.
 """
 
@@ -19,7 +20,7 @@ from opbuild.spec.checks import C_KEYWORDS
 from opbuild.spec.fields import OP_SPEC
 from opbuild.spec.naming import snake_case
 
-__all__ = ["ScaffoldError", "scaffold_op", "SCAFFOLD_FILES"]
+__all__ = ["ScaffoldError", "scaffold_op", "SCAFFOLD_FILES", "AICPU_SCAFFOLD_FILES", "ENGINES"]
 
 OP_NAME = re.compile(OP_SPEC.field("op").type.pattern)
 """The spec's rule for `op` (declared in opbuild/spec/fields.py)."""
@@ -29,15 +30,22 @@ SCAFFOLD_FILES: dict[str, str] = {
     "kernel.c": "scaffold/kernel.c.j2",
     "tiling.c": "scaffold/tiling.c.j2",
 }
-"""Output file -> template (under templates/)."""
+"""Output file -> template (under templates/) of an AI Core op."""
+AICPU_SCAFFOLD_FILES: dict[str, str] = {
+    "op.yaml": "scaffold/aicpu_op.yaml.j2",
+    "compute.c": "scaffold/compute.c.j2",
+}
+"""Output file -> template of an AI CPU op (`engine: aicpu`)."""
+ENGINES: dict[str, dict[str, str]] = {"aicore": SCAFFOLD_FILES, "aicpu": AICPU_SCAFFOLD_FILES}
 
 
 class ScaffoldError(ValueError):
     """A name that is not CamelCase, or an op directory that already exists."""
 
 
-def scaffold_op(op_name: str, ops_dir: Path) -> Path:
-    """Create `ops_dir/<snake_case(op_name)>/` with op.yaml, kernel.c and tiling.c; return it.
+def scaffold_op(op_name: str, ops_dir: Path, engine: str = "aicore") -> Path:
+    """Create `ops_dir/<snake_case(op_name)>/` with the files of `engine` (ENGINES: op.yaml,
+    kernel.c and tiling.c; or op.yaml and compute.c); return it.
 
     Raises ScaffoldError for a name that is not CamelCase (an uppercase letter, then letters and
     digits) and for an existing target (never overwritten).
@@ -57,9 +65,9 @@ def scaffold_op(op_name: str, ops_dir: Path) -> Path:
         "snake": snake,
         "prefix": snake.upper(),
         # the kernel entry is a C function named after the op, unless that is a C keyword (op `Int`)
-        "entry": f"{snake}_kernel" if snake in C_KEYWORDS else snake,
+        "entry": f"{snake}_compute" if engine == "aicpu" else f"{snake}_kernel" if snake in C_KEYWORDS else snake,
     }
-    rendered = {name: render(template, **context) for name, template in SCAFFOLD_FILES.items()}
+    rendered = {name: render(template, **context) for name, template in ENGINES[engine].items()}
 
     ops_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{snake}.", dir=ops_dir))

@@ -30,7 +30,8 @@ class InstallError(Exception):
 
 
 def is_vendor_package(path: Path) -> bool:
-    return (path / layout.KERNEL_ROOT / "config").is_dir()
+    """A built package: AI Core binary configs, or (a package of AI CPU ops only) the AI CPU op info."""
+    return (path / layout.KERNEL_ROOT / "config").is_dir() or (path / layout.aicpu_op_info()).is_file()
 
 
 def check_vendor(vendor: str) -> None:
@@ -47,7 +48,8 @@ def install(package: Path, opp_path: Path, vendor: str | None = None, replace: b
     the installer's one-line report."""
     package = Path(package).resolve()
     if not package.is_dir() or not is_vendor_package(package):
-        raise InstallError(f"{package} is not a built op package (no {layout.KERNEL_ROOT}/config/)")
+        raise InstallError(f"{package} is not a built op package (no {layout.KERNEL_ROOT}/config/ and no "
+                           f"{layout.aicpu_op_info()})")
     vendor = vendor or package.name
     check_vendor(vendor)
     opp = Path(os.path.abspath(opp_path))

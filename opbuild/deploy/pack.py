@@ -27,6 +27,7 @@ import tarfile
 from pathlib import Path
 
 from opbuild.atomic import atomic_write
+from opbuild.abi import package_layout as layout
 from opbuild.deploy.install import PAYLOAD_SCRIPTS, SCRIPTS, InstallError, check_vendor, is_vendor_package
 
 
@@ -102,7 +103,8 @@ def pack(package: Path, output: Path | None = None, vendor: str | None = None) -
     <out>/<run_file_name()>, beside the OPP tree <out>/opp/vendors/<vendor>); returns its path."""
     package = Path(package)
     if not package.is_dir() or not is_vendor_package(package):
-        raise InstallError(f"{package} is not a built op package of a vendor (no op_impl/ai_core/tbe/kernel/config/)")
+        raise InstallError(f"{package} is not a built op package of a vendor (no op_impl/ai_core/tbe/kernel/config/ "
+                           f"and no {layout.aicpu_op_info()})")
     vendor = vendor or package.resolve().name
     check_vendor(vendor)
     output = Path(output) if output is not None else package.resolve().parent.parent.parent / run_file_name()

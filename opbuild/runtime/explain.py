@@ -128,6 +128,9 @@ def explain(package_dir: Path, op_name: str, tensor_args: list[str], attr_args: 
             lines.append(f"note: no declared combination has these input dtypes; assuming output {p.name}={dtype}")
         outputs.append([(dtype, p.format_at(0), shape)])
 
+    if spec.is_aicpu:
+        status, report = explain_aicpu(op, inputs, outputs, attrs)
+        return status, "\n".join(lines + report)
     d, p_mode, fallback = settings.resolve(deterministic, impl_mode)
     soc = current_soc()
     ctx = KeyContext(inputs, outputs, attrs, d, p_mode, soc)
@@ -153,6 +156,44 @@ def explain(package_dir: Path, op_name: str, tensor_args: list[str], attr_args: 
     status, tiling = tiling_report(op, Selection(fragment, key, entry, package, used.impl_mode), used, inputs,
                                    outputs, attr_values, soc)
     return status, "\n".join(lines + tiling)
+
+
+def explain_aicpu(op: OpRuntime, inputs: list, outputs: list, attrs: dict[str, Any]) -> tuple[int, list[str]]:
+    """(exit status, lines) for a call of an AI CPU op: no simplified key and no kernel binary;
+    the declared dtype combination the call is, the package's libcust_aicpu_kernels.so (loaded,
+    as phase 1 does, and checked to register the op) and each output's shape (a data-dependent
+    one: the bound its buffer needs; the real shape is known after the run)."""
+    from opbuild.runtime.call.aicpu import library_of
+
+    spec = op.spec
+    lines = [f"op:        {spec.op} (AI CPU: compute function {spec.compute.symbol} in {spec.compute.source})",
+             f"package:   {op.package}",
+             "call:      " + ", ".join([*(f"{p.name}={g[0][0]}[{','.join(map(str, g[0][2]))}]"
+                                          for p, g in zip(spec.tensors, [*inputs, *outputs]) if g),
+                                        *(f"{name}={value!r}" for name, value in attrs.items())])]
+    names = [g[0][0] if g else None for g in [*inputs, *outputs]]
+    column = next((c for c in range(spec.combination_count)
+                   if all(n is None or p.dtype_at(c) == n for p, n in zip(spec.tensors, names))), None)
+    if column is None:
+        declared = "; ".join("(" + ", ".join(f"{p.name}={p.dtype_at(c)}" for p in spec.tensors) + ")"
+                             for c in range(spec.combination_count))
+        return 1, lines + [f"dtypes:    NONE: not a declared combination; declared: {declared}"]
+    lines.append(f"dtypes:    declared combination {column + 1} of {spec.combination_count}")
+    for p, group in zip(spec.outputs, outputs):
+        dims = f"[{','.join(map(str, group[0][2]))}]"
+        dependent = p.shape is not None and p.shape.kind == "data_dependent"
+        lines.append(f"output:    {p.name} {group[0][0]}{dims}" +
+                     (f" (data-dependent: its bound max={list(p.shape.operands)}; the compute function sets the "
+                      f"real shape)" if dependent else ""))
+    try:
+        library = library_of(op)
+    except AclnnError as exc:
+        return 1, lines + [f"library:   FAILED: {exc.message}"]
+    lines += ["binary:    none (an AI CPU op: no simplified key, no kernel binary)",
+              f"library:   {library.path}",
+              f"entry:     RunCpuKernel -> {spec.compute.symbol} (registered for {spec.op}; the library has "
+              f"{', '.join(sorted(library.ops))})"]
+    return 0, lines
 
 
 def tiling_report(op: OpRuntime, selection: Selection, ctx: KeyContext, inputs: list, outputs: list,

@@ -1,9 +1,11 @@
-"""`opbuild inspect`: a built package's ops, binaries, full simplified keys and paths."""
+"""`opbuild inspect`: a built package's ops, binaries, full simplified keys and paths, and its
+AI CPU ops (op info entry and the kernel library that runs them)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from opbuild import safefile
 from opbuild.abi import package_layout as layout
 from opbuild.runtime.binaries.package import binary_index
 
@@ -19,8 +21,10 @@ def inspect_package(package: Path, soc: str | None = None) -> str:
         raise FileNotFoundError(f"no package directory {package}")
     package = package.resolve()
     socs = [soc] if soc else package_socs(package)
-    if not socs:
-        raise FileNotFoundError(f"{package} has no {layout.KERNEL_ROOT}/config/<soc>/: is it a built op package?")
+    aicpu = aicpu_lines(package)
+    if not socs and not aicpu:
+        raise FileNotFoundError(f"{package} has no {layout.KERNEL_ROOT}/config/<soc>/ and no "
+                                f"{layout.aicpu_op_info()}: is it a built op package?")
     lines = [f"package {package}"]
     for s in socs:
         index = binary_index(package, s)
@@ -42,4 +46,27 @@ def inspect_package(package: Path, soc: str | None = None) -> str:
                 lines.append(f"      json: {entry.json_path.relative_to(package)}")
                 for key in entry.keys:
                     lines.append(f"      key:  {key}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + aicpu) + "\n"
+
+
+def aicpu_lines(package: Path) -> list[str]:
+    """The package's AI CPU ops (its cust_aicpu_kernel.json), each with the library and entry that
+    run it; [] when it has none. An unreadable op info is an error naming the file."""
+    info_path = package / layout.aicpu_op_info()
+    try:
+        info = safefile.read_json(info_path)
+    except FileNotFoundError:
+        return []
+    except safefile.UnsafeFileError as exc:
+        raise ValueError(f"AI CPU op info {exc}") from None
+    if not isinstance(info, dict):
+        raise ValueError(f"{info_path}: not a JSON object of op types")
+    lib = package / layout.aicpu_kernel_lib()
+    status = "" if lib.is_file() else "  [MISSING]"
+    lines = [f"aicpu  ({info_path.relative_to(package)})"]
+    for op in sorted(info):
+        entry = info[op].get("opInfo", {}) if isinstance(info[op], dict) else {}
+        lines.append(f"  {op}  engine=aicpu{status}")
+        lines.append(f"      lib:  {lib.relative_to(package)}")
+        lines.append(f"      entry: {entry.get('functionName', '?')}")
+    return lines

@@ -134,6 +134,38 @@ def _definition(code: str, start: int, end: int) -> list[CFunction]:
                       any(marker in declaration[:name.start()] for marker in _EXPORT_MARKERS), False)]
 
 
+# ~~~ attributes an AI CPU compute source reads ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+AICPU_ATTR_FIELDS: dict[str, str] = {"aicpu_attr": "", "aicpu_attr_int": "i", "aicpu_attr_bool": "i",
+                                     "aicpu_attr_float": "f"}
+"""opbuild/aicpu.h's attribute accessors -> the AicpuAttr field each reads ("": the whole attr)."""
+_ATTR_READ = re.compile(r"\b(?P<fn>aicpu_attr(?:_int|_bool|_float)?)\s*\(\s*[^,;(){}]*,\s*"
+                        r'(?P<name>"(?:\\.|[^"\\\n])*")\s*\)')
+
+
+@dataclass(frozen=True)
+class AttrRead:
+    """One `aicpu_attr*(ctx, "name")` call of an AI CPU compute source, at the name's literal."""
+
+    accessor: str
+    name: str
+    line: int
+    col: int
+
+
+def aicpu_attr_reads(text: str) -> list[AttrRead]:
+    """Every accessor call of opbuild/aicpu.h naming its attribute by a string literal, in source
+    order (not those in comments; a name given any other way cannot be checked here)."""
+    code = _COMMENT.sub(_spaces, text)
+    found = []
+    for m in _ATTR_READ.finditer(code):
+        literal = m.group("name")
+        if "\\" in literal:
+            continue  # (an escape in an attribute name: not an op's attribute name anyway)
+        found.append(AttrRead(m.group("fn"), literal[1:-1], *_position(code, m.start("name"))))
+    return found
+
+
 # ~~~ tiling keys a kernel tests ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 
 _KEY_TEST = re.compile(r"\bTILING_KEY_IS\s*\(")

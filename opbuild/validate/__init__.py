@@ -10,6 +10,8 @@ runs it on every spec it has not checked before, before it declares or writes an
 2. `kernel.entry` defined in the kernel source; `tiling.function`, a C infer-shape function and
    a C key callback defined in the tiling source and exported (`OPBUILD_API`): a declaration that
    does not say OPBUILD_API is confirmed by compiling the tiling source (cached, tiling_lib.py);
+   an AI CPU compute function not `static`, and the attributes its source reads by name
+   declared by the op with the type the accessor reads (`check_compute_source`);
 3. the aclnn C and Python parameter names the op's names derive to (reserved, colliding);
 4. the kernel's `TILING_KEY_IS` branches and `tiling.keys` agree (tiling_keys.py);
 5. the key/binary consistency check for the default, table, Python and C key rules (a C rule
@@ -27,12 +29,18 @@ import os
 from pathlib import Path
 from typing import Iterable
 
+from opbuild.abi.package_layout import AICPU_KERNELS_LIB
+from opbuild.abi.vocabulary import ATTR_TYPE
 from opbuild.spec.errors import JsonPath, Problem
 from opbuild.spec.loader import load_specs, read_spec
 from opbuild.spec.model import OpSpec
 from opbuild.spec.yaml_marks import Marks
 from opbuild.suggest import did_you_mean
 from opbuild.spec import csource
+
+
+AICPU_ATTR_FIELD = {"int": "i", "bool": "i", "float": "f", "str": "s"}
+"""The AicpuAttr field (opbuild/aicpu.h) that holds an attribute of each scalar type."""
 
 
 def validate_op(path: str | os.PathLike[str]) -> tuple[OpSpec | None, list[Problem]]:
@@ -77,6 +85,7 @@ class _OpChecks:
         if not self.problems:
             self.check_generated()
         if self.spec.is_aicpu:  # its compute entry was checked with the spec; no key, no tiling
+            self.check_compute_source()
             return self.problems
         if self.spec.is_ascendc:  # entry, tiling function and keys: checked against its sources
             if self.spec.key_rule.callback == "c" and self.spec.key_rule.mode == "customized":
@@ -209,6 +218,39 @@ class _OpChecks:
                     f"{what} {f.name!r} {how}, so the tiling library (built with -fvisibility=hidden) does not "
                     f"export it and the op fails at run time; declare it `OPBUILD_API ... {f.name}(...)`", ""))
         return good
+
+    def check_compute_source(self) -> None:
+        """An AI CPU op's compute source: the compute function not `static` (the package's registry
+        must call it), and each attribute it reads by name (`aicpu_attr_bool(ctx, "sorted")`) one
+        of the op's, of a type that accessor reads: a misspelt name would read 0 at run time."""
+        spec = self.spec
+        text = self.read(spec.compute.source)
+        if text is None:
+            return
+        shown = self.shown(spec.compute.source)
+        found = csource.definition(csource.c_functions(text), spec.compute.symbol)
+        if found is not None and found.static:
+            self.problems.append(Problem(
+                shown, found.line, found.col,
+                f"{spec.op}: compute function {spec.compute.symbol!r} is static: {AICPU_KERNELS_LIB}'s registry cannot "
+                f"call it (the library would fail to load, for every AI CPU op of the package); remove `static`", ""))
+        attrs = {a.name: a for a in spec.attrs}
+        for read in csource.aicpu_attr_reads(text):
+            attr = attrs.get(read.name)
+            if attr is None:
+                message = (f"{spec.op}: {read.accessor}() reads attribute {read.name!r}, which the op does not "
+                           f"declare (its attrs: {', '.join(attrs) or 'none'}){did_you_mean(read.name, attrs)}")
+            elif ATTR_TYPE[attr.type].aicpu is None:
+                message = (f"{spec.op}: {read.accessor}() reads attribute {read.name!r}, a {attr.type}: "
+                           f"compute functions get scalar and str attributes only")
+            elif (want := csource.AICPU_ATTR_FIELDS[read.accessor]) and want != AICPU_ATTR_FIELD.get(attr.type):
+                accessor = next((f for f, field in csource.AICPU_ATTR_FIELDS.items()
+                                 if field == AICPU_ATTR_FIELD.get(attr.type) and f.endswith(attr.type)), "aicpu_attr")
+                message = (f"{spec.op}: {read.accessor}() reads attribute {read.name!r}, a {attr.type} "
+                           f"(it would read 0); use {accessor}()")
+            else:
+                continue
+            self.problems.append(Problem(shown, read.line, read.col, message, ""))
 
     def check_tiling_keys(self) -> None:
         """The kernel's TILING_KEY_IS branches and the spec's tiling.keys agree (tiling_keys.py)."""

@@ -82,3 +82,25 @@ def test_build_outside_checkout_with_presets_vendor(tmp_path: Path, capsys) -> N
     runs = list((root / "build_out").glob("custom_opp_*.run"))
     assert len(runs) == 1 and "wrote" in capsys.readouterr().out
     assert not (REPO / "ops" / "add_custom_template" / "out").exists()
+
+
+@pytest.mark.parametrize("argv, project_dir, scons_args, packs", [
+    (["-j2", "SOC=ascend910b"], ".", ["-j2", "SOC=ascend910b"], False),
+    (["OPS=A", "SOC=ascend910b"], ".", ["OPS=A", "SOC=ascend910b"], False),
+    (["--package", "-j", "3", "OPS=A"], ".", ["-j3", "OPS=A"], True),
+    (["proj", "-j2", "OPS=A"], "proj", ["-j2", "OPS=A"], False),
+    (["proj", "--", "-c"], "proj", ["-c"], False),
+    (["--", "-j2"], ".", ["-j2"], False),
+])
+def test_build_takes_the_scons_options_at_the_front_door(monkeypatch, argv, project_dir, scons_args, packs) -> None:
+    """`opbuild build` passes scons ops' options on (-j N, NAME=value) with or without `--`
+    (issue 26: the front door for users who never type scons)."""
+    seen = []
+    monkeypatch.setattr(project, "build", lambda p, rest, pkg=False: seen.append((str(p), rest, pkg)) or 0)
+    assert main(["build", *argv]) == 0
+    assert seen == [(project_dir, scons_args, packs)]
+
+
+def test_build_refuses_zero_jobs(capsys) -> None:
+    assert main(["build", "-j", "0"]) == 1
+    assert capsys.readouterr().err == "opbuild build: error: -j 0: the number of jobs must be at least 1\n"

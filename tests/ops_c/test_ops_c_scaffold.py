@@ -107,3 +107,16 @@ def test_creates_the_ops_directory(tmp_path):
 
 def test_accepts_a_string_path(tmp_path):
     assert scaffold_op("StrPathOp", str(tmp_path)).is_dir()  # type: ignore[arg-type]
+
+
+def test_ai_cpu_scaffold_validates(tmp_path):
+    """`opbuild new --engine aicpu` (issue 26): op.yaml + compute.c of an AI CPU op with a
+    data-dependent output, which validates at once (its attribute read checked against the spec)."""
+    from opbuild.codegen.scaffold import AICPU_SCAFFOLD_FILES
+    from opbuild.spec import load_spec
+
+    op_dir = scaffold_op("GreaterCustom", tmp_path, engine="aicpu")
+    assert sorted(p.name for p in op_dir.iterdir()) == sorted(AICPU_SCAFFOLD_FILES)
+    spec = load_spec(op_dir / "op.yaml")
+    assert spec.is_aicpu and spec.data_dependent and spec.compute.symbol == "greater_custom_compute"
+    assert [a.name for a in spec.attrs] == ["threshold"]

@@ -205,3 +205,49 @@ def test_isolated_ai_cpu_tasks(ops, tmp_path):
         assert device.aicpu_tasks() == before + 3
     finally:
         device.set_isolation()
+
+
+def _aicpu_library(tmp_path, op_dir: str, compute: str):
+    """A libcust_aicpu_kernels.so of the sample op in ops/<op_dir> with `compute` as its compute
+    source (the generated registry, compiled and linked as the build does)."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from opbuild.codegen.aicpu import render_aicpu_registry
+    from opbuild.runtime.call.aicpu import AicpuLibrary
+    from opbuild.runtime_paths import native_include_dir
+    from opbuild.spec.loader import load_spec
+
+    cc = shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    spec = load_spec(Path(__file__).parents[2] / "ops" / op_dir / "op.yaml")
+    (tmp_path / "registry.c").write_text(render_aicpu_registry([spec]))
+    (tmp_path / "compute.c").write_text(compute)
+    lib = tmp_path / "libcust_aicpu_kernels.so"
+    subprocess.run([cc, "-shared", "-fPIC", f"-I{native_include_dir()}", "-o", str(lib), str(tmp_path / "registry.c"),
+                    str(tmp_path / "compute.c"), "-Wl,-z,defs"], check=True)
+    return AicpuLibrary(lib)
+
+
+def test_data_dependent_output_whose_shape_the_compute_never_sets(ops, tmp_path):
+    """Issue 26: a compute function returning AICPU_OK without aicpu_set_output_shape for a
+    data-dependent output is an error naming op, function, source and output, not the bound's
+    shape full of garbage."""
+    lib = _aicpu_library(tmp_path, "non_zero_custom", '#include "opbuild/aicpu.h"\n'
+                         "uint32_t non_zero_custom_compute(AicpuContext *ctx) { (void)ctx; return AICPU_OK; }\n")
+    x = np.array([[0, 1, 0], [2, 0, 3]], np.float32)
+    out = np.full((2, 6), -1, np.int64)
+    size, ex = ops.aclnnNonZeroCustomGetWorkspaceSize(x, out)
+    ex.library = lib
+    with pytest.raises(rt.AclnnError) as info:
+        ops.aclnnNonZeroCustom(None, size, ex, None)
+    from opbuild.runtime.errors import ACLNN_ERR_RUNTIME_ERROR
+
+    assert info.value.status == ACLNN_ERR_RUNTIME_ERROR
+    assert info.value.message == ("NonZeroCustom: the compute function non_zero_custom_compute (compute.c) returned "
+                                  "without setting the shape of data-dependent output 0 'y' (call "
+                                  "aicpu_set_output_shape(ctx, 0, ndim, dims)); its buffer holds no result of a known "
+                                  "shape")
+    assert ex.view_shapes is None

@@ -46,6 +46,8 @@ from opbuild.runtime.tensor import Tensor
 
 MAX_DIMS = 8
 ERROR_LEN = 256
+MAX_SHAPES_SET = 32
+"""AicpuContext.shapes_set has one bit per output for the first 32 (opbuild/aicpu.h)."""
 ATTR_TYPES = {t.name: t.aicpu for t in ATTR_TYPE.values() if t.aicpu is not None}
 """AICPU_ATTR_* of opbuild/aicpu.h (vocabulary.AttrType.aicpu; list attributes are not passed to
 compute functions)."""
@@ -63,7 +65,7 @@ class AicpuAttr(ctypes.Structure):
 
 class AicpuContext(ctypes.Structure):
     _fields_ = [("op_type", ctypes.c_char_p), ("n_inputs", ctypes.c_uint32), ("n_outputs", ctypes.c_uint32),
-                ("n_attrs", ctypes.c_uint32), ("reserved", ctypes.c_uint32),
+                ("n_attrs", ctypes.c_uint32), ("shapes_set", ctypes.c_uint32),
                 ("inputs", ctypes.POINTER(AicpuTensor)), ("outputs", ctypes.POINTER(AicpuTensor)),
                 ("attrs", ctypes.POINTER(AicpuAttr)), ("error", ctypes.c_char * ERROR_LEN)]
 
@@ -308,6 +310,13 @@ def _real_shapes(ex: AicpuExecutor, ctx: AicpuContext, outputs: list[np.ndarray]
             shapes.append(tuple(array.shape))
             continue
         t = ctx.outputs[i]
+        if i < MAX_SHAPES_SET and not ctx.shapes_set >> i & 1:
+            param, compute = ex.op.spec.outputs[i], ex.op.spec.compute
+            function = f"{compute.symbol} ({compute.source})" if compute is not None else "(unknown)"
+            raise AclnnError(ACLNN_ERR_RUNTIME_ERROR,
+                             f"{ex.op.name}: the compute function {function} returned without setting the shape "
+                             f"of data-dependent output {i} '{param.name}' (call aicpu_set_output_shape(ctx, {i}, ndim, dims)); its "
+                             f"buffer holds no result of a known shape")
         shape = tuple(t.dims[d] for d in range(t.ndim))
         if t.ndim != len(bound) or any(not 0 <= n <= b for n, b in zip(shape, bound)):
             raise AclnnError(ACLNN_ERR_RUNTIME_ERROR, f"{ex.op.name}: the compute function reported output {i} shape "

@@ -14,7 +14,8 @@
  * registry exports `RunCpuKernel` (the op info's functionName): the AI CPU calls it with a context
  * naming the op type, and it calls that op's compute function. Tensors are contiguous (row-major);
  * `dims` of an output with a data-dependent shape hold its upper bound until the compute function
- * sets the real shape; it writes its result from the start of the buffer.
+ * sets the real shape (aicpu_set_output_shape: a compute function that returns AICPU_OK without
+ * setting it fails the call); it writes its result from the start of the buffer.
  */
 #ifndef OPBUILD_AICPU_H
 #define OPBUILD_AICPU_H
@@ -63,7 +64,8 @@ typedef struct AicpuAttr {
 /* What one AI CPU task gets. */
 typedef struct AicpuContext {
     const char *op_type;
-    uint32_t n_inputs, n_outputs, n_attrs, reserved;
+    uint32_t n_inputs, n_outputs, n_attrs;
+    uint32_t shapes_set; /* bit i: aicpu_set_output_shape set output i's shape (i < 32) */
     AicpuTensor *inputs;
     AicpuTensor *outputs;
     const AicpuAttr *attrs;
@@ -136,6 +138,7 @@ static inline uint32_t aicpu_set_output_shape(AicpuContext *ctx, uint32_t i, int
                                (long long)t->dims[d]);
     }
     memcpy(t->dims, dims, (size_t)ndim * sizeof *dims);
+    if (i < 32) ctx->shapes_set |= 1u << i;
     return AICPU_OK;
 }
 
