@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="opbuild",
         description="Build system and runtime for CANN-style (Ascend) operator packages.",
     )
+    import opbuild
+
+    parser.add_argument("--version", action="version", version=f"opbuild {opbuild.version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for cmd in COMMANDS.values():
         sub = subparsers.add_parser(cmd.name, help=cmd.help, description=cmd.help)

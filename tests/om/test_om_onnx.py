@@ -410,3 +410,23 @@ def test_om_run_refuses_an_npy_of_no_op_dtype_in_one_line(opp, tmp_path, value, 
     assert r.returncode == 1 and r.stderr == (f"opbuild om run: error: --input x: x.npy holds {stored}, no dtype an "
                                               f"op takes; the model wants bfloat16\n"), r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_single_op_and_build_find_packages_by_ascend_opp_path(opp, tmp_path):
+    """Without --opp, `om single-op` and `om build` take the OPP tree of ASCEND_OPP_PATH (as atc and
+    the runtime do), not out/opp of the working directory."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("ASCEND")}, "ASCEND_OPP_PATH": str(opp)}
+    r = subprocess.run([sys.executable, "-m", "opbuild", "om", "single-op", "AddCustomTemplate", "-i",
+                        "x=float16[8,64]", "-i", "y=float16[8,64]", "-o", "a.om"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert parse_om((tmp_path / "a.om").read_bytes()).model_def["nodes"][0]["op"] == "vendors/customize:AddCustomTemplate"
+    path = _bf16_model(tmp_path)
+    r = subprocess.run([sys.executable, "-m", "opbuild", "om", "build", path.name, "-o", "b.om"], cwd=tmp_path,
+                       env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    env["ASCEND_OPP_PATH"] = str(tmp_path / "none")
+    r = subprocess.run([sys.executable, "-m", "opbuild", "om", "single-op", "AddCustomTemplate", "-i",
+                        "x=float16[8,64]", "-i", "y=float16[8,64]", "-o", "c.om"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "op AddCustomTemplate is in no package" in r.stderr and not (tmp_path / "c.om").exists()
