@@ -479,3 +479,14 @@ def test_unsupported_dtype(ops):
     x = np.ones(5, np.complex64)
     msg = _raises(ACLNN_ERR_PARAM_INVALID, ops.aclnnAddCustomTemplateGetWorkspaceSize, x, x, np.empty_like(x))
     assert "complex64" in msg
+
+
+def test_a_misspelt_keyword_of_a_one_shot_call_names_what_was_meant(builtin_copy):
+    ops = rt.import_ops(builtin_copy)
+    x = np.ones(4, np.float32)
+    with pytest.raises(TypeError) as exc:
+        ops.leaky_relu_custom(x, negative_slop=0.2, strem=None)
+    assert str(exc.value) == ("leaky_relu_custom() got unexpected keyword argument(s) 'negative_slop' (did you mean "
+                              "'negative_slope'?), 'strem' (did you mean 'stream'?); it takes: x, negative_slope, "
+                              "deterministic, impl_mode, stream")
+    np.testing.assert_array_equal(ops.leaky_relu_custom(-x, negative_slope=0.5), -0.5 * x)
