@@ -391,7 +391,9 @@ def _configure_env(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pc-dir", default=None, metavar="DIR",
                         help="where to write opbuild.pc (default: a directory under ~/.cache/opbuild/pkgconfig)")
     parser.add_argument("--package", action="append", default=[], metavar="PKG",
-                        help="also put PKG/op_api/lib on LD_LIBRARY_PATH (e.g. an installed vendors/<vendor>); repeatable")
+                        help="also put PKG/op_api/lib on LD_LIBRARY_PATH (e.g. an installed vendors/<vendor>); "
+                             "repeatable; default: the packages the runtime searches (ASCEND_CUSTOM_OPP_PATH, "
+                             "ASCEND_OPP_PATH's vendors by load priority, its built-in) that have op API libraries")
 
 
 @command("env", "print the exports C programs need (LD_LIBRARY_PATH, PKG_CONFIG_PATH): eval \"$(opbuild env)\"",
@@ -400,12 +402,28 @@ def _env(args: argparse.Namespace) -> int:
     from opbuild.abi.native_libs import NativeLibraryMissing
     from opbuild.deploy.setenv import env_script
 
+    from opbuild.runtime.errors import AclnnError
+
     try:
-        sys.stdout.write(env_script(Path(args.pc_dir) if args.pc_dir else None, [Path(p) for p in args.package]))
-    except (NativeLibraryMissing, OSError) as exc:
+        packages = [Path(p) for p in args.package] or _searched_packages()
+        script, warnings = env_script(Path(args.pc_dir) if args.pc_dir else None, packages)
+    except (NativeLibraryMissing, OSError, AclnnError) as exc:
         print(f"opbuild env: error: {exc}", file=sys.stderr)
         return 1
+    sys.stdout.write(script)
+    for warning in warnings:
+        print(f"opbuild env: {warning}", file=sys.stderr)
     return 0
+
+
+def _searched_packages() -> list[Path]:
+    """The packages the runtime searches (ASCEND_CUSTOM_OPP_PATH's, then ASCEND_OPP_PATH's vendors by
+    load priority, then built-in) that have op API libraries: `opbuild env` without --package puts
+    them on LD_LIBRARY_PATH in that order, as CANN's set_env.sh and the vendors' installers do."""
+    from opbuild.abi.package_layout import opapi_lib_dir
+    from opbuild.runtime.binaries.package import search_roots
+
+    return [root for root in search_roots() if (root / opapi_lib_dir()).is_dir()]
 
 
 def _configure_config(parser: argparse.ArgumentParser) -> None:
