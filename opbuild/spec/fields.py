@@ -110,7 +110,7 @@ SHAPE = _define("shape", Record(
     (
         Field("same_as", NAME, "the shape of this input", becomes="ShapeRule.kind/operands",
               check="build_shapes"),
-        Field("broadcast", List(NAME, min_items=1, unique=True), "numpy broadcasting of these inputs",
+        Field("broadcast", List(NAME, min_items=1, unique=True), "numpy broadcasting of these inputs (every tensor of a dynamic one)",
               becomes="ShapeRule.kind/operands", check="build_shapes"),
         Field("reduce", NAME, "this input reduced over `axes` (with `axes` and `keep_dims`)",
               becomes="ShapeRule.kind/operands", check="build_shapes"),

@@ -430,3 +430,17 @@ def test_single_op_and_build_find_packages_by_ascend_opp_path(opp, tmp_path):
                         "x=float16[8,64]", "-i", "y=float16[8,64]", "-o", "c.om"], cwd=tmp_path, env=env,
                        capture_output=True, text=True)
     assert r.returncode == 1 and "op AddCustomTemplate is in no package" in r.stderr and not (tmp_path / "c.om").exists()
+
+
+@pytest.mark.parametrize("shapes", ["x:2,4;y:4;z:1", None])
+def test_sum_with_broadcasting_matches_onnxruntime(opp, tmp_path, shapes):
+    """ONNX Sum broadcasts its inputs (multidirectional): AddNCustom does too, static and dynamic."""
+    path = save(tmp_path, [h.make_node("Sum", ["x", "y", "z"], ["s"], name="sum0")],
+                [_tensor("x", ["N", 4]), _tensor("y", [4]), _tensor("z", [1])], [_tensor("s", ["N", 4])],
+                opset=13, custom=False, name="sumb.onnx")
+    om = convert(path, opp, shapes)
+    rng = np.random.default_rng(2)
+    inputs = {"x": rng.random((2, 4), np.float32), "y": rng.random(4, np.float32), "z": rng.random(1, np.float32)}
+    got, want = run(om, inputs), reference(path, inputs)
+    assert got["s"].shape == (2, 4)
+    np.testing.assert_allclose(got["s"], want["s"], rtol=1e-6)

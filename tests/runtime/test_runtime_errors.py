@@ -285,10 +285,14 @@ def test_missing_tiling_library(package_copy):
 
 # ---- tiling -------------------------------------------------------------------------------------
 
-def test_add_n_with_mismatched_shapes(ops):
+def test_add_n_with_shapes_that_do_not_broadcast(ops):
+    """A list's shapes are the op's business: AddNCustom's shape rule and tiling refuse [2, 3] + [3, 2]."""
     xs = [np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)]
     msg = _raises(ACLNN_ERR_PARAM_INVALID, ops.aclnnAddNCustomGetWorkspaceSize, xs, np.empty((2, 3), np.float32))
-    assert "x[1] is float32[3, 2]" in msg and "x[0] is float32[2, 3]" in msg
+    assert msg == "AddNCustom: shapes do not broadcast: x[0][2, 3], x[1][3, 2]"
+    msg = _raises(ACLNN_ERR_PARAM_INVALID, ops.aclnnAddNCustomGetWorkspaceSize, [xs[0], xs[0].astype(np.float16)],
+                  np.empty((2, 3), np.float32))
+    assert msg == "AddNCustom: x[1] is float16[2, 3], x[0] is float32[2, 3]"
 
 
 def test_tiling_rejects_mismatched_shapes(ops):
