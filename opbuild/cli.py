@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="opbuild",
         description="Build system and runtime for CANN-style (Ascend) operator packages.",
     )
+    import opbuild
+
+    parser.add_argument("--version", action="version", version=f"opbuild {opbuild.version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for cmd in COMMANDS.values():
         sub = subparsers.add_parser(cmd.name, help=cmd.help, description=cmd.help)
@@ -437,7 +440,9 @@ def _configure_env(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pc-dir", default=None, metavar="DIR",
                         help="where to write opbuild.pc (default: a directory under ~/.cache/opbuild/pkgconfig)")
     parser.add_argument("--package", action="append", default=[], metavar="PKG",
-                        help="also put PKG/op_api/lib on LD_LIBRARY_PATH (e.g. an installed vendors/<vendor>); repeatable")
+                        help="also put PKG/op_api/lib on LD_LIBRARY_PATH (e.g. an installed vendors/<vendor>); "
+                             "repeatable; default: the packages the runtime searches (ASCEND_CUSTOM_OPP_PATH, "
+                             "ASCEND_OPP_PATH's vendors by load priority, its built-in) that have op API libraries")
 
 
 @command("env", "print the exports C programs need (LD_LIBRARY_PATH, PKG_CONFIG_PATH): eval \"$(opbuild env)\"",
@@ -446,12 +451,28 @@ def _env(args: argparse.Namespace) -> int:
     from opbuild.abi.native_libs import NativeLibraryMissing
     from opbuild.deploy.setenv import env_script
 
+    from opbuild.runtime.errors import AclnnError
+
     try:
-        sys.stdout.write(env_script(Path(args.pc_dir) if args.pc_dir else None, [Path(p) for p in args.package]))
-    except (NativeLibraryMissing, OSError) as exc:
+        packages = [Path(p) for p in args.package] or _searched_packages()
+        script, warnings = env_script(Path(args.pc_dir) if args.pc_dir else None, packages)
+    except (NativeLibraryMissing, OSError, AclnnError) as exc:
         print(f"opbuild env: error: {exc}", file=sys.stderr)
         return 1
+    sys.stdout.write(script)
+    for warning in warnings:
+        print(f"opbuild env: {warning}", file=sys.stderr)
     return 0
+
+
+def _searched_packages() -> list[Path]:
+    """The packages the runtime searches (ASCEND_CUSTOM_OPP_PATH's, then ASCEND_OPP_PATH's vendors by
+    load priority, then built-in) that have op API libraries: `opbuild env` without --package puts
+    them on LD_LIBRARY_PATH in that order, as CANN's set_env.sh and the vendors' installers do."""
+    from opbuild.abi.package_layout import opapi_lib_dir
+    from opbuild.runtime.binaries.package import search_roots
+
+    return [root for root in search_roots() if (root / opapi_lib_dir()).is_dir()]
 
 
 def _configure_config(parser: argparse.ArgumentParser) -> None:
@@ -497,28 +518,45 @@ def _configure_om(parser: argparse.ArgumentParser) -> None:
     b = sub.add_parser("build", help="compile a model (YAML, or ONNX through the packages' plugins) against an OPP "
                                      "tree into a self-contained .om")
     b.add_argument("model", metavar="MODEL.yaml|MODEL.onnx")
-    b.add_argument("--opp", default="out/opp", help="the OPP tree the ops come from (default: out/opp)")
+    b.add_argument("--opp", default=None, metavar="DIR", help=OPP_HELP)
     b.add_argument("--input-shape", default=None, metavar="NAME:D1,D2;...",
                    help="ONNX only: fix the inputs' dynamic dims, as ATC's --input_shape (e.g. \"x:1,3;y:1,3\")")
+    b.add_argument("--freeze-input", action="append", default=[], metavar="NAME=FILE.npy",
+                   help="ONNX only: make graph input NAME a constant of the array in FILE.npy (it may then "
+                        "give an op's attribute, e.g. ReduceSum's axes, and be folded); repeatable")
     b.add_argument("--soc", default=DEFAULT_SOC, help=f"ONNX only: the SoC to build for (default: {DEFAULT_SOC})")
-    b.add_argument("-o", "--output", required=True, metavar="MODEL.om")
+    b.add_argument("-o", "--output", required=True, metavar="MODEL.om", help="the .om to write")
     r = sub.add_parser("run", help="execute an .om (no op package needed)")
     r.add_argument("om", metavar="MODEL.om")
-    r.add_argument("--input", "-i", action="append", default=[], metavar="NAME=FILE.npy")
+    r.add_argument("--input", "-i", action="append", default=[], metavar="NAME=FILE.npy",
+                   help="the value of model input NAME, saved with numpy.save (bfloat16 as ml_dtypes writes "
+                        "it); repeatable, one per input")
     r.add_argument("--output-dir", required=True, metavar="DIR", help="writes <output name>.npy here")
     r.add_argument("--trust", action="store_true",
                    help="run the native code (kernels, .so files) and Python key rules the model carries; "
                         "without it such a model is refused (docs/om-format.md, Trust)")
     i = sub.add_parser("inspect", help="print the header, partitions, flags and packed .so files of an .om")
     i.add_argument("om", metavar="MODEL.om")
-    s = sub.add_parser("single-op", help="compile one op into an .om")
-    s.add_argument("op", metavar="OP")
-    s.add_argument("--input", "-i", action="append", default=[], metavar="NAME=DTYPE[dims]")
-    s.add_argument("--attr", "-a", action="append", default=[], metavar="NAME=VALUE")
-    s.add_argument("--opp", default="out/opp")
-    s.add_argument("--package", default=None, help="built-in or vendors/<name> (default: search order)")
-    s.add_argument("--soc", default=DEFAULT_SOC)
-    s.add_argument("-o", "--output", required=True, metavar="OP.om")
+    s = sub.add_parser("single-op", help="compile one op into an .om",
+                       description="compile one op of the OPP tree into a one-node .om (as atc --singleop does "
+                                   "for each entry of a single-op JSON)")
+    s.add_argument("op", metavar="OP", help="the op type, e.g. AddCustomTemplate")
+    s.add_argument("--input", "-i", action="append", default=[], metavar="NAME=DTYPE[dims]",
+                   help="an input tensor, e.g. x=float16[8,2048] (-1: a dynamic dim); repeat the name for each "
+                        "tensor of a dynamic input; an optional input may be left out")
+    s.add_argument("--attr", "-a", action="append", default=[], metavar="NAME=VALUE",
+                   help="an attribute value, read as YAML (e.g. negative_slope=0.2, axes=[1], keep_dims=true); "
+                        "attrs left out take the op's defaults")
+    s.add_argument("--opp", default=None, metavar="DIR", help=OPP_HELP)
+    s.add_argument("--package", default=None,
+                   help="take the op from this package: built-in or vendors/<name> (default: the first in "
+                        "search order that has it)")
+    s.add_argument("--soc", default=DEFAULT_SOC, help=f"the SoC to build for (default: {DEFAULT_SOC})")
+    s.add_argument("-o", "--output", required=True, metavar="OP.om", help="the .om to write")
+
+
+OPP_HELP = ("the OPP tree the ops come from (default: $ASCEND_OPP_PATH, else out/opp; without --opp the "
+            "packages of $ASCEND_CUSTOM_OPP_PATH are searched first, as atc and the runtime do)")
 
 
 @command("om", "SO in OM: build, run, inspect self-contained offline models (.om)", _configure_om)

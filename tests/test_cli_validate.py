@@ -122,3 +122,13 @@ def test_validate_checks_the_ops_together(ops_dir, capsys, monkeypatch):
         f"packages) [$.framework.onnx[0]]",
         "opbuild validate: 1 problem(s) in 1 file(s)"]
     assert _files(ops_dir) == before  # nothing written
+
+
+def test_version_is_the_distribution_version(capsys):
+    """`opbuild --version` prints the installed distribution's version (pyproject.toml's) and exits 0."""
+    import importlib.metadata
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out == f"opbuild {importlib.metadata.version('opbuild')}\n"

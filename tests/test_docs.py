@@ -164,3 +164,34 @@ def test_orig_dtype_macros_work_in_the_preprocessor(tmp_path):
     result = subprocess.run(["cc", "-std=gnu11", "-fsyntax-only", f"-I{INCLUDE}", *defines, str(source)],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+# ~~~ shown command outputs ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+def test_the_shown_validate_result_counts_the_sample_ops():
+    """docs/spec-format.md's `opbuild validate` line says what validate prints for ops/."""
+    from opbuild.spec import find_specs
+
+    shown = re.findall(r'"ok: (\d+) op specs"', (REPO / "docs" / "spec-format.md").read_text())
+    assert shown and {int(n) for n in shown} == {len(find_specs([REPO / "ops"]))}
+
+
+@pytest.fixture(scope="module")
+def sample_opp(tmp_path_factory):
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests" / "runtime"))
+    import pkgbuild
+
+    return pkgbuild.sample_build_summary(tmp_path_factory.getbasetemp())
+
+
+def test_the_shown_build_summary_is_the_sample_builds(sample_opp):
+    """docs/cli.md shows the summary line of a clean `scons -j2 ops` of ops/: the same counts as the
+    sample build of this test session (the time aside)."""
+    counts = re.compile(r"^(opbuild: ok: .*\)), [\d.]+ s$")
+    built = counts.match(sample_opp)
+    assert built, sample_opp
+    shown = [m.group(1) for line in (REPO / "docs" / "cli.md").read_text().splitlines()
+             if (m := counts.match(line.strip()))]
+    assert shown == [built.group(1)]

@@ -154,12 +154,9 @@ def environment() -> dict[str, str]:
 
 def pkg_config_text() -> str:
     """opbuild.pc: `pkg-config --cflags --libs opbuild` gives acl_cflags() and acl_libs()."""
-    from importlib.metadata import PackageNotFoundError, version
+    import opbuild
 
-    try:
-        ver = version("opbuild")
-    except PackageNotFoundError:
-        ver = "0"
+    ver = opbuild.version()
     return (f"includedir={include_dirs()[0]}\nlibdir={acl_library_dir()}\n\n"
             "Name: opbuild\nDescription: opbuild aclnn C ABI (acl/acl.h, aclnn/acl_meta.h) on the device simulator\n"
             f"Version: {ver}\nCflags: -I${{includedir}}\nLibs: -L${{libdir}} -l{_lib_name(ACL_LINK_NAME)}\n")

@@ -189,6 +189,15 @@ DTYPE_BY_ACL: Final[dict[int, DType]] = {d.acl: d for d in DTYPES_BY_GE_ORDER}
 DTYPE_BY_NUMPY: Final[dict[str, DType]] = {d.name: d for d in DTYPES}
 """numpy dtype name (`np.dtype(x).name`; ml_dtypes' bfloat16 is `bfloat16`) -> DType."""
 
+DTYPE_SPELLINGS: Final[dict[str, str]] = {
+    **{d.name: d.name for d in DTYPES},
+    **{d.ge_name.lower(): d.name for d in DTYPES},
+    "fp16": "float16", "half": "float16", "float": "float32", "fp32": "float32", "bf16": "bfloat16",
+    "double": "float64", "fp64": "float64",
+}
+"""Lowercase spellings of a dtype in use elsewhere (msopgen's `type`, GE's DT_ names, torch's and C's
+short names) -> the dtype name: msopgen IR JSON reads them, "did you mean" suggests from them."""
+
 
 # ---- formats -----------------------------------------------------------------------------------------
 

@@ -22,16 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from opbuild.abi.vocabulary import ATTR_TYPES, DTYPES, FORMAT_NAMES
+from opbuild.abi.vocabulary import ATTR_TYPES, DTYPE_SPELLINGS, DTYPES, FORMAT_NAMES
 from opbuild.suggest import did_you_mean
 
-DTYPE_ALIASES: dict[str, str] = {
-    **{d.name: d.name for d in DTYPES},
-    **{d.ge_name.lower(): d.name for d in DTYPES},
-    "fp16": "float16", "half": "float16", "float": "float32", "fp32": "float32", "bf16": "bfloat16",
-    "double": "float64", "fp64": "float64",
-}
-"""msopgen's `type` spellings (lowercase) -> opbuild dtype name."""
+DTYPE_ALIASES: dict[str, str] = DTYPE_SPELLINGS
+"""msopgen's `type` spellings (lowercase) -> opbuild dtype name: the vocabulary's table."""
 
 ATTR_ALIASES: dict[str, str] = {
     **{a.name: a.name for a in ATTR_TYPES},

@@ -104,12 +104,11 @@ def _op_context(spec: OpSpec) -> dict:
         call, rule = _shape_call(spec, i, p)
         outputs.append(_Output(i, p.name, call, rule))
     rows = [[DTYPE[p.dtype_at(c)].c_enum for p in (*spec.inputs, *spec.outputs)] for c in range(spec.combination_count)]
-    declared = "; ".join(", ".join(f"{p.name}={p.dtype_at(c)}" for p in spec.inputs) for c in range(spec.combination_count))
     return {
         "op": spec.op, "description": spec.description.replace("*/", "* /"), "shape_symbol": infer_shape_symbol(spec),
         "dtype_symbol": infer_dtype_symbol(spec), "outputs": outputs, "rows": rows,
         "inputs": [p.name for p in spec.inputs], "n_inputs": len(spec.inputs), "n_outputs": len(spec.outputs),
-        "declared": declared,
+        "declared": spec.declared_input_dtypes,
         "params": [(p.name, p.param_type, ", ".join(p.dtypes)) for p in spec.inputs],
         "out_params": [(o.name, ", ".join(p.dtypes), o.rule) for o, p in zip(outputs, spec.outputs)],
         "attrs": [(a.name, a.type) for a in spec.attrs],

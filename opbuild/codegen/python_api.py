@@ -76,13 +76,16 @@ def render_python_api(specs: list[OpSpec]) -> str:
         # One-shot wrappers are Pythonic: snake_case attribute keywords, defaults from the spec.
         required_attrs = [a.name for a in spec.attrs if a.required]
         optional_attrs = [f"{a.name}={nonfinite.python_literal(a.default)}" for a in spec.attrs if not a.required]
-        oneshot = inputs + required_attrs + ["*", *optional_attrs, "deterministic=None", "impl_mode=None", "stream=None"]
+        oneshot = inputs + required_attrs + ["*", *optional_attrs, "deterministic=None", "impl_mode=None", "stream=None",
+                                             "**unknown_keywords"]
+        keywords = [*inputs, *(a.name for a in spec.attrs), "deterministic", "impl_mode", "stream"]
         ops.append({
             "op": spec.op,
             "snake": spec.snake,
             "description": spec.description.replace("\\", "\\\\").replace('"', "'"),
             "phase1_params": inputs + attrs + outputs,
             "oneshot_params": oneshot,
+            "oneshot_keywords": _names(keywords),
             "input_args": _tuple(inputs),
             "attr_args": _tuple(attrs),
             "oneshot_attr_args": _tuple([a.name for a in spec.attrs]),

@@ -37,6 +37,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import opbuild
 from opbuild.abi import native_libs
 from opbuild.abi.package_layout import BUILTIN_DIR, host_arch
 from opbuild.abi.vocabulary import SOCS, Soc
@@ -88,15 +89,6 @@ def platform_ini(soc: Soc) -> str:
             f"[AICoreSpec]\nub_size={soc.ub_size}\n")
 
 
-def _opbuild_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("opbuild")
-    except PackageNotFoundError:
-        return "0"
-
-
 def setenv_text(prefix: Path, python: str) -> str:
     """bin/setenv.bash (= set_env.sh): CANN's variables for T, usable from a plain shell."""
     lib64 = prefix / lib_dir_name() / "lib64"
@@ -144,7 +136,7 @@ def plan(prefix: Path, opp: Path | None = None, python: str | None = None) -> di
         entries[f"{arch}/lib64/{lib}"] = Entry(link=str(acl))
     for soc in SOCS:
         entries[f"{arch}/data/platform_config/{soc.soc_version}.ini"] = Entry(platform_ini(soc).encode())
-    entries["compiler/version.info"] = Entry(f"Version={_opbuild_version()}\n".encode())
+    entries["compiler/version.info"] = Entry(f"Version={opbuild.version()}\n".encode())
     entries["opp/vendors/config.ini"] = Entry(b"load_priority=\n")
     if opp is not None:
         builtin = opp / BUILTIN_DIR

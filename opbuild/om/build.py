@@ -19,7 +19,6 @@ Dependency analysis (seed §3): only what the nodes use is packed —
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import json
 import math
 import platform as _platform
@@ -28,6 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+import opbuild
 from opbuild import safefile
 from opbuild.abi import package_layout as layout
 from opbuild.nonfinite import to_json
@@ -58,10 +58,7 @@ def host_cpu() -> str:
 
 def opp_version() -> str:
     """The runtime ABI the packed .so files are built against (TilingContext, kernel launch)."""
-    try:
-        return f"opbuild-{importlib.metadata.version('opbuild')}"
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover
-        return "opbuild-unknown"
+    return f"opbuild-{opbuild.version()}"
 
 
 def space_registry_name(os_name: str | None = None, cpu: str | None = None) -> str:

@@ -15,7 +15,7 @@ def _write(path: Path, data: bytes) -> None:
 
 
 def run_om_command(args: argparse.Namespace) -> int:
-    from opbuild.om.errors import OmError
+    from opbuild.om.errors import OmError, one_line
     from opbuild.runtime.errors import AclnnError
 
     prog = f"opbuild om {args.om_command}"
@@ -26,13 +26,17 @@ def run_om_command(args: argparse.Namespace) -> int:
             from opbuild.om.model_def import ONNX_FRAMEWORK
 
             onnx = Path(args.model).suffix.lower() == ".onnx"
-            data = build_om(_model(args), Path(args.opp), framework_type=ONNX_FRAMEWORK if onnx else "")
+            roots = opp_roots(args)
+            data = build_om(_model(args), roots.opp, framework_type=ONNX_FRAMEWORK if onnx else "",
+                            custom_roots=roots.custom)
             _write(Path(args.output), data)
             print(f"wrote {args.output} ({len(data)} bytes)")
         elif args.om_command == "single-op":
             from opbuild.om.single_op import build_single_op
 
-            data = build_single_op(args.op, args.input, args.attr, Path(args.opp), soc=args.soc, package=args.package)
+            roots = opp_roots(args)
+            data = build_single_op(args.op, args.input, args.attr, roots.opp, roots.custom, soc=args.soc,
+                                   package=args.package)
             _write(Path(args.output), data)
             print(f"wrote {args.output} ({len(data)} bytes)")
         elif args.om_command == "inspect":
@@ -46,16 +50,13 @@ def run_om_command(args: argparse.Namespace) -> int:
             from opbuild.om.loader import load_om
             from opbuild.om.run import OmRunner
 
-            inputs = {}
-            for text in args.input:
-                name, sep, file = text.partition("=")
-                if not sep:
-                    raise OmError(f"--input {text!r}: expected NAME=FILE.npy")
-                try:
-                    inputs[name] = np.load(file, allow_pickle=False)
-                except (OSError, ValueError) as exc:
-                    raise OmError(f"--input {name}: cannot load {file}: {exc}") from None
-            outputs = OmRunner(load_om(args.om, trust=args.trust)).run(inputs)
+            from opbuild.om.npy_input import read_npy
+
+            runner = OmRunner(load_om(args.om, trust=args.trust))
+            wanted = {i["name"]: i["dtype"] for i in runner.model.model_def["inputs"]}
+            inputs = {name: read_npy(file, f"--input {name}", wanted.get(name))
+                      for name, file in _named_files(args.input, "--input")}
+            outputs = runner.run(inputs)
             out_dir = Path(args.output_dir)
             out_dir.mkdir(parents=True, exist_ok=True)
             for name, value in outputs.items():
@@ -75,17 +76,35 @@ ONE_LINE_COMMANDS = frozenset({"run", "inspect"})
 """The commands that read an .om: their error is one line (a fuzzed file may produce any message)."""
 
 
-def one_line(text: str) -> str:
-    """`text` on one line: its lines joined with "; " (a runtime message listing the nearest
-    keys, an error quoting a name with a newline in it)."""
-    return "; ".join(part.strip() for part in text.splitlines() if part.strip())
-
-
 def output_file_stem(name: str) -> str:
     """The file name (without .npy) `om run` writes an output to: the tensor name with every
     character but letters, digits, `_`, `-` and `.` made `_` and no leading dot, so that a name
     from an ONNX graph (`/block/Add_output_0`) or an untrusted .om never leaves --output-dir."""
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name).lstrip(".") or "_"
+
+
+def _named_files(texts: list[str], option: str) -> list[tuple[str, str]]:
+    """NAME=FILE pairs of a repeated option (OmError for one without '=' or a name given twice)."""
+    from opbuild.om.errors import OmError
+
+    pairs: dict[str, str] = {}
+    for text in texts:
+        name, sep, file = text.partition("=")
+        if not sep or not name or not file:
+            raise OmError(f"{option} {text!r}: expected NAME=FILE.npy")
+        if name in pairs:
+            raise OmError(f"{option} names {name!r} twice")
+        pairs[name] = file
+    return list(pairs.items())
+
+
+def opp_roots(args: argparse.Namespace):
+    """The OPP tree and the custom package roots a command builds against: --opp when given (that
+    tree alone), else ASCEND_OPP_PATH (default out/opp) with ASCEND_CUSTOM_OPP_PATH's packages first,
+    as atc and the runtime find them."""
+    from opbuild.om.atc import Roots, package_roots
+
+    return Roots(Path(args.opp), []) if args.opp else package_roots()
 
 
 def _model(args: argparse.Namespace):
@@ -94,11 +113,17 @@ def _model(args: argparse.Namespace):
     from opbuild.om.errors import OmError
 
     if Path(args.model).suffix.lower() == ".onnx":
+        from opbuild.om.npy_input import read_npy
         from opbuild.om.onnx_model import onnx_model, parse_input_shapes
 
-        return onnx_model(args.model, args.opp, parse_input_shapes(args.input_shape), soc=args.soc)
-    if args.input_shape:
-        raise OmError("--input-shape is for ONNX models (a model YAML gives its shapes itself)")
+        frozen = {name: read_npy(file, f"--freeze-input {name}") for name, file in
+                  _named_files(args.freeze_input, "--freeze-input")}
+        roots = opp_roots(args)
+        return onnx_model(args.model, roots.opp, parse_input_shapes(args.input_shape), soc=args.soc,
+                          custom_roots=roots.custom, frozen_inputs=frozen)
+    for option, given in (("--input-shape", args.input_shape), ("--freeze-input", args.freeze_input)):
+        if given:
+            raise OmError(f"{option} is for ONNX models (a model YAML gives its shapes and weights itself)")
     from opbuild.om.model import load_model
 
     return load_model(args.model)

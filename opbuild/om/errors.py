@@ -24,6 +24,12 @@ class OmTrustError(OmError):
     """The .om carries native code or Python and was not trusted (see docs/om-format.md, Trust)."""
 
 
+def one_line(text: str) -> str:
+    """`text` on one line: its lines joined with "; " (a runtime message listing the nearest
+    keys, an error quoting a name with a newline in it, a third-party library's report)."""
+    return "; ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
 MAX_LISTED = 8
 """How many names an error lists before "... and N more" (a 100,000-op model's message stays short)."""
 

@@ -28,12 +28,14 @@ from opbuild.abi.vocabulary import DEFAULT_IMPL_MODE, DEFAULT_SOC
 from opbuild.codegen.framework_json import PluginFileError, read_onnx_plugins
 from opbuild.nonfinite import from_json
 from opbuild.om.build import _Packages
-from opbuild.om.errors import OmError
+from opbuild.om.errors import OmError, one_line
 from opbuild.om.model import Model, Node
 from opbuild.spec.checks import coerce_attr_value
 from opbuild.spec.model import OnnxOrigin, OpSpec
 
 STANDARD_DOMAIN = "ai.onnx"
+MAX_FOLDED_ELEMENTS = 1 << 24
+"""The largest tensor constant folding makes (elements): a folded node must not blow a model up."""
 MAX_ONNX_BYTES = 2 << 30
 """protobuf's own limit on one message (a model with external data is refused, see `_load`)."""
 
@@ -105,7 +107,7 @@ def _array(tensor, what: str) -> np.ndarray:
     onnx = _onnx()
     _dtype(tensor.data_type, what)
     try:
-        return np.ascontiguousarray(onnx.numpy_helper.to_array(tensor))
+        return np.asarray(onnx.numpy_helper.to_array(tensor), order="C")  # (ascontiguousarray would make a scalar 1-d)
     except Exception as exc:  # noqa: BLE001
         raise OmError(f"{what}: cannot read its data: {exc}") from None
 
@@ -159,6 +161,33 @@ def _attr_value(attr: Any) -> Any:
     return value
 
 
+def _schema_default(node, opset: int | None, name: str) -> tuple[bool, Any]:
+    """(True, value) when ONNX's schema of `node` at `opset` gives attribute `name` a default."""
+    onnx = _onnx()
+    if opset is None:
+        return False, None
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opset, "" if _domain(node.domain) == STANDARD_DOMAIN else node.domain)
+    except onnx.defs.SchemaError:
+        return False, None
+    attr = schema.attributes.get(name)
+    if attr is None or attr.required or not attr.default_value.name:
+        return False, None
+    return True, _attr_value(attr.default_value)
+
+
+def _at_schema_default(node, opset: int | None, attr: Any) -> bool:
+    """Whether the node's attribute `attr` holds the value ONNX's schema gives it by default: such an
+    attribute needs no counterpart in the op (a non-default value still does)."""
+    known, default = _schema_default(node, opset, attr.name)
+    if not known:
+        return False
+    value = _attr_value(attr)
+    if isinstance(default, float) or isinstance(value, float):
+        return bool(np.float32(default) == np.float32(value))
+    return value == default
+
+
 def _as_attr(spec: OpSpec, name: str, value: Any, what: str) -> Any:
     """An ONNX value as the op's attr `name` (an int fills a bool attr: ONNX has no booleans)."""
     attr_type = spec.attr(name).type
@@ -176,8 +205,9 @@ def _as_attr(spec: OpSpec, name: str, value: Any, what: str) -> Any:
 
 class _Converter:
     def __init__(self, path: Path, opp: Path, input_shapes: dict[str, tuple[int, ...]], soc: str,
-                 custom_roots: Sequence[Path] = ()) -> None:
+                 custom_roots: Sequence[Path] = (), frozen: dict[str, np.ndarray] | None = None) -> None:
         self.path = path
+        self.frozen = dict(frozen or {})
         self.model = _load(path)
         self.packages = _Packages(opp, soc, custom_roots)
         self.plugins = _Plugins(self.packages)
@@ -187,12 +217,14 @@ class _Converter:
         self.weights: dict[str, np.ndarray] = {}
         self.defined: set[str] = set()
         self.node_names: set[str] = set()
+        self.graph_inputs: set[str] = set()
 
     def convert(self) -> Model:
         graph = self.model.graph
         for init in graph.initializer:
             self.weights[init.name] = _array(init, f"initializer {init.name!r}")
             self.defined.add(init.name)
+        self.freeze(graph)
         inputs = [self.graph_input(v) for v in graph.input if v.name not in self.weights]
         unknown = sorted(set(self.input_shapes) - {name for name, _, _ in inputs})
         if unknown:
@@ -213,6 +245,34 @@ class _Converter:
         return Model(name, self.soc, False, DEFAULT_IMPL_MODE, inputs, weights, nodes,
                      outputs, source=self.path)
 
+    def freeze(self, graph) -> None:
+        """Make each `--freeze-input` graph input a weight of its given value (checked against the
+        input's declared dtype and dims): a constant that may feed attributes and be folded."""
+        declared = {v.name: v for v in graph.input if v.name not in self.weights}
+        for name, value in self.frozen.items():
+            if name not in declared:
+                raise OmError(f"--freeze-input {name}: not an input of the model (inputs: "
+                              f"{', '.join(declared) or 'none'})")
+            if name in self.input_shapes:
+                raise OmError(f"--freeze-input {name}: the input also has an --input-shape; give one of them")
+            what = f"--freeze-input {name}"
+            t = declared[name].type
+            if not t.HasField("tensor_type"):
+                raise OmError(f"{what}: only tensor inputs can be frozen")
+            want = _dtype(t.tensor_type.elem_type, what)
+            try:
+                got = dtype_name(value.dtype)
+            except ValueError:
+                got = str(value.dtype)
+            if got != want:
+                raise OmError(f"{what}: the value is {got}, the model declares {want}")
+            dims = [d.dim_value if d.HasField("dim_value") else -1 for d in t.tensor_type.shape.dim]
+            if len(dims) != value.ndim or any(d not in (-1, n) for d, n in zip(dims, value.shape)):
+                raise OmError(f"{what}: the value's shape {list(value.shape)} does not fit the model's "
+                              f"{['?' if d == -1 else d for d in dims]}")
+            self.weights[name] = np.asarray(value, order="C")
+            self.defined.add(name)
+
     def graph_input(self, value) -> tuple[str, str, tuple[int, ...]]:
         what = f"input {value.name!r}"
         t = value.type
@@ -227,6 +287,7 @@ class _Converter:
                               f"shape {['?' if d == -1 else d for d in dims]} of that input")
             dims = list(given)
         self.defined.add(value.name)
+        self.graph_inputs.add(value.name)
         return value.name, dtype, tuple(dims)
 
     def node_name(self, node, index: int) -> str:
@@ -249,6 +310,8 @@ class _Converter:
         if opset is None:
             raise OmError(f"node {name} ({onnx_op}): the model imports no opset of domain {domain}")
         plugin, outside = self.plugins.find(domain, node.op_type, opset)
+        if plugin is None and node.input and all(not t or t in self.weights for t in node.input):
+            return self.fold(node, name, opset)
         if plugin is None:
             if outside:
                 ranges = "; ".join(f"{p.op} of {p.vendor} for opsets {p.origin.opset_range()}" for p in outside)
@@ -287,14 +350,58 @@ class _Converter:
         self.defined.add(node.output[0])
         return None
 
+    def fold(self, node, name: str, opset: int) -> None:
+        """Evaluate a node no plugin maps whose inputs are all constants (ONNX's reference evaluator)
+        into weights, as ATC folds constants: the `axes` of a ReduceSum computed by Cast/Unsqueeze/...
+        from an initializer. Its output shapes must be known first and within MAX_FOLDED_ELEMENTS."""
+        onnx = _onnx()
+        what = f"node {name} ({_domain(node.domain)}::{node.op_type}, opset {opset}, all inputs constant)"
+        graph = onnx.helper.make_graph(
+            [node], "fold", [], [onnx.helper.make_value_info(o, onnx.TypeProto()) for o in node.output if o],
+            [onnx.numpy_helper.from_array(self.weights[t], t) for t in dict.fromkeys(t for t in node.input if t)])
+        model = onnx.helper.make_model(graph, opset_imports=list(self.model.opset_import))
+        model.ir_version = self.model.ir_version
+        try:
+            inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+        except Exception as exc:  # noqa: BLE001 - onnx.shape_inference.InferenceError
+            raise OmError(f"{what}: cannot fold it: {one_line(str(exc))}") from None
+        for value in inferred.graph.output:
+            shape = value.type.tensor_type.shape
+            if not value.type.HasField("tensor_type") or not shape.dim or not all(
+                    d.HasField("dim_value") for d in shape.dim):
+                if value.type.HasField("tensor_type") and value.type.tensor_type.HasField("shape") and not shape.dim:
+                    continue  # a scalar
+                raise OmError(f"{what}: cannot fold it: the shape of {value.name!r} is not known before "
+                              f"evaluating it, and no plugin maps {node.op_type}")
+            count = int(np.prod([d.dim_value for d in shape.dim], dtype=np.int64))
+            if count > MAX_FOLDED_ELEMENTS:
+                raise OmError(f"{what}: folding it would make {value.name!r} of {count} elements "
+                              f"(more than {MAX_FOLDED_ELEMENTS}); no plugin maps {node.op_type}")
+        from onnx.reference import ReferenceEvaluator
+
+        try:
+            results = ReferenceEvaluator(model).run(None, {})
+        except Exception as exc:  # noqa: BLE001 - any error of the evaluated op
+            raise OmError(f"{what}: folding it failed: {type(exc).__name__}: {one_line(str(exc))}") from None
+        for output, value in zip((o for o in node.output if o), results):
+            array = np.asarray(value, order="C")
+            _dtype(onnx.helper.np_dtype_to_tensor_dtype(array.dtype), f"{what}: output {output!r}")
+            self.weights[output] = array
+            self.defined.add(output)
+        return None
+
     def attrs(self, node, spec: OpSpec, origin: OnnxOrigin, where: str) -> dict[str, Any]:
         renames = dict(origin.attrs)
         names = {a.name for a in spec.attrs}
         values: dict[str, Any] = {}
         for attr in node.attribute:
             target = renames.get(attr.name, attr.name if attr.name in names else None)
+            if target is None and _at_schema_default(node, self.opsets.get(_domain(node.domain)), attr):
+                continue  # (an ONNX attribute spelled out at its default changes nothing)
             if target is None:
-                raise OmError(f"{where}: ONNX attribute {attr.name!r} maps to no attr of {spec.op} (its plugin maps "
+                known, default = _schema_default(node, self.opsets.get(_domain(node.domain)), attr.name)
+                at = f" = {_attr_value(attr)!r} (ONNX's default {default!r} would be accepted)" if known else ""
+                raise OmError(f"{where}: ONNX attribute {attr.name!r}{at} maps to no attr of {spec.op} (its plugin maps "
                               f"{', '.join(sorted(renames)) or 'no attribute'}; attrs: {', '.join(sorted(names)) or 'none'})")
             values[target] = _as_attr(spec, target, _attr_value(attr), f"{where}: attribute {attr.name}")
         for target, value in origin.defaults:
@@ -322,8 +429,10 @@ class _Converter:
                     by_param[target] = taken[0]
             elif taken:  # an attr from a constant input
                 if taken[0] not in self.weights:
+                    hint = (f"; it is a graph input: fix its value with --freeze-input {taken[0]}=FILE.npy"
+                            if taken[0] in self.graph_inputs else "")
                     raise OmError(f"{where}: input {i} ({taken[0]!r}) gives attr {target!r} and must be a constant "
-                                  f"(an initializer or a Constant node)")
+                                  f"(an initializer, a Constant node, or computed from constants){hint}")
                 attrs[target] = _as_attr(spec, target, self.weights[taken[0]], f"{where}: input {taken[0]}")
         out: list[Any] = []
         for p in spec.inputs:
@@ -350,7 +459,9 @@ class _Converter:
 
 
 def onnx_model(path: str | Path, opp: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None,
-               soc: str = DEFAULT_SOC, custom_roots: Sequence[Path] = ()) -> Model:
+               soc: str = DEFAULT_SOC, custom_roots: Sequence[Path] = (),
+               frozen_inputs: dict[str, np.ndarray] | None = None) -> Model:
     """The `Model` of the ONNX file at `path`, its nodes mapped by the plugins of the vendor
-    packages `custom_roots` (first) and the OPP tree `opp`."""
-    return _Converter(Path(path), Path(opp), input_shapes or {}, soc, custom_roots).convert()
+    packages `custom_roots` (first) and the OPP tree `opp`; each graph input named in
+    `frozen_inputs` becomes a constant of the value given."""
+    return _Converter(Path(path), Path(opp), input_shapes or {}, soc, custom_roots, frozen_inputs).convert()

@@ -230,8 +230,12 @@ class OmRunner:
             if name not in inputs:
                 raise OmError(f"model input {name!r} is missing (inputs: {listed(i['name'] for i in md['inputs'])})")
             a = np.asarray(inputs[name])
-            if dtype_name(a.dtype) != spec_in["dtype"]:
-                raise OmError(f"input {name}: dtype {dtype_name(a.dtype)}, the model wants {spec_in['dtype']}")
+            try:
+                given = dtype_name(a.dtype)
+            except ValueError:
+                given = str(a.dtype)
+            if given != spec_in["dtype"]:
+                raise OmError(f"input {name}: dtype {given}, the model wants {spec_in['dtype']}")
             want = spec_in["shape"]
             if len(a.shape) != len(want) or any(w != -1 and w != s for w, s in zip(want, a.shape)):
                 raise OmError(f"input {name}: shape {list(a.shape)}, the model wants {want}")

@@ -38,14 +38,15 @@ def parse_attr(text: str) -> tuple[str, Any]:
 
 
 def single_op_model(op: str, inputs: Sequence[str], attrs: Sequence[str], opp: Path, soc: str = DEFAULT_SOC,
-                    package: str | None = None, name: str | None = None):
+                    package: str | None = None, name: str | None = None, custom_roots: Sequence[Path] = ()):
     """The one-node model of `om single-op`: inputs as NAME=DTYPE[dims] (a dynamic input's
-    tensors repeat its name), attrs as NAME=VALUE."""
+    tensors repeat its name), attrs as NAME=VALUE; the op is searched in the vendor packages
+    `custom_roots` first, then in the OPP tree `opp`."""
     given: dict[str, list[tuple[str, list[int]]]] = {}
     for text in inputs:
         n, dt, dims = parse_tensor(text)
         given.setdefault(n, []).append((dt, dims))
-    return single_op_model_from(op, given, dict(parse_attr(a) for a in attrs), _Packages(Path(opp), soc),
+    return single_op_model_from(op, given, dict(parse_attr(a) for a in attrs), _Packages(Path(opp), soc, custom_roots),
                                 package=package, name=name)
 
 
@@ -90,8 +91,11 @@ def single_op_model_from(op: str, given: dict[str, list[tuple[str, list[int]]]],
     return model_from_dict(data, Path("."), f"single-op {op}")
 
 
-def build_single_op(op: str, inputs: Sequence[str], attrs: Sequence[str], opp: Path, **kw) -> bytes:
-    return build_om(single_op_model(op, inputs, attrs, opp, **kw), opp)
+def build_single_op(op: str, inputs: Sequence[str], attrs: Sequence[str], opp: Path,
+                    custom_roots: Sequence[Path] = (), **kw) -> bytes:
+    """The .om of `om single-op` (see `single_op_model`)."""
+    return build_om(single_op_model(op, inputs, attrs, opp, custom_roots=custom_roots, **kw), opp,
+                    custom_roots=custom_roots)
 
 
 def signature(model_def: dict[str, Any]) -> dict[str, Any]:

@@ -78,6 +78,18 @@ def execute(workspace: Any, workspace_size: int, executor: _executor.Executor, s
     return 0
 
 
+def refuse_keywords(function: str, given: dict[str, Any], known: Sequence[str]) -> None:
+    """The TypeError of a one-shot call given keyword arguments it does not take, naming each and
+    the parameter it probably meant (`negative_slop` -> `negative_slope`)."""
+    from opbuild.suggest import closest
+
+    wrong = []
+    for name in given:
+        meant = closest(name, known)
+        wrong.append(f"{name!r}" + (f" (did you mean {meant!r}?)" if meant else ""))
+    raise TypeError(f"{function}() got unexpected keyword argument(s) {', '.join(wrong)}; it takes: {', '.join(known)}")
+
+
 call_aicpu = _aicpu.call
 """The one-shot call of an AI CPU op (returns data-dependent outputs at their real shapes)."""
 

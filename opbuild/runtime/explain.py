@@ -20,7 +20,7 @@ from opbuild.abi.vocabulary import ATTR_TYPE
 from opbuild.keys import KeyContext, describe_call
 from opbuild.runtime import settings
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
-from opbuild.runtime.binaries.selection import OpRuntime, Selection, current_soc, nearest_keys
+from opbuild.runtime.binaries.selection import OpRuntime, Selection, current_soc, nearest_key_lines
 from opbuild.runtime.infer import infer_outputs
 
 _TENSOR_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<dtype>[a-z0-9]+)\[(?P<dims>[-0-9, ]*)\](?:@(?P<fmt>[A-Z]+))?$")
@@ -150,7 +150,7 @@ def explain(package_dir: Path, op_name: str, tensor_args: list[str], attr_args: 
         lines.append("binary:    NONE: no binary_info_config.json entry has this key")
         lines.append(f"searched:  {', '.join(str(f) for f in index.config_files)}")
         lines.append("nearest existing keys:")
-        lines += [f"    {k}  ->  {index.by_key[k].name}" for k in nearest_keys(key, existing)]
+        lines += [f"    {line}" for line in nearest_key_lines(spec, key, existing, index, used)]
         return 1, "\n".join(lines)
     lines += [f"binary:    {entry.name}", f"bin path:  {entry.bin_path}", f"json path: {entry.json_path}"]
     status, tiling = tiling_report(op, Selection(fragment, key, entry, package, used.impl_mode), used, inputs,

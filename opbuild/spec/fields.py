@@ -110,7 +110,7 @@ SHAPE = _define("shape", Record(
     (
         Field("same_as", NAME, "the shape of this input", becomes="ShapeRule.kind/operands",
               check="build_shapes"),
-        Field("broadcast", List(NAME, min_items=1, unique=True), "numpy broadcasting of these inputs",
+        Field("broadcast", List(NAME, min_items=1, unique=True), "numpy broadcasting of these inputs (every tensor of a dynamic one)",
               becomes="ShapeRule.kind/operands", check="build_shapes"),
         Field("reduce", NAME, "this input reduced over `axes` (with `axes` and `keep_dims`)",
               becomes="ShapeRule.kind/operands", check="build_shapes"),
@@ -123,7 +123,9 @@ SHAPE = _define("shape", Record(
         Field("data_dependent", Bool(), "AI CPU ops: the compute function reports the real shape (with `max`)",
               becomes="ShapeRule.kind/operands", check="build_shapes"),
         Field("max", List(Str(MAX_DIM, "{instance} is not a dimension bound: N, rank(<input>), size(<input>) or "
-                                       "dim(<input>, <axis>)", doc="N | rank(x) | size(x) | dim(x, i)"), min_items=1),
+                                       "dim(<input>, <axis>); quote a dim bound inside [...], as in "
+                                       "max: ['dim(x, 0)'] (YAML splits [dim(x, 0)] at its comma)",
+                              doc="N | rank(x) | size(x) | 'dim(x, i)'"), min_items=1),
               "the upper bound of each dimension of a data-dependent shape (with `data_dependent`)",
               becomes="ShapeRule.kind/operands", check="build_shapes"),
     ),

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Iterator, Literal, Sequence
 
 from opbuild.abi.vocabulary import DEFAULT_BINARY_IMPL_MODES, DEFAULT_CORE_TYPE, IMPL_MODE_INDEX
 
@@ -327,6 +327,23 @@ class OpSpec:
         """Every declared dtype/format column, as tensor name -> (dtype, format)."""
         for column in range(self.combination_count):
             yield {p.name: TensorChoice(p.dtype_at(column), p.format_at(column)) for p in self.tensors}
+
+    @property
+    def declared_input_dtypes(self) -> str:
+        """The declared columns' input dtypes, `x=float16, y=float16; x=float32, y=float32`: the
+        "(declared: ...)" of the wrong-dtype message, in the op_proto library's C (codegen/op_proto.py)
+        and in the runtime's key lookup alike."""
+        return "; ".join(", ".join(f"{p.name}={p.dtype_at(c)}" for p in self.inputs)
+                         for c in range(self.combination_count))
+
+    def undeclared_dtypes_message(self, input_dtypes: Sequence[str | None]) -> str | None:
+        """The wrong-dtype message when no declared column has these input dtypes (None: one has;
+        an absent input, None, matches any), worded as op_proto's infer_dtypes words it."""
+        for column in range(self.combination_count):
+            if all(dt is None or dt == p.dtype_at(column) for p, dt in zip(self.inputs, input_dtypes)):
+                return None
+        given = ", ".join(f"{p.name}={dt}" for p, dt in zip(self.inputs, input_dtypes) if dt is not None)
+        return f"{self.op}: no declared dtype combination has {given} (declared: {self.declared_input_dtypes})"
 
     @property
     def tiling_data_struct(self) -> str:

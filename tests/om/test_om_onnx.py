@@ -275,3 +275,172 @@ def test_non_zero_maps_to_the_ai_cpu_op(opp, tmp_path, shapes):
     got, want = run(om, x), reference(path, x)
     assert got["nz"].dtype == np.int64
     np.testing.assert_array_equal(got["nz"], want["nz"])
+
+
+# ~~~ what a converter should take (issue 26) ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+def _reduce_model(tmp_path: Path, extra_nodes=(), axes_input="axes", inits=(), graph_inputs=(), **attrs) -> Path:
+    nodes = list(extra_nodes) + [h.make_node("ReduceSum", ["x", axes_input], ["z"], name="sum0", **attrs)]
+    rank = 3 if attrs.get("keepdims", 1) else 2
+    z = h.make_tensor_value_info("z", T.FLOAT, [f"d{k}" for k in range(rank)])
+    return save(tmp_path, nodes, [_tensor("x", [2, 3, 4])] + list(graph_inputs), [z], list(inits),
+                opset=18, custom=False, name="reduce.onnx")
+
+
+def _x234() -> dict[str, np.ndarray]:
+    return {"x": np.random.default_rng(4).random((2, 3, 4), np.float32)}
+
+
+def test_an_onnx_attribute_at_its_default_needs_no_attr(opp, tmp_path):
+    """noop_with_empty_axes=0 spelled out (ONNX's default) is accepted though ReduceSumCustom has no such attr."""
+    path = _reduce_model(tmp_path, inits=[nh.from_array(np.array([-1], np.int64), "axes")], noop_with_empty_axes=0,
+                         keepdims=0)
+    inputs = _x234()
+    np.testing.assert_allclose(run(convert(path, opp), inputs)["z"], reference(path, inputs)["z"], rtol=1e-6)
+
+
+def test_an_onnx_attribute_off_its_default_is_an_error_naming_it(opp, tmp_path):
+    path = _reduce_model(tmp_path, inits=[nh.from_array(np.array([1], np.int64), "axes")], noop_with_empty_axes=1)
+    assert ("node sum0 (ai.onnx::ReduceSum, opset 18 -> ReduceSumCustom of built-in; packages searched: "
+            "vendors/customize, built-in): ONNX attribute 'noop_with_empty_axes' = 1 (ONNX's default 0 would be "
+            "accepted) maps to no attr of ReduceSumCustom") in _error(path, opp)
+
+
+def test_a_constant_chain_giving_an_attr_is_folded(opp, tmp_path):
+    """axes = Unsqueeze(Cast(Constant int32 1 -> int64), [0]): nodes no plugin maps, all inputs constant,
+    evaluated at conversion; the folded values become the attr, no weight is left over."""
+    nodes = [h.make_node("Constant", [], ["one"], value=nh.from_array(np.array(1, np.int32))),
+             h.make_node("Cast", ["one"], ["one64"], to=T.INT64),
+             h.make_node("Unsqueeze", ["one64", "zero"], ["axes"])]
+    path = _reduce_model(tmp_path, nodes, inits=[nh.from_array(np.array([0], np.int64), "zero")], keepdims=1)
+    om = convert(path, opp)
+    inputs = _x234()
+    np.testing.assert_allclose(run(om, inputs)["z"], reference(path, inputs)["z"], rtol=1e-6)
+    md = parse_om(om).model_def
+    assert md["weights"] == [] and [n["attrs"]["axes"] for n in md["nodes"]] == [[1]]
+
+
+def test_folding_refuses_a_blown_up_constant(opp, tmp_path):
+    """ConstantOfShape([1 << 25]) would be 32 Mi elements: refused before it is evaluated."""
+    nodes = [h.make_node("ConstantOfShape", ["shape"], ["big"], name="cos0",
+                         value=nh.from_array(np.array([1], np.int64))),
+             h.make_node("Mul", ["x", "big"], ["z"], name="mul0")]
+    path = save(tmp_path, nodes, [_tensor("x", [1 << 25])], [_tensor("z", [1 << 25])],
+                [nh.from_array(np.array([1 << 25], np.int64), "shape")], opset=18, custom=False)
+    assert ("node cos0 (ai.onnx::ConstantOfShape, opset 18, all inputs constant): folding it would make 'big' of "
+            "33554432 elements (more than 16777216); no plugin maps ConstantOfShape") in _error(path, opp)
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASCEND")}
+    return subprocess.run([sys.executable, "-m", "opbuild", "om", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True)
+
+
+def test_freeze_input_makes_a_graph_input_a_constant(opp, tmp_path):
+    """ReduceSum's axes as a graph input (as ONNX's node tests give it): refused with a hint, then built
+    with --freeze-input axes=axes.npy; the frozen input is no input of the .om any more."""
+    path = _reduce_model(tmp_path, graph_inputs=[_tensor("axes", [1], T.INT64)], keepdims=0)
+    np.save(tmp_path / "axes.npy", np.array([2], np.int64))
+    r = _cli("build", path.name, "--opp", str(opp), "-o", "m.om", cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr.strip().endswith(
+        "it is a graph input: fix its value with --freeze-input axes=FILE.npy"), r.stderr
+    assert not (tmp_path / "m.om").exists()
+    r = _cli("build", path.name, "--opp", str(opp), "-o", "m.om", "--freeze-input", "axes=axes.npy", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    md = parse_om((tmp_path / "m.om").read_bytes()).model_def
+    assert [i["name"] for i in md["inputs"]] == ["x"]
+    inputs = _x234()
+    want = reference(path, {**inputs, "axes": np.array([2], np.int64)})["z"]
+    np.testing.assert_allclose(run((tmp_path / "m.om").read_bytes(), inputs)["z"], want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("value, message", [
+    (np.array([2], np.int32), "--freeze-input axes: the value is int32, the model declares int64"),
+    (np.array([[2]], np.int64), "--freeze-input axes: the value's shape [1, 1] does not fit the model's [1]"),
+])
+def test_freeze_input_value_checked_against_the_declaration(opp, tmp_path, value, message):
+    path = _reduce_model(tmp_path, graph_inputs=[_tensor("axes", [1], T.INT64)])
+    np.save(tmp_path / "axes.npy", value)
+    r = _cli("build", path.name, "--opp", str(opp), "-o", "m.om", "--freeze-input", "axes=axes.npy", cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr == f"opbuild om build: error: {message}\n"
+
+
+def test_freeze_input_names_no_input(opp, tmp_path):
+    path = _reduce_model(tmp_path, graph_inputs=[_tensor("axes", [1], T.INT64)])
+    np.save(tmp_path / "q.npy", np.array([2], np.int64))
+    r = _cli("build", path.name, "--opp", str(opp), "-o", "m.om", "--freeze-input", "q=q.npy", cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr == ("opbuild om build: error: --freeze-input q: not an input of the "
+                                              "model (inputs: x, axes)\n")
+
+
+def _bf16_model(tmp_path: Path) -> Path:
+    return save(tmp_path, [h.make_node("LeakyRelu", ["x"], ["y"], name="act0", alpha=0.25)],
+                [_tensor("x", [3, 4], T.BFLOAT16)], [_tensor("y", [3, 4], T.BFLOAT16)], opset=16, custom=False,
+                name="bf16.onnx")
+
+
+def test_om_run_reads_a_bfloat16_npy(opp, tmp_path):
+    """numpy.save writes ml_dtypes' bfloat16 as raw 2-byte values (|V2): om run gives them the
+    model's dtype back."""
+    import ml_dtypes
+
+    path = _bf16_model(tmp_path)
+    assert _cli("build", path.name, "--opp", str(opp), "-o", "m.om", cwd=tmp_path).returncode == 0
+    x = (np.arange(12, dtype=np.float32).reshape(3, 4) - 6).astype(ml_dtypes.bfloat16)
+    np.save(tmp_path / "x.npy", x)
+    assert np.load(tmp_path / "x.npy").dtype.str == "|V2"
+    r = _cli("run", "m.om", "-i", "x=x.npy", "--output-dir", "out", "--trust", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    got = np.load(tmp_path / "out" / "y.npy").view(ml_dtypes.bfloat16)
+    want = np.where(x.astype(np.float32) < 0, x.astype(np.float32) * 0.25, x.astype(np.float32))
+    np.testing.assert_array_equal(got.astype(np.float32), want)
+
+
+@pytest.mark.parametrize("value, stored", [
+    (np.zeros(3, dtype=[("a", np.int32)]), "[('a', '<i4')]"),
+    (np.zeros(3, np.complex64), "complex64"),
+    (np.zeros(3, "V3"), "raw 3-byte values (|V3)"),
+])
+def test_om_run_refuses_an_npy_of_no_op_dtype_in_one_line(opp, tmp_path, value, stored):
+    path = _bf16_model(tmp_path)
+    assert _cli("build", path.name, "--opp", str(opp), "-o", "m.om", cwd=tmp_path).returncode == 0
+    np.save(tmp_path / "x.npy", value)
+    r = _cli("run", "m.om", "-i", "x=x.npy", "--output-dir", "out", "--trust", cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr == (f"opbuild om run: error: --input x: x.npy holds {stored}, no dtype an "
+                                              f"op takes; the model wants bfloat16\n"), r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_single_op_and_build_find_packages_by_ascend_opp_path(opp, tmp_path):
+    """Without --opp, `om single-op` and `om build` take the OPP tree of ASCEND_OPP_PATH (as atc and
+    the runtime do), not out/opp of the working directory."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("ASCEND")}, "ASCEND_OPP_PATH": str(opp)}
+    r = subprocess.run([sys.executable, "-m", "opbuild", "om", "single-op", "AddCustomTemplate", "-i",
+                        "x=float16[8,64]", "-i", "y=float16[8,64]", "-o", "a.om"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert parse_om((tmp_path / "a.om").read_bytes()).model_def["nodes"][0]["op"] == "vendors/customize:AddCustomTemplate"
+    path = _bf16_model(tmp_path)
+    r = subprocess.run([sys.executable, "-m", "opbuild", "om", "build", path.name, "-o", "b.om"], cwd=tmp_path,
+                       env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    env["ASCEND_OPP_PATH"] = str(tmp_path / "none")
+    r = subprocess.run([sys.executable, "-m", "opbuild", "om", "single-op", "AddCustomTemplate", "-i",
+                        "x=float16[8,64]", "-i", "y=float16[8,64]", "-o", "c.om"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "op AddCustomTemplate is in no package" in r.stderr and not (tmp_path / "c.om").exists()
+
+
+@pytest.mark.parametrize("shapes", ["x:2,4;y:4;z:1", None])
+def test_sum_with_broadcasting_matches_onnxruntime(opp, tmp_path, shapes):
+    """ONNX Sum broadcasts its inputs (multidirectional): AddNCustom does too, static and dynamic."""
+    path = save(tmp_path, [h.make_node("Sum", ["x", "y", "z"], ["s"], name="sum0")],
+                [_tensor("x", ["N", 4]), _tensor("y", [4]), _tensor("z", [1])], [_tensor("s", ["N", 4])],
+                opset=13, custom=False, name="sumb.onnx")
+    om = convert(path, opp, shapes)
+    rng = np.random.default_rng(2)
+    inputs = {"x": rng.random((2, 4), np.float32), "y": rng.random(4, np.float32), "z": rng.random(1, np.float32)}
+    got, want = run(om, inputs), reference(path, inputs)
+    assert got["s"].shape == (2, 4)
+    np.testing.assert_allclose(got["s"], want["s"], rtol=1e-6)

@@ -275,6 +275,25 @@ def test_add_n_matches_numpy(runner, dtype, shape, n):
     _check_split(t, xs[0].size, 48)
 
 
+@pytest.mark.parametrize("dtype", list(ADDN))
+@pytest.mark.parametrize("shapes", [
+    [(2, 3, 4), (4,), (3, 1)],            # three ranks
+    [(7, 1, 3), (1, 6, 1), (3,)],         # every tensor broadcast somewhere
+    [(5000,), (1,)],                      # more than one block, a scalar-like tensor
+    [(3, 1)] * 7 + [(1, 70)],             # 8 tensors, the broadcasting limit
+    [(0, 3), (3,)],                       # empty
+])
+def test_add_n_broadcasts_as_numpy(runner, dtype, shapes):
+    """ONNX Sum's multidirectional broadcasting: the kernel's strided path against numpy."""
+    rng = np.random.default_rng(11)
+    xs = [rand(shape, dtype, rng) for shape in shapes]
+    acc = [x.astype(np.float32) if dtype == "float16" else x for x in xs]
+    ref = functools.reduce(np.add, acc).astype(xs[0].dtype)
+    (y,), t = runner("AddNCustom").run(ADDN[dtype], [xs], [ref.shape])
+    np.testing.assert_array_equal(y, ref)
+    assert struct.unpack_from("<QQII", t.data, 0)[3] == len(ref.shape)  # rank: the broadcast path
+
+
 def test_add_n_int32_wraps(runner):
     xs = [np.array([2**31 - 1, -(2**31)], np.int32), np.array([1, -1], np.int32)]
     (y,), _ = runner("AddNCustom").run("AddNCustom_INT32", [xs], [(2,)])
@@ -313,10 +332,14 @@ def test_add_n_key_overflow_is_reported(tiling):
     "xs, y, message",
     [
         ([], Desc("float16", (2,)), "the tensor list x is empty"),
-        ([Desc("float16", (2,)), Desc("float16", (3,))], Desc("float16", (2,)), "x[1] has shape [3] but x[0] has [2]"),
+        ([Desc("float16", (2,)), Desc("float16", (3,))], Desc("float16", (2,)),
+         "x[1] [3] does not broadcast to y [2] (dim 0: 3 vs 2)"),
+        ([Desc("float16", (4,))] * 2, Desc("float16", (3, 4)), "y [3,4] is larger than the broadcast of the list"),
+        ([Desc("float16", (2, 1))] * 9 + [Desc("float16", (2, 3))], Desc("float16", (2, 3)),
+         "10 tensors of different shapes; broadcasting takes up to 8"),
         ([Desc("float16", (2,)), Desc("int32", (2,))], Desc("float16", (2,)), "x[1] has dtype 3 but x[0] has 1"),
         ([Desc("float32", (2,))], Desc("float16", (2,)), "y dtype 1 differs from x dtype 0"),
-        ([Desc("float32", (2,))], Desc("float32", (2, 1)), "y has shape [2,1] but x[0] has [2]"),
+        ([Desc("float32", (2,))], Desc("float32", (2, 1)), "x[0] [2] does not broadcast to y [2,1] (dim 1: 2 vs 1)"),
         ([Desc("uint8", (2,))], Desc("uint8", (2,)), "x[0] dtype 4 is not"),
     ],
 )

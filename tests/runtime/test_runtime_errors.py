@@ -84,21 +84,60 @@ def test_key_not_in_binary_info_config(builtin_copy):
     msg = _raises(ACLNN_ERR_PARAM_INVALID, ops.leaky_relu_custom, x)
     assert "no binary for key LeakyReluCustom/d=0,p=1/leaky_fp64" in msg
     assert str(builtin_copy.resolve()) in msg and "binary_info_config.json" in msg
-    nearest = msg.split("nearest existing keys of LeakyReluCustom:")[1].split()
-    assert nearest[0].startswith("LeakyReluCustom/d=0,p=1/leaky_")
-    assert all(k.startswith("LeakyReluCustom/") for k in nearest)
+    nearest = msg.split("nearest existing keys of LeakyReluCustom:\n")[1].splitlines()
+    assert nearest[0].startswith("    LeakyReluCustom/d=0,p=1/leaky_fp32  ->  LeakyReluCustom_FP32 (x=float32, y=float32)"
+                                 "  [takes this call's dtypes]")
+    assert all(line.startswith("    LeakyReluCustom/") and "  ->  LeakyReluCustom_" in line for line in nearest)
 
 
-def test_dtype_combination_without_binary(ops):
-    """The table rule has no row for float64: an invalid parameter, naming the rows that exist."""
+def test_nearest_keys_put_the_binaries_of_the_calls_dtypes_first(builtin_copy):
+    """A bf16 call whose rule builds `leaky_bfp16` (a typo): by spelling alone `leaky_fp16` comes first,
+    but its binary takes float16; the keys whose binaries take this call's bfloat16 are listed first."""
+    import ml_dtypes
+
+    ops, _ = _leaky_with_rule(builtin_copy, "def gen_simplified_key(ctx):\n    return 'leaky_bfp16'\n")
+    x = np.ones(8, ml_dtypes.bfloat16)
+    msg = _raises(ACLNN_ERR_PARAM_INVALID, ops.leaky_relu_custom, x)
+    nearest = msg.split("nearest existing keys of LeakyReluCustom:\n")[1].splitlines()
+    assert nearest[0] == ("    LeakyReluCustom/d=0,p=1/leaky_bf16  ->  LeakyReluCustom_BF16 (x=bfloat16, y=bfloat16)"
+                          "  [takes this call's dtypes]")
+    assert all("(x=bfloat16, y=bfloat16)  [takes this call's dtypes]" in line for line in nearest)
+
+
+def test_nearest_key_lines_rank_the_calls_dtypes_above_spelling():
+    """Keys `ssp_fp16` (a float16 binary) and `ssp_bf16_v2` (bfloat16): for a bfloat16 call that built
+    `ssp_bfp16`, spelling alone puts ssp_fp16 first; the binary that takes the call's dtype comes first."""
+    from types import SimpleNamespace as NS
+
+    from opbuild.keys.context import KeyContext
+    from opbuild.runtime.binaries.selection import nearest_key_lines, nearest_keys
+
+    keys = ("Op/d=0,p=1/ssp_fp16", "Op/d=0,p=1/ssp_bf16_v2")
+    assert nearest_keys("Op/d=0,p=1/ssp_bfp16", keys)[0] == keys[0]
+    spec = NS(inputs=[NS(name="x")], outputs=[NS(name="y")],
+              binaries=[NS(name="Op_FP16", when=(("x", NS(dtype="float16")), ("y", NS(dtype="float16")))),
+                        NS(name="Op_BF16", when=(("x", NS(dtype="bfloat16")), ("y", NS(dtype="bfloat16"))))])
+    index = NS(by_key={keys[0]: NS(name="Op_FP16"), keys[1]: NS(name="Op_BF16")})
+    ctx = KeyContext([[("bfloat16", "ND", (4,))]], [[("bfloat16", "ND", (4,))]], {}, 0, 1, "ascend910b")
+    assert nearest_key_lines(spec, "Op/d=0,p=1/ssp_bfp16", keys, index, ctx) == [
+        "Op/d=0,p=1/ssp_bf16_v2  ->  Op_BF16 (x=bfloat16, y=bfloat16)  [takes this call's dtypes]",
+        "Op/d=0,p=1/ssp_fp16  ->  Op_FP16 (x=float16, y=float16)",
+    ]
+
+
+def test_a_wrong_dtype_reads_the_same_on_every_path(ops):
+    """float64 is in no declared column: the two-phase call (whose key table has no row for it), the
+    one-shot call (whose output dtype cannot be inferred) and a default-mode op (whose key exists
+    nowhere) all say op_proto's "no declared dtype combination", with the declared columns."""
     x = np.ones(4, np.float64)
-    msg = _raises(ACLNN_ERR_PARAM_INVALID, ops.aclnnAddCustomTemplateGetWorkspaceSize, x, x, np.empty_like(x))
-    assert "float64" in msg and "custom_fp16" in msg and "custom_fp32" in msg
-    msg = _raises(ACLNN_ERR_PARAM_INVALID, ops.add_custom_template, x, x)  # one shot: cannot pick an output dtype
-    assert "no declared dtype combination has x=float64, y=float64" in msg
+    want = ("AddCustomTemplate: no declared dtype combination has x=float64, y=float64 (declared: x=float16, "
+            "y=float16; x=float32, y=float32)")
+    assert _raises(ACLNN_ERR_PARAM_INVALID, ops.aclnnAddCustomTemplateGetWorkspaceSize, x, x, np.empty_like(x)) == want
+    assert _raises(ACLNN_ERR_PARAM_INVALID, ops.add_custom_template, x, x) == want
     a, b = np.ones(4, np.float32), np.ones(4, np.float16)
-    msg = _raises(ACLNN_ERR_PARAM_INVALID, ops.aclnnMulCustomGetWorkspaceSize, a, b, np.empty(4, np.float32))
-    assert "MulCustom/d=0,p=1/0,2/1,2/0,2" in msg and "nearest existing keys" in msg
+    assert _raises(ACLNN_ERR_PARAM_INVALID, ops.aclnnMulCustomGetWorkspaceSize, a, b, np.empty(4, np.float32)) == (
+        "MulCustom: no declared dtype combination has x=float32, y=float16 (declared: x=float16, y=float16; "
+        "x=float32, y=float32; x=float16, y=float32; x=int32, y=int32)")
 
 
 # ---- the package on disk ------------------------------------------------------------------------
@@ -246,10 +285,14 @@ def test_missing_tiling_library(package_copy):
 
 # ---- tiling -------------------------------------------------------------------------------------
 
-def test_add_n_with_mismatched_shapes(ops):
+def test_add_n_with_shapes_that_do_not_broadcast(ops):
+    """A list's shapes are the op's business: AddNCustom's shape rule and tiling refuse [2, 3] + [3, 2]."""
     xs = [np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)]
     msg = _raises(ACLNN_ERR_PARAM_INVALID, ops.aclnnAddNCustomGetWorkspaceSize, xs, np.empty((2, 3), np.float32))
-    assert "x[1] is float32[3, 2]" in msg and "x[0] is float32[2, 3]" in msg
+    assert msg == "AddNCustom: shapes do not broadcast: x[0][2, 3], x[1][3, 2]"
+    msg = _raises(ACLNN_ERR_PARAM_INVALID, ops.aclnnAddNCustomGetWorkspaceSize, [xs[0], xs[0].astype(np.float16)],
+                  np.empty((2, 3), np.float32))
+    assert msg == "AddNCustom: x[1] is float16[2, 3], x[0] is float32[2, 3]"
 
 
 def test_tiling_rejects_mismatched_shapes(ops):
@@ -440,3 +483,14 @@ def test_unsupported_dtype(ops):
     x = np.ones(5, np.complex64)
     msg = _raises(ACLNN_ERR_PARAM_INVALID, ops.aclnnAddCustomTemplateGetWorkspaceSize, x, x, np.empty_like(x))
     assert "complex64" in msg
+
+
+def test_a_misspelt_keyword_of_a_one_shot_call_names_what_was_meant(builtin_copy):
+    ops = rt.import_ops(builtin_copy)
+    x = np.ones(4, np.float32)
+    with pytest.raises(TypeError) as exc:
+        ops.leaky_relu_custom(x, negative_slop=0.2, strem=None)
+    assert str(exc.value) == ("leaky_relu_custom() got unexpected keyword argument(s) 'negative_slop' (did you mean "
+                              "'negative_slope'?), 'strem' (did you mean 'stream'?); it takes: x, negative_slope, "
+                              "deterministic, impl_mode, stream")
+    np.testing.assert_array_equal(ops.leaky_relu_custom(-x, negative_slope=0.5), -0.5 * x)

@@ -117,6 +117,20 @@ def test_max_that_is_no_bound(tmp_path, bound):
     assert (line, col) == where(text, bound) and "is not a dimension bound" in message
 
 
+def test_an_unquoted_dim_bound_split_by_yaml_says_to_quote_it(tmp_path):
+    """`max: [dim(x, 0)]` is two YAML items, 'dim(x' and '0)': each error says how to write it."""
+    text = AICPU_SPEC.replace("[rank(x), size(x)]", "[size(x), dim(x, 0)]")
+    assert "[size(x), dim(x, 0)]" in text
+    found = problems(tmp_path, text)
+    assert [(line, col) for line, col, _ in found] == [where(text, "dim(x"), where(text, "0)]")]
+    assert found[0][2] == ("'dim(x' is not a dimension bound: N, rank(<input>), size(<input>) or dim(<input>, <axis>); "
+                           "quote a dim bound inside [...], as in max: ['dim(x, 0)'] (YAML splits [dim(x, 0)] at its "
+                           "comma)")
+    fixed = AICPU_SPEC.replace("[rank(x), size(x)]", "[size(x), 'dim(x, 0)']")
+    spec = load_spec(write_op(tmp_path, fixed, kernel=None, tiling=None, files={"compute.c": COMPUTE_C}))
+    assert spec.outputs[0].shape.operands == ("size(x)", "dim(x, 0)")
+
+
 def test_data_dependent_needs_max(tmp_path):
     text = AICPU_SPEC.replace(", max: [rank(x), size(x)]", "")
     [(line, col, message)] = problems(tmp_path, text)

@@ -60,6 +60,17 @@ def test_bad_enum_and_pattern(tmp_path):
     assert probs[1].json_path == "$.inputs[0].dtypes[1]"
 
 
+@pytest.mark.parametrize("spelling, meant", [("fp16", "float16"), ("half", "float16"), ("bf16", "bfloat16"),
+                                             ("FP32", "float32"), ("DT_INT32", "int32"), ("double", "float64")])
+def test_a_dtype_spelt_as_elsewhere_suggests_its_name(tmp_path, spelling, meant):
+    """fp16, half, bf16, DT_INT32: spellings of torch, C, msopgen and GE (difflib alone finds none)."""
+    text = BASE_SPEC.replace("[float16, float32]\noutputs", f"[float16, {spelling}]\noutputs")
+    [problem] = problems_of(tmp_path, text)
+    assert (problem.line, problem.col) == where(text, spelling)
+    assert problem.message.startswith(f"'{spelling}' is not one of: float16, float32")
+    assert problem.message.endswith(f"; did you mean '{meant}'?")
+
+
 def test_shape_needs_exactly_one_rule(tmp_path):
     text = BASE_SPEC.replace("shape: {same_as: x}", "shape: {same_as: x, function: f}")
     (p,) = problems_of(tmp_path, text)

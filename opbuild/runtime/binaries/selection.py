@@ -228,12 +228,22 @@ class OpRuntime:
                 raise AclnnError(ACLNN_ERR_INNER, f"{self.spec.op} has no usable gen_simplifiedkey func: {exc}") from None
         return self._fragment_fn
 
+    def check_declared_dtypes(self, ctx: KeyContext) -> None:
+        """161002 with op_proto's wrong-dtype message when no declared column has the call's input
+        dtypes: a call whose key cannot be built or found says the same as one whose outputs were
+        inferred (the one-shot path), not "the table has no entry" or "no binary for key"."""
+        dtypes = [ctx.input_dtype(i) if i < ctx.num_inputs else None for i in range(len(self.spec.inputs))]
+        message = self.spec.undeclared_dtypes_message(dtypes)
+        if message is not None:
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID, message)
+
     def fragment(self, ctx: KeyContext, package: Path) -> str:
         """The key tail for this call: the callback's fragment (checked) or the default groups."""
         fn = self.fragment_fn(package)
         try:
             fragment = fn(ctx)
         except KeyRuleError as exc:
+            self.check_declared_dtypes(ctx)
             # The table rule is the declared binaries themselves: no row means the op has no binary
             # for these parameters (invalid parameter); a callback that fails is an inner error.
             status = ACLNN_ERR_PARAM_INVALID if self.spec.key_rule.callback == "table" else ACLNN_ERR_INNER
@@ -285,7 +295,8 @@ class OpRuntime:
             for k in tried:
                 if k in index.skipped_keys:  # the entry with this key was skipped: its path left the package
                     raise index.skipped_keys[k]
-            message = self.miss_message(tried[0], index, package)
+            self.check_declared_dtypes(used)
+            message = self.miss_message(tried[0], index, package, used)
             if len(tried) > 1:
                 message += f"\n(no impl mode set: {tried[1]} was tried too)"
             raise AclnnError(ACLNN_ERR_PARAM_INVALID, message)
@@ -308,16 +319,52 @@ class OpRuntime:
                          {a.name: v for a, v in zip(self.spec.attrs, attr_values)}, d, p, soc)
         return self.select(ctx, soc, fallback)
 
-    def miss_message(self, key: str, index: BinaryIndex, package: Path) -> str:
+    def miss_message(self, key: str, index: BinaryIndex, package: Path, ctx: KeyContext | None = None) -> str:
         existing = index.keys_by_op.get(self.spec.op, ())
         skipped = "".join(f"\n  ({note})" for note in index.skipped.get(self.spec.op, ()))
         if not existing:
             where = ", ".join(str(f) for f in index.config_files) or f"no binary_info_config.json under {package / layout.kernel_config_dir(index.soc)}"
             return f"no binary for key {key}: op {self.spec.op} is not in {where}{skipped}"
-        nearest = "\n    ".join(nearest_keys(key, existing))
+        nearest = "\n    ".join(nearest_key_lines(self.spec, key, existing, index, ctx))
         files = ", ".join(str(f) for f in index.config_files)
         return (f"no binary for key {key} in package {package} ({files}); nearest existing keys of {self.spec.op}:\n    {nearest}"
                 f"{skipped}")
+
+
+def call_dtypes(spec, ctx: KeyContext) -> dict[str, str]:
+    """Tensor name -> dtype of a call (a list by its first element; absent tensors left out)."""
+    dtypes = {}
+    for params, count, dtype_of in ((spec.inputs, ctx.num_inputs, ctx.input_dtype),
+                                    (spec.outputs, ctx.num_outputs, ctx.output_dtype)):
+        for i, param in enumerate(params):
+            dt = dtype_of(i) if i < count else None
+            if dt:
+                dtypes[param.name] = dt
+    return dtypes
+
+
+def nearest_key_lines(spec, key: str, existing: tuple[str, ...], index: BinaryIndex,
+                      ctx: KeyContext | None) -> list[str]:
+    """`KEY  ->  BINARY (x=float16, ...)` for the existing keys nearest to `key`: first those whose
+    binary's `when` takes this call's dtypes (a key that differs by an attr, a format or d/p: the
+    likely fix), then the most similar by spelling. A bf16 call building `ssp_bfp16` is not sent to
+    `ssp_fp16`, whose binary takes float16: its dtypes are printed beside it."""
+    whens = {b.name: b.when for b in spec.binaries}
+    given = call_dtypes(spec, ctx) if ctx is not None else {}
+
+    def takes_call(k: str) -> bool:
+        when = whens.get(index.by_key[k].name, ())
+        return bool(given) and bool(when) and all(given.get(t) == c.dtype for t, c in when if t in given)
+
+    serving = [k for k in existing if takes_call(k)]
+    ranked = nearest_keys(key, tuple(serving)) + [k for k in nearest_keys(key, existing) if k not in serving]
+    lines = []
+    for k in ranked[:5]:
+        name = index.by_key[k].name
+        when = ", ".join(f"{t}={c.dtype}" for t, c in whens.get(name, ()))
+        lines.append(f"{k}  ->  {name}" + (f" ({when})" if when else "")
+                     + ("  [takes this call's dtypes]" if k in serving else ""))
+    return lines
 
 
 def searched_roots_text(explicit: Path | None) -> str:

@@ -56,33 +56,41 @@ static inline uint32_t infer_same_as(TilingContext *ctx, OpbuildTensorDesc *out,
     return OPBUILD_GRAPH_SUCCESS;
 }
 
-/* numpy's broadcast of the inputs listed in `inputs` (right-aligned, 1 stretches). The element
- * count must fit an intptr_t, numpy's limit for one array. */
+/* numpy's broadcast of the inputs listed in `inputs` (right-aligned, 1 stretches); a dynamic
+ * (tensor list) input takes part with every tensor of its list. The element count must fit an
+ * intptr_t, numpy's limit for one array. */
 static inline uint32_t infer_broadcast(TilingContext *ctx, OpbuildTensorDesc *out, const uint32_t *inputs,
                                        const char *const *names, uint32_t count) {
     char listed[OPBUILD_ERROR_LEN] = "";
     size_t used = 0;
     uint32_t rank = 0;
     for (uint32_t k = 0; k < count; ++k) {
-        const OpbuildTensorDesc *x = tiling_input(ctx, inputs[k]);
-        if (x == NULL) return infer_invalid(ctx, "%s: input %s is absent", ctx->op_type, names[k]);
-        char shape[160];
-        infer_shape_text(x, shape, sizeof shape);
-        if (used < sizeof listed)
-            used += (size_t)snprintf(listed + used, sizeof listed - used, "%s%s%s", k ? ", " : "", names[k], shape);
-        if (x->dim_num > rank) rank = x->dim_num;
+        uint32_t tensors = tiling_input_count(ctx, inputs[k]);
+        if (tensors == 0) return infer_invalid(ctx, "%s: input %s is absent", ctx->op_type, names[k]);
+        for (uint32_t t = 0; t < tensors; ++t) {
+            const OpbuildTensorDesc *x = tiling_dynamic_input(ctx, inputs[k], t);
+            char shape[160], item[16] = "";
+            infer_shape_text(x, shape, sizeof shape);
+            if (tensors > 1) snprintf(item, sizeof item, "[%u]", t);
+            if (used < sizeof listed)
+                used += (size_t)snprintf(listed + used, sizeof listed - used, "%s%s%s%s", used ? ", " : "", names[k],
+                                         item, shape);
+            if (x->dim_num > rank) rank = x->dim_num;
+        }
     }
     int64_t dims[OPBUILD_MAX_DIMS];
     for (uint32_t i = 0; i < rank; ++i) dims[i] = 1;
     for (uint32_t k = 0; k < count; ++k) {
-        const OpbuildTensorDesc *x = tiling_input(ctx, inputs[k]);
-        uint32_t skip = rank - x->dim_num;
-        for (uint32_t i = 0; i < x->dim_num; ++i) {
-            int64_t d = x->dims[i];
-            if (d == 1) continue;
-            if (dims[skip + i] != 1 && dims[skip + i] != d)
-                return infer_invalid(ctx, "%s: shapes do not broadcast: %s", ctx->op_type, listed);
-            dims[skip + i] = d;
+        for (uint32_t t = 0; t < tiling_input_count(ctx, inputs[k]); ++t) {
+            const OpbuildTensorDesc *x = tiling_dynamic_input(ctx, inputs[k], t);
+            uint32_t skip = rank - x->dim_num;
+            for (uint32_t i = 0; i < x->dim_num; ++i) {
+                int64_t d = x->dims[i];
+                if (d == 1) continue;
+                if (dims[skip + i] != 1 && dims[skip + i] != d)
+                    return infer_invalid(ctx, "%s: shapes do not broadcast: %s", ctx->op_type, listed);
+                dims[skip + i] = d;
+            }
         }
     }
     int64_t total = 1;
