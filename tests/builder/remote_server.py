@@ -22,6 +22,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import pytest
+
 NGINX = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if os.access(p, os.X_OK)),
                                       None)
 PREFIX = "/opbuild-cache"
@@ -166,3 +168,14 @@ class FaultServer:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+@pytest.fixture
+def nginx(tmp_path_factory: pytest.TempPathFactory):
+    """An Nginx WebDAV server on the loopback address for one test (skipped without nginx)."""
+    if NGINX is None:
+        pytest.skip("nginx is not installed (apt-get install nginx; .ci/run installs it)")
+    server = Nginx(tmp_path_factory.mktemp("nginx"))
+    server.start()
+    yield server
+    server.stop()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from build_helpers import SAMPLE_OPS, kill_group, snapshot_code, tree
-from remote_server import NGINX, FaultServer, Nginx
+from remote_server import FaultServer, nginx  # noqa: F401 - nginx: a fixture
 
 from opbuild.builder import remote
 
@@ -38,15 +38,6 @@ def _remote_line(stdout: str) -> str:
     assert len(lines) == 1, stdout[-3000:]
     return lines[0]
 
-
-@pytest.fixture
-def nginx(tmp_path_factory: pytest.TempPathFactory):
-    if NGINX is None:
-        pytest.skip("nginx is not installed (apt-get install nginx; .ci/run installs it)")
-    server = Nginx(tmp_path_factory.mktemp("nginx"))
-    server.start()
-    yield server
-    server.stop()
 
 
 def _with_native_libraries_built_here(code: Path) -> Path:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from build_helpers import REPO
-from remote_server import NGINX, FaultServer, Nginx, free_port
+from remote_server import FaultServer, free_port, nginx  # noqa: F401 - nginx: a fixture
 
 from opbuild.builder import cache, remote
 from opbuild.builder.stores import SharedStore
@@ -25,15 +25,6 @@ from opbuild.builder.stores import SharedStore
 SECRET = "team-secret"
 KEY = "ab" * 32
 
-
-@pytest.fixture
-def nginx(tmp_path_factory: pytest.TempPathFactory):
-    if NGINX is None:
-        pytest.skip("nginx is not installed (apt-get install nginx; .ci/run installs it)")
-    server = Nginx(tmp_path_factory.mktemp("nginx"))
-    server.start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

@@ -82,3 +82,26 @@ def sample_copy(root: Path, name: str) -> Path:
     dest = root / name
     shutil.copytree(OPS / name, dest)
     return dest / "op.yaml"
+
+
+# An AI CPU op (a data-dependent output, one bool attr) and the compute source it names.
+AICPU_SPEC = """\
+op: TestOp
+engine: aicpu
+inputs:
+  - name: x
+    dtypes: [float32, int32]
+outputs:
+  - name: y
+    dtypes: [int64]
+    shape: {data_dependent: true, max: [rank(x), size(x)]}
+attrs:
+  - {name: flag, type: bool, default: false}
+compute: {source: compute.c, entry: test_op_compute}
+"""
+
+COMPUTE_C = """\
+#include "opbuild/aicpu.h"
+
+uint32_t test_op_compute(AicpuContext *ctx) { return AICPU_OK; }
+"""

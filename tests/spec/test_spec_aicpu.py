@@ -5,28 +5,8 @@ from __future__ import annotations
 import pytest
 
 from opbuild.spec import SpecError, load_spec
-from spec_helpers import BASE_SPEC, where, write_op
+from spec_helpers import AICPU_SPEC, BASE_SPEC, COMPUTE_C, where, write_op
 
-AICPU_SPEC = """\
-op: TestOp
-engine: aicpu
-inputs:
-  - name: x
-    dtypes: [float32, int32]
-outputs:
-  - name: y
-    dtypes: [int64]
-    shape: {data_dependent: true, max: [rank(x), size(x)]}
-attrs:
-  - {name: flag, type: bool, default: false}
-compute: {source: compute.c, entry: test_op_compute}
-"""
-
-COMPUTE_C = """\
-#include "opbuild/aicpu.h"
-
-uint32_t test_op_compute(AicpuContext *ctx) { return AICPU_OK; }
-"""
 
 
 def problems(tmp_path, text: str, compute: str = COMPUTE_C) -> list[tuple[int, int, str]]:

@@ -10,6 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "builder"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "spec"))
 
 
 @pytest.fixture(scope="session")

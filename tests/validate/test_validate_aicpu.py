@@ -8,27 +8,8 @@ from pathlib import Path
 
 from opbuild.cli import main
 from opbuild.validate import validate_op
+from spec_helpers import AICPU_SPEC, COMPUTE_C
 
-AICPU_SPEC = """\
-op: TestOp
-engine: aicpu
-inputs:
-  - name: x
-    dtypes: [float32, int32]
-outputs:
-  - name: y
-    dtypes: [int64]
-    shape: {data_dependent: true, max: [rank(x), size(x)]}
-attrs:
-  - {name: flag, type: bool, default: false}
-compute: {source: compute.c, entry: test_op_compute}
-"""
-
-COMPUTE_C = """\
-#include "opbuild/aicpu.h"
-
-uint32_t test_op_compute(AicpuContext *ctx) { return AICPU_OK; }
-"""
 
 
 def where(text: str, needle: str) -> tuple[int, int]:
