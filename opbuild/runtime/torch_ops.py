@@ -14,7 +14,9 @@ their defaults), a CPU kernel and a fake (meta) kernel:
   allocates by), so `torch.compile(fullgraph=True)` traces functions using the ops without graph
   breaks. A symbolic (dynamic) dim is specialized to its value first (a guard, not a break): the
   compiled inference takes concrete shapes. A data-dependent output of an AI CPU op
-  (NonZeroCustom's) gets unbacked sizes bounded by its inferred bound, as torch.nonzero does.
+  (NonZeroCustom's) gets unbacked sizes bounded by its inferred bound, as torch.nonzero does;
+* an autograd formula whose backward raises: the ops have no gradients, and a backward through
+  one is an error naming it rather than torch's warning and a silent `x.grad = None`.
 
 Why here: torch is optional; nothing imports this module unless `register_torch()` is called.
 """
@@ -192,6 +194,20 @@ def _fake_kernel(torch: Any, op: OpRuntime):
     return fake
 
 
+def _no_backward(qualified: str, op: OpRuntime):
+    """The op's autograd formula: a backward that says the op has none. Without one torch only
+    warns and leaves the inputs' .grad None, a silently wrong training step; with it, a backward
+    through the op is a RuntimeError naming it (the forward, and anything under no_grad, run as
+    before)."""
+
+    def backward(ctx: Any, *grads: Any) -> Any:
+        raise RuntimeError(f"{qualified} ({op.spec.op}) has no backward: opbuild ops are forward-only, so no "
+                           f"gradient flows through it. Call it under torch.no_grad(), or on detached inputs, "
+                           f"when no gradient is needed")
+
+    return backward
+
+
 def register(ops: dict[str, OpRuntime], namespace: str | None = None) -> Any:
     """Define every op of `ops` (one package's) as torch.ops.<namespace>.<op_snake>; the
     namespace defaults to the package's directory name. Registering a namespace again returns
@@ -213,5 +229,7 @@ def register(ops: dict[str, OpRuntime], namespace: str | None = None) -> Any:
             lib.define(f"{name}{schema(op.spec)}")
             lib.impl(name, _cpu_kernel(torch, op), "CPU")
             torch.library.register_fake(f"{namespace}::{name}", _fake_kernel(torch, op), lib=lib)
+            torch.library.register_autograd(f"{namespace}::{name}", _no_backward(f"{namespace}::{name}", op),
+                                            lib=lib)
         _LIBRARIES[namespace] = lib
         return lib

@@ -137,3 +137,20 @@ def test_ai_cpu_ops_eager_and_fake(tops):
         assert all(isinstance(d, torch.SymInt) for d in y.shape)
         v, i = custom.sort_custom(mode.from_tensor(x))
         assert tuple(v.shape) == (2, 3) and i.dtype == torch.int64
+
+
+def test_a_backward_through_an_op_is_an_error_naming_it(tops):
+    """torch alone would warn and leave x.grad None (a silently wrong training step)."""
+    custom, builtin = tops
+    x = torch.ones(4, requires_grad=True)
+    y = torch.ones(4)
+    loss = (custom.add_custom_template(x, y) * 2).sum()
+    with pytest.raises(RuntimeError) as err:
+        loss.backward()
+    assert str(err.value) == ("customize::add_custom_template (AddCustomTemplate) has no backward: opbuild ops are "
+                              "forward-only, so no gradient flows through it. Call it under torch.no_grad(), or on "
+                              "detached inputs, when no gradient is needed")
+    with torch.no_grad():  # the forward runs as before
+        assert torch.equal(custom.add_custom_template(x, y), torch.full((4,), 2.0))
+    z = builtin.leaky_relu_custom(-x.detach())
+    assert not z.requires_grad and torch.equal(z, torch.full((4,), -0.01))
