@@ -1,0 +1,9 @@
+"""Which `.om` model a launch belongs to: set by OmRunner.run, read by the dump's selection
+(acl.json's `model_name`) and written into each launch's index."""
+
+from __future__ import annotations
+
+import contextvars
+
+CURRENT_MODEL: contextvars.ContextVar[str | None] = contextvars.ContextVar("opbuild_current_model", default=None)
+"""The name of the `.om` model whose node is being run, or None (a single-op call)."""
