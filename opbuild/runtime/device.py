@@ -585,6 +585,8 @@ def load_kernel(path: str | os.PathLike, symbol: str = LAUNCH_SYMBOL, label: str
     path = Path(path)
     if not path.is_file():
         raise DeviceError(f"kernel binary {path} does not exist")
+    if _MEMCHECK_PACKAGES in os.environ:  # under `opbuild memcheck`: the instrumented build's binary
+        path = instrumented_binary(path)
     check_sanitizer(path, "kernel binary")
     try:
         dll = ctypes.CDLL(str(path), mode=os.RTLD_NOW | os.RTLD_LOCAL)
@@ -599,6 +601,20 @@ def load_kernel(path: str | os.PathLike, symbol: str = LAUNCH_SYMBOL, label: str
     if arg_names:
         _L().sim_register_kernel_args(address, ",".join(arg_names).encode("utf-8", "replace"))
     return KernelBinary(path, symbol, dll, address)
+
+
+from opbuild.runtime.debug.variant import ENV as _MEMCHECK_PACKAGES  # noqa: E402
+
+
+def instrumented_binary(path: Path) -> Path:
+    """The memory checker's build of a kernel or AI CPU library (runtime/debug/variant.py);
+    DeviceError when that build lacks it."""
+    from opbuild.runtime.debug.variant import instrumented
+
+    try:
+        return instrumented(path)
+    except ValueError as exc:
+        raise DeviceError(str(exc)) from None
 
 
 def check_sanitizer(path: Path, what: str) -> None:

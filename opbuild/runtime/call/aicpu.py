@@ -77,11 +77,12 @@ class AicpuLibrary:
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            device.check_sanitizer(path, "AI CPU kernel library")
+            loaded = device.instrumented_binary(path)  # under `opbuild memcheck`: the instrumented build
+            device.check_sanitizer(loaded, "AI CPU kernel library")
         except device.DeviceError as exc:
             raise AclnnError(ACLNN_ERR_INNER, str(exc)) from None
         try:
-            self.dll = ctypes.CDLL(str(path), mode=ctypes.RTLD_LOCAL)
+            self.dll = ctypes.CDLL(str(loaded), mode=ctypes.RTLD_LOCAL)
             run = self.dll.RunCpuKernel
             table = self.dll.opbuild_aicpu_kernels
         except (OSError, AttributeError) as exc:

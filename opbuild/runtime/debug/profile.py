@@ -272,3 +272,18 @@ def format_summary(rows: list[OpSummary]) -> str:
     if not rows:
         lines.append("(no launches recorded)")
     return "\n".join(lines)
+
+
+def merge_traces(paths: list[Path]) -> dict:
+    """One trace of the per-process traces `opbuild prof` collected (an unreadable one is skipped
+    with a line on stderr: the process died before writing it whole)."""
+    events: list[dict] = []
+    for path in paths:
+        try:
+            events.extend(json.loads(path.read_text()).get("traceEvents", []))
+        except (OSError, ValueError, AttributeError) as exc:
+            print(f"opbuild prof: {path.name}: unreadable trace skipped: {exc}", file=sys.stderr)
+    meta = [e for e in events if e.get("ph") == "M"]
+    rest = sorted((e for e in events if e.get("ph") != "M"), key=lambda e: e.get("ts", 0))
+    return {"traceEvents": meta + rest, "displayTimeUnit": "ns",
+            "otherData": {"tool": "opbuild prof", "clock": "CLOCK_MONOTONIC"}}
