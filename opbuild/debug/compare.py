@@ -88,6 +88,11 @@ def _as_numpy(value: Any) -> np.ndarray:
 
 def compare_arrays(actual: np.ndarray, reference: np.ndarray, tolerance: float) -> dict:
     """The metrics of one tensor (see the module docstring)."""
+    with np.errstate(all="ignore"):
+        return _metrics(actual, reference, tolerance)
+
+
+def _metrics(actual: np.ndarray, reference: np.ndarray, tolerance: float) -> dict:
     a = actual.astype(np.float64).reshape(-1)
     r = reference.astype(np.float64).reshape(-1)
     both_nan = np.isnan(a) & np.isnan(r)
@@ -96,8 +101,7 @@ def compare_arrays(actual: np.ndarray, reference: np.ndarray, tolerance: float) 
     diff = np.where(finite, np.abs(a - r), 0.0)
     diff = np.where(np.isnan(diff), np.inf, diff)  # NaN against a number
     denom = np.abs(r)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(diff == 0, 0.0, diff / denom)
+    rel = np.where(diff == 0, 0.0, diff / denom)
     bad = diff > tolerance + tolerance * np.where(np.isfinite(denom), denom, 0.0)
     over = int(np.count_nonzero(bad))
     first = [int(i) for i in np.unravel_index(int(np.argmax(bad)), actual.shape)] if over else None
@@ -170,9 +174,10 @@ def compare_dump(dump_dir: Path, reference: str, tolerances: dict[str, float] | 
     """Every tensor of the dump against the reference (a directory or a Python module)."""
     tol = dict(TOLERANCES, **(tolerances or {}))
     results = []
+    found = launches(dump_dir)
     ref_dir = Path(reference)
     module = None if ref_dir.is_dir() else load_reference_module(reference)
-    for directory, index in launches(dump_dir):
+    for directory, index in found:
         launch = directory.name
         if module is None:
             for kind in ("inputs", "outputs"):

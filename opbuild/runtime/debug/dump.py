@@ -31,7 +31,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from opbuild.runtime.call import launch
-from opbuild.runtime.debug.context import CURRENT_MODEL
+from opbuild.runtime.debug.context import CURRENT_MODEL, CURRENT_NODE
 
 DUMP_MODES = ("input", "output", "all")
 DEFAULT_MODE = "output"  # CANN's default dump_mode
@@ -216,17 +216,17 @@ class Dumper(launch.LaunchHook):
         with self._lock:
             return next(self._seq)
 
-    def _record(self, op: str, node: str | None, stream: Any, record: dict, ins: list, outs: list) -> Any:
+    def _record(self, op: str, stream: Any, record: dict, ins: list, outs: list) -> Any:
         seq = self._next()
         if stream is not None and stream.handle is None:
             stream = None  # the default stream: synchronous
-        model = CURRENT_MODEL.get()
+        model, node = CURRENT_MODEL.get(), CURRENT_NODE.get()
         if not self.config.selection.selects(op, model, node):
             return None
         mode = self.config.mode
         directory = self.config.path / f"{seq:06d}.{op}"
         index = {"op": op, **record, "stream": "default" if stream is None or stream.handle is None else hex(stream.handle),
-                 "sequence": seq, "model": model, "dump_mode": mode, "inputs": [], "outputs": []}
+                 "sequence": seq, "model": model, "node": node, "dump_mode": mode, "inputs": [], "outputs": []}
 
         def write(kind: str, tensors: list) -> None:
             directory.mkdir(parents=True, exist_ok=True)
@@ -266,7 +266,7 @@ class Dumper(launch.LaunchHook):
                   "simplified_key": sel.full_key if sel is not None else None, "tiling_key": plan.tiling_key,
                   "block_dim": plan.block_dim, "workspace_size": plan.workspace_size,
                   "attrs": _attrs(plan.op.spec, plan.attrs)}
-        return self._record(plan.op.name, None, stream, record, ins, outs)
+        return self._record(plan.op.name, stream, record, ins, outs)
 
     def aicpu(self, executor: Any, stream: Any) -> Any:
         spec = executor.op.spec
@@ -279,7 +279,7 @@ class Dumper(launch.LaunchHook):
 
         record = {"engine": "aicpu", "binary": executor.library.path.name, "simplified_key": None,
                   "tiling_key": None, "block_dim": 1, "workspace_size": 0, "attrs": _attrs(spec, executor.attrs)}
-        return self._record(executor.op.name, None, stream, record, ins, outs)
+        return self._record(executor.op.name, stream, record, ins, outs)
 
 
 # ---- turning it on and off ------------------------------------------------------------------------
