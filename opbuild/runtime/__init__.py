@@ -95,9 +95,9 @@ def _start_debug_tools_from_env() -> None:
     if os.environ.get("OPBUILD_DUMP"):
         from opbuild.runtime.debug import dump as _dump_mod
 
-        config = _dump_mod.config_from_env()
+        config = _dump_mod.config_from_env()  # DumpConfigError (one line naming the variable) if bad
         if config is not None:
-            _dump_mod.start(config)
+            _dump_mod.start(config, "OPBUILD_DUMP")
     if os.environ.get("OPBUILD_PROFILE"):
         from opbuild.runtime.debug import profile as _profile
 

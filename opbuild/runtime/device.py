@@ -609,12 +609,15 @@ from opbuild.runtime.debug.variant import ENV as _MEMCHECK_PACKAGES  # noqa: E40
 def instrumented_binary(path: Path) -> Path:
     """The memory checker's build of a kernel or AI CPU library (runtime/debug/variant.py);
     DeviceError when that build lacks it."""
-    from opbuild.runtime.debug.variant import instrumented
+    from opbuild.runtime.debug.variant import instrumented, warn_unchecked
 
     try:
-        return instrumented(path)
+        loaded = instrumented(path)
     except ValueError as exc:
         raise DeviceError(str(exc)) from None
+    if loaded is path:
+        warn_unchecked(path)
+    return loaded
 
 
 def check_sanitizer(path: Path, what: str) -> None:

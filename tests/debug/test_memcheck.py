@@ -82,7 +82,7 @@ def test_memcheck_finds_the_out_of_bounds_write_with_its_source_line(buggy_proje
     assert all(not Path(p).is_relative_to(instrumented) for p in eval(plain.stdout.splitlines()[-1][7:]))  # noqa: S307
 
 
-def test_a_file_missing_from_the_instrumented_build_is_an_error(tmp_path, monkeypatch):
+def test_a_file_missing_from_the_instrumented_build_is_an_error(tmp_path, monkeypatch, capsys):
     plain, instr = tmp_path / "opp", tmp_path / "memcheck" / "opp"
     (plain / "k").mkdir(parents=True)
     (plain / "k" / "K.so").write_bytes(b"x")
@@ -95,6 +95,13 @@ def test_a_file_missing_from_the_instrumented_build_is_an_error(tmp_path, monkey
     (instr / "k" / "K.so").write_bytes(b"y")
     assert variant.instrumented(plain / "k" / "K.so") == (instr / "k" / "K.so").resolve()
     assert variant.instrumented(tmp_path / "elsewhere.so") == tmp_path / "elsewhere.so"
+    from opbuild.runtime import device
+
+    elsewhere = tmp_path / "elsewhere.so"
+    assert device.instrumented_binary(elsewhere) is elsewhere
+    device.instrumented_binary(elsewhere)  # said once
+    assert capsys.readouterr().err == (f"opbuild memcheck: {elsewhere} is not in the checked build ({variant.ENV}): "
+                                       "its memory accesses are not checked\n")
     monkeypatch.setenv(variant.ENV, "no-equals-sign")
     with pytest.raises(ValueError, match="expected PLAIN_OPP=INSTRUMENTED_OPP"):
         variant.instrumented(plain / "k" / "K.so")

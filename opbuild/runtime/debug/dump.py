@@ -5,9 +5,10 @@ process, dumped or not, from 0):
 
     <dump_path>/<seq:06d>.<Op>/input.<i>.<name>.npy      (dump_mode input or all)
     <dump_path>/<seq:06d>.<Op>/output.<i>.<name>.npy     (dump_mode output or all)
-    <dump_path>/<seq:06d>.<Op>/launch.json               the index: op, binary, simplified key,
-                                                          tensors (file, shape, dtype), tiling key,
-                                                          block dim, stream, sequence, model
+    <dump_path>/<seq:06d>.<Op>/launch.json               the index: op, engine, binary, simplified
+                                                          key, attrs, tiling key, block dim, workspace
+                                                          size, stream, sequence, model and node,
+                                                          tensors (file, shape, dtype), status
 
 Turned on by `aclInit(acl.json)` with a "dump" object (CANN's fields: `dump_path`, `dump_mode`,
 `dump_list` of `{"model_name"?, "layer"?: [op names]}`, `dump_op_switch`, `dump_data`), by
@@ -287,10 +288,14 @@ class Dumper(launch.LaunchHook):
 _active: dict[str, Any] = {"dumper": None, "unregister": None}
 
 
-def start(config: DumpConfig) -> Dumper:
-    """Dump from now on with `config` (replacing a dump already on)."""
+def start(config: DumpConfig, source: str = "dump") -> Dumper:
+    """Dump from now on with `config` (replacing a dump already on). DumpConfigError naming
+    `source` (the file or variable it came from) when the dump directory cannot be made."""
     stop()
-    config.path.mkdir(parents=True, exist_ok=True)
+    try:
+        config.path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DumpConfigError(f"{source}: cannot create the dump directory {config.path}: {exc.strerror}") from None
     dumper = Dumper(config)
     _active["dumper"] = dumper
     _active["unregister"] = launch.add_launch_hook(dumper)
@@ -336,7 +341,7 @@ def dump(path: str | os.PathLike, mode: str = DEFAULT_MODE, ops: Iterable[str] |
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"dump mode must be one of {', '.join(DUMP_MODES)}, not {mode!r}")
     if isinstance(ops, str):
         ops = [ops]
-    return DumpSession(start(DumpConfig(Path(path), mode, _selection(ops))))
+    return DumpSession(start(DumpConfig(Path(path), mode, _selection(ops)), "rt.dump"))
 
 
 def configure_acl(config_path: str, dump_text: str) -> tuple[int, str]:
@@ -346,14 +351,12 @@ def configure_acl(config_path: str, dump_text: str) -> tuple[int, str]:
 
     try:
         doc = json.loads(dump_text)
-        start(parse_dump_object(doc, config_path))
+        start(parse_dump_object(doc, config_path), f"{config_path}: dump.dump_path")
         return 0, ""
     except DumpConfigError as exc:
         return ACL_ERROR_INVALID_DUMP_CONFIG, str(exc)
     except ValueError as exc:  # the C parser accepted it: should not happen
         return ACL_ERROR_INVALID_DUMP_CONFIG, f"{config_path}: dump: {exc}"
-    except OSError as exc:
-        return ACL_ERROR_INVALID_DUMP_CONFIG, f"{config_path}: dump.dump_path: cannot create {exc.filename}: {exc.strerror}"
 
 
 def finalize_acl() -> tuple[int, str]:

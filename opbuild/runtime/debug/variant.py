@@ -6,12 +6,15 @@ the package, never from the package itself.
 the command with OPBUILD_MEMCHECK_PACKAGES=`<plain opp>=<instrumented opp>` (os.pathsep between
 pairs). The runtime reads the package as always (configs, kernel JSONs, tiling and op_proto
 libraries) and loads each kernel binary and libcust_aicpu_kernels.so from the same relative path
-of the instrumented tree (`instrumented`). A file missing there is an error, never the plain one.
+of the instrumented tree (`instrumented`). A file missing there is an error, never the plain one;
+a kernel from outside the redirected packages (another OPP the command found) runs unchecked, and
+says so once on stderr (`warn_unchecked`).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 ENV = "OPBUILD_MEMCHECK_PACKAGES"
@@ -48,3 +51,16 @@ def instrumented(path: Path) -> Path:
                              f"to it): run `opbuild memcheck` again, it rebuilds")
         return target
     return path
+
+
+_WARNED: set[Path] = set()
+
+
+def warn_unchecked(path: Path) -> None:
+    """One line on stderr (once per file) when the checker loads a binary it has no checked build
+    of: its accesses are not checked, and the user should know rather than trust a clean run."""
+    if not os.environ.get(ENV) or path in _WARNED:
+        return
+    _WARNED.add(path)
+    print(f"opbuild memcheck: {path} is not in the checked build ({ENV}): its memory accesses are not "
+          f"checked", file=sys.stderr)
