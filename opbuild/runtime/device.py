@@ -21,6 +21,7 @@ import itertools
 import operator
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from importlib.machinery import EXTENSION_SUFFIXES
 from math import prod
@@ -392,6 +393,11 @@ def _host_trampoline(key: int | None) -> None:
 _host_trampoline_c = _HOST_FN(_host_trampoline)
 
 
+WAIT_HOOKS: list = []
+"""Functions called as fn(stream, start_ns, end_ns) after Stream.synchronize waited for a stream
+(time.monotonic_ns): the profiler's "wait" events."""
+
+
 class Stream:
     """An in-order queue of launches and host functions served by one simulator thread.
 
@@ -437,7 +443,13 @@ class Stream:
         Waits in slices: Ctrl-C (KeyboardInterrupt) interrupts the wait."""
         lib = _L()
         ptr = self._live()
-        self._wait(lib, ptr)
+        if WAIT_HOOKS:  # the profiler: the host's wait for the stream
+            start = time.monotonic_ns()
+            self._wait(lib, ptr)
+            for hook in list(WAIT_HOOKS):
+                hook(self, start, time.monotonic_ns())
+        else:
+            self._wait(lib, ptr)
         rc = lib.sim_stream_synchronize(ptr, None, 0)
         if rc:
             _raise(rc)

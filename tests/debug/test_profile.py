@@ -115,6 +115,8 @@ def test_in_process_start_stop_and_streams(buggy_ops):
     buggy_ops.buggy_add(x, x)
     launches = [e for e in p.events if e["cat"] == "launch"]
     assert len(launches) == 1 and launches[0]["args"]["stream"] != "default"
+    [wait] = [e for e in p.events if e["name"] == "stream wait"]
+    assert wait["args"]["stream"] == launches[0]["args"]["stream"]
     assert len([e for e in p.events if e["cat"] == "block"]) == launches[0]["args"]["block_dim"]
 
 

@@ -8,6 +8,7 @@ or `start()`/`stop()`), it records
     stream ran it), named by op, with binary, simplified key, block dim and tiling key;
   - per cache miss: "phase1 miss" (shape check, selection, tiling) and "tiling" (plans.PHASE_HOOKS);
     phase-1 hits run in C and are not timed;
+  - per `Stream.synchronize()` from Python: "stream wait" (device.WAIT_HOOKS);
   - per block, on the simulator thread that ran it: "<Op> block <i>" (sim_profile_blocks), so the
     trace shows how the pool spread the blocks and which block was slow.
 
@@ -89,6 +90,11 @@ class Profiler(launch.LaunchHook):
         self._add({"name": f"{op} {phase}", "cat": CAT_PHASE, "ph": "X", "ts": _us(start), "dur": _us(end - start),
                    "pid": self.pid, "tid": threading.get_native_id(), "args": {"op": op, "phase": phase}})
 
+    def wait(self, stream: Any, start: int, end: int) -> None:
+        self._add({"name": "stream wait", "cat": CAT_PHASE, "ph": "X", "ts": _us(start), "dur": _us(end - start),
+                   "pid": self.pid, "tid": threading.get_native_id(),
+                   "args": {"phase": "wait", "stream": hex(stream.handle or 0)}})
+
     def _blocks(self, fn: int) -> list[BlockTime]:
         """The recorded blocks of launch function `fn` (others stay pending for their launch)."""
         lib = _Sim.get()
@@ -158,6 +164,7 @@ def start() -> Profiler:
     profiler = Profiler()
     _Sim.get().sim_profile_blocks(1)
     plans.PHASE_HOOKS.append(profiler.phase)
+    device.WAIT_HOOKS.append(profiler.wait)
     _active["profiler"] = profiler
     _active["unregister"] = launch.add_launch_hook(profiler)
     return profiler
@@ -172,6 +179,8 @@ def stop() -> Profiler | None:
     _active["profiler"] = _active["unregister"] = None
     if profiler.phase in plans.PHASE_HOOKS:
         plans.PHASE_HOOKS.remove(profiler.phase)
+    if profiler.wait in device.WAIT_HOOKS:
+        device.WAIT_HOOKS.remove(profiler.wait)
     _Sim.get().sim_profile_blocks(0)
     return profiler
 
