@@ -76,11 +76,18 @@ class Profiler(launch.LaunchHook):
 
     def __init__(self) -> None:
         self.events: list[dict] = []
-        self.pid = os.getpid()
+        self.pid = os.getpid()  # a forked child's own (forked)
         self._lock = threading.Lock()
         self._pending: list[BlockTime] = []  # block records of launches not finished yet
         self._buf = (BlockTime * 4096)()
         self._aicpu_fn = _Sim.get().sim_aicpu_block_fn()
+
+    def forked(self) -> None:
+        """In a forked child: its trace starts empty (the parent writes what it recorded)."""
+        self.events = []
+        self._pending = []
+        self.pid = os.getpid()
+        self._lock = threading.Lock()
 
     def _add(self, event: dict) -> None:
         with self._lock:
@@ -155,6 +162,15 @@ class Profiler(launch.LaunchHook):
 # ---- on and off -------------------------------------------------------------------------------------
 
 _active: dict[str, Any] = {"profiler": None, "unregister": None}
+
+
+def _after_fork() -> None:
+    profiler = _active["profiler"]
+    if profiler is not None:
+        profiler.forked()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def start() -> Profiler:
