@@ -39,7 +39,7 @@ def _normalize(line: str, command: str) -> str:
     line = re.sub(r"\b\d+\.\d+ s\b", "N s", line)
     if command.startswith("opbuild prof") and re.match(r"^\w+\s+\d+\s+\d", line):
         fields = line.split()
-        line = " ".join([fields[0], fields[1], "F", "F", "F", "F", fields[6], "F", "B"])
+        line = " ".join([fields[0], fields[1], fields[2], "F", "F", "F", "F", fields[7], "F", "B"])
     return line
 
 

@@ -51,6 +51,7 @@ def _check_trace(trace: dict) -> None:
                if e["ph"] == "X")
     phases = [e["args"]["phase"] for e in events if e.get("cat") == "phase"]
     assert phases.count("phase1 miss") == 1 and phases.count("tiling") == 1  # the first call; then hits
+    assert [e["args"].get("phase1") for e in launches] == ["miss", "hit", "hit", None]  # AI CPU: no plan cache
 
 
 def test_prof_command_writes_a_chrome_trace_and_prints_the_summary(buggy_package, tmp_path):
@@ -63,12 +64,12 @@ def test_prof_command_writes_a_chrome_trace_and_prints_the_summary(buggy_package
     trace = json.loads(out.read_text())
     _check_trace(trace)
     lines = r.stdout.splitlines()
-    assert lines[0].split() == ["op", "calls", "total", "us", "mean", "us", "p50", "us", "p99", "us", "blocks",
-                                "imbalance", "slowest", "block"]
+    assert lines[0].split() == ["op", "calls", "misses", "total", "us", "mean", "us", "p50", "us", "p99", "us",
+                                "blocks", "imbalance", "slowest", "block"]
     rows = {line.split()[0]: line.split() for line in lines[1:3]}
-    assert rows["BuggyAdd"][1] == "3" and rows["NonZeroCustom"][1] == "1"
+    assert rows["BuggyAdd"][1:3] == ["3", "1"] and rows["NonZeroCustom"][1:3] == ["1", "0"]
     dims = [e["args"]["block_dim"] for e in trace["traceEvents"] if e.get("cat") == "launch" and e["name"] == "BuggyAdd"]
-    assert int(rows["BuggyAdd"][6]) == sum(dims)
+    assert int(rows["BuggyAdd"][7]) == sum(dims)
     assert lines[-1] == f"trace: {out} (1 process); open it in ui.perfetto.dev"
 
 
@@ -77,14 +78,15 @@ def test_summary_reads_the_trace(buggy_package, tmp_path):
     worst launch's imbalance and its slowest block (from the block events)."""
     trace = {"traceEvents": [
         {"name": "Op", "cat": "launch", "ph": "X", "ts": 0, "dur": 10, "pid": 1, "tid": 1,
-         "args": {"blocks": 2, "imbalance": 1.5}},
+         "args": {"blocks": 2, "imbalance": 1.5, "phase1": "miss"}},
         {"name": "Op block 0", "cat": "block", "ph": "X", "ts": 1, "dur": 2, "pid": 1, "tid": 5, "args": {"op": "Op", "block": 0}},
         {"name": "Op block 1", "cat": "block", "ph": "X", "ts": 1, "dur": 6, "pid": 1, "tid": 6, "args": {"op": "Op", "block": 1}},
         {"name": "Op", "cat": "launch", "ph": "X", "ts": 20, "dur": 30, "pid": 1, "tid": 1, "args": {"blocks": 2, "imbalance": 1.0}},
     ]}
     trace["traceEvents"][0]["args"]["block_max_us"] = 6
     [row] = profile.summary(trace)
-    assert (row.op, row.calls, row.total_us, row.mean_us, row.p50_us, row.p99_us, row.blocks) == ("Op", 2, 40, 20, 10, 30, 4)
+    assert (row.op, row.calls, row.misses, row.total_us, row.mean_us, row.p50_us, row.p99_us, row.blocks) == (
+        "Op", 2, 1, 40, 20, 10, 30, 4)
     assert row.imbalance == 1.5 and row.slowest_block == 1
     assert "Op" in profile.format_summary([row]) and "(no launches recorded)" in profile.format_summary([])
 

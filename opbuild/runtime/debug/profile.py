@@ -5,7 +5,8 @@ or `start()`/`stop()`), it records
 
   - per launch, on the launching host thread: "launch" (from handing the launch to the simulator
     until it finished: the wait of a synchronous launch included; on a created stream, until the
-    stream ran it), named by op, with binary, simplified key, block dim and tiling key;
+    stream ran it), named by op, with binary, simplified key, block dim, tiling key and whether
+    its phase 1 was a cache hit or miss;
   - per cache miss: "phase1 miss" (shape check, selection, tiling) and "tiling" (plans.PHASE_HOOKS);
     phase-1 hits run in C and are not timed;
   - per `Stream.synchronize()` from Python: "stream wait" (device.WAIT_HOOKS);
@@ -80,6 +81,7 @@ class Profiler(launch.LaunchHook):
         self._lock = threading.Lock()
         self._pending: list[BlockTime] = []  # block records of launches not finished yet
         self._buf = (BlockTime * 4096)()
+        self._missed = threading.local()  # .op: the op of this thread's last phase-1 miss
         self._aicpu_fn = _Sim.get().sim_aicpu_block_fn()
 
     def forked(self) -> None:
@@ -88,12 +90,15 @@ class Profiler(launch.LaunchHook):
         self._pending = []
         self.pid = os.getpid()
         self._lock = threading.Lock()
+        self._missed = threading.local()
 
     def _add(self, event: dict) -> None:
         with self._lock:
             self.events.append(event)
 
     def phase(self, phase: str, op: str, start: int, end: int) -> None:
+        if phase == "phase1 miss":
+            self._missed.op = op  # this thread's next launch of `op` follows a miss
         self._add({"name": f"{op} {phase}", "cat": CAT_PHASE, "ph": "X", "ts": _us(start), "dur": _us(end - start),
                    "pid": self.pid, "tid": threading.get_native_id(), "args": {"op": op, "phase": phase}})
 
@@ -117,6 +122,10 @@ class Profiler(launch.LaunchHook):
 
     def _launch(self, op: str, fn: int, args: dict, stream: Any) -> Any:
         tid = threading.get_native_id()
+        missed = getattr(self._missed, "op", None) == op
+        self._missed.op = None
+        if args["engine"] == "aicore":  # (AI CPU ops have no plan cache: no hit or miss)
+            args = dict(args, phase1="miss" if missed else "hit")
         start = time.monotonic_ns()
 
         def after(ok: bool) -> None:
@@ -242,6 +251,7 @@ def start_from_env() -> None:
 class OpSummary:
     op: str
     calls: int
+    misses: int  # launches whose phase 1 was a cache miss (the others hit)
     total_us: float
     mean_us: float
     p50_us: float
@@ -281,18 +291,19 @@ def summary(trace: dict) -> list[OpSummary]:
             inside = [b for b in blocks.get((worst["pid"], op), []) if start <= b["ts"] <= end]
             if inside:
                 slowest = max(inside, key=lambda b: b["dur"])["args"]["block"]
-        rows.append(OpSummary(op, len(items), sum(durs), sum(durs) / len(durs), _percentile(durs, 50),
+        misses = sum(e["args"].get("phase1") == "miss" for e in items)
+        rows.append(OpSummary(op, len(items), misses, sum(durs), sum(durs) / len(durs), _percentile(durs, 50),
                               _percentile(durs, 99), sum(e["args"].get("blocks", 0) for e in items), imbalance, slowest))
     return sorted(rows, key=lambda r: -r.total_us)
 
 
 def format_summary(rows: list[OpSummary]) -> str:
     """The table `opbuild prof` prints (times in µs)."""
-    head = f"{'op':<24} {'calls':>6} {'total us':>10} {'mean us':>9} {'p50 us':>9} {'p99 us':>9} {'blocks':>7} {'imbalance':>9}  slowest block"
+    head = f"{'op':<24} {'calls':>6} {'misses':>6} {'total us':>10} {'mean us':>9} {'p50 us':>9} {'p99 us':>9} {'blocks':>7} {'imbalance':>9}  slowest block"
     lines = [head]
     for r in rows:
         slow = "-" if r.slowest_block is None else str(r.slowest_block)
-        lines.append(f"{r.op:<24} {r.calls:>6} {r.total_us:>10.1f} {r.mean_us:>9.1f} {r.p50_us:>9.1f} {r.p99_us:>9.1f} "
+        lines.append(f"{r.op:<24} {r.calls:>6} {r.misses:>6} {r.total_us:>10.1f} {r.mean_us:>9.1f} {r.p50_us:>9.1f} {r.p99_us:>9.1f} "
                      f"{r.blocks:>7} {r.imbalance:>9.2f}  {slow}")
     if not rows:
         lines.append("(no launches recorded)")
