@@ -67,6 +67,8 @@ def _compare(args: argparse.Namespace) -> int:
 def _configure_prof(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, metavar="FILE",
                         help="the Chrome trace / Perfetto JSON to write (open it in chrome://tracing or ui.perfetto.dev)")
+    parser.add_argument("--html", metavar="PAGE", help="also write the summary and each op's blocks as one static "
+                                                        "HTML page (a plot; opens without a network)")
     parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the command to profile")
 
 
@@ -89,13 +91,20 @@ def _prof(args: argparse.Namespace) -> int:
         trace = profile.merge_traces(parts)
         try:
             profile.write_trace(trace, output)
+            if args.html:
+                from opbuild.runtime.debug.report import html_report
+
+                page = Path(args.html)
+                page.write_text(html_report(trace, " ".join(cmd)), encoding="utf-8")
         except OSError as exc:
-            print(f"opbuild prof: error: cannot write {output}: {exc.strerror}", file=sys.stderr)
+            print(f"opbuild prof: error: cannot write {exc.filename}: {exc.strerror}", file=sys.stderr)
             return 1
     print(profile.format_summary(profile.summary(trace)))
     if not parts:
         print("opbuild prof: the command made no launches through the opbuild runtime", file=sys.stderr)
     print(f"trace: {output} ({len(parts)} process{'es' if len(parts) != 1 else ''}); open it in ui.perfetto.dev")
+    if args.html:
+        print(f"page: {args.html}")
     return rc
 
 

@@ -58,8 +58,10 @@ def test_prof_command_writes_a_chrome_trace_and_prints_the_summary(buggy_package
     app = tmp_path / "app.py"
     app.write_text(APP)
     out = tmp_path / "trace.json"
-    r = subprocess.run([sys.executable, "-m", "opbuild", "prof", "-o", str(out), "--", sys.executable, str(app),
-                        str(buggy_package), "3"], capture_output=True, text=True, env=_env(), timeout=180)
+    page = tmp_path / "report.html"
+    r = subprocess.run([sys.executable, "-m", "opbuild", "prof", "-o", str(out), "--html", str(page), "--",
+                        sys.executable, str(app), str(buggy_package), "3"], capture_output=True, text=True, env=_env(),
+                       timeout=180)
     assert r.returncode == 3, r.stdout + r.stderr  # the command's exit status
     trace = json.loads(out.read_text())
     _check_trace(trace)
@@ -70,7 +72,9 @@ def test_prof_command_writes_a_chrome_trace_and_prints_the_summary(buggy_package
     assert rows["BuggyAdd"][1:3] == ["3", "1"] and rows["NonZeroCustom"][1:3] == ["1", "0"]
     dims = [e["args"]["block_dim"] for e in trace["traceEvents"] if e.get("cat") == "launch" and e["name"] == "BuggyAdd"]
     assert int(rows["BuggyAdd"][7]) == sum(dims)
-    assert lines[-1] == f"trace: {out} (1 process); open it in ui.perfetto.dev"
+    assert lines[-2:] == [f"trace: {out} (1 process); open it in ui.perfetto.dev", f"page: {page}"]
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>") and '"op": "BuggyAdd"' in text and '"op": "NonZeroCustom"' in text
 
 
 def test_summary_reads_the_trace(buggy_package, tmp_path):
