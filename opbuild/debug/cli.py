@@ -115,6 +115,9 @@ def _configure_memcheck(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--project", default=".", metavar="DIR",
                         help="the op project whose out/opp the command uses (default: .); its ops are built with "
                              "the checker into DIR/out/memcheck, beside the package")
+    parser.add_argument("--build-option", action="append", default=[], metavar="NAME=VALUE",
+                        help="a scons option of the project's build (SOC=, OPS=, TOOLCHAIN=...; VENDOR= is read "
+                             "from DIR/out/opp when it holds one vendor package); repeatable")
     parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the command to check")
 
 
@@ -127,6 +130,24 @@ def sanitizer_runtime() -> Path | None:
         return None
     path = Path(out)
     return path.resolve() if path.is_absolute() and path.exists() else None
+
+
+def build_options(project: Path, given: list[str]) -> list[str] | str:
+    """The scons options of the checked build: VENDOR= of the plain build's one vendor package
+    (DIR/out/opp/vendors/<vendor>), then the given ones; a message when one is malformed or OUT."""
+    options: dict[str, str] = {}
+    vendors = project / "out" / "opp" / "vendors"
+    found = sorted(p.name for p in vendors.iterdir() if p.is_dir()) if vendors.is_dir() else []
+    if len(found) == 1:
+        options["VENDOR"] = found[0]
+    for item in given:
+        name, sep, value = item.partition("=")
+        if not sep or not name.isidentifier():
+            return f"--build-option {item!r}: expected NAME=VALUE (a scons option, e.g. SOC=ascend910b)"
+        if name == "OUT":
+            return "--build-option OUT=...: the checked build's output directory is fixed (out/memcheck)"
+        options[name] = value
+    return [f"{k}={v}" for k, v in options.items()]
 
 
 def memcheck_env(base: dict[str, str], asan: Path, plain: Path, instrumented: Path) -> dict[str, str]:
@@ -165,14 +186,19 @@ def _memcheck(args: argparse.Namespace) -> int:
         print("opbuild memcheck: error: the C compiler has no AddressSanitizer runtime (cc -print-file-name=libasan.so)",
               file=sys.stderr)
         return 1
+    options = build_options(project, args.build_option)
+    if isinstance(options, str):
+        print(f"opbuild memcheck: error: {options}", file=sys.stderr)
+        return 1
     build_env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "SCONSFLAGS")}
     build_env["OPBUILD_MEMCHECK"] = "1"
-    build = subprocess.run([sys.executable, "-m", "SCons", "-Q", "ops", f"OUT={MEMCHECK_OUT}"], cwd=project,
-                           env=build_env, capture_output=True, text=True)
+    scons_args = ["ops", f"OUT={MEMCHECK_OUT}", *options]
+    build = subprocess.run([sys.executable, "-m", "SCons", "-Q", *scons_args], cwd=project, env=build_env,
+                           capture_output=True, text=True)
     if build.returncode != 0:
         sys.stderr.write(build.stdout + build.stderr)
-        print(f"opbuild memcheck: error: the checked build (OPBUILD_MEMCHECK=1 scons ops OUT={MEMCHECK_OUT}) failed in "
-              f"{project}", file=sys.stderr)
+        print(f"opbuild memcheck: error: the checked build (OPBUILD_MEMCHECK=1 scons {' '.join(scons_args)}) failed "
+              f"in {project}", file=sys.stderr)
         return 1
     summary = [line for line in build.stdout.splitlines() if line.startswith("opbuild: ok:")]
     print(f"opbuild memcheck: instrumented build in {project / MEMCHECK_OUT}: "

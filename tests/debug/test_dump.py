@@ -127,7 +127,7 @@ def test_torch_calls_are_dumped(buggy_package, tmp_path):
     ops.register_torch()
     x = torch.arange(128, dtype=torch.float32)
     with rt.dump(tmp_path, mode="all"):
-        got = torch.ops.customize.buggy_add(x, x)
+        got = torch.ops.debugging.buggy_add(x, x)
     [(name, index)] = _launches(tmp_path)
     np.testing.assert_array_equal(_tensor(tmp_path, name, index["outputs"][0]), got.numpy())
 

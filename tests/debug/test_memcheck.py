@@ -114,3 +114,19 @@ def test_memcheck_usage_errors(tmp_path, capsys):
     assert "has no ops/ directory" in capsys.readouterr().err
     assert main(["memcheck"]) == 1
     assert capsys.readouterr().err.startswith("opbuild memcheck: error: give the command to run after --")
+
+
+def test_the_checked_build_takes_the_packages_options(tmp_path):
+    """VENDOR= comes from the plain build's one vendor package (a checked build of another vendor
+    would lack every kernel); --build-option adds or overrides; OUT= is the checker's own."""
+    from opbuild.debug.cli import build_options
+
+    assert build_options(tmp_path, []) == []
+    (tmp_path / "out" / "opp" / "vendors" / "mine").mkdir(parents=True)
+    (tmp_path / "out" / "opp" / "vendors" / "config.ini").write_text("load_priority=mine\n")
+    assert build_options(tmp_path, ["SOC=ascend910b"]) == ["VENDOR=mine", "SOC=ascend910b"]
+    assert build_options(tmp_path, ["VENDOR=other"]) == ["VENDOR=other"]
+    (tmp_path / "out" / "opp" / "vendors" / "second").mkdir()
+    assert build_options(tmp_path, []) == []  # two vendors: the user says which
+    assert "expected NAME=VALUE" in build_options(tmp_path, ["SOC"])
+    assert "output directory is fixed" in build_options(tmp_path, ["OUT=x"])

@@ -48,7 +48,8 @@ def instrumented(path: Path) -> Path:
         target = instr / rel
         if not target.is_file():
             raise ValueError(f"the memory checker's build has no {rel} ({target} is missing; {ENV} maps {plain} "
-                             f"to it): run `opbuild memcheck` again, it rebuilds")
+                             f"to it): run `opbuild memcheck` again, it rebuilds (with the package's build options: "
+                             f"--build-option SOC=..., VENDOR=...)")
         return target
     return path
 
