@@ -630,5 +630,10 @@ def _cache(args: argparse.Namespace) -> int:
         return 1
 
 
+# ~~~ debugging: compare, prof, memcheck (their own module) ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+import opbuild.debug.cli  # noqa: E402,F401 - registers its subcommands
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

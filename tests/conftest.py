@@ -16,6 +16,7 @@ BUILDING_FIXTURES = frozenset({
     "opp",  # tests/fallback, tests/om, tests/test_cli_explain.py: the sample ops built
     "sample_opp", "probe_package",  # tests/runtime: the sample ops / ProbeCustom built
     "build", "real_build",  # tests/ops_c: every sample op compiled with -Werror
+    "buggy_project",  # tests/debug: examples/debugging/ops (+ NonZeroCustom) built
 })
 
 

@@ -5,8 +5,8 @@ with hundreds of ops that takes seconds although nothing changed. After a comple
 `scons ops`, the manifest (`<out>/.opbuild/uptodate.pickle`) records
 
   * a key of everything the graph is declared from besides files: the build options (OPS, SOC,
-    VENDOR, TOOLCHAIN, OUT, CC), OPBUILD_CACHE_DIR, the compiler found on PATH, the Python and
-    SCons versions and the root;
+    VENDOR, TOOLCHAIN, OUT, CC), OPBUILD_CACHE_DIR, the build variant (toolchain.build_variant:
+    OPBUILD_MEMCHECK), the compiler found on PATH, the Python and SCons versions and the root;
   * the stat (size, mtime, ctime, inode) of every file node of the graph: sources, implicit
     dependencies found by the C scanner, generated files and outputs; of our code
     (`fingerprint.code_files`); of the SConstruct; and of the compiler;
@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 from opbuild.builder.stores import LocalStore
-from opbuild.builder.toolchain import COMPILER_ENVIRONMENT
+from opbuild.builder.toolchain import COMPILER_ENVIRONMENT, build_variant
 from opbuild.fingerprint import FileStat, Key, code_files, file_stat
 
 MANIFEST_FILE = Path(".opbuild") / "uptodate.pickle"
@@ -65,6 +65,7 @@ def config_key(options: dict[str, str], compiler: str | None) -> str:
         "ascend_home": os.environ.get("ASCEND_HOME_PATH", "") if options.get("TOOLCHAIN") == "ccec" else "",
         "compiler": compiler or "",
         "compiler_environment": {k: os.environ[k] for k in COMPILER_ENVIRONMENT if k in os.environ},
+        "variant": build_variant(),  # OPBUILD_MEMCHECK: a checked build and a plain one never pass for each other
         "python": [sys.version, sys.executable],
         "scons": getattr(SCons, "__version__", ""),
         "package": str(_PKG),

@@ -146,10 +146,20 @@ class Toolchain(ABC):
                     proc.wait()
 
 
-MEMCHECK_FLAGS = ("-fsanitize=address", "-fsanitize-recover=address", "-fno-omit-frame-pointer")
+MEMCHECK_FLAGS = ("-fsanitize=address", "-fsanitize-recover=address", "-fno-omit-frame-pointer", "-g")
 """Kernel compile and link flags of the memory checker build (OPBUILD_MEMCHECK=1 at build time):
 AddressSanitizer instruments every load and store of the kernel; a kernel goes on after a report
-(the launch fails with the first one: docs/runtime.md)."""
+(the launch fails with the first one: docs/runtime.md); -g: the report names the source line."""
+
+BUILD_VARIANT_ENVIRONMENT = ("OPBUILD_MEMCHECK",)
+"""Variables of opbuild's own that change the binaries a build makes (the build variant): part of
+the build's signature (manifest.config_key), so switching one on or off rebuilds."""
+
+
+def build_variant() -> dict[str, str]:
+    """The build variant: each BUILD_VARIANT_ENVIRONMENT variable's value ("0" when unset; a bad
+    value is the toolchain's error, `memcheck_flags`)."""
+    return {name: os.environ.get(name, "") or "0" for name in BUILD_VARIANT_ENVIRONMENT}
 
 
 def memcheck_flags() -> tuple[str, ...]:

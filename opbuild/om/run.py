@@ -25,6 +25,7 @@ from opbuild.om.static_check import check_static_node
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
 from opbuild.runtime.binaries.package import BinaryEntry, BinaryIndex
 from opbuild.runtime.binaries.selection import OpRuntime
+from opbuild.runtime.debug.context import CURRENT_MODEL, CURRENT_NODE
 from opbuild.spec.serialize import spec_from_dict
 
 _FD_ROOT = Path("/proc/self/fd")
@@ -243,12 +244,18 @@ class OmRunner:
         extra = set(inputs) - {i["name"] for i in md["inputs"]}
         if extra:
             raise OmError(f"unknown model input(s) {listed(sorted(extra))}")
-        for node, op in self.nodes:
-            args = [[tensors[x] for x in t] if isinstance(t, list) else (None if t is None else tensors[t])
-                    for t in node["inputs"]]
-            attrs = [from_json(a.type, node["attrs"].get(a.name)) for a in op.spec.attrs]
-            result = (api.call_aicpu if op.spec.is_aicpu else api.call)(op, args, attrs, self.d, self.p)
-            results = result if isinstance(result, tuple) else (result,)
-            for name, value in zip(node["outputs"], results):
-                tensors[name] = value
+        token, node_token = CURRENT_MODEL.set(self.model.name), CURRENT_NODE.set(None)  # the dump's selection and index
+        try:
+            for node, op in self.nodes:
+                args = [[tensors[x] for x in t] if isinstance(t, list) else (None if t is None else tensors[t])
+                        for t in node["inputs"]]
+                attrs = [from_json(a.type, node["attrs"].get(a.name)) for a in op.spec.attrs]
+                CURRENT_NODE.set(node["name"])
+                result = (api.call_aicpu if op.spec.is_aicpu else api.call)(op, args, attrs, self.d, self.p)
+                results = result if isinstance(result, tuple) else (result,)
+                for name, value in zip(node["outputs"], results):
+                    tensors[name] = value
+        finally:
+            CURRENT_NODE.reset(node_token)
+            CURRENT_MODEL.reset(token)
         return {name: tensors[name] for name in md["outputs"]}

@@ -28,7 +28,7 @@ __all__ = [
     "ACLNN_ERR_INNER", "ACLNN_ERR_PARAM_INVALID", "ACLNN_ERR_PARAM_NULLPTR", "ACLNN_ERR_RUNTIME_ERROR",
     "ACLNN_SUCCESS", "AclnnError", "DeviceError", "ResetCacheThreadLocal", "Stream", "Tensor", "clear_op_cache",
     "default_stream",
-    "get_deterministic", "get_impl_mode", "import_ops", "malloc", "set_deterministic", "set_impl_mode",
+    "dump", "get_deterministic", "get_impl_mode", "import_ops", "malloc", "set_deterministic", "set_impl_mode",
 ]
 
 
@@ -72,9 +72,36 @@ def clear_op_cache(*, selections: bool = False) -> None:
         forget_selections()
 
 
+def dump(path, mode: str = "output", ops=None):
+    """Dump the inputs/outputs of every launch (or of the op types `ops`) under `path` as .npy
+    files with a JSON index per launch (docs/debugging.md); `with rt.dump("d"): ...`."""
+    from opbuild.runtime.debug.dump import dump as _dump
+
+    return _dump(path, mode, ops)
+
+
 def __getattr__(name: str) -> Any:
     if name in ("malloc", "Stream", "DeviceError", "default_stream"):
         from opbuild.runtime import device
 
         return getattr(device, name)
     raise AttributeError(f"module 'opbuild.runtime' has no attribute {name!r}")
+
+
+def _start_debug_tools_from_env() -> None:
+    """OPBUILD_DUMP / OPBUILD_PROFILE: on for the whole process (checked once, here)."""
+    import os
+
+    if os.environ.get("OPBUILD_DUMP"):
+        from opbuild.runtime.debug import dump as _dump_mod
+
+        config = _dump_mod.config_from_env()  # DumpConfigError (one line naming the variable) if bad
+        if config is not None:
+            _dump_mod.start(config, "OPBUILD_DUMP")
+    if os.environ.get("OPBUILD_PROFILE"):
+        from opbuild.runtime.debug import profile as _profile
+
+        _profile.start_from_env()
+
+
+_start_debug_tools_from_env()

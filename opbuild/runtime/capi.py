@@ -25,7 +25,7 @@ import numpy as np
 
 from opbuild.abi.vocabulary import ACL_DATA_TYPES, ATTR_TYPES, DTYPE_BY_ACL, FORMAT_BY_ACL
 from opbuild.runtime import device, settings
-from opbuild.runtime.call import cache_key, plan_cache
+from opbuild.runtime.call import cache_key, launch, plan_cache
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
 from opbuild.runtime.tensor import Tensor
 
@@ -119,6 +119,10 @@ def acl_library() -> ctypes.CDLL:
             settings.DP_LISTENERS.append(lib.opbuild_aclnn_set_dp)
             lib.opbuild_aclnn_set_dp(settings.DP[0])
             plan_cache.CLEAR_HOOKS.append(lib.opbuild_aclnn_clear_cache)
+            # Its native hits decline while launches are watched (dump, profile: launch.add_launch_hook).
+            lib.opbuild_aclnn_set_watched.argtypes = [ctypes.c_int]
+            launch.WATCH_LISTENERS.append(lib.opbuild_aclnn_set_watched)
+            lib.opbuild_aclnn_set_watched(len(launch.LAUNCH_OBSERVERS))
             _lib = lib
     return _lib
 

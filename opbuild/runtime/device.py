@@ -21,6 +21,7 @@ import itertools
 import operator
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from importlib.machinery import EXTENSION_SUFFIXES
 from math import prod
@@ -392,6 +393,11 @@ def _host_trampoline(key: int | None) -> None:
 _host_trampoline_c = _HOST_FN(_host_trampoline)
 
 
+WAIT_HOOKS: list = []
+"""Functions called as fn(stream, start_ns, end_ns) after Stream.synchronize waited for a stream
+(time.monotonic_ns): the profiler's "wait" events."""
+
+
 class Stream:
     """An in-order queue of launches and host functions served by one simulator thread.
 
@@ -437,7 +443,13 @@ class Stream:
         Waits in slices: Ctrl-C (KeyboardInterrupt) interrupts the wait."""
         lib = _L()
         ptr = self._live()
-        self._wait(lib, ptr)
+        if WAIT_HOOKS:  # the profiler: the host's wait for the stream
+            start = time.monotonic_ns()
+            self._wait(lib, ptr)
+            for hook in list(WAIT_HOOKS):
+                hook(self, start, time.monotonic_ns())
+        else:
+            self._wait(lib, ptr)
         rc = lib.sim_stream_synchronize(ptr, None, 0)
         if rc:
             _raise(rc)
@@ -585,6 +597,8 @@ def load_kernel(path: str | os.PathLike, symbol: str = LAUNCH_SYMBOL, label: str
     path = Path(path)
     if not path.is_file():
         raise DeviceError(f"kernel binary {path} does not exist")
+    if _MEMCHECK_PACKAGES in os.environ:  # under `opbuild memcheck`: the instrumented build's binary
+        path = instrumented_binary(path)
     check_sanitizer(path, "kernel binary")
     try:
         dll = ctypes.CDLL(str(path), mode=os.RTLD_NOW | os.RTLD_LOCAL)
@@ -599,6 +613,23 @@ def load_kernel(path: str | os.PathLike, symbol: str = LAUNCH_SYMBOL, label: str
     if arg_names:
         _L().sim_register_kernel_args(address, ",".join(arg_names).encode("utf-8", "replace"))
     return KernelBinary(path, symbol, dll, address)
+
+
+from opbuild.runtime.debug.variant import ENV as _MEMCHECK_PACKAGES  # noqa: E402
+
+
+def instrumented_binary(path: Path) -> Path:
+    """The memory checker's build of a kernel or AI CPU library (runtime/debug/variant.py);
+    DeviceError when that build lacks it."""
+    from opbuild.runtime.debug.variant import instrumented, warn_unchecked
+
+    try:
+        loaded = instrumented(path)
+    except ValueError as exc:
+        raise DeviceError(str(exc)) from None
+    if loaded is path:
+        warn_unchecked(path)
+    return loaded
 
 
 def check_sanitizer(path: Path, what: str) -> None:

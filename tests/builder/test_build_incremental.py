@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from build_helpers import (
     BUILTIN,
     CUSTOM_WHERE,
@@ -218,3 +220,29 @@ def test_edited_compute_source_recompiles_that_op_and_relinks_the_ai_cpu_library
         str(result)
     assert library.read_bytes() != before
     assert p.build(aicpu_ops).steps == []
+
+
+def test_memcheck_variant_is_part_of_the_build_signature(project):
+    """OPBUILD_MEMCHECK is the build's variant: after a no-op build (the manifest recorded), a
+    checked build is not "nothing changed" but rebuilds instrumented, and a plain one afterwards
+    rebuilds plain (before, the manifest's key left it out: both were answered "up to date" and
+    the kernels stayed what they were)."""
+    import shutil as _shutil
+    import subprocess as _subprocess
+
+    cc = _shutil.which("cc") or "gcc"
+    asan = _subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    if not asan.startswith("/"):
+        pytest.skip("the C compiler has no AddressSanitizer runtime")
+    p = project()
+    backdate(p.root)
+    one = "OPS=AddCustomTemplate"
+    kernel = p.pkg / "op_impl/ai_core/tbe/kernel" / SOC / "add_custom_template" / "AddCustomTemplate_FP32.so"
+    p.build(one)
+    assert "nothing changed" in p.build(one).stdout
+    checked = p.build(one, env={"OPBUILD_MEMCHECK": "1"})
+    assert "nothing changed" not in checked.stdout and "AddCustomTemplate_FP32" in checked.kernels(), str(checked)
+    assert b"libasan" in kernel.read_bytes()
+    plain = p.build(one)
+    assert "nothing changed" not in plain.stdout and "AddCustomTemplate_FP32" in plain.kernels(), str(plain)
+    assert b"libasan" not in kernel.read_bytes()

@@ -254,7 +254,22 @@ MEMCHECK_CASES = {
            "[AddressSanitizer: heap-buffer-overflow]",
 }
 """What each out-of-bounds PROBE_MODES kernel gives under the memory checker (after
-'ProbeCustom: kernel ProbeCustom_FP32 failed: block 0: memcheck: ')."""
+'ProbeCustom: kernel ProbeCustom_FP32 failed: block 0: memcheck: '); the source line of the access
+comes between the access and the [AddressSanitizer: ...] part (`_with_source_line`)."""
+
+_SOURCE_LINE = r" at (ops/[a-z_]+/(?:kernel|compute)\.c):(\d+) \((\w+)\)"
+"""How a memcheck report names the kernel source line of the bad access (the instrumented build
+has debug info)."""
+
+
+def _with_source_line(message: str, case: str, project: Path, marker: str) -> None:
+    """`message` holds `case` with the source line inserted before its [AddressSanitizer: ...]
+    part, and that line of the project's source is the planted access (it holds `marker`)."""
+    access, _, asan = case.rpartition(" [AddressSanitizer: ")
+    m = re.search(re.escape(access) + _SOURCE_LINE + re.escape(" [AddressSanitizer: " + asan), message)
+    assert m, message
+    line = (project / m.group(1)).read_text().splitlines()[int(m.group(2)) - 1]
+    assert marker in line, (message, line)
 
 _MEMCHECK_CHILD = """
 import sys
@@ -318,7 +333,10 @@ def test_memcheck_names_buffer_offset_and_size(memcheck_probe):
         status, message = got[f"{isolation}:{scale}"].split(" ", 1)
         assert status == "361001", (isolation, scale, status, message)
         if scale in MEMCHECK_CASES:
-            assert message.startswith(_FAILED + "block 0: memcheck: " + MEMCHECK_CASES[scale] + " [kernel "), message
+            assert message.startswith(_FAILED + "block 0: memcheck: "), message
+            _with_source_line(message, MEMCHECK_CASES[scale], memcheck_probe.parents[len(pkgbuild.VENDOR.parts) - 1],
+                              f"scale == {scale}f")
+            assert " [kernel " in message, message
         else:
             assert re.fullmatch(_FAILED + ISOLATED_CASES[scale] + r" \[kernel .*\]", message), message
     assert "ERROR: AddressSanitizer: heap-buffer-overflow" in r.stderr  # its own report too
@@ -597,8 +615,9 @@ def test_memcheck_instruments_ai_cpu_code(tmp_path):
         status, message = got[case].split(" ", 1)
         first = float(case.split(":")[1])
         assert status == "361001", (case, got[case])
-        assert message == (f"AicpuProbeCustom: AI CPU kernel failed: AI CPU task: memcheck: {AICPU_MEMCHECK_CASES[first]} "
-                           "[libcust_aicpu_kernels.so:RunCpuKernel]"), (case, message)
+        assert message.startswith("AicpuProbeCustom: AI CPU kernel failed: AI CPU task: memcheck: "), (case, message)
+        assert message.endswith(" [libcust_aicpu_kernels.so:RunCpuKernel]"), (case, message)
+        _with_source_line(message, AICPU_MEMCHECK_CASES[first], root, f"in[0] == {first}f")
     # and without the sanitizer's runtime the instrumented library is refused, not loaded
     r = subprocess.run([sys.executable, "-c", "import sys, numpy as np, opbuild.runtime as rt\n"
                         "try:\n    rt.import_ops(sys.argv[1]).aicpu_probe_custom(np.ones(4, np.float32))\n"

@@ -39,6 +39,7 @@ from opbuild.runtime import device
 from opbuild.runtime.binaries.package import inside_package, search_roots
 from opbuild.runtime.binaries.selection import OpRuntime
 from opbuild.runtime.call.arguments import normalize_attrs, normalize_tensors
+from opbuild.runtime.call.launch import LAUNCH_OBSERVERS, finish_observed, observe_aicpu
 from opbuild.runtime.errors import (ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR,
                                     ACLNN_ERR_RUNTIME_ERROR, AclnnError, as_aclnn_error)
 from opbuild.runtime.infer import infer_outputs
@@ -78,11 +79,12 @@ class AicpuLibrary:
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            device.check_sanitizer(path, "AI CPU kernel library")
+            loaded = device.instrumented_binary(path)  # under `opbuild memcheck`: the instrumented build
+            device.check_sanitizer(loaded, "AI CPU kernel library")
         except device.DeviceError as exc:
             raise AclnnError(ACLNN_ERR_INNER, str(exc)) from None
         try:
-            self.dll = ctypes.CDLL(str(path), mode=ctypes.RTLD_LOCAL)
+            self.dll = ctypes.CDLL(str(loaded), mode=ctypes.RTLD_LOCAL)
             run = self.dll.RunCpuKernel
             table = self.dll.opbuild_aicpu_kernels
         except (OSError, AttributeError) as exc:
@@ -362,16 +364,20 @@ def execute(workspace: Any, workspace_size: Any, ex: AicpuExecutor, stream: Any 
     ex.view_shapes = None
     errmsg = ctypes.addressof(ctx) + AicpuContext.error.offset
     synchronous = stream is None or stream is device.default_stream
+    afters = observe_aicpu(ex, None if synchronous else stream) if LAUNCH_OBSERVERS else []
     try:
         device.aicpu_launch(ex.library.fn, ctypes.addressof(ctx), errmsg, None if synchronous else stream)
     except device.DeviceError as exc:
+        finish_observed(afters, False)
         raise AclnnError(ACLNN_ERR_RUNTIME_ERROR, f"{ex.op.name}: AI CPU kernel failed: {exc} "
                                                   f"[{ex.library.path.name}:RunCpuKernel]") from None
     if synchronous:
         _finish(ex, ctx, outputs, copy_back)
+        finish_observed(afters, True)
         return
     refs = [ctx, keep, inputs, outputs, ex.library, workspace]
     stream.enqueue_host(lambda: (_finish(ex, ctx, outputs, copy_back), refs.clear()))
+    finish_observed(afters, True, stream)
 
 
 # ---- the aclnn functions and the one-shot call --------------------------------------------------------

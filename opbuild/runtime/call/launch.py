@@ -4,7 +4,8 @@
 reads a numpy array's data address without `.ctypes`; `packer` packs launch-argument arrays.
 `_launch_now` launches on the default stream, `_launch_stream` on any stream (keeping what the
 kernel reads alive), `_execute_prepared` copies non-contiguous or misaligned tensors first.
-`observe_launches(fn)` registers a function called at every launch (tests count launches).
+`observe_launches(fn)` registers a function called at every launch (tests count launches);
+`add_launch_hook(hook)` a `LaunchHook` seeing the launch's executor before and after (dump, profile).
 Kept apart from executor.execute, which only checks the call and picks one of these.
 """
 
@@ -56,24 +57,59 @@ class _Native:
         cls.launch = launch
 
 
-# ---- launch observers (tests, tools): registered explicitly, never looked up per call ----------------
+# ---- launch observers and hooks (tests, tools): registered explicitly, never looked up per call ------
 
 LAUNCH_OBSERVERS: list = []
-"""Functions called with the plan of every kernel launch of a phase 2 (any path). While one is
-registered, the C fast path hands its launches to the Python path, which calls them."""
+"""The registered launch hooks (`LaunchHook`), in registration order. While one is registered,
+the C fast path and the C ABI's native hit path hand their launches to the Python path, which
+calls them: the only per-launch cost of debugging tools while none is on is this list's truth
+test (and the C paths' one flag check)."""
+
+WATCH_LISTENERS: list = []
+"""Called with the number of registered hooks whenever it changes: the aclnn C ABI's native path
+keeps it (registered by capi when it loads the acl library) and declines its hits while > 0."""
+
+
+class LaunchHook:
+    """What a debugging tool sees of every launch (dump, profile; tests count launches).
+
+    `kernel` is called before an AI Core launch and `aicpu` before an AI CPU task; each may return
+    a function called after it with True (it ran) or False (it failed), on the stream for an
+    asynchronous launch (so the outputs it reads are written)."""
+
+    def kernel(self, plan: Plan, executor: Any, stream: Any) -> Any:
+        return None
+
+    def aicpu(self, executor: Any, stream: Any) -> Any:
+        return None
+
+
+class _PlanObserver(LaunchHook):
+    """observe_launches' function as a hook: fn(plan) at every AI Core launch."""
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+
+    def kernel(self, plan: Plan, executor: Any, stream: Any) -> None:
+        self.fn(plan)
+
+
+def add_launch_hook(hook: LaunchHook) -> Any:
+    """Register `hook` (a LaunchHook); returns the function that unregisters it."""
+    LAUNCH_OBSERVERS.append(hook)
+    _observed_changed()
+
+    def unregister() -> None:
+        if hook in LAUNCH_OBSERVERS:
+            LAUNCH_OBSERVERS.remove(hook)
+            _observed_changed()
+
+    return unregister
 
 
 def observe_launches(fn) -> Any:
     """Register `fn(plan)` to be called at every launch; returns the function that unregisters it."""
-    LAUNCH_OBSERVERS.append(fn)
-    _observed_changed()
-
-    def unregister() -> None:
-        if fn in LAUNCH_OBSERVERS:
-            LAUNCH_OBSERVERS.remove(fn)
-            _observed_changed()
-
-    return unregister
+    return add_launch_hook(_PlanObserver(fn))
 
 
 def _observed_changed() -> None:
@@ -81,11 +117,39 @@ def _observed_changed() -> None:
 
     if _fastpath is not None:
         _fastpath.set_observed(len(LAUNCH_OBSERVERS))
+    for listener in WATCH_LISTENERS:
+        listener(len(LAUNCH_OBSERVERS))
 
 
-def _observe(plan: Plan) -> None:
-    for fn in LAUNCH_OBSERVERS:
-        fn(plan)
+def _observe(plan: Plan, executor: Any, stream: Any) -> list:
+    """Call every hook before a kernel launch; the functions to call after it."""
+    afters = []
+    for hook in list(LAUNCH_OBSERVERS):
+        after = hook.kernel(plan, executor, stream)
+        if after is not None:
+            afters.append(after)
+    return afters
+
+
+def observe_aicpu(executor: Any, stream: Any) -> list:
+    """Call every hook before an AI CPU task; the functions to call after it."""
+    afters = []
+    for hook in list(LAUNCH_OBSERVERS):
+        after = hook.aicpu(executor, stream)
+        if after is not None:
+            afters.append(after)
+    return afters
+
+
+def finish_observed(afters: list, ok: bool, stream: Any = None) -> None:
+    """Call the hooks' after-functions now (default stream) or on `stream` once it got there."""
+    if not afters:
+        return
+    if stream is None or stream is _default_stream:
+        for after in afters:
+            after(ok)
+        return
+    stream.enqueue_host(lambda: [after(True) for after in afters])
 
 
 def _native_error() -> str:
@@ -155,24 +219,29 @@ def _launch_now(plan: Plan, a: Any, executor: Executor) -> None:
         _launch_stream(plan, executor, args, None, None)
         return
     if LAUNCH_OBSERVERS:
-        _observe(plan)
-    rc = launch(None, plan.fn, a, plan.nargs, plan.block_dim, plan.sync, None, 0)
+        afters = _observe(plan, executor, None)
+        rc = launch(None, plan.fn, a, plan.nargs, plan.block_dim, plan.sync, None, 0)
+        finish_observed(afters, rc == 0)
+    else:
+        rc = launch(None, plan.fn, a, plan.nargs, plan.block_dim, plan.sync, None, 0)
     if rc:
         _launch_failed(plan)
 
 
-def _device_launch(plan: Plan, executor: Executor, args: list, stream: Any) -> None:
-    """Launch through the simulator's Python binding (streams, prepared tensors); its errors as 361001."""
-    if LAUNCH_OBSERVERS:
-        _observe(plan)
+def _device_launch(plan: Plan, executor: Executor, args: list, stream: Any) -> list:
+    """Launch through the simulator's Python binding (streams, prepared tensors); its errors as
+    361001. Returns the hooks' after-functions (the caller calls them once the outputs are in place)."""
+    afters = _observe(plan, executor, stream) if LAUNCH_OBSERVERS else []
     try:
         device.launch(plan.kernel.binary, args, plan.block_dim, stream=stream, intercore_sync=plan.kernel.intercore_sync)
     except device.DeviceError as exc:
+        finish_observed(afters, False)
         raise AclnnError(ACLNN_ERR_RUNTIME_ERROR, f"{executor.op.spec.op}: kernel {plan.kernel.name} failed: {exc}") from None
+    return afters
 
 
 def _launch_stream(plan: Plan, executor: Executor, args: list, stream: Any, refs: list | None) -> None:
-    _device_launch(plan, executor, args, stream)
+    finish_observed(_device_launch(plan, executor, args, stream), True, stream)
     if refs is not None and stream is not None and stream is not _default_stream:
         # Asynchronous stream: keep everything the kernel reads alive until it has run.
         refs.append(plan)
@@ -217,13 +286,15 @@ def _execute_prepared(plan: Plan, executor: Executor, ws_addr: int, workspace: A
     args.append(ws_addr)
     args.append(plan.tiling_addr)
     executor.used = True
-    _device_launch(plan, executor, args, stream)
+    afters = _device_launch(plan, executor, args, stream)
     if stream is None or stream is _default_stream:
         for dst, src in copy_back:
             np.copyto(dst, src)
+        finish_observed(afters, True)
         return
     # Asynchronous stream: keep everything the kernel reads alive until it has run.
     refs = [keep, plan, executor.inputs, executor.outputs, workspace]
     for dst, src in copy_back:
         stream.enqueue_host(lambda dst=dst, src=src: np.copyto(dst, src))
+    finish_observed(afters, True, stream)
     stream.enqueue_host(lambda: refs.clear())

@@ -105,7 +105,7 @@ class Plan:
 
     __slots__ = ("op", "selection", "kernel", "block_dim", "tiling_key", "workspace_size", "tiling_buffer", "empty",
                  "contiguous", "nargs", "ws_index", "tiling_addr", "fn", "sync", "hot", "stamp_path", "stamp",
-                 "checked_ns", "native_hash")
+                 "checked_ns", "native_hash", "attrs")
 
     def __init__(self, op: OpRuntime, selection: Selection | None, kernel: KernelInfo | None, block_dim: int,
                  tiling_key: int, workspace_size: int, tiling_buffer: Any, empty: bool, contiguous: bool,
@@ -131,6 +131,7 @@ class Plan:
         self.stamp = selection.stamp if selection is not None else None
         self.checked_ns = time.monotonic_ns()
         self.native_hash = None  # the C fast path's key hash it was registered under (fastpath.c forget)
+        self.attrs: tuple = ()  # the normalized attribute values it was planned for (part of its key): the dump's index
 
     @property
     def tiling_data(self) -> bytes:
@@ -365,9 +366,32 @@ def _prepare(op: OpRuntime, soc: str, in_inst, out_inst, signature: tuple, outpu
     return prepared, None
 
 
+PHASE_HOOKS: list = []
+"""Functions called as fn(phase, op_name, start_ns, end_ns) (time.monotonic_ns) for the host-side
+phases of a cache miss: "phase1 miss" (the whole build_plan: shape check, selection, tiling) and
+"tiling" (the tiling function). The profiler registers one; misses only, so hits pay nothing."""
+
+
+def _phase_done(phase: str, op: OpRuntime, start: int) -> None:
+    end = time.monotonic_ns()
+    for hook in list(PHASE_HOOKS):
+        hook(phase, op.name, start, end)
+
+
 def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fallback: bool = False) -> Plan:
     """Cache miss: check shapes, select the binary by simplified key (with the p=0 retry when
     `fallback`: no impl mode set), run tiling with the selected key's p."""
+    if PHASE_HOOKS:
+        start = time.monotonic_ns()
+        plan = _build_plan(op, inputs, outputs, attrs, d, p, fallback)
+        _phase_done("phase1 miss", op, start)
+    else:
+        plan = _build_plan(op, inputs, outputs, attrs, d, p, fallback)
+    plan.attrs = attrs
+    return plan
+
+
+def _build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fallback: bool) -> Plan:
     spec = op.spec
     if op.has_dynamic:
         _check_dynamic_lists(spec, inputs)
@@ -381,7 +405,12 @@ def build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fal
         # axis, still runs: the kernel writes the identity).
         return Plan(op, selection, None, 0, 0, 0, None, True, contiguous, nargs)
     tiling = prepared.tiling(op, soc, attrs, d)
-    result = tiling.tile(in_inst, out_inst, block, selection.full_key)
+    if PHASE_HOOKS:
+        start = time.monotonic_ns()
+        result = tiling.tile(in_inst, out_inst, block, selection.full_key)
+        _phase_done("tiling", op, start)
+    else:
+        result = tiling.tile(in_inst, out_inst, block, selection.full_key)
     kernel = tiling.kernel
     try:
         argument = tiling_argument(result.tiling_data, kernel.op_para_size, result.tiling_key)

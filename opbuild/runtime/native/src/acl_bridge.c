@@ -366,6 +366,11 @@ static int g_dp = 3; /* settings.dp_code(0, high_performance, fallback=True): no
 
 void opbuild_aclnn_set_dp(int dp) { __atomic_store_n(&g_dp, dp, __ATOMIC_RELEASE); }
 
+/* launch.add_launch_hook: while > 0, the native hit path declines (launch.WATCH_LISTENERS). */
+static int g_watched;
+
+void opbuild_aclnn_set_watched(int n) { __atomic_store_n(&g_watched, n, __ATOMIC_RELAXED); }
+
 /* ---- phase 1 -------------------------------------------------------------------------------- */
 
 /* The native hit: key -> cached plan -> executor; 1 done, 0 not a hit (take the Python path). */
@@ -376,6 +381,10 @@ static int native_phase1(opcache_op *op, const void *const *inputs, const void *
                                  key) == 0;
     if (!*have_key) {
         opcache_note_miss();
+        return 0;
+    }
+    if (__builtin_expect(__atomic_load_n(&g_watched, __ATOMIC_RELAXED) != 0, 0)) {
+        *have_key = 2; /* launches are watched (dump, profile): the Python path, which calls the hooks */
         return 0;
     }
     opcache_plan *plan = opcache_lookup(key);

@@ -2,7 +2,7 @@
  *
  * The file must be JSON (RFC 8259) with an object at the top; anything else is reported with
  * its file, line and column. Unknown keys are ignored; the top-level "dump" value is kept as
- * text (opbuild_acl_dump_config) for a later dump feature. A small validating parser, so that
+ * text (opbuild_acl_dump_config), which aclInit hands to the dump (acl_dump_configure). A small validating parser, so that
  * aclInit needs no Python.
  */
 #include <pthread.h>

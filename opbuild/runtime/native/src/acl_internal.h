@@ -131,8 +131,11 @@ ACL_INTERNAL aclError acl_read_config(const char *path);
 
 /* ---- acl_op.c --------------------------------------------------------------------------------- */
 
-/* aclFinalize: forget the aclopSetModelDir directory. */
+/* aclFinalize: forget the aclopSetModelDir directory (and end the dump aclInit started). */
 ACL_INTERNAL void acl_op_finalize(void);
+/* aclInit's acl.json "dump" object (JSON text): checked and started by opbuild.runtime.debug.dump;
+ * ACL_SUCCESS or ACL_ERROR_INVALID_DUMP_CONFIG (reported: the file and the field). */
+ACL_INTERNAL aclError acl_dump_configure(const char *path, const char *dump_json);
 
 /* ---- acl_rt.c --------------------------------------------------------------------------------- */
 

@@ -145,10 +145,39 @@ static pthread_mutex_t g_op_lock = PTHREAD_MUTEX_INITIALIZER;
 static char g_model_dir[PATH_MAX];
 static int g_compile_flag; /* kept; selection does not depend on it */
 
+#define DUMP_MODULE "opbuild.runtime.debug.dump"
+
+static int g_dump_started; /* aclInit started a dump (g_op_lock) */
+
+aclError acl_dump_configure(const char *path, const char *dump_json) {
+    PyGILState_STATE g;
+    if (acl_py_enter("aclInit", &g)) return ACL_ERROR_FAILURE;
+    char *msg = NULL;
+    PyObject *r = acl_py_call(DUMP_MODULE, "configure_acl", Py_BuildValue("(ss)", path, dump_json), &msg);
+    aclError st = finish("aclInit", r, msg, 2, NULL);
+    PyGILState_Release(g);
+    if (st == ACL_SUCCESS) {
+        pthread_mutex_lock(&g_op_lock);
+        g_dump_started = 1;
+        pthread_mutex_unlock(&g_op_lock);
+    }
+    return st;
+}
+
 void acl_op_finalize(void) {
     pthread_mutex_lock(&g_op_lock);
     g_model_dir[0] = '\0'; /* aclInit starts over: the directory may be set again */
+    int dumping = g_dump_started;
+    g_dump_started = 0;
     pthread_mutex_unlock(&g_op_lock);
+    if (dumping) {
+        PyGILState_STATE g;
+        if (acl_py_enter("aclFinalize", &g)) return;
+        char *msg = NULL;
+        PyObject *r = acl_py_call(DUMP_MODULE, "finalize_acl", PyTuple_New(0), &msg);
+        (void)finish("aclFinalize", r, msg, 2, NULL);
+        PyGILState_Release(g);
+    }
 }
 
 aclError aclopSetModelDir(const char *modelDir) {

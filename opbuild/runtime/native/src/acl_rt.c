@@ -131,6 +131,11 @@ aclError aclInit(const char *configPath) {
     if (already) return acl_fail(ACL_ERROR_REPEAT_INITIALIZE, "aclInit: already initialized");
     aclError rc = acl_read_config(configPath); /* acl_config.c */
     if (rc != ACL_SUCCESS) return rc;
+    const char *dump = opbuild_acl_dump_config();
+    if (dump != NULL) { /* checked and started in Python, which writes the dump */
+        rc = acl_dump_configure(configPath, dump);
+        if (rc != ACL_SUCCESS) return rc;
+    }
     REQUIRE_SIM(sim);
     (void)sim;
     pthread_mutex_lock(&g_state_lock);

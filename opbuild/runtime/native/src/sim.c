@@ -406,6 +406,62 @@ typedef struct misuse_flag {
 
 static void sync_misuse(void *ctx) { ((misuse_flag *)ctx)->called = 1; }
 
+/* ---- block timing (sim_profile_blocks) ---------------------------------------------------- */
+
+#define PROF_MAX_RECORDS ((size_t)1 << 20)
+
+static int g_prof_on;
+static pthread_mutex_t g_prof_lock = PTHREAD_MUTEX_INITIALIZER;
+static sim_block_time *g_prof_buf;
+static size_t g_prof_n, g_prof_cap;
+static uint64_t g_prof_dropped;
+static __thread uint32_t prof_tid;
+
+static int64_t prof_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void prof_note(opbuild_kernel_launch_fn fn, uint32_t idx, int64_t start, int64_t end) {
+    if (prof_tid == 0) prof_tid = (uint32_t)gettid();
+    pthread_mutex_lock(&g_prof_lock);
+    if (g_prof_n == g_prof_cap && g_prof_cap < PROF_MAX_RECORDS) {
+        size_t cap = g_prof_cap ? g_prof_cap * 2 : 1024;
+        sim_block_time *b = realloc(g_prof_buf, cap * sizeof *b);
+        if (b != NULL) {
+            g_prof_buf = b;
+            g_prof_cap = cap;
+        }
+    }
+    if (g_prof_n < g_prof_cap)
+        g_prof_buf[g_prof_n++] = (sim_block_time){(uint64_t)(uintptr_t)fn, idx, prof_tid, start, end};
+    else
+        g_prof_dropped++;
+    pthread_mutex_unlock(&g_prof_lock);
+}
+
+SIM_API void sim_profile_blocks(int on) { __atomic_store_n(&g_prof_on, on ? 1 : 0, __ATOMIC_RELAXED); }
+
+SIM_API size_t sim_profile_take(sim_block_time *out, size_t max) {
+    pthread_mutex_lock(&g_prof_lock);
+    size_t n = g_prof_n < max ? g_prof_n : max;
+    if (n) {
+        memcpy(out, g_prof_buf, n * sizeof *out);
+        memmove(g_prof_buf, g_prof_buf + n, (g_prof_n - n) * sizeof *out);
+        g_prof_n -= n;
+    }
+    pthread_mutex_unlock(&g_prof_lock);
+    return n;
+}
+
+SIM_API uint64_t sim_profile_dropped(void) {
+    pthread_mutex_lock(&g_prof_lock);
+    uint64_t n = g_prof_dropped;
+    pthread_mutex_unlock(&g_prof_lock);
+    return n;
+}
+
 /* Runs block idx; returns 0, or nonzero with the block's message in kerr[OPBUILD_KERNEL_ERROR_LEN]. */
 static int run_block(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs, uint32_t idx,
                      uint32_t block_dim, opbuild_sync_all_fn sync, void *sync_ctx, char *kerr) {
@@ -424,9 +480,11 @@ static int run_block(opbuild_kernel_launch_fn fn, void *const *args, uint32_t na
     cur.args = args;
     cur.nargs = nargs;
     cur.fn = fn;
+    int64_t t0 = __builtin_expect(__atomic_load_n(&g_prof_on, __ATOMIC_RELAXED) != 0, 0) ? prof_now() : 0;
     atomic_signal_fence(memory_order_seq_cst);
     int32_t rc = fn(args, nargs, idx, block_dim, sync, sync_ctx, kerr, OPBUILD_KERNEL_ERROR_LEN);
     atomic_signal_fence(memory_order_seq_cst);
+    if (t0) prof_note(fn, idx, t0, prof_now());
     cur.fn = NULL;
     cur.note = NULL;
     kerr[OPBUILD_KERNEL_ERROR_LEN - 1] = '\0';
@@ -1123,6 +1181,8 @@ static int32_t aicpu_shim(void *const *args, uint32_t nargs, uint32_t block_idx,
 
 /* args[0] = the job, then the data of each input and output of its AicpuContext (opbuild/aicpu.h),
  * named in j->names; the count. */
+SIM_API uint64_t sim_aicpu_block_fn(void) { return (uint64_t)(uintptr_t)aicpu_shim; }
+
 static uint32_t aicpu_args(aicpu_job *j, void **args) {
     const AicpuContext *ctx = j->ctx;
     uint32_t n = 0;

@@ -112,6 +112,25 @@ SIM_API int sim_aicpu_launch(sim_stream *stream, sim_aicpu_fn fn, void *ctx, con
 /* AI CPU tasks run since the process started (tests: the AI CPU really ran them). */
 SIM_API uint64_t sim_aicpu_tasks(void);
 
+/* ---- block timing (the profiler) ---------------------------------------------------------- */
+
+/* One block's run: the kernel launch function (an AI CPU task's is sim_aicpu_launch's shim), the
+ * block index, the OS thread that ran it, its start and end (CLOCK_MONOTONIC ns). */
+typedef struct sim_block_time {
+    uint64_t fn;
+    uint32_t idx, tid;
+    int64_t start_ns, end_ns;
+} sim_block_time;
+
+/* Turn block timing on (1) or off (0, the default: one branch per block). Records are kept until
+ * taken (at most 1 << 20; later blocks are counted in sim_profile_dropped). */
+SIM_API void sim_profile_blocks(int on);
+/* Move up to `max` recorded blocks into out (oldest first); returns how many. */
+SIM_API size_t sim_profile_take(sim_block_time *out, size_t max);
+SIM_API uint64_t sim_profile_dropped(void);
+/* The launch function AI CPU tasks run as (the `fn` of their block records). */
+SIM_API uint64_t sim_aicpu_block_fn(void);
+
 /* ---- crash reports ------------------------------------------------------------------------ */
 
 /* Name a kernel launch function for crash reports ("op X, binary Y (path)"; copied, at most

@@ -695,14 +695,51 @@ static void describe_access(char *out, size_t len) {
              where);
 }
 
+/* " at FILE:LINE (FUNC)" of the report's first stack frame ("#0 0x... in FUNC FILE:LINE[:COL]", the
+ * kernel's source line when it is built with -g and a symbolizer is found), " in FUNC (MODULE+0xOFF)"
+ * without line information, "" without a frame. A long path keeps its last 80 characters. */
+static void first_frame(const char *report, char *out, size_t len) {
+    out[0] = '\0';
+    const char *f = report ? strstr(report, "#0 0x") : NULL;
+    if (f == NULL) return;
+    const char *eol = strchr(f, '\n');
+    if (eol == NULL) eol = f + strlen(f);
+    const char *in = strstr(f, " in ");
+    if (in == NULL || in > eol) return;
+    const char *func = in + 4, *sp = func;
+    while (sp < eol && *sp != ' ') sp++;
+    int flen = (int)(sp - func);
+    if (flen > 60) flen = 60;
+    const char *loc = sp < eol ? sp + 1 : eol;
+    int llen = (int)(eol - loc);
+    if (llen <= 0) {
+        snprintf(out, len, " in %.*s", flen, func);
+    } else if (*loc == '(') {
+        const char *slash = memrchr(loc, '/', (size_t)llen);
+        if (slash != NULL) { /* the module's file name only */
+            llen -= (int)(slash + 1 - loc);
+            loc = slash + 1;
+            snprintf(out, len, " in %.*s (%.*s", flen, func, llen > 80 ? 80 : llen, loc);
+        } else {
+            snprintf(out, len, " in %.*s %.*s", flen, func, llen > 80 ? 80 : llen, loc);
+        }
+    } else {
+        if (llen > 80) {
+            loc += llen - 80;
+            llen = 80;
+        }
+        snprintf(out, len, " at %.*s (%.*s)", llen, loc, flen, func);
+    }
+}
+
 /* AddressSanitizer's report callback, run after its report (on stderr): the first report of a
  * kernel block becomes the block's failure (run_block), the kernel goes on (halt_on_error=0). */
 static void memcheck_report(const char *report) {
-    (void)report;
     if (!cur.fn || !cur.note || cur.note[0]) return; /* not in a kernel block, or noted already */
-    char access[320];
+    char access[200], frame[160];
     describe_access(access, sizeof access);
+    first_frame(report, frame, sizeof frame);
     const char *what = asan.description ? asan.description() : NULL;
-    snprintf(cur.note, OPBUILD_KERNEL_ERROR_LEN, "memcheck: %s [AddressSanitizer: %s]", access,
+    snprintf(cur.note, OPBUILD_KERNEL_ERROR_LEN, "memcheck: %s%s [AddressSanitizer: %s]", access, frame,
              what ? what : "invalid access");
 }

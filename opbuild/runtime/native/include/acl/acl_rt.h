@@ -61,8 +61,9 @@ typedef enum {
 
 /* configPath: NULL or "" (defaults), or an acl.json file: it must be valid JSON with an object at
  * the top (else ACL_ERROR_PARSE_FILE, the message naming file, line and column); a missing or
- * unreadable file is ACL_ERROR_INVALID_FILE. Unknown keys are ignored; the "dump" object is kept
- * (opbuild_acl_dump_config) for a later dump feature and not acted on. */
+ * unreadable file is ACL_ERROR_INVALID_FILE. Unknown keys are ignored. A "dump" object (dump_path,
+ * dump_mode, dump_list, dump_op_switch, dump_data: docs/debugging.md) turns the data dump on until
+ * aclFinalize; a bad field is ACL_ERROR_INVALID_DUMP_CONFIG naming the file and the field. */
 ACL_FUNC_VISIBILITY aclError aclInit(const char *configPath);
 ACL_FUNC_VISIBILITY aclError aclFinalize(void);
 

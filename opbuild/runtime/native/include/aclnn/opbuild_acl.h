@@ -112,6 +112,9 @@ ACL_FUNC_VISIBILITY size_t opbuild_aclnn_cache_capacity(size_t capacity);
 
 /* The deterministic / impl mode code (d * 4 + p) of later calls; set by opbuild.runtime.settings. */
 ACL_FUNC_VISIBILITY void opbuild_aclnn_set_dp(int dp);
+/* n launch hooks are registered (dump, profile): while n > 0 the native hit path declines, so
+ * every launch goes through the Python path that calls them. */
+ACL_FUNC_VISIBILITY void opbuild_aclnn_set_watched(int n);
 
 /* The package root of the shared object containing `anchor` (an address in it): the directory
  * of that object joined with `relative` (e.g. "../.." for <root>/op_api/lib/libcust_opapi.so),
