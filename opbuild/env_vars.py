@@ -79,6 +79,26 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("OPBUILD_PYTHON", "C ABI, installer", "a Python executable",
            "the interpreter the acl library embeds and the `.run` installer uses (set by the toolkit's "
            "set_env.sh; default: the one that built opbuild)", "docs/capi.md"),
+    # ---- debugging tools -------------------------------------------------------------------------
+    EnvVar("OPBUILD_DUMP", "runtime", "a directory",
+           "data dump: each launch of the selected ops writes its tensors as .npy and a JSON index there "
+           "(also `rt.dump(DIR)`, `aclInit` with an acl.json `dump` object)", "docs/debugging.md"),
+    EnvVar("OPBUILD_DUMP_MODE", "runtime", "input | output | all (default output)",
+           "with OPBUILD_DUMP: which tensors of a launch are dumped", "docs/debugging.md"),
+    EnvVar("OPBUILD_DUMP_OPS", "runtime", "OpA,OpB (default: every op)",
+           "with OPBUILD_DUMP: the op types dumped", "docs/debugging.md"),
+    EnvVar("OPBUILD_PROFILE", "runtime", "a file",
+           "record every launch (host phases, per-block simulator times) and write a Chrome trace there "
+           "at exit, with a summary on stderr (what `opbuild prof -o FILE -- cmd` sets)", "docs/debugging.md"),
+    EnvVar("OPBUILD_PROFILE_PER_PROCESS", "runtime", "1 | unset",
+           "set by `opbuild prof`: each process writes FILE.<pid>.json, merged by the command (not for users)",
+           "docs/debugging.md"),
+    EnvVar("OPBUILD_PROFILE_QUIET", "runtime", "1 | unset",
+           "set by `opbuild prof`: processes print no summary; the command prints one (not for users)",
+           "docs/debugging.md"),
+    EnvVar("OPBUILD_MEMCHECK_PACKAGES", "runtime", "PLAIN_OPP=INSTRUMENTED_OPP[:...]",
+           "set by `opbuild memcheck`: kernels and AI CPU libraries of the plain package are loaded from the "
+           "instrumented build beside it", "docs/debugging.md"),
     # ---- internal --------------------------------------------------------------------------------
     EnvVar("OPBUILD_RUN_NAME", "installer", "a name",
            "set by the `.run` header and `opbuild install` for the install script: the name its messages "

@@ -20,10 +20,15 @@ def _constants(tree: ast.Module) -> dict[str, str]:
     """Module-level NAME = "OPBUILD_..." constants (how a module may spell a variable once)."""
     out = {}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    out[target.id] = node.value.value
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            pairs = [(target, node.value)]
+            if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):  # A, B = "X", "Y"
+                pairs = list(zip(target.elts, node.value.elts))
+            for name, value in pairs:
+                if isinstance(name, ast.Name) and isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    out[name.id] = value.value
     return out
 
 
@@ -112,10 +117,12 @@ def test_every_listed_variable_is_read_somewhere():
 def test_the_scan_finds_each_way_of_reading(tmp_path):
     """The scanner this test relies on sees os.getenv, os.environ.get/[]/in, raw_reader and constants."""
     sample = tmp_path / "sample.py"
-    sample.write_text('import os\nNAME = "OPBUILD_A"\nos.getenv(NAME)\nos.environ.get("OPBUILD_B")\n'
-                      'os.environ["OPBUILD_C"]\n"OPBUILD_D" in os.environ\nraw_reader("OPBUILD_E", "X")\n'
-                      'print("OPBUILD_F")\n')
-    assert python_reads(sample) == {"OPBUILD_A", "OPBUILD_B", "OPBUILD_C", "OPBUILD_D", "OPBUILD_E"}
+    sample.write_text('import os\nNAME = "OPBUILD_A"\nG, H = "OPBUILD_G", "OPBUILD_H"\nos.getenv(NAME)\n'
+                      'os.environ.get("OPBUILD_B")\nos.environ["OPBUILD_C"]\n"OPBUILD_D" in os.environ\n'
+                      'raw_reader("OPBUILD_E", "X")\nprint("OPBUILD_F")\n'
+                      'def f(environ):\n    return environ.get(G), os.environ.get(H)\n')
+    assert python_reads(sample) == {"OPBUILD_A", "OPBUILD_B", "OPBUILD_C", "OPBUILD_D", "OPBUILD_E", "OPBUILD_G",
+                                    "OPBUILD_H"}
 
 
 def test_the_page_is_what_the_list_generates():
