@@ -22,11 +22,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from opbuild.abi.ascendc_bridge import bridge_symbol
+from opbuild.ascendc.errors import AscendcHostError
 from opbuild.builder.stores import LocalStore
 from opbuild.fingerprint import Key
 from opbuild.runtime_paths import native_include_dir
@@ -357,10 +358,26 @@ def check_ascendc_op(spec: OpSpec, marks: Marks) -> tuple[OpSpec | None, list[Pr
     problems += found
     if lowered is None:
         return None, problems
+    header, found = kernel_header(spec, marks, description, sources.shown(spec.tiling.source))
+    problems += found
+    if header is None:
+        return None, problems
+    lowered = replace(lowered, tiling_header=header)
     keys, found = scan_kernel_keys(sources, render_ascendc_tiling_header(lowered))
     problems += found
     if problems or keys is None:
         return None, problems
-    from dataclasses import replace
-
     return replace(lowered, tiling_keys=keys), []
+
+
+def kernel_header(spec: OpSpec, marks: Marks, description: dict[str, Any], host_shown: str
+                  ) -> tuple[str | None, list[Problem]]:
+    """The kernel-side tiling header of the op (tiling_header.kernel_tiling_header over the host
+    description, naming the host source as the author sees it: no build path), or the problem."""
+    from opbuild.ascendc.description import parse_description
+    from opbuild.ascendc.tiling_header import kernel_tiling_header
+
+    try:
+        return kernel_tiling_header(parse_description(json.dumps(description), (host_shown,)), spec.snake), []
+    except AscendcHostError as exc:
+        return None, [marks.problem(("host", "source"), str(exc))]

@@ -173,15 +173,21 @@ def find_tiling(description: dict[str, Any], op: str) -> dict[str, Any] | None:
 
 def lowered_tiling_fields(tiling: dict[str, Any]) -> tuple[list[TilingField], list[str]]:
     """The class's fields as tiling_data (padding made explicit, CANN's size) and the problems
-    (a field type with no tiling-field equivalent, a nested struct)."""
+    (a field type with no tiling-field equivalent). A nested class (TILING_DATA_FIELD_DEF_STRUCT)
+    is its bytes here, a uint8 array of its size at its offset: the kernel reads it as the nested
+    struct of the kernel-side header (OpSpec.tiling_header), the host writes it with SaveToBuffer."""
     fields: list[TilingField] = []
     problems: list[str] = []
     offset = 0
     pads = 0
     for f in tiling.get("fields", []):
         if f.get("struct"):
-            problems.append(f"tiling field {f['name']} is a struct ({f['struct']}): TILING_DATA_FIELD_DEF_STRUCT is "
-                            f"not supported yet")
+            start, size = int(f["offset"]), int(f["size"])
+            if start > offset:
+                fields.append(TilingField(f"{PAD_PREFIX}{pads}", "uint8", start - offset))
+                pads += 1
+            fields.append(TilingField(str(f["name"]), "uint8", size))
+            offset = start + size
             continue
         ctype = " ".join(str(f.get("type", "")).replace("std::", "").split())
         kind = _C_TYPE_TO_FIELD.get(ctype)

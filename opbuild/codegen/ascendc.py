@@ -3,8 +3,9 @@
 * `<op_snake>_host_bridge.cpp`: the bridge macro of include/ascendc/opbuild_ascendc/host_bridge.h,
   which, linked with the op's host source, exports its tiling function, shape and dtype
   inference and description in opbuild's C ABI (abi/ascendc_bridge.py names them);
-* `<op_snake>_ascendc_tiling.h`: the kernel-side struct of the host's tiling class (its fields and
-  padding as the lowered spec's tiling_data, CANN's layout), force-included in the kernel compile;
+* `<op_snake>_ascendc_tiling.h`: the kernel-side structs of the host's tiling classes (made from
+  the host description when the op is checked: OpSpec.tiling_header), force-included in the
+  kernel compile;
 * `<op_snake>_launch.cpp`: the launch shim, which runs each block through
   `opbuild::ascendc::run_block` (include/ascendc/opbuild_ascendc/launch.h).
 """
@@ -15,8 +16,8 @@ from opbuild.abi.ascendc_bridge import BRIDGE_PARTS, bridge_symbol
 from opbuild.abi.kernel_launch import tiling_data_size, tiling_key_offset
 from opbuild.codegen.env import render
 from opbuild.codegen.kernel_src import kernel_args
-from opbuild.codegen.naming import c_string, spec_display_path, upper
-from opbuild.codegen.tiling import TILING_C_TYPE, _Field, tiling_fields, tiling_struct_size
+from opbuild.codegen.naming import c_string, spec_display_path
+from opbuild.codegen.tiling import tiling_struct_size
 from opbuild.spec.model import OpSpec
 
 
@@ -43,10 +44,12 @@ def render_host_bridge(spec: OpSpec) -> str:
 
 
 def render_ascendc_tiling_header(spec: OpSpec) -> str:
-    return render("ascendc_tiling.h.j2", spec_path=spec_display_path(spec), op=spec.op,
-                  guard=f"OPBUILD_{upper(spec.snake)}_ASCENDC_TILING_H", struct=spec.tiling_data_struct,
-                  fields=[_Field(TILING_C_TYPE[f.type], f.name, f.count) for f in tiling_fields(spec)],
-                  size=tiling_struct_size(spec))
+    """The kernel-side tiling header: made when the op was checked against its host source
+    (OpSpec.tiling_header, from the host description: nested classes and per-key classes too)."""
+    if not spec.tiling_header:
+        raise ValueError(f"op {spec.op}: an Ascend C spec that was not checked against its host source has no "
+                         f"kernel-side tiling header")
+    return spec.tiling_header
 
 
 def render_ascendc_launch_shim(spec: OpSpec) -> str:

@@ -325,7 +325,8 @@ OP_SPEC = Record(
               default={}, model="framework", check="build_framework"),
     ),
     model=OpSpec,
-    derived=("snake", "spec_path", "infer_shape", "intercore_sync", "tiling_keys", "kernel_api", "tiling_class"),
+    derived=("snake", "spec_path", "infer_shape", "intercore_sync", "tiling_keys", "kernel_api", "tiling_class",
+             "tiling_header"),
 )
 
 SCHEMA_DESCRIPTION = (

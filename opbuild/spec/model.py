@@ -278,7 +278,12 @@ class OpSpec:
 
     tiling_class: str = ""
     """Ascend C ops: the host's tiling class (REGISTER_TILING_DATA_CLASS), the name of the
-    kernel-side struct; its fields, padding included, are `tiling_data`."""
+    kernel-side struct; its fields, padding included, are `tiling_data` (a nested class,
+    TILING_DATA_FIELD_DEF_STRUCT, is a uint8 array of its size there)."""
+    tiling_header: str = ""
+    """Ascend C ops: the kernel-side `<snake>_ascendc_tiling.h`, the host's tiling classes as C++
+    structs (nested classes and each tiling key's own class included; opbuild/ascendc/tiling_header.py),
+    made from the host description when the op is checked."""
 
     @property
     def is_ascendc(self) -> bool:

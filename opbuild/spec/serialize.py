@@ -29,7 +29,8 @@ FORMAT_VERSION = 1
 
 _NOT_WRITTEN = frozenset({"spec_path"})
 """Absolute, machine-specific: the reader passes its own."""
-_WRITTEN_UNLESS_DEFAULT = frozenset({(OpSpec, "tiling_keys"), (OpSpec, "kernel_api"), (OpSpec, "tiling_class")})
+_WRITTEN_UNLESS_DEFAULT = frozenset({(OpSpec, "tiling_keys"), (OpSpec, "kernel_api"), (OpSpec, "tiling_class"),
+                                     (OpSpec, "tiling_header")})
 """(model, attribute) left out at its dataclass default (the reader takes that default back):
 attributes added after packages were first written, so the definition of an op that does not use
 them stays byte for byte what it was."""

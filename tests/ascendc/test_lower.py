@@ -130,9 +130,18 @@ def test_no_opdef_names_what_is_registered(tmp_path):
     assert "did you mean LeakyAscendC" in problems[0].message or "LeakyAscendC" in problems[0].message
 
 
-def test_a_struct_field_is_refused_at_the_host(tmp_path):
-    spec, marks = _spec(tmp_path)
+def test_a_struct_field_is_lowered_as_its_bytes(tmp_path):
+    """TILING_DATA_FIELD_DEF_STRUCT(Sub, sub): a uint8 array of the nested class's size at its offset
+    (padding before it explicit); the kernel reads it through the kernel-side header's struct."""
+    from opbuild.ascendc.lower import lowered_tiling_fields
+
     d = copy.deepcopy(LEAKY_DESCRIPTION)
-    d["tiling"][0]["fields"].append({"name": "sub", "type": "Sub", "offset": 12, "size": 4, "struct": "Sub"})
+    tiling = d["tiling"][0]
+    tiling["fields"].append({"name": "sub", "type": "Sub", "offset": 16, "size": 16, "count": 1, "struct": "Sub"})
+    tiling["size"] = 32
+    fields, problems = lowered_tiling_fields(tiling)
+    assert problems == []
+    assert [(f.name, f.type, f.count) for f in fields[-2:]] == [("opbuild_pad0", "uint8", 4), ("sub", "uint8", 16)]
+    spec, marks = _spec(tmp_path)
     lowered, problems = ascendc_problems(spec, marks, d, "op_host/leaky_ascendc.cpp", (0,))
-    assert lowered is None and "TILING_DATA_FIELD_DEF_STRUCT is not supported yet" in problems[0].message
+    assert problems == [] and [f.name for f in lowered.tiling_data][-1] == "sub"

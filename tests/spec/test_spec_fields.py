@@ -238,10 +238,10 @@ def test_serializer_round_trip_keeps_every_attribute(tmp_path):
     again = spec_from_dict(data, spec.spec_path)
     assert again == spec
     assert again.intercore_sync is True and again.attrs[0].default == (1.0, 2.5) and again.tiling_keys == (3, 1)
-    # kernel_api and tiling_class are left out at their defaults (a C-API op is written as before
-    # Ascend C ops existed)
+    # kernel_api, tiling_class and tiling_header are left out at their defaults (a C-API op is
+    # written as before Ascend C ops existed)
     assert set(data) == ({"format_version"} | set(fields.model_attributes(OpSpec))
-                         - {"spec_path", "kernel_api", "tiling_class"})
+                         - {"spec_path", "kernel_api", "tiling_class", "tiling_header"})
 
 
 def test_serializer_leaves_out_default_tiling_keys(tmp_path):

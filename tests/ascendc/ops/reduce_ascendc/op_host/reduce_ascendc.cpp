@@ -3,8 +3,16 @@
 #include "register/tilingdata_base.h"
 
 namespace optiling {
+BEGIN_TILING_DATA_DEF(ReducePasses)          // a nested class: how the two-pass path splits x
+TILING_DATA_FIELD_DEF(uint16_t, passes);
+TILING_DATA_FIELD_DEF(uint64_t, repeats);
+END_TILING_DATA_DEF;
+REGISTER_TILING_DATA_CLASS(ReduceAscendcPasses, ReducePasses)
+
 BEGIN_TILING_DATA_DEF(ReduceTiling)
 TILING_DATA_FIELD_DEF(uint32_t, totalLength);
+TILING_DATA_FIELD_DEF_STRUCT(ReducePasses, split);
+TILING_DATA_FIELD_DEF(uint8_t, checked);
 END_TILING_DATA_DEF;
 REGISTER_TILING_DATA_CLASS(ReduceAscendc, ReduceTiling)
 
@@ -16,6 +24,9 @@ static ge::graphStatus ReduceTilingFunc(gert::TilingContext *context)
     }
     ReduceTiling tiling;
     tiling.set_totalLength(n);
+    tiling.split.set_passes(n <= 64 ? 1 : 2);
+    tiling.split.set_repeats((n + 63) / 64);  // 64 floats in one 256-byte repeat
+    tiling.set_checked(0xA5);
     context->SetTilingKey(n <= 64 ? 1 : 2);
     context->SetBlockDim(1);
     tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());

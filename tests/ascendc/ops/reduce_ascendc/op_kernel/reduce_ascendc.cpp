@@ -9,6 +9,9 @@ extern "C" __global__ __aicore__ void reduce_ascendc(GM_ADDR x, GM_ADDR z, GM_AD
 {
     GET_TILING_DATA(td, tiling);
     const uint32_t n = td.totalLength;
+    // the nested class (TILING_DATA_FIELD_DEF_STRUCT) and the field after it, as the host wrote them
+    ASSERT(td.checked == 0xA5 && td.split.passes == (n <= 64 ? 1 : 2) &&
+           td.split.repeats == (n + kPerRepeat - 1) / kPerRepeat);
     AscendC::TPipe pipe;
     AscendC::TQue<AscendC::TPosition::VECIN, 1> inQ;
     AscendC::TQue<AscendC::TPosition::VECOUT, 1> outQ;
@@ -29,7 +32,7 @@ extern "C" __global__ __aicore__ void reduce_ascendc(GM_ADDR x, GM_ADDR z, GM_AD
         // normal mode: the first n elements of the one repeat
         AscendC::WholeReduceSum<float>(zv, xv, static_cast<int32_t>(n), 1, 1, 1, 8);
     } else if (TILING_KEY_IS(TWO_PASSES)) {
-        const uint32_t repeats = (n + kPerRepeat - 1) / kPerRepeat;
+        const uint32_t repeats = static_cast<uint32_t>(td.split.repeats);
         pipe.InitBuffer(partial, ((repeats + 7) / 8) * 8 * sizeof(float));
         AscendC::LocalTensor<float> sums = partial.Get<float>();
         AscendC::SetMaskCount();
