@@ -168,7 +168,7 @@ def _new(args: argparse.Namespace) -> int:
         except (MsopgenError, OSError) as exc:
             print(f"opbuild new: error: {exc}", file=sys.stderr)
             return 1
-        print(f"created {op_dir}/ (op.yaml, op_host/, op_kernel/); build it with: scons ops OPS={args.op} (or: opbuild build -- OPS={args.op})")
+        print(f"created {op_dir}/ (op.yaml, op_host/, op_kernel/); build it with: scons ops OPS={args.op} (or: opbuild build OPS={args.op})")
         return 0
 
     if args.ops_dir == "ops" and is_empty_dir(Path.cwd()):  # `opbuild new` in an empty directory: a project
@@ -179,7 +179,7 @@ def _new(args: argparse.Namespace) -> int:
     except ScaffoldError as exc:
         print(f"opbuild new: error: {exc}", file=sys.stderr)
         return 1
-    print(f"created {op_dir}/ ({', '.join(ENGINES[args.engine])}); build it with: scons ops OPS={args.op} (or: opbuild build -- OPS={args.op})")
+    print(f"created {op_dir}/ ({', '.join(ENGINES[args.engine])}); build it with: scons ops OPS={args.op} (or: opbuild build OPS={args.op})")
     return 0
 
 
