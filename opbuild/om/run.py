@@ -10,6 +10,7 @@ memfd-backed TBE_KERNELS items; tiling comes from TILING_DATA (static nodes), th
 from __future__ import annotations
 
 import types
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +183,30 @@ class NodeProvider:
         return TilingResult(values[0], values[1], values[2], bytes(item.data))
 
 
+@dataclass(frozen=True)
+class _Step:
+    """What running one node needs, read from the model definition once (not at every run): the
+    call (AI Core or AI CPU one-shot), its tensor names (an input a name, a list of names for a
+    dynamic input, or None) and its attribute values in spec order."""
+
+    name: str
+    op: OpRuntime
+    call: Any
+    inputs: tuple[Any, ...]
+    attrs: list[Any]
+    outputs: tuple[str, ...]
+    single: bool
+
+    @classmethod
+    def of(cls, node: dict[str, Any], op: OpRuntime) -> "_Step":
+        from opbuild.runtime import api
+
+        inputs = tuple(tuple(t) if isinstance(t, list) else t for t in node["inputs"])
+        attrs = [from_json(a.type, node["attrs"].get(a.name)) for a in op.spec.attrs]
+        call = api.call_aicpu if op.spec.is_aicpu else api.call
+        return cls(node["name"], op, call, inputs, attrs, tuple(node["outputs"]), len(op.spec.outputs) == 1)
+
+
 class OmRunner:
     """Runs a loaded model: `run({input name: array}) -> {output name: array}`."""
 
@@ -211,6 +236,7 @@ class OmRunner:
             shapes = node.get("output_shapes") or [None] * len(node["outputs"])
             descs.update(zip(node["outputs"], zip(node["output_dtypes"], shapes)))
             self.nodes.append((node, OpRuntime(spec, NodeProvider(model, node))))
+        self.steps = [_Step.of(node, op) for node, op in self.nodes]
         self.weights: dict[str, np.ndarray] = {}
         for name, item in model.weights.items():
             try:
@@ -246,15 +272,17 @@ class OmRunner:
             raise OmError(f"unknown model input(s) {listed(sorted(extra))}")
         token, node_token = CURRENT_MODEL.set(self.model.name), CURRENT_NODE.set(None)  # the dump's selection and index
         try:
-            for node, op in self.nodes:
-                args = [[tensors[x] for x in t] if isinstance(t, list) else (None if t is None else tensors[t])
-                        for t in node["inputs"]]
-                attrs = [from_json(a.type, node["attrs"].get(a.name)) for a in op.spec.attrs]
-                CURRENT_NODE.set(node["name"])
-                result = (api.call_aicpu if op.spec.is_aicpu else api.call)(op, args, attrs, self.d, self.p)
-                results = result if isinstance(result, tuple) else (result,)
-                for name, value in zip(node["outputs"], results):
-                    tensors[name] = value
+            d, p = self.d, self.p
+            for step in self.steps:
+                args = [None if t is None else tensors[t] if type(t) is str else [tensors[x] for x in t]
+                        for t in step.inputs]
+                CURRENT_NODE.set(step.name)
+                result = step.call(step.op, args, step.attrs, d, p)
+                if step.single:
+                    tensors[step.outputs[0]] = result
+                else:
+                    for name, value in zip(step.outputs, result):
+                        tensors[name] = value
         finally:
             CURRENT_NODE.reset(node_token)
             CURRENT_MODEL.reset(token)
