@@ -216,7 +216,7 @@ class OmRunner:
         md = model.model_def
         self.d = bool(md["deterministic"])
         self.p = md["impl_mode"]
-        self.nodes: list[tuple[dict[str, Any], OpRuntime]] = []
+        self.steps: list[_Step] = []
         descs: dict[str, tuple[str, Any]] = {t["name"]: (t["dtype"], t["shape"]) for t in md["inputs"] + md["weights"]}
         for node in md["nodes"]:
             op_def = md["ops"][node["op"]]
@@ -235,8 +235,7 @@ class OmRunner:
                 check_static_node(model.label, node, spec.op, item.meta, groups)
             shapes = node.get("output_shapes") or [None] * len(node["outputs"])
             descs.update(zip(node["outputs"], zip(node["output_dtypes"], shapes)))
-            self.nodes.append((node, OpRuntime(spec, NodeProvider(model, node))))
-        self.steps = [_Step.of(node, op) for node, op in self.nodes]
+            self.steps.append(_Step.of(node, OpRuntime(spec, NodeProvider(model, node))))
         self.weights: dict[str, np.ndarray] = {}
         for name, item in model.weights.items():
             try:

@@ -24,8 +24,10 @@ static inline int32_t to_i32_f(float v) { return (int32_t)v; }
 
 #define IS_INT32 (ORIG_DTYPE_Y == OPBUILD_DT_INT32)
 
-#define MAX_BROADCAST_INPUTS 8
-#define MAX_DIMS 8
+/* y's rank and the tensors a broadcasting list may have: the sizes of the tiling struct's arrays
+ * (op.yaml's y_dims and x_strides counts), as the tiling function derives them. */
+#define MAX_DIMS ((uint32_t)(sizeof(((AddNCustomTilingData *)0)->y_dims) / sizeof(int64_t)))
+#define MAX_BROADCAST_INPUTS ((uint32_t)(sizeof(((AddNCustomTilingData *)0)->x_strides) / sizeof(int64_t) / MAX_DIMS))
 
 /* The broadcasting sum of the block's range [begin, end) of y. */
 static void add_broadcast(GM_ADDR x, DTYPE_Y *yp, const AddNCustomTilingData *td, uint64_t n, uint64_t begin,
@@ -70,7 +72,7 @@ KERNEL_ENTRY void add_n_custom(GM_ADDR x, GM_ADDR y, GM_ADDR workspace, GM_ADDR 
         KERNEL_FAIL("%s: the list has %llu tensors, the tiling expects %u (at least 1)", OPBUILD_BINARY_NAME,
                     (unsigned long long)n, td.num_inputs);
     if (td.rank > MAX_DIMS || (td.rank > 0 && n > MAX_BROADCAST_INPUTS))
-        KERNEL_FAIL("%s: broadcasting %llu tensors of rank %u (at most %d of rank %d)", OPBUILD_BINARY_NAME,
+        KERNEL_FAIL("%s: broadcasting %llu tensors of rank %u (at most %u of rank %u)", OPBUILD_BINARY_NAME,
                     (unsigned long long)n, td.rank, MAX_BROADCAST_INPUTS, MAX_DIMS);
     uint64_t begin, end;
     if (opbuild_block_span(td.total_length, td.block_length, &begin, &end) <= 0) return;

@@ -15,7 +15,11 @@
 
 #define MIN_ELEMS_PER_BLOCK 4096u
 #define BLOCK_ALIGN_ELEMS 64u
-#define MAX_BROADCAST_INPUTS 8u /* x_strides holds 8 tensors x 8 dims */
+/* The tensors broadcasting can take: x_strides (op.yaml) holds OPBUILD_MAX_DIMS strides for each. */
+#define MAX_BROADCAST_INPUTS \
+    ((uint32_t)(sizeof(((AddNCustomTilingData *)0)->x_strides) / sizeof(int64_t) / OPBUILD_MAX_DIMS))
+_Static_assert(sizeof(((AddNCustomTilingData *)0)->y_dims) / sizeof(int64_t) == OPBUILD_MAX_DIMS,
+               "y_dims has one entry per dim: the kernel's stride rows are that long");
 
 static int supported_dtype(int32_t dt) {
     return dt == OPBUILD_DT_FLOAT16 || dt == OPBUILD_DT_FLOAT || dt == OPBUILD_DT_INT32;
