@@ -71,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `opbuild ARGS`; returns the exit status (argparse usage errors exit with status 2)."""
+    from opbuild.env_vars import warn_unknown
+
+    warn_unknown()  # a misspelt OPBUILD_* variable: one warning per process, with the nearest name
     args = build_parser().parse_args(argv)
     return args._run(args)
 
@@ -437,6 +440,9 @@ def _toolkit(args: argparse.Namespace) -> int:
 
 
 def _configure_env(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--list", action="store_true",
+                        help="print every OPBUILD_* variable opbuild reads: name, default, what it does "
+                             "(docs/environment.md), and nothing else")
     parser.add_argument("--pc-dir", default=None, metavar="DIR",
                         help="where to write opbuild.pc (default: a directory under ~/.cache/opbuild/pkgconfig)")
     parser.add_argument("--package", action="append", default=[], metavar="PKG",
@@ -448,6 +454,11 @@ def _configure_env(parser: argparse.ArgumentParser) -> None:
 @command("env", "print the exports C programs need (LD_LIBRARY_PATH, PKG_CONFIG_PATH): eval \"$(opbuild env)\"",
          _configure_env)
 def _env(args: argparse.Namespace) -> int:
+    if args.list:
+        from opbuild.env_vars import table
+
+        sys.stdout.write(table())
+        return 0
     from opbuild.abi.native_libs import NativeLibraryMissing
     from opbuild.deploy.setenv import env_script
 

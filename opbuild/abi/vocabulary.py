@@ -6,13 +6,16 @@ dtype, kernel C type and OPBUILD_DT_* macro, byte size, and the spelling each ou
 uses), per format, per impl mode, per core type, per SoC, per tiling-field type and per
 attribute type (its tiling ABI code, aclnn C type, ops-info spelling, cache-key tag, torch schema
 type, AI CPU code, GE AttrDef field, and the runtime's check and conversion of a value), plus the
-other CANN data types the acl C ABI and op_fallback know, and the 256-byte simplified-key limit.
+other CANN data types the acl C ABI and op_fallback know, and the 256-byte simplified-key limit, the aclnn status codes, and the
+op-parameter cache key's tags, environment variables and re-check interval.
 
 Why: each of these facts used to be written in several tables (ge_types, op_fallback, the C ABI
 module, the spec checker and model, the .om builder, codegen); one of them drifted (the model
 schema said `double` for float64; attribute types had nine tables). Every Python table is now
-derived from the records here; the C headers, the C sources and the JSON schemas are
-hand-written and a test (tests/abi/test_vocabulary.py) asserts they equal these records.
+derived from the records here; the C header opbuild/vocabulary_gen.h and the enums of the public
+acl/acl_base.h and aclnn/acl_meta.h are generated from them (`python -m opbuild.abi.generate_c`,
+`--check`ed by a test and pre-commit); the C sources' switches and the JSON schemas are hand-written
+and tests (tests/abi/test_vocabulary.py) assert they equal these records.
 
 Enum numbers are part of the package format (default-mode simplified keys are made of GE
 numbers, `Op/d=0,p=1/1,2/1,2`) and never change. Spellings are CANN's (`float32` for float32 in
@@ -29,7 +32,8 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
-    "ACL_DATA_TYPES", "ACL_FORMATS", "ATTR_TYPE", "ATTR_TYPES", "ATTR_TYPE_NAMES", "AttrType",
+    "ACLNN_STATUS", "ACLNN_STATUSES", "ACL_DATA_TYPES", "ACL_FORMATS", "AclnnStatus", "CACHE_KEY_ENV_VARS",
+    "CACHE_KEY_SLOT_TAGS", "CACHE_KEY_VERSION", "KeyTag", "STAMP_INTERVAL_NS", "ATTR_TYPE", "ATTR_TYPES", "ATTR_TYPE_NAMES", "AttrType",
     "CANN_DATA_TYPES", "CORE_TYPE", "CORE_TYPES", "CORE_TYPE_NAMES",
     "CannDataType", "CoreType", "DEFAULT_BINARY_IMPL_MODES", "DEFAULT_CORE_TYPE", "DEFAULT_FORMAT",
     "DEFAULT_IMPL_MODE", "DEFAULT_SOC", "DTYPE", "DTYPES", "DTYPES_BY_GE_ORDER", "DTYPE_BY_ACL", "DTYPE_BY_GE",
@@ -397,7 +401,7 @@ class AttrType:
     bool or str; is_list: whether values are lists. tiling: its OPBUILD_ATTR_* value (tiling.h,
     OpbuildAttrValue.type); aclnn_c: the C type of the parameter in an aclnn signature (CANN's
     rules); ops_info: the `type` spelling of aic-<soc>-ops-info.json; key_tag: its tag in the
-    op-parameter cache key (OPKEY_* of native/src/opkey.h: the C fast path builds the same words,
+    op-parameter cache key (OPKEY_* of opbuild/vocabulary_gen.h: the C fast path builds the same words,
     so a tag never changes); torch: the type in a torch.library schema; aicpu: its AICPU_ATTR_*
     value (aicpu.h), None when AI CPU compute functions do not get it (lists); ge_attr: the field
     of GE's AttrDef (a scalar) or AttrDef.ListValue (a list) holding the value in an .om model.
@@ -421,17 +425,17 @@ class AttrType:
 
     @property
     def c_enum(self) -> str:
-        """Its enumerator in opbuild/tiling.h."""
+        """Its enumerator in opbuild/vocabulary_gen.h (included by opbuild/tiling.h)."""
         return f"OPBUILD_ATTR_{self.name.upper()}"
 
     @property
     def aicpu_c_enum(self) -> str | None:
-        """Its macro in opbuild/aicpu.h (None when AI CPU ops do not take it)."""
+        """Its macro in opbuild/vocabulary_gen.h (included by opbuild/aicpu.h) (None when AI CPU ops do not take it)."""
         return None if self.aicpu is None else f"AICPU_ATTR_{self.name.upper()}"
 
     @property
     def key_tag_c_enum(self) -> str:
-        """Its cache-key tag's enumerator in native/src/opkey.h (`OPKEY_INT`, `OPKEY_INTS`)."""
+        """Its cache-key tag's enumerator in opbuild/vocabulary_gen.h (`OPKEY_INT`, `OPKEY_INTS`)."""
         return f"OPKEY_{self.element.upper()}{'S' if self.is_list else ''}"
 
     @property
@@ -485,4 +489,67 @@ ATTR_TYPE_NAMES: Final[tuple[str, ...]] = tuple(ATTR_TYPE)
 
 MAX_SIMPLIFIED_KEY_LEN: Final[int] = 256
 """Bytes (UTF-8) a GenSimplifiedKey fragment may have: the buffer the runtime gives the callback
-(OPBUILD_MAX_SIMPLIFIED_KEY_LEN in opbuild/tiling.h; MAX_LEN_SIMPLIFIED_KEY in CANN)."""
+(OPBUILD_MAX_SIMPLIFIED_KEY_LEN in opbuild/vocabulary_gen.h; MAX_LEN_SIMPLIFIED_KEY in CANN)."""
+
+
+# ---- aclnn status codes ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AclnnStatus:
+    """An aclnnStatus value: its CANN macro name (aclnn/acl_meta.h), number, and when it is returned."""
+
+    name: str
+    code: int
+    doc: str
+
+
+ACLNN_STATUSES: Final[tuple[AclnnStatus, ...]] = (
+    AclnnStatus("ACLNN_SUCCESS", 0, "the call succeeded"),
+    AclnnStatus("ACLNN_ERR_PARAM_NULLPTR", 161001, "a required pointer argument is NULL"),
+    AclnnStatus("ACLNN_ERR_PARAM_INVALID", 161002, "an argument is invalid (dtype, shape, attribute, executor)"),
+    AclnnStatus("ACLNN_ERR_RUNTIME_ERROR", 361001, "the device failed (a kernel fault, a launch error)"),
+    AclnnStatus("ACLNN_ERR_INNER", 561000, "an internal error (no binary, a tiling failure, out of memory)"),
+    AclnnStatus("ACLNN_ERR_INNER_NULLPTR", 561103, "a NULL executor or tensor given to an executor API"),
+)
+"""The aclnn status codes (CANN's numbers): the C ABI returns them, AclnnError carries them."""
+
+ACLNN_STATUS: Final[dict[str, int]] = {s.name: s.code for s in ACLNN_STATUSES}
+
+
+# ---- the op-parameter cache key ----------------------------------------------------------------------
+
+CACHE_KEY_VERSION: Final[int] = 0x4F504B3100000001
+"""The first word of every cache key ("OPK1", version 1): native/src/opkey.c and
+runtime/call/cache_key.py build the same words."""
+
+
+@dataclass(frozen=True)
+class KeyTag:
+    """A tag word of the cache key that is not an attribute's (AttrType.key_tag are those)."""
+
+    name: str
+    value: int
+    doc: str
+
+    @property
+    def c_enum(self) -> str:
+        return f"OPKEY_{self.name}"
+
+
+CACHE_KEY_SLOT_TAGS: Final[tuple[KeyTag, ...]] = (
+    KeyTag("ABSENT", 1, "an optional input not given"),
+    KeyTag("TENSOR", 2, "a tensor: dtype, format, ndim, dims, strides, storage offset"),
+    KeyTag("LIST", 3, "a tensor list: count, then each tensor"),
+)
+"""The tags of a key's tensor slots; attribute tags (AttrType.key_tag) start at 16."""
+
+CACHE_KEY_ENV_VARS: Final[tuple[str, ...]] = ("OPBUILD_SOC", "ASCEND_CUSTOM_OPP_PATH", "ASCEND_OPP_PATH",
+                                               "ASCEND_HOME_PATH")
+"""What package resolution and binary selection depend on besides the call: the environment
+variables hashed into every cache key's env token (in this order)."""
+
+STAMP_INTERVAL_NS: Final[int] = 1_000_000
+"""How often (at most) a cached plan or package lookup re-checks its files' stamp (one stat), per
+plan and thread, in Python and in C. File times have a resolution of a few ms (the kernel's coarse
+clock), so checking more often could not see more rebuilds; a stat per hit would cost more than
+the rest of the hit."""

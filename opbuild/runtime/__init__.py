@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from opbuild.env_vars import warn_unknown
 from opbuild.runtime.errors import (
     ACLNN_ERR_INNER,
     ACLNN_ERR_PARAM_INVALID,
@@ -23,6 +24,8 @@ from opbuild.runtime.errors import (
 )
 from opbuild.runtime.settings import get_deterministic, get_impl_mode, set_deterministic, set_impl_mode
 from opbuild.runtime.tensor import Tensor
+
+warn_unknown()  # a misspelt OPBUILD_* variable: one warning per process, with the nearest name
 
 __all__ = [
     "ACLNN_ERR_INNER", "ACLNN_ERR_PARAM_INVALID", "ACLNN_ERR_PARAM_NULLPTR", "ACLNN_ERR_RUNTIME_ERROR",

@@ -1,20 +1,21 @@
-"""aclnn status codes and the exception that carries them to Python callers."""
+"""aclnn status codes and the exception that carries them to Python callers.
+
+The codes are defined once, in opbuild/abi/vocabulary.py (ACLNN_STATUSES), which C's headers are
+generated from; they are named here for the runtime's callers.
+"""
 
 from __future__ import annotations
 
-ACLNN_SUCCESS = 0
-ACLNN_ERR_PARAM_NULLPTR = 161001
-ACLNN_ERR_PARAM_INVALID = 161002
-ACLNN_ERR_RUNTIME_ERROR = 361001
-ACLNN_ERR_INNER = 561000
+from opbuild.abi.vocabulary import ACLNN_STATUS, ACLNN_STATUSES
 
-STATUS_NAMES = {
-    ACLNN_SUCCESS: "ACLNN_SUCCESS",
-    ACLNN_ERR_PARAM_NULLPTR: "ACLNN_ERR_PARAM_NULLPTR",
-    ACLNN_ERR_PARAM_INVALID: "ACLNN_ERR_PARAM_INVALID",
-    ACLNN_ERR_RUNTIME_ERROR: "ACLNN_ERR_RUNTIME_ERROR",
-    ACLNN_ERR_INNER: "ACLNN_ERR_INNER",
-}
+ACLNN_SUCCESS = ACLNN_STATUS["ACLNN_SUCCESS"]
+ACLNN_ERR_PARAM_NULLPTR = ACLNN_STATUS["ACLNN_ERR_PARAM_NULLPTR"]
+ACLNN_ERR_PARAM_INVALID = ACLNN_STATUS["ACLNN_ERR_PARAM_INVALID"]
+ACLNN_ERR_RUNTIME_ERROR = ACLNN_STATUS["ACLNN_ERR_RUNTIME_ERROR"]
+ACLNN_ERR_INNER = ACLNN_STATUS["ACLNN_ERR_INNER"]
+ACLNN_ERR_INNER_NULLPTR = ACLNN_STATUS["ACLNN_ERR_INNER_NULLPTR"]
+
+STATUS_NAMES = {s.code: s.name for s in ACLNN_STATUSES}
 
 
 class AclnnError(Exception):

@@ -27,6 +27,7 @@ from typing import Any
 
 from opbuild import safefile
 from opbuild.abi import package_layout as layout
+from opbuild.abi.vocabulary import STAMP_INTERVAL_NS
 from opbuild.runtime.errors import ACLNN_ERR_INNER, AclnnError
 
 log = logging.getLogger("opbuild.runtime")
@@ -294,10 +295,8 @@ def _parse_config(package: Path, soc: str, config: Path) -> tuple[dict[str, Bina
 _INDEX_CACHE: dict[tuple[str, str], tuple[tuple[tuple[str, Any], ...], BinaryIndex, list[int]]] = {}
 _INDEX_LOCK = threading.Lock()
 
-STAMP_INTERVAL_NS = 1_000_000
-"""A package's files are re-stat'ed at most this often, by cached indexes and cached plans alike
-(opkey.h OPKEY_STAMP_INTERVAL_NS): file times have a resolution of a few ms, and a stat per call
-would cost more than the call."""
+# A package's files are re-stat'ed at most every STAMP_INTERVAL_NS, by cached indexes and cached
+# plans alike, in Python and in C (vocabulary.STAMP_INTERVAL_NS, OPKEY_STAMP_INTERVAL_NS in C).
 
 
 def file_stamp(path: str) -> tuple[int, int, int] | None:

@@ -19,14 +19,15 @@ from typing import Any, Sequence
 import numpy as np
 
 from opbuild.abi.ge_types import DTYPE_TO_GE, FORMAT_TO_GE, numpy_dtype
-from opbuild.abi.vocabulary import ATTR_TYPE, ATTR_TYPES
+from opbuild.abi.vocabulary import (ATTR_TYPE, ATTR_TYPES, CACHE_KEY_ENV_VARS, CACHE_KEY_SLOT_TAGS,
+                                    CACHE_KEY_VERSION)
 from opbuild.runtime.environ import raw_reader
 
-VERSION = 0x4F504B3100000001
-ABSENT, TENSOR, LIST = 1, 2, 3
+VERSION = CACHE_KEY_VERSION
+ABSENT, TENSOR, LIST = (t.value for t in CACHE_KEY_SLOT_TAGS)
 ATTR_TAGS = {t.name: t.key_tag for t in ATTR_TYPES}
 """The key's tag of each spec attribute type (vocabulary.AttrType.key_tag, OPKEY_* of opkey.h)."""
-ENV_VARS = ("OPBUILD_SOC", "ASCEND_CUSTOM_OPP_PATH", "ASCEND_OPP_PATH", "ASCEND_HOME_PATH")
+ENV_VARS = CACHE_KEY_ENV_VARS
 """What package resolution and binary selection depend on besides the call: the env token."""
 
 _MASK = (1 << 64) - 1

@@ -31,11 +31,11 @@ stays the one public module:
 from __future__ import annotations
 
 import ctypes
-import os
 from typing import Any, Sequence
 
 import numpy as np
 
+from opbuild.env_vars import int_setting
 from opbuild.runtime import device, settings  # noqa: F401 - device: re-exported as before
 from opbuild.runtime.call.arguments import (  # noqa: F401 - re-exported: opbuild.runtime.call.executor is the public module
     _ATTR_CHECK,
@@ -100,7 +100,7 @@ from opbuild.runtime.tensor import Tensor
 
 # The plan cache's capacity per thread. Read here on every store (and by api's one-shot cache),
 # so setting this module attribute bounds the cache.
-PARAM_CACHE_CAPACITY = int(os.environ.get("OPBUILD_PARAM_CACHE_SIZE", "1024"))
+PARAM_CACHE_CAPACITY = int_setting("OPBUILD_PARAM_CACHE_SIZE")
 
 # Names of fast_wrappers, which imports this module: resolved on first access (PEP 562) so that
 # either module can be imported first.

@@ -80,7 +80,7 @@ static void flush_python_streams(void) {
 }
 
 static int start_python(char *msg, size_t n) {
-    const char *exe = getenv("OPBUILD_PYTHON");
+    const char *exe = getenv(OPBUILD_ENV_PYTHON);
     if (exe == NULL || *exe == '\0') exe = OPBUILD_PYTHON_EXECUTABLE;
     PyConfig config;
     PyConfig_InitPythonConfig(&config);

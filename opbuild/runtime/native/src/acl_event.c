@@ -408,7 +408,7 @@ int32_t rtGetSocVersion(char *version, const uint32_t maxLen) {
 }
 
 const char *aclrtGetSocName(void) {
-    const char *soc = getenv("OPBUILD_SOC");
+    const char *soc = getenv(OPBUILD_ENV_SOC);
     if (soc == NULL || *soc == '\0') soc = DEFAULT_SOC;
     for (size_t i = 0; i < sizeof SOC_VERSIONS / sizeof SOC_VERSIONS[0]; i++)
         if (strcmp(SOC_VERSIONS[i].name, soc) == 0) return SOC_VERSIONS[i].full;

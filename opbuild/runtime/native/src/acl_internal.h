@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "acl/acl.h"
+#include "opbuild/vocabulary_gen.h" /* OPBUILD_ENV_*, ACLNN_*, OPKEY_* */
 #include "aclnn/acl_meta.h"
 #include "aclnn/aclnn_base.h"
 #include "aclnn/opbuild_acl.h"

@@ -54,7 +54,7 @@ static char g_sim_error[ACL_MSG_LEN];
 static pthread_once_t g_sim_once = PTHREAD_ONCE_INIT;
 
 static void load_sim(void) {
-    const char *env = getenv("OPBUILD_SIM_LIB");
+    const char *env = getenv(OPBUILD_ENV_SIM_LIB);
     if (env != NULL && *env != '\0') snprintf(g_sim_path, sizeof g_sim_path, "%s", env);
     else snprintf(g_sim_path, sizeof g_sim_path, "%s/%s", acl_library_dir(), OPBUILD_SIM_BASENAME);
     void *h = dlopen(g_sim_path, RTLD_NOW | RTLD_LOCAL);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "opbuild/vocabulary_gen.h" /* ACLNN_ERR_* */
 #include "opkey.h"
 
 #define PY_ARRAY_UNIQUE_SYMBOL opbuild_fastpath_ARRAY_API /* shared with fallback_exec.c, oneshot.c ... */
@@ -21,9 +22,6 @@
 #endif
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
-
-#define ACLNN_ERR_PARAM_NULLPTR 161001
-#define ACLNN_ERR_PARAM_INVALID 161002
 
 #define MAX_KEY_WORDS 512
 #define MAX_TENSORS 60

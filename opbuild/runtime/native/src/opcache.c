@@ -1,6 +1,7 @@
 /* opcache.c: the native hit path's cache (see opcache.h). No Python here: a hit never takes the GIL. */
 #define _GNU_SOURCE
 #include "opcache.h"
+#include "setting.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -275,9 +276,7 @@ static void table_free(void *p) {
 
 static void make_table_key(void) {
     pthread_key_create(&g_table_key, table_free);
-    const char *env = getenv("OPBUILD_PARAM_CACHE_SIZE");
-    long cap = env ? strtol(env, NULL, 10) : 1024;
-    g_capacity = cap > 0 ? (size_t)cap : 1;
+    g_capacity = (size_t)OPBUILD_INT_SETTING(OPBUILD_PARAM_CACHE_SIZE);
 }
 
 static table *my_table(int create) {

@@ -5,8 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-const char *const OPKEY_ENV_VARS[OPKEY_ENV_COUNT] = {"OPBUILD_SOC", "ASCEND_CUSTOM_OPP_PATH", "ASCEND_OPP_PATH",
-                                                     "ASCEND_HOME_PATH"};
+const char *const OPKEY_ENV_VARS[OPKEY_ENV_COUNT] = OPKEY_ENV_VAR_NAMES;
 
 void opkey_put_slow(opkey *k, uint64_t word) {
     if (k->n == k->cap) {

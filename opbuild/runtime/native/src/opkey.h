@@ -29,14 +29,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define OPKEY_VERSION 0x4f504b3100000001ull /* "OPK1" v1 */
-#define OPKEY_INLINE 256
+#include "opbuild/vocabulary_gen.h" /* OPKEY_VERSION, the OPKEY_* tags, OPKEY_ENV_*, OPKEY_STAMP_INTERVAL_NS */
 
-enum {
-    OPKEY_ABSENT = 1, OPKEY_TENSOR = 2, OPKEY_LIST = 3,
-    OPKEY_INT = 16, OPKEY_FLOAT = 17, OPKEY_BOOL = 18, OPKEY_STR = 19, OPKEY_INTS = 20, OPKEY_FLOATS = 21,
-    OPKEY_BOOLS = 22,
-};
+#define OPKEY_INLINE 256
 
 typedef struct opkey {
     uint64_t *w;     /* the words: `inline_` or a malloc'ed buffer */
@@ -75,7 +70,6 @@ uint64_t opkey_hash(const uint64_t *w, size_t n);
 
 /* FNV-1a 64 of the search environment: for each of OPKEY_ENV_VARS, its value's bytes then a
  * 0x01 separator, or just 0x00 when unset. `values[i]` NULL = unset. */
-#define OPKEY_ENV_COUNT 4
 extern const char *const OPKEY_ENV_VARS[OPKEY_ENV_COUNT]; /* OPBUILD_SOC, ASCEND_CUSTOM_OPP_PATH, ... */
 uint64_t opkey_env_hash(const char *const *values);
 /* opkey_env_hash of this process's environment (one pass over it). */
@@ -98,11 +92,8 @@ typedef struct opkey_env_cache {
 /* opkey_env_token, recomputed only when the environment may have changed since `c` saw it. */
 uint64_t opkey_env_token_cached(opkey_env_cache *c);
 
-/* How often a cached plan re-checks its package's stamp (one stat): at most once per
- * OPKEY_STAMP_INTERVAL_NS per plan and thread. File times have a resolution of a few ms
- * (the kernel's coarse clock), so checking more often could not see more rebuilds; a stat per
- * hit would cost more than the rest of the hit. */
-#define OPKEY_STAMP_INTERVAL_NS 1000000ll
+/* How often a cached plan re-checks its package's stamp (one stat): OPKEY_STAMP_INTERVAL_NS of
+ * vocabulary_gen.h (vocabulary.STAMP_INTERVAL_NS says why). */
 /* CLOCK_MONOTONIC in ns (vDSO, no syscall). */
 int64_t opkey_now_ns(void);
 

@@ -566,7 +566,7 @@ static uint32_t cpu_count(void) {
 /* The size a new pool would get; 0 with msg set when OPBUILD_SIM_THREADS is invalid. */
 static uint32_t wanted_threads(char *msg) {
     if (pool.requested) return pool.requested;
-    const char *env = getenv("OPBUILD_SIM_THREADS");
+    const char *env = getenv(OPBUILD_ENV_SIM_THREADS);
     if (env && *env) {
         char *end = NULL;
         errno = 0;

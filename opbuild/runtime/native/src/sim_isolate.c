@@ -25,6 +25,8 @@
  *   leave (setsid and setpgid fail); the group is killed when the launch ends.
  */
 #define _GNU_SOURCE
+#include "opbuild/vocabulary_gen.h" /* OPBUILD_ENV_* */
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -109,9 +111,9 @@ static int memcheck_start(void) {
 
 /* Parse the three settings (NULL: the environment variable). */
 static int parse_config(const char *mode, const char *timeout, const char *memcheck) {
-    if (!mode) mode = getenv("OPBUILD_ISOLATION");
-    if (!timeout) timeout = getenv("OPBUILD_KERNEL_TIMEOUT");
-    if (!memcheck) memcheck = getenv("OPBUILD_MEMCHECK");
+    if (!mode) mode = getenv(OPBUILD_ENV_ISOLATION);
+    if (!timeout) timeout = getenv(OPBUILD_ENV_KERNEL_TIMEOUT);
+    if (!memcheck) memcheck = getenv(OPBUILD_ENV_MEMCHECK);
     cfg_timeout_ms = 0;
     cfg_timeout_s = 0;
     if (timeout && *timeout) {

@@ -37,11 +37,6 @@ extern "C" {
 #define AICPU_OK 0u
 #define AICPU_ERROR 1u
 
-#define AICPU_ATTR_INT 0
-#define AICPU_ATTR_FLOAT 1
-#define AICPU_ATTR_BOOL 2
-#define AICPU_ATTR_STR 3
-
 /* One input or output tensor. */
 typedef struct AicpuTensor {
     void *data;

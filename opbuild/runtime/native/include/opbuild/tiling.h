@@ -30,7 +30,6 @@ extern "C" {
 
 #define OPBUILD_TILING_ABI_VERSION 1u
 #define OPBUILD_MAX_DIMS 8
-#define OPBUILD_MAX_SIMPLIFIED_KEY_LEN 256
 #define OPBUILD_ERROR_LEN 256
 #define OPBUILD_GRAPH_SUCCESS 0u
 #define OPBUILD_GRAPH_FAILED 0xFFFFFFFFu
@@ -49,16 +48,6 @@ typedef struct OpbuildTensorDesc {
     int64_t dims[OPBUILD_MAX_DIMS];
     int64_t strides[OPBUILD_MAX_DIMS];
 } OpbuildTensorDesc;
-
-enum {
-    OPBUILD_ATTR_INT = 0,
-    OPBUILD_ATTR_FLOAT = 1,
-    OPBUILD_ATTR_BOOL = 2,
-    OPBUILD_ATTR_STR = 3,
-    OPBUILD_ATTR_LIST_INT = 4,
-    OPBUILD_ATTR_LIST_FLOAT = 5,
-    OPBUILD_ATTR_LIST_BOOL = 6,
-};
 
 /* One attribute value. Scalars use i (int, bool) or f (float); str uses s; lists use list_*
  * with `count` elements. */
@@ -134,15 +123,7 @@ static inline int64_t tiling_shape_size(const OpbuildTensorDesc *d) {
     return n;
 }
 
-static inline uint32_t tiling_dtype_size(int32_t dtype) {
-    switch (dtype) {
-        case OPBUILD_DT_INT8: case OPBUILD_DT_UINT8: case OPBUILD_DT_BOOL: return 1;
-        case OPBUILD_DT_FLOAT16: case OPBUILD_DT_BF16: case OPBUILD_DT_INT16: case OPBUILD_DT_UINT16: return 2;
-        case OPBUILD_DT_FLOAT: case OPBUILD_DT_INT32: case OPBUILD_DT_UINT32: return 4;
-        case OPBUILD_DT_INT64: case OPBUILD_DT_UINT64: case OPBUILD_DT_DOUBLE: return 8;
-        default: return 0;
-    }
-}
+static inline uint32_t tiling_dtype_size(int32_t dtype) { return OPBUILD_DT_SIZE(dtype); }
 
 static inline int tiling_same_shape(const OpbuildTensorDesc *a, const OpbuildTensorDesc *b) {
     if (a->dim_num != b->dim_num) return 0;

@@ -1,7 +1,9 @@
-/* opbuild/types.h: GE data type and format enums shared by kernels, tiling and the host.
+/* opbuild/types.h: GE data type and format codes and the element types shared by kernels, tiling
+ * and the host.
  *
- * The integer values are GE's (ge::DataType, ge::Format); simplified keys in default mode are
- * made of them, so they must never change.
+ * The codes (OPBUILD_DT_*, OPBUILD_FORMAT_*) are GE's (ge::DataType, ge::Format), defined in the
+ * generated opbuild/vocabulary_gen.h; simplified keys in default mode are made of them, so they
+ * never change.
  */
 #ifndef OPBUILD_TYPES_H
 #define OPBUILD_TYPES_H
@@ -9,28 +11,13 @@
 #include <stdint.h>
 #include <string.h>
 
+/* OPBUILD_DT_* and OPBUILD_FORMAT_* (and the rest of the vocabulary), generated from
+ * opbuild/abi/vocabulary.py; found beside this header whatever the include path. */
+#include "vocabulary_gen.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Macros (not an enum) so that `#if ORIG_DTYPE_X == OPBUILD_DT_FLOAT16` works in kernels. */
-#define OPBUILD_DT_FLOAT 0
-#define OPBUILD_DT_FLOAT16 1
-#define OPBUILD_DT_INT8 2
-#define OPBUILD_DT_INT32 3
-#define OPBUILD_DT_UINT8 4
-#define OPBUILD_DT_INT16 6
-#define OPBUILD_DT_UINT16 7
-#define OPBUILD_DT_UINT32 8
-#define OPBUILD_DT_INT64 9
-#define OPBUILD_DT_UINT64 10
-#define OPBUILD_DT_DOUBLE 11
-#define OPBUILD_DT_BOOL 12
-#define OPBUILD_DT_BF16 27
-
-#define OPBUILD_FORMAT_NCHW 0
-#define OPBUILD_FORMAT_NHWC 1
-#define OPBUILD_FORMAT_ND 2
 
 /* Device half precision: the host compiler's native _Float16 (gcc >= 12 on x86_64 / aarch64). */
 typedef _Float16 half;

@@ -1,0 +1,30 @@
+/* setting.h: the C reader of opbuild's `int` settings (opbuild/env_vars.py, type "int").
+ *
+ * OPBUILD_INT_SETTING(OPBUILD_PARAM_CACHE_SIZE) is the variable's value when it is an integer in
+ * [_MIN, _MAX] of opbuild/vocabulary_gen.h (optional blanks and sign, then decimal digits, then
+ * optional blanks), else its _DEFAULT: the rule of env_vars.int_setting, which the Python runtime
+ * of the same process applies and warns with (so C stays silent, and the two halves agree).
+ */
+#ifndef OPBUILD_SETTING_H
+#define OPBUILD_SETTING_H
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+
+#include "opbuild/vocabulary_gen.h"
+
+static inline long opbuild_int_setting(const char *name, long dflt, long min, long max) {
+    const char *text = getenv(name);
+    if (text == NULL || *text == '\0') return dflt;
+    char *end = NULL;
+    errno = 0;
+    long value = strtol(text, &end, 10);
+    if (end == text || errno != 0) return dflt;
+    while (isspace((unsigned char)*end)) end++;
+    return *end == '\0' && value >= min && value <= max ? value : dflt;
+}
+
+#define OPBUILD_INT_SETTING(NAME) opbuild_int_setting(#NAME, NAME##_DEFAULT, NAME##_MIN, NAME##_MAX)
+
+#endif /* OPBUILD_SETTING_H */
