@@ -168,9 +168,9 @@ _BAD_INT_WARNED: set[tuple[str, str]] = set()
 def int_setting(name: str, environ: Mapping[str, str] | None = None, stream: TextIO | None = None) -> int:
     """The value of the `int` setting `name` (EnvVar.type == "int"): its environment value when that
     is an integer in [minimum, maximum], else its default. A set value that is not is a warning on
-    stderr naming the variable, the value and the rule (once per process and value), never an error:
-    the C side (opbuild/vocabulary_gen.h's `<NAME>_DEFAULT/_MIN/_MAX`, read by the same rule) falls
-    back to the same default, so both halves of a process agree."""
+    stderr naming the variable, the value and the rule (once per process and value), never an error.
+    The acl library reads it in C by the same rule and words (native/src/setting.h over
+    opbuild/vocabulary_gen.h's `<NAME>_DEFAULT/_MIN/_MAX`), so a C program and Python agree."""
     var = BY_NAME[name]
     assert var.type == "int" and var.minimum is not None and var.maximum is not None, name
     default = int(var.default)
@@ -235,8 +235,12 @@ def markdown() -> str:
         "| variable | read by | values | default | what it does | see |",
         "|---|---|---|---|---|---|",
     ]
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")  # `1 | unset` inside a table cell
+
     for v in ENV_VARS:
-        lines.append(f"| `{v.name}` | {v.reader} | {v.shown_values} | {v.default} | {v.doc} | {v.see} |")
+        lines.append(f"| `{v.name}` | {v.reader} | {cell(v.shown_values)} | {cell(v.default)} | {cell(v.doc)} | "
+                     f"{v.see} |")
     return "\n".join(lines) + "\n"
 
 

@@ -213,8 +213,8 @@ def test_a_bad_cache_size_does_not_break_import():
 
 def test_the_acl_library_reads_the_cache_size_by_the_same_rule(tmp_path):
     """A C program's acl library (native/src/setting.h, the generated _DEFAULT/_MIN/_MAX) takes the
-    values the Python rule takes and falls back to the same default for the others (it used to
-    take strtol's prefix of "12abc" and clamp "0" to 1)."""
+    values the Python rule takes and falls back to the same default, with the same warning, for the
+    others (it used to take strtol's prefix of "12abc" and clamp "0" to 1, silently)."""
     from opbuild.abi import native_libs
 
     src = tmp_path / "capacity.c"
@@ -227,5 +227,8 @@ def test_the_acl_library_reads_the_cache_size_by_the_same_rule(tmp_path):
         env = _clean_env(OPBUILD_PARAM_CACHE_SIZE=text, **native_libs.environment())
         proc = subprocess.run([str(exe)], capture_output=True, text=True, env=env, timeout=60)
         assert proc.returncode == 0, proc.stderr
-        expected = int_setting("OPBUILD_PARAM_CACHE_SIZE", {"OPBUILD_PARAM_CACHE_SIZE": text}, io.StringIO())
+        env_vars._BAD_INT_WARNED.clear()
+        python_warning = io.StringIO()
+        expected = int_setting("OPBUILD_PARAM_CACHE_SIZE", {"OPBUILD_PARAM_CACHE_SIZE": text}, python_warning)
         assert int(proc.stdout) == expected, text
+        assert proc.stderr == python_warning.getvalue(), text

@@ -134,7 +134,7 @@ def header_text() -> str:
             continue
         out += [
             f"/* {e.name}: an integer in [_MIN, _MAX] (optional blanks and sign, then decimal digits);",
-            " * unset, empty or anything else: _DEFAULT (the Python runtime warns: env_vars.int_setting). */",
+            " * unset or empty: _DEFAULT; anything else: _DEFAULT and a warning (env_vars.int_setting). */",
             *_aligned([(f"{e.name}_DEFAULT", str(int(e.default)), ""), (f"{e.name}_MIN", str(e.minimum), ""),
                        (f"{e.name}_MAX", str(e.maximum), "")]),
             "",

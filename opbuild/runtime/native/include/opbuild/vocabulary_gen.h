@@ -115,7 +115,7 @@ enum {
 #define OPBUILD_ENV_PYTHON           "OPBUILD_PYTHON"
 
 /* OPBUILD_PARAM_CACHE_SIZE: an integer in [_MIN, _MAX] (optional blanks and sign, then decimal digits);
- * unset, empty or anything else: _DEFAULT (the Python runtime warns: env_vars.int_setting). */
+ * unset or empty: _DEFAULT; anything else: _DEFAULT and a warning (env_vars.int_setting). */
 #define OPBUILD_PARAM_CACHE_SIZE_DEFAULT 1024
 #define OPBUILD_PARAM_CACHE_SIZE_MIN     1
 #define OPBUILD_PARAM_CACHE_SIZE_MAX     1048576
