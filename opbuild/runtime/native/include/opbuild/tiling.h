@@ -123,7 +123,7 @@ static inline int64_t tiling_shape_size(const OpbuildTensorDesc *d) {
     return n;
 }
 
-static inline uint32_t tiling_dtype_size(int32_t dtype) { return OPBUILD_DT_SIZE(dtype); }
+static inline uint32_t tiling_dtype_size(int32_t dtype) { return opbuild_dtype_size(dtype); }
 
 static inline int tiling_same_shape(const OpbuildTensorDesc *a, const OpbuildTensorDesc *b) {
     if (a->dim_num != b->dim_num) return 0;

@@ -4,7 +4,7 @@
  * Change those files and run the command (a test and pre-commit check that this file is current).
  *
  * Included by opbuild/types.h (so every kernel, tiling and AI CPU source sees it) and by the
- * runtime's C sources. Plain macros and enums only: it needs no other header.
+ * runtime's C sources. Macros, enums and one inline function: it needs no other header.
  */
 #ifndef OPBUILD_VOCABULARY_GEN_H
 #define OPBUILD_VOCABULARY_GEN_H
@@ -27,21 +27,15 @@
 #define OPBUILD_DT_BF16    27 /* bfloat16: bfloat16_t */
 
 /* Bytes per element of a dtype above; 0 for another value. */
-#define OPBUILD_DT_SIZE(dtype) \
-    ((dtype) == OPBUILD_DT_FLOAT ? 4u : \
-    ((dtype) == OPBUILD_DT_FLOAT16 ? 2u : \
-    ((dtype) == OPBUILD_DT_INT8 ? 1u : \
-    ((dtype) == OPBUILD_DT_INT32 ? 4u : \
-    ((dtype) == OPBUILD_DT_UINT8 ? 1u : \
-    ((dtype) == OPBUILD_DT_INT16 ? 2u : \
-    ((dtype) == OPBUILD_DT_UINT16 ? 2u : \
-    ((dtype) == OPBUILD_DT_UINT32 ? 4u : \
-    ((dtype) == OPBUILD_DT_INT64 ? 8u : \
-    ((dtype) == OPBUILD_DT_UINT64 ? 8u : \
-    ((dtype) == OPBUILD_DT_DOUBLE ? 8u : \
-    ((dtype) == OPBUILD_DT_BOOL ? 1u : \
-    ((dtype) == OPBUILD_DT_BF16 ? 2u : \
-     0u)))))))))))))
+static inline unsigned opbuild_dtype_size(int dtype) {
+    switch (dtype) {
+        case OPBUILD_DT_INT8: case OPBUILD_DT_UINT8: case OPBUILD_DT_BOOL: return 1;
+        case OPBUILD_DT_FLOAT16: case OPBUILD_DT_INT16: case OPBUILD_DT_UINT16: case OPBUILD_DT_BF16: return 2;
+        case OPBUILD_DT_FLOAT: case OPBUILD_DT_INT32: case OPBUILD_DT_UINT32: return 4;
+        case OPBUILD_DT_INT64: case OPBUILD_DT_UINT64: case OPBUILD_DT_DOUBLE: return 8;
+        default: return 0;
+    }
+}
 
 /* ---- formats: ge::Format values (vocabulary.FORMATS) ---------------------------------------- */
 #define OPBUILD_FORMAT_NCHW 0
