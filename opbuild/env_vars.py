@@ -189,10 +189,13 @@ def int_setting(name: str, environ: Mapping[str, str] | None = None, stream: Tex
 def unknown_names(environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
     """Each `OPBUILD_*` variable of the environment that opbuild does not read, with the "did you mean"
     suffix of the nearest known name ("" when none is near)."""
-    from opbuild.suggest import did_you_mean
+    unknown = sorted(n for n in (os.environ if environ is None else environ)
+                     if n.startswith("OPBUILD_") and n not in BY_NAME)
+    if not unknown:
+        return []
+    from opbuild.suggest import did_you_mean  # difflib: only when there is something to suggest
 
-    names = sorted(n for n in (os.environ if environ is None else environ) if n.startswith("OPBUILD_"))
-    return [(n, did_you_mean(n, BY_NAME)) for n in names if n not in BY_NAME]
+    return [(n, did_you_mean(n, BY_NAME)) for n in unknown]
 
 
 _CHECKED: list[bool] = []
