@@ -45,9 +45,9 @@ def check_tiling_symbols(specs: list[OpSpec], tiling_lib: Path) -> list[str]:
     lib = ctypes.CDLL(str(tiling_lib), mode=ctypes.RTLD_LOCAL)
     problems: list[str] = []
     for spec in specs:
-        wanted = [("tiling function", spec.tiling.symbol, spec.tiling.source)]
+        wanted = [("tiling function", spec.tiling_ref.symbol, spec.tiling_ref.source)]
         if spec.infer_shape:
-            wanted.append(("infer-shape function", spec.infer_shape, spec.tiling.source))
+            wanted.append(("infer-shape function", spec.infer_shape, spec.tiling_ref.source))
         for what, symbol, source in wanted:
             if not hasattr(lib, symbol):
                 problems.append(f"{spec.spec_path}: {spec.op}: {what} {symbol!r} is not exported by "

@@ -27,7 +27,7 @@ import os
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 from pathlib import Path
 
 import opbuild
@@ -144,8 +144,8 @@ def enable_explain(root: Path, progress: Progress) -> None:
     it is out of date (`Node.explain`) when the task becomes ready, before its old outputs are
     removed; the answer is kept here and printed under the step's `[n/N]` line instead of as
     SCons's multi-line `scons: rebuilding ...` text."""
-    import SCons.Node.FS  # type: ignore[import-not-found]
-    import SCons.Script.Main  # type: ignore[import-not-found]
+    import SCons.Node.FS
+    import SCons.Script.Main
 
     original = SCons.Node.FS.File.explain
 
@@ -537,7 +537,7 @@ def explain_ops(decision, specs: list[OpSpec], spec_layers: dict[str, str], ops_
 
 
 def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: OpsCache | None = None,
-                  others: list[OpSpec] = (), progress: Progress | None = None,
+                  others: Sequence[OpSpec] = (), progress: Progress | None = None,
                   spec_layers: dict[str, str] | None = None) -> DeclaredBuild:
     """Declare the build's steps to SCons (see plan.py for the steps, bundles.py for the ops that
     need none: current or restored from the cache). `others`: with OPS=, the ops not selected;
@@ -650,7 +650,7 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: Op
     def finish() -> None:
         """After the build: an op whose every target was built or found up to date is recorded
         as current, and its bundle stored; the others are forgotten (built again next time)."""
-        from SCons.Node import executed, up_to_date  # type: ignore[import-not-found]
+        from SCons.Node import executed, up_to_date
 
         if decision is None:
             return

@@ -45,7 +45,7 @@ class _Loaded:
         produced: dict[str, tuple[str, list[int] | None]] = {}
         for node in md["nodes"]:
             shapes = node.get("output_shapes") or [None] * len(node["outputs"])
-            for name, dt, shape in zip(node["outputs"], node.get("output_dtypes") or [], shapes):
+            for name, dt, shape in zip(node["outputs"], node.get("output_dtypes") or [], shapes, strict=False):
                 produced[name] = (dt, None if shape is None else list(shape))
         self.outputs = [(name, *produced.get(name, (None, None))) for name in md["outputs"]]
 
@@ -133,7 +133,7 @@ def _input_shape(name: str, dtype: str, shape: list[int], size: int) -> list[int
 def _given_shape(name: str, shape: list[int], dims: Sequence[int]) -> list[int]:
     """An input's shape from its dataset tensor desc, checked against the model's."""
     dims = list(dims)
-    if shape != [-2] and (len(dims) != len(shape) or any(w != -1 and w != d for w, d in zip(shape, dims))):
+    if shape != [-2] and (len(dims) != len(shape) or any(w != -1 and w != d for w, d in zip(shape, dims, strict=True))):
         raise AclError(E.ACL_ERROR_MODEL_INPUT_NOT_MATCH, f"input {name}: the tensor desc says {dims}, the model "
                                                           f"takes {shape}")
     return dims
@@ -153,14 +153,14 @@ def execute(model_id: int, inputs: Sequence[tuple[int, int, Sequence[int] | None
             raise AclError(E.ACL_ERROR_INVALID_PARAM, f"model {loaded.model.name} has {len(loaded.outputs)} outputs "
                            f"({[o[0] for o in loaded.outputs]}), the output dataset has {len(outputs)} buffers")
         feed = {}
-        for (name, dtype, shape), (address, size, given) in zip(loaded.inputs, inputs):
+        for (name, dtype, shape), (address, size, given) in zip(loaded.inputs, inputs, strict=True):
             dims = _input_shape(name, dtype, shape, size) if given is None else _given_shape(name, shape, given)
             feed[name] = buffer_array(DTYPE[dtype].cann.acl, dims, address, size, f"input {name}")
         if stream:
             Stream.from_handle(stream).synchronize()  # after the stream's earlier work
         result = loaded.runner.run(feed)
         produced = []
-        for (name, _dt, _shape), (address, size, _given) in zip(loaded.outputs, outputs):
+        for (name, _dt, _shape), (address, size, _given) in zip(loaded.outputs, outputs, strict=True):
             value = np.ascontiguousarray(result[name])
             if value.nbytes > size:
                 raise AclError(E.ACL_ERROR_INVALID_PARAM, f"output {name} is {value.dtype}{list(value.shape)} "

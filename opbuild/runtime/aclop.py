@@ -89,7 +89,7 @@ def _attr_dict(attrs: Sequence[AttrArg]) -> dict[str, Any]:
 
 def _same_value(a: Any, b: Any) -> bool:
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, float) or isinstance(b, float):
         try:
             return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-12)
@@ -148,7 +148,7 @@ def _run_package_op(op_type: str, inputs: Sequence[TensorArg], outputs: Sequence
     def tagged(arrays: list[np.ndarray | None], tensors: Sequence[TensorArg]) -> list[Any]:
         # a format other than ND travels with the array (opbuild.runtime.tensor.Tensor)
         fmts = [FORMAT_BY_ACL.get(t[1]) for t in tensors] + [None] * (len(arrays) - len(tensors))
-        return [a if a is None or f is None or f.name == "ND" else Tensor(a, f.name) for a, f in zip(arrays, fmts)]
+        return [a if a is None or f is None or f.name == "ND" else Tensor(a, f.name) for a, f in zip(arrays, fmts, strict=True)]
 
     size, executor = api.get_workspace_size(op, tagged(ins, inputs), attr_values, tagged(outs, outputs))
     workspace = np.empty(size, np.uint8) if size else None
@@ -183,12 +183,12 @@ class _Candidate:
     def inputs_match(self, given: Sequence[tuple[str, list[int]]]) -> bool:
         if len(given) != len(self.inputs):
             return False
-        for (dt, shape), (want_dt, want) in zip(given, self.inputs):
+        for (dt, shape), (want_dt, want) in zip(given, self.inputs, strict=True):
             if dt != want_dt:
                 return False
             if want == [-2]:
                 continue
-            if len(shape) != len(want) or any(w != -1 and w != s for w, s in zip(want, shape)):
+            if len(shape) != len(want) or any(w != -1 and w != s for w, s in zip(want, shape, strict=True)):
                 return False
         return True
 
@@ -201,8 +201,8 @@ class _Candidate:
         if self.runner is None:
             self.runner = OmRunner(self.model, trust=True)  # the app chose it: its model directory, or aclopLoad
         md = self.model.model_def
-        result = self.runner.run({i["name"]: a for i, a in zip(md["inputs"], inputs)})
-        for k, (name, out) in enumerate(zip(md["outputs"], outputs)):
+        result = self.runner.run({i["name"]: a for i, a in zip(md["inputs"], inputs, strict=True)})
+        for k, (name, out) in enumerate(zip(md["outputs"], outputs, strict=True)):
             value = np.asarray(result[name])
             if value.size != out.size or value.dtype != out.dtype:
                 raise AclError(E.ACL_ERROR_OP_OUTPUT_NOT_MATCH, f"{self.describe()}: output {k} ({name}) is "

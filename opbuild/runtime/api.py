@@ -105,7 +105,7 @@ def _output_specs(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any]) ->
     if inputs is None or len(inputs) != len(spec.inputs):
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op} takes {len(spec.inputs)} inputs, got {0 if inputs is None else len(inputs)}")
     groups = []
-    for param, value, what in zip(spec.inputs, inputs, op.input_what):
+    for param, value, what in zip(spec.inputs, inputs, op.input_what, strict=True):
         values = value if param.param_type == "dynamic" and isinstance(value, (list, tuple)) else [value]
         group = []
         for v in values:
@@ -190,7 +190,7 @@ def call(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], determinist
         return results[0] if len(results) == 1 else tuple(results)
     except AclnnError:
         raise
-    except Exception as exc:  # noqa: BLE001 - the aclnn API raises AclnnError only
+    except Exception as exc:  # the aclnn API raises AclnnError only
         raise as_aclnn_error(exc, op.name) from exc
 
 
@@ -209,7 +209,7 @@ if _executor._fastpath is not None:
 def _allocate(op: OpRuntime, specs) -> list[np.ndarray]:
     """The one-shot outputs; a shape too large to allocate is the caller's (161002), said so."""
     outputs = []
-    for param, (shape, dtype) in zip(op.spec.outputs, specs):
+    for param, (shape, dtype) in zip(op.spec.outputs, specs, strict=True):
         try:
             outputs.append(np.empty(shape, dtype))
         except (ValueError, MemoryError) as exc:

@@ -230,8 +230,8 @@ def _make_tensor(what: str, dt: int, fmt_code: int, offset: int, data: int, dims
     if not data:
         raise AclnnError(ACLNN_ERR_PARAM_NULLPTR, f"{what}: the tensor data is a null pointer")
     storage_elems = prod(storage)
-    low = offset + sum((d - 1) * s for d, s in zip(shape, strides) if s < 0)
-    high = offset + sum((d - 1) * s for d, s in zip(shape, strides) if s > 0)
+    low = offset + sum((d - 1) * s for d, s in zip(shape, strides, strict=True) if s < 0)
+    high = offset + sum((d - 1) * s for d, s in zip(shape, strides, strict=True) if s > 0)
     if low < 0 or high >= storage_elems:
         raise AclnnError(ACLNN_ERR_PARAM_INVALID,
                          f"{what}: the view (shape {list(shape)}, strides {list(strides)}, offset {offset}) reaches "
@@ -379,9 +379,9 @@ class OpCall:
         self.signature = _signature(spec)
 
     def arguments(self, inputs: int, attrs: int, outputs: int) -> list[Any]:
-        args = [read(ptr) for read, ptr in zip(self.readers_in, _pointers(inputs, self.n_in, "inputs"))]
-        args += [read(ptr) for read, ptr in zip(self.readers_attr, _pointers(attrs, self.n_attr, "attrs"))]
-        args += [read(ptr) for read, ptr in zip(self.readers_out, _pointers(outputs, self.n_out, "outputs"))]
+        args = [read(ptr) for read, ptr in zip(self.readers_in, _pointers(inputs, self.n_in, "inputs"), strict=True)]
+        args += [read(ptr) for read, ptr in zip(self.readers_attr, _pointers(attrs, self.n_attr, "attrs"), strict=True)]
+        args += [read(ptr) for read, ptr in zip(self.readers_out, _pointers(outputs, self.n_out, "outputs"), strict=True)]
         return args
 
 
@@ -438,7 +438,7 @@ def set_view_shapes(tensors: tuple[int, ...], shapes: tuple[tuple[int, ...], ...
     """Write each output's shape after the run into its aclTensor's view dims, with contiguous
     strides (a data-dependent output's real shape: what aclGetViewShape then returns). The rank
     is the one phase 1 checked; the storage is left as it is."""
-    for address, shape in zip(tensors, shapes):
+    for address, shape in zip(tensors, shapes, strict=True):
         header = AclTensor.from_address(address)
         if header.magic != _TENSOR_MAGIC or header.viewDimsNum != len(shape):
             continue  # destroyed meanwhile, or not a tensor this call wrote
@@ -463,9 +463,9 @@ def call_key(package_root: str, op_type: str, dp: int, inputs: int, attrs: int, 
         dims = struct.unpack(f"<{n}q", ctypes.string_at(p_view, 8 * n)) if n else ()
         strides = struct.unpack(f"<{n}q", ctypes.string_at(p_strides, 8 * n)) if n else ()
         slots.append((dt, fmt_code, dims, strides, offset))
-    values = [read(ptr) for read, ptr in zip(call.readers_attr, _pointers(attrs, call.n_attr, "attrs"))]
+    values = [read(ptr) for read, ptr in zip(call.readers_attr, _pointers(attrs, call.n_attr, "attrs"), strict=True)]
     attr_list = []
-    for a, v in zip(call.spec.attrs, values):
+    for a, v in zip(call.spec.attrs, values, strict=True):
         from opbuild.runtime.call.arguments import _ATTR_CONVERT
 
         attr_list.append((a.type, _ATTR_CONVERT[a.type](a.default if v is None else v)))

@@ -199,12 +199,12 @@ def _raise(code: int, context: str = "") -> None:
 
 
 # Bound by _load(); placeholders make the first call load the library.
-def _sim_launch(*args):  # noqa: F811 - replaced by the ctypes function
+def _sim_launch(*args):  # replaced by the ctypes function
     _load()
     return _sim_launch(*args)
 
 
-def _last_error_fn():  # noqa: F811
+def _last_error_fn():
     _load()
     return _last_error_fn()
 
@@ -386,7 +386,7 @@ def _host_trampoline(key: int | None) -> None:
     fn, errors = _host_calls.pop(key)
     try:
         fn()
-    except BaseException as e:  # reported by the stream's next synchronize()
+    except BaseException as e:  # noqa: BLE001 - reported by the stream's next synchronize()
         errors.append(e)
 
 

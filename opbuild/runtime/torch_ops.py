@@ -151,7 +151,7 @@ def _cpu_kernel(torch: Any, op: OpRuntime):
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         args = bind(args, kwargs)
-        inputs = tuple([_to_numpy(torch, t, w) for t, w in zip(args[:n_inputs], whats)])
+        inputs = tuple([_to_numpy(torch, t, w) for t, w in zip(args[:n_inputs], whats, strict=True)])
         result = call(op, inputs, args[n_inputs:])
         if multi:
             return tuple(_to_torch(torch, r) for r in result)
@@ -171,7 +171,7 @@ def _fake_kernel(torch: Any, op: OpRuntime):
         inputs, attrs = args[:n_inputs], args[n_inputs:]
         attr_values = normalize_attrs(op, list(attrs))
         groups, like = [], None
-        for p, t, fmt in zip(spec.inputs, inputs, formats):
+        for t, fmt in zip(inputs, formats, strict=True):
             tensors = list(t) if isinstance(t, (list, tuple)) else ([] if t is None else [t])
             like = like if like is not None or not tensors else tensors[0]
             groups.append([(str(x.dtype).removeprefix("torch."), fmt, tuple(int(d) for d in x.shape))

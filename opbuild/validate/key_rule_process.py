@@ -65,7 +65,7 @@ def rule_problems(spec: OpSpec, marks: Marks, rule_file: RuleFile) -> list[Probl
             return callback(ctx)
         except Exception:
             raise
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             raise KeyRuleError(f"{type(exc).__name__}: {exc}") from exc
 
     return key_problems(spec, marks, fragment, rule_file)

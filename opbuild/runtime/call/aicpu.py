@@ -22,7 +22,6 @@ AI Core calls never reach this module (the generated wrappers choose by the spec
 from __future__ import annotations
 
 import ctypes
-import json
 import threading
 from math import prod
 from pathlib import Path
@@ -205,7 +204,7 @@ def _column(op: OpRuntime, arrays: list[np.ndarray | None]) -> None:
     """161002 unless the tensors' dtypes are one declared combination."""
     spec = op.spec
     names = []
-    for param, a in zip(spec.tensors, arrays):
+    for param, a in zip(spec.tensors, arrays, strict=True):
         if a is None:
             names.append(None)
             continue
@@ -214,9 +213,9 @@ def _column(op: OpRuntime, arrays: list[np.ndarray | None]) -> None:
         except ValueError as exc:
             raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{op.name} '{param.name}': {exc}") from None
     for c in range(spec.combination_count):
-        if all(n is None or p.dtype_at(c) == n for p, n in zip(spec.tensors, names)):
+        if all(n is None or p.dtype_at(c) == n for p, n in zip(spec.tensors, names, strict=True)):
             return
-    given = ", ".join(f"{p.name}={n}" for p, n in zip(spec.tensors, names) if n)
+    given = ", ".join(f"{p.name}={n}" for p, n in zip(spec.tensors, names, strict=True) if n)
     declared = "; ".join("(" + ", ".join(f"{p.name}={p.dtype_at(c)}" for p in spec.tensors) + ")"
                          for c in range(spec.combination_count))
     raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{op.name}: dtypes ({given}) are not a declared combination; "
@@ -241,7 +240,7 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
     # available (an .om node built for other inputs): the output buffers are taken as they are.
     inferred = infer_outputs(op, groups, attr_values, dtypes=False)
     bounds: list[tuple[int, ...] | None] = []
-    for index, (param, array, what) in enumerate(zip(spec.outputs, out_arrays, op.output_what)):
+    for index, (param, array, what) in enumerate(zip(spec.outputs, out_arrays, op.output_what, strict=True)):
         dependent = param.shape is not None and param.shape.kind == "data_dependent"
         want = inferred[index][0] if inferred is not None else None
         if want is not None and want[:1] == (UNKNOWN_RANK,):
@@ -256,7 +255,7 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
                                  f"least {prod(want)} elements (its bound {list(want)}); got shape {list(array.shape)}")
         elif tuple(array.shape) != tuple(want):
             raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what} has shape {list(array.shape)}, expected {list(want)}")
-    for array, what in zip(in_arrays + out_arrays, op.input_what + op.output_what):
+    for array, what in zip(in_arrays + out_arrays, op.input_what + op.output_what, strict=True):
         if array is not None and array.ndim > MAX_DIMS:
             raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: {array.ndim} dims, AI CPU ops take at most {MAX_DIMS}")
     given = [v for v in outputs]
@@ -278,14 +277,14 @@ def _context(ex: AicpuExecutor, inputs: list[np.ndarray | None], outputs: list[n
     spec = ex.op.spec
     keep: list[Any] = []
     ins = (AicpuTensor * max(len(inputs), 1))()
-    for t, a in zip(ins, inputs):
+    for t, a in zip(ins, inputs, strict=True):
         if a is not None:
             _tensor(t, a, a.shape)
     outs = (AicpuTensor * max(len(outputs), 1))()
-    for t, a, bound in zip(outs, outputs, ex.bounds):
+    for t, a, bound in zip(outs, outputs, ex.bounds, strict=True):
         _tensor(t, a, bound if bound is not None else a.shape)
     attrs = (AicpuAttr * max(len(spec.attrs), 1))()
-    for item, attr, value in zip(attrs, spec.attrs, ex.attrs):
+    for item, attr, value in zip(attrs, spec.attrs, ex.attrs, strict=True):
         name = attr.name.encode()
         keep.append(name)
         item.name = name
@@ -307,7 +306,7 @@ def _context(ex: AicpuExecutor, inputs: list[np.ndarray | None], outputs: list[n
 def _real_shapes(ex: AicpuExecutor, ctx: AicpuContext, outputs: list[np.ndarray]) -> tuple[tuple[int, ...], ...]:
     """Every output's shape after the run, a data-dependent one checked against its bound."""
     shapes = []
-    for i, (array, bound) in enumerate(zip(outputs, ex.bounds)):
+    for i, (array, bound) in enumerate(zip(outputs, ex.bounds, strict=True)):
         if bound is None:
             shapes.append(tuple(array.shape))
             continue
@@ -320,7 +319,7 @@ def _real_shapes(ex: AicpuExecutor, ctx: AicpuContext, outputs: list[np.ndarray]
                              f"of data-dependent output {i} '{param.name}' (call aicpu_set_output_shape(ctx, {i}, ndim, dims)); its "
                              f"buffer holds no result of a known shape")
         shape = tuple(t.dims[d] for d in range(t.ndim))
-        if t.ndim != len(bound) or any(not 0 <= n <= b for n, b in zip(shape, bound)):
+        if t.ndim != len(bound) or any(not 0 <= n <= b for n, b in zip(shape, bound, strict=True)):
             raise AclnnError(ACLNN_ERR_RUNTIME_ERROR, f"{ex.op.name}: the compute function reported output {i} shape "
                                                       f"{list(shape)}, outside its bound {list(bound)}")
         shapes.append(shape)
@@ -332,7 +331,7 @@ def _finish(ex: AicpuExecutor, ctx: AicpuContext, outputs: list[np.ndarray], cop
     for dst, src in copy_back:
         np.copyto(dst, src)
     shapes = _real_shapes(ex, ctx, outputs)
-    for value, array, bound, shape in zip(ex.given, outputs, ex.bounds, shapes):
+    for value, array, bound, shape in zip(ex.given, outputs, ex.bounds, shapes, strict=True):
         if bound is not None and isinstance(value, Tensor):
             value.array = array.reshape(-1)[:prod(shape)].reshape(shape)
     ex.view_shapes = shapes
@@ -406,7 +405,7 @@ def call(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], determinist
         if dependent and ex.view_shapes is None:
             stream.synchronize()
         results = []
-        for array, bound, shape in zip(outputs, ex.bounds, ex.view_shapes or [None] * len(outputs)):
+        for array, bound, shape in zip(outputs, ex.bounds, ex.view_shapes or [None] * len(outputs), strict=True):
             results.append(array if bound is None else array.reshape(-1)[:prod(shape)].reshape(shape).copy())
         if any(isinstance(v, Tensor) for v in inputs):
             results = [Tensor(r) for r in results]
@@ -415,5 +414,5 @@ def call(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], determinist
         raise
     except device.DeviceError as exc:
         raise AclnnError(ACLNN_ERR_RUNTIME_ERROR, f"{op.name}: {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - the aclnn API raises AclnnError only
+    except Exception as exc:  # the aclnn API raises AclnnError only
         raise as_aclnn_error(exc, op.name) from exc

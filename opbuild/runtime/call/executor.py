@@ -36,7 +36,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from opbuild.runtime import device, settings  # noqa: F401 - device: re-exported as before
+from opbuild.runtime import device, settings  # device: re-exported as before
 from opbuild.runtime.call.arguments import (  # noqa: F401 - re-exported: opbuild.runtime.call.executor is the public module
     _ATTR_CHECK,
     _ATTR_CONVERT,
@@ -220,7 +220,7 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
     if key is not None:
         plan = plans.get(key)
         if plan is not None and plan_fresh(plan):
-            for what, a in zip(op.output_what, arrays[op.n_inputs:]):
+            for what, a in zip(op.output_what, arrays[op.n_inputs:], strict=True):
                 if not a.flags.writeable:
                     raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what} is read-only")
             plan.hot = True

@@ -64,7 +64,7 @@ def phase1_function(op: OpRuntime, name: str, inputs: Sequence[str], attrs: Sequ
                                       impl_mode, _opkey)
         except AclnnError:
             raise
-        except Exception as exc:  # noqa: BLE001 - the aclnn API raises AclnnError only
+        except Exception as exc:  # the aclnn API raises AclnnError only
             raise as_aclnn_error(exc, name) from exc
 
     _dress(phase1, name, doc)
@@ -113,7 +113,7 @@ def phase2_function(op: OpRuntime, name: str, doc: str | None = None) -> Callabl
         from opbuild.runtime.call.aicpu import execute as aicpu_execute
 
     @_guard(name)
-    def phase2(workspace: Any, workspaceSize: Any, executor: Any, stream: Any = None) -> int:  # noqa: N803
+    def phase2(workspace: Any, workspaceSize: Any, executor: Any, stream: Any = None) -> int:
         check_executor_op(executor, op, name)
         if aicpu_execute is None:
             execute(workspace, workspaceSize, executor, stream)
@@ -157,7 +157,7 @@ def _guarded(fn: Callable[..., Any], api: str) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         except AclnnError:
             raise
-        except Exception as exc:  # noqa: BLE001 - the aclnn API raises AclnnError only
+        except Exception as exc:  # the aclnn API raises AclnnError only
             raise as_aclnn_error(exc, api) from exc
     return guarded
 

@@ -260,7 +260,7 @@ def _execute_prepared(plan: Plan, executor: Executor, ws_addr: int, workspace: A
         raise AclnnError(ACLNN_ERR_INNER, "executor has neither launch arguments nor tensors")
     keep: list[Any] = []
     args: list[int] = []
-    for param, instances in zip(executor.op.spec.inputs, executor.inputs):
+    for param, instances in zip(executor.op.spec.inputs, executor.inputs, strict=True):
         if param.param_type == "dynamic":
             arrays = [a if _usable(a) else np.array(a, order="C") for a, _ in instances]
             keep.extend(arrays)
