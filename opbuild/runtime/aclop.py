@@ -51,9 +51,8 @@ def dtype_name(acl_dtype: int, what: str) -> str:
 
 def buffer_array(acl_dtype: int, dims: Sequence[int], address: int, size: int, what: str) -> np.ndarray:
     """A zero-copy numpy array of `dims` over the buffer (ACL_ERROR_INVALID_PARAM when too small)."""
-    dtype = np.dtype(DTYPE_BY_ACL[acl_dtype].numpy) if acl_dtype in DTYPE_BY_ACL else None
-    if dtype is None:
-        dtype_name(acl_dtype, what)
+    dtype_name(acl_dtype, what)  # (AclError for a type opbuild has no dtype of)
+    dtype = np.dtype(DTYPE_BY_ACL[acl_dtype].numpy)
     if any(d < 0 for d in dims):
         raise AclError(E.ACL_ERROR_INVALID_PARAM, f"{what}: dims {list(dims)} are not known; give the real shape "
                                                   f"in the tensor desc")
@@ -66,7 +65,7 @@ def buffer_array(acl_dtype: int, dims: Sequence[int], address: int, size: int, w
     if not address:
         raise AclError(E.ACL_ERROR_INVALID_PARAM, f"{what}: the data buffer address is a null pointer")
     raw = (ctypes.c_char * nbytes).from_address(address)
-    return np.ndarray(tuple(dims), dtype, buffer=raw)
+    return np.ndarray(tuple(dims), dtype, buffer=memoryview(raw))
 
 
 def _arrays(tensors: Sequence[TensorArg], what: str) -> list[np.ndarray | None]:
@@ -173,7 +172,7 @@ class _Candidate:
         self.attrs: dict[str, Any] = dict(node.get("attrs") or {})
         self.output_dtypes = list(node.get("output_dtypes") or [])
         self.n_outputs = len(md["outputs"])
-        self.runner = None
+        self.runner: Any = None  # an OmRunner, made at the first run
 
     def describe(self) -> str:
         ins = ", ".join(f"{dt}{shape}" for dt, shape in self.inputs)
@@ -195,7 +194,7 @@ class _Candidate:
     def attrs_match(self, given: dict[str, Any]) -> bool:
         return set(given) == set(self.attrs) and all(_same_value(given[k], self.attrs[k]) for k in given)
 
-    def run(self, inputs: list[np.ndarray], outputs: list[np.ndarray]) -> None:
+    def run(self, inputs: list[np.ndarray | None], outputs: list[np.ndarray | None]) -> None:
         from opbuild.om.run import OmRunner
 
         if self.runner is None:
@@ -203,6 +202,9 @@ class _Candidate:
         md = self.model.model_def
         result = self.runner.run({i["name"]: a for i, a in zip(md["inputs"], inputs, strict=True)})
         for k, (name, out) in enumerate(zip(md["outputs"], outputs, strict=True)):
+            if out is None:  # (not reached: _run_model_op refuses an ACL_DT_UNDEFINED output's dtype first)
+                raise AclError(E.ACL_ERROR_INVALID_PARAM, f"{self.describe()}: output {k} ({name}) has an undefined "
+                               f"data type (ACL_DT_UNDEFINED): an output needs a buffer")
             value = np.asarray(result[name])
             if value.size != out.size or value.dtype != out.dtype:
                 raise AclError(E.ACL_ERROR_OP_OUTPUT_NOT_MATCH, f"{self.describe()}: output {k} ({name}) is "

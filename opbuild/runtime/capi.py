@@ -110,8 +110,8 @@ def acl_library() -> ctypes.CDLL:
             lib.opbuild_aclnn_op_id.restype = ctypes.c_uint64
             lib.opbuild_aclnn_op_id.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
             lib.opbuild_aclnn_call_key.restype = ctypes.c_int64
-            lib.opbuild_aclnn_call_key.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint64] + [
-                ctypes.c_void_p] * 4 + [ctypes.c_size_t]
+            lib.opbuild_aclnn_call_key.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_void_p,
+                                                   ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
             lib.opbuild_opkey_env_token.restype = ctypes.c_uint64
             lib.opbuild_aclnn_set_dp.argtypes = [ctypes.c_int]
             # The native side mirrors the process-wide d/p, and clear_op_cache() empties its cache
@@ -176,7 +176,7 @@ data, viewDims, strides, storageDims (checked against AclTensor below)."""
 assert _TENSOR_HEADER.size == ctypes.sizeof(AclTensor)
 _TENSOR_KEY_END = AclTensor.viewDims.offset  # dataType..data: the part of the header a view depends on
 _TENSOR_MAGIC = _MAGIC_BASE | KIND_TENSOR
-_TENSORS: dict[bytes, Tensor] = {}
+_TENSORS: dict[bytes, tuple[Tensor, int, tuple[int, ...]]] = {}  # key -> (tensor, its storage bytes, storage dims)
 _TENSORS_MAX = 1024
 
 
@@ -243,7 +243,7 @@ def _make_tensor(what: str, dt: int, fmt_code: int, offset: int, data: int, dims
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: its storage (shape {list(storage)}) is {nbytes} bytes, "
                                                   f"more than any buffer can hold")
     _check_in_buffer(what, data, nbytes, storage)
-    buffer = (ctypes.c_char * nbytes).from_address(data)
+    buffer = memoryview((ctypes.c_char * nbytes).from_address(data))
     array = np.ndarray(shape, dtype, buffer=buffer, offset=offset * itemsize,
                        strides=tuple(s * itemsize for s in strides))
     return Tensor(array, fmt), nbytes
@@ -275,7 +275,8 @@ def tensor_list(address: int, what: str) -> list[Tensor]:
     return items
 
 
-_C_VALUES = {"int64_t": ctypes.c_int64, "double": ctypes.c_double, "bool": ctypes.c_bool}
+_C_VALUES: dict[str, type[ctypes.c_int64] | type[ctypes.c_double] | type[ctypes.c_bool]] = {
+    "int64_t": ctypes.c_int64, "double": ctypes.c_double, "bool": ctypes.c_bool}
 """The ctypes mirror of each aclnn attribute C type passed by address."""
 _C_ARRAYS = {"const aclIntArray *": (AclIntArray, KIND_INT_ARRAY),
              "const aclFloatArray *": (AclFloatArray, KIND_FLOAT_ARRAY),

@@ -106,15 +106,15 @@ def explain(package_dir: Path, op_name: str, tensor_args: list[str], attr_args: 
         if p.name not in given and p.param_type != "optional":
             raise ValueError(f"{spec.op}: input {p.name} not given (--input {p.name}=DTYPE[dims])")
         inputs.append([(a.dtype, a.format, a.shape) for a in given.get(p.name, [])])
-    outputs = []
-    lines = []
+    outputs: list[list[tuple[str, str, Any]]] = []  # per output: (dtype, format, shape) instances
+    lines: list[str] = []
     attr_values = [attrs[a.name] for a in spec.attrs]
-    unknown = [(None, None)] * len(spec.outputs)
-    shapes = dtypes = unknown
+    not_inferred: list[tuple[tuple[int, ...] | None, str | None]] = [(None, None)] * len(spec.outputs)
+    shapes = dtypes = not_inferred
     if any(p.name not in given for p in spec.outputs):  # inferred by the package's op_proto library
-        shapes = infer_outputs(op, inputs, attr_values, dtypes=False) or unknown
+        shapes = infer_outputs(op, inputs, attr_values, dtypes=False) or not_inferred
         try:
-            dtypes = infer_outputs(op, inputs, attr_values, shapes=False) or unknown
+            dtypes = infer_outputs(op, inputs, attr_values, shapes=False) or not_inferred
         except AclnnError:
             pass
     for p, (shape, _), (_, dtype) in zip(spec.outputs, shapes, dtypes, strict=True):
@@ -181,10 +181,10 @@ def explain_aicpu(op: OpRuntime, inputs: list, outputs: list, attrs: dict[str, A
     lines.append(f"dtypes:    declared combination {column + 1} of {spec.combination_count}")
     for p, group in zip(spec.outputs, outputs, strict=True):
         dims = f"[{','.join(map(str, group[0][2]))}]"
-        dependent = p.shape is not None and p.shape.kind == "data_dependent"
+        bound = p.shape.operands if p.shape is not None and p.shape.kind == "data_dependent" else None
         lines.append(f"output:    {p.name} {group[0][0]}{dims}" +
-                     (f" (data-dependent: its bound max={list(p.shape.operands)}; the compute function sets the "
-                      f"real shape)" if dependent else ""))
+                     (f" (data-dependent: its bound max={list(bound)}; the compute function sets the "
+                      f"real shape)" if bound is not None else ""))
     try:
         library = library_of(op)
     except AclnnError as exc:

@@ -27,7 +27,7 @@ import math
 import re
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -58,7 +58,8 @@ def _default(attr_type: str, value: Any) -> str | None:
     """A default in torch schema syntax; None when the schema cannot spell it (non-finite)."""
     if isinstance(value, (tuple, list)):
         items = [_default(ATTR_TYPE[attr_type].element, v) for v in value]
-        return None if None in items else "[" + ", ".join(items) + "]"
+        spelled = [i for i in items if i is not None]
+        return None if len(spelled) != len(items) else "[" + ", ".join(spelled) + "]"
     if isinstance(value, bool):
         return "True" if value else "False"
     if isinstance(value, float):
@@ -183,12 +184,18 @@ def _fake_kernel(torch: Any, op: OpRuntime):
             if shape is None:
                 raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op}: output '{p.name}' has no shape rule in the "
                                                           f"spec, so torch cannot trace it")
+            if dtype is None:
+                raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op}: output '{p.name}' has no dtype for these "
+                                                          f"inputs, so torch cannot trace it")
+            dims: Sequence[Any] = shape
             if p.shape is not None and p.shape.kind == "data_dependent":
                 # op_proto gives the bound; the real dims are known after the run: torch's
                 # unbacked sizes, each at most its bound (as for torch.nonzero)
                 ctx = torch.library.get_ctx()
-                shape = [ctx.new_dynamic_size(min=0, max=int(b)) for b in shape]
-            outs.append(like.new_empty(shape, dtype=getattr(torch, dtype)))
+                dims = [ctx.new_dynamic_size(min=0, max=int(b)) for b in shape]
+            if like is None:
+                raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op}: no input tensor to make the outputs like")
+            outs.append(like.new_empty(dims, dtype=getattr(torch, dtype)))
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     return fake

@@ -104,8 +104,9 @@ def nearest_keys(wanted: str, keys: tuple[str, ...], limit: int = 5) -> list[str
 class OpRuntime:
     """One op of one package (or of the package search path when `package` is None)."""
 
-    def __init__(self, spec: OpSpec, package: Path | Any | None) -> None:
-        """`package`: a package directory, or a provider object (duck-typed: see resolve_package)."""
+    def __init__(self, spec: OpSpec, package: Any) -> None:
+        """`package`: a package directory (Path), a provider object (duck-typed: see resolve_package),
+        or None (the package search path)."""
         self.spec = spec
         self.package = package
         self._lock = threading.Lock()

@@ -88,13 +88,17 @@ class AicpuLibrary:
             table = self.dll.opbuild_aicpu_kernels
         except (OSError, AttributeError) as exc:
             raise AclnnError(ACLNN_ERR_INNER, f"cannot load the AI CPU kernels {path}: {exc}") from None
-        self.fn = ctypes.cast(run, ctypes.c_void_p).value
+        fn = ctypes.cast(run, ctypes.c_void_p).value
+        if fn is None:
+            raise AclnnError(ACLNN_ERR_INNER, f"the AI CPU kernels {path}: RunCpuKernel is at address 0")
+        self.fn = fn
         table.restype = ctypes.c_void_p
         table.argtypes = [ctypes.POINTER(ctypes.c_uint32)]
         count = ctypes.c_uint32()
         base = table(ctypes.byref(count))
         entries = (ctypes.c_void_p * (2 * count.value)).from_address(base) if count.value else ()
-        self.ops = frozenset(ctypes.string_at(entries[2 * i]).decode() for i in range(count.value))
+        names = (entries[2 * i] for i in range(count.value))
+        self.ops = frozenset(ctypes.string_at(p).decode() for p in names if p)
 
 
 _LIBRARIES: dict[tuple[Path, int, int], AicpuLibrary] = {}
@@ -203,7 +207,7 @@ class AicpuExecutor:
 def _column(op: OpRuntime, arrays: list[np.ndarray | None]) -> None:
     """161002 unless the tensors' dtypes are one declared combination."""
     spec = op.spec
-    names = []
+    names: list[str | None] = []
     for param, a in zip(spec.tensors, arrays, strict=True):
         if a is None:
             names.append(None)
@@ -234,7 +238,8 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
     attr_values = normalize_attrs(op, attrs)
     in_arrays = [g[0][0] if g else None for g in in_params]
     out_arrays = [g[0][0] for g in out_params]
-    _column(op, in_arrays + out_arrays)
+    all_arrays: list[np.ndarray | None] = [*in_arrays, *out_arrays]
+    _column(op, all_arrays)
     groups = [[(dtype_name(a.dtype), fmt, a.shape) for a, fmt in g] for g in in_params]
     # The package's op_proto library (a data-dependent output: its bound). None: no inference
     # available (an .om node built for other inputs): the output buffers are taken as they are.
@@ -255,9 +260,9 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
                                  f"least {prod(want)} elements (its bound {list(want)}); got shape {list(array.shape)}")
         elif tuple(array.shape) != tuple(want):
             raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what} has shape {list(array.shape)}, expected {list(want)}")
-    for array, what in zip(in_arrays + out_arrays, op.input_what + op.output_what, strict=True):
-        if array is not None and array.ndim > MAX_DIMS:
-            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: {array.ndim} dims, AI CPU ops take at most {MAX_DIMS}")
+    for a, what in zip(all_arrays, op.input_what + op.output_what, strict=True):
+        if a is not None and a.ndim > MAX_DIMS:
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: {a.ndim} dims, AI CPU ops take at most {MAX_DIMS}")
     given = [v for v in outputs]
     return 0, AicpuExecutor(op, library_of(op), in_arrays, out_arrays, given, attr_values, bounds)
 
@@ -375,7 +380,12 @@ def execute(workspace: Any, workspace_size: Any, ex: AicpuExecutor, stream: Any 
         finish_observed(afters, True)
         return
     refs = [ctx, keep, inputs, outputs, ex.library, workspace]
-    stream.enqueue_host(lambda: (_finish(ex, ctx, outputs, copy_back), refs.clear()))
+
+    def finish() -> None:
+        _finish(ex, ctx, outputs, copy_back)
+        refs.clear()
+
+    stream.enqueue_host(finish)
     finish_observed(afters, True, stream)
 
 
@@ -404,9 +414,9 @@ def call(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], determinist
         dependent = any(b is not None for b in ex.bounds)
         if dependent and ex.view_shapes is None:
             stream.synchronize()
-        results = []
+        results: list[Any] = []
         for array, bound, shape in zip(outputs, ex.bounds, ex.view_shapes or [None] * len(outputs), strict=True):
-            results.append(array if bound is None else array.reshape(-1)[:prod(shape)].reshape(shape).copy())
+            results.append(array if bound is None or shape is None else array.reshape(-1)[:prod(shape)].reshape(shape).copy())
         if any(isinstance(v, Tensor) for v in inputs):
             results = [Tensor(r) for r in results]
         return results[0] if len(results) == 1 else tuple(results)

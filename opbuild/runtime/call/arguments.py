@@ -67,7 +67,12 @@ def normalize_tensors(op: OpRuntime, values: Sequence[Any], outputs: bool) -> li
                 raise AclnnError(ACLNN_ERR_PARAM_NULLPTR, f"{what} (tensor list) is a null pointer")
             if not isinstance(value, (list, tuple)) or not value:
                 raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what} must be a non-empty list of tensors")
-            result.append([_tensor_arg(v, f"{what}[{k}]", False, outputs) for k, v in enumerate(value)])
+            group = []
+            for k, v in enumerate(value):
+                array, fmt = _tensor_arg(v, f"{what}[{k}]", False, outputs)
+                if array is not None:  # (always: a list's tensors are not optional)
+                    group.append((array, fmt))
+            result.append(group)
         else:
             array, fmt = _tensor_arg(value, what, param.param_type == "optional", outputs)
             result.append([] if array is None else [(array, fmt)])

@@ -142,11 +142,11 @@ class PyExecutor:
 
     @property
     def simplified_key(self) -> str:
-        return self.plan.selection.full_key
+        return self.plan.selected.full_key
 
     @property
     def binary_name(self) -> str:
-        return self.plan.selection.entry.name
+        return self.plan.selected.entry.name
 
     @property
     def workspace_size(self) -> int:
@@ -212,12 +212,14 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
     dp = settings.dp_code(d, p, fallback)
     plans = _CACHE.plans
     plan = None
+    key: bytes | None
+    arrays: list[Any] | None
     if opkey is not None:  # the C fast path's miss: plain numpy arrays, keyed there
-        key, arrays = opkey, [*inputs, *outputs]
+        key, arrays = opkey, [*inputs, *outputs]  # (a list: the plain path's arrays)
     else:
         simple = simple_key(op, dp, inputs, attrs, outputs) if inputs is not None and outputs is not None and attrs is not None else None
         key, arrays = simple if simple is not None else (None, None)
-    if key is not None:
+    if key is not None and arrays is not None:  # (both set or neither)
         plan = plans.get(key)
         if plan is not None and plan_fresh(plan):
             for what, a in zip(op.output_what, arrays[op.n_inputs:], strict=True):
@@ -230,7 +232,7 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
         else:
             plan = None
     plain = normalize_plain(op, arrays) if arrays is not None else None
-    if plain is not None:
+    if plain is not None and arrays is not None:
         in_params, out_params = plain
     else:
         in_params = normalize_tensors(op, inputs, outputs=False)

@@ -133,6 +133,20 @@ class Plan:
         self.attrs: tuple = ()  # the normalized attribute values it was planned for (part of its key): the dump's index
 
     @property
+    def selected(self) -> Selection:
+        """The binary selection of the plan (every plan phase 1 returns has one)."""
+        if self.selection is None:
+            raise ValueError(f"{self.op.name}: the plan selected no binary")
+        return self.selection
+
+    @property
+    def launched(self) -> KernelInfo:
+        """The kernel of a plan that launches (an empty plan has none: ValueError)."""
+        if self.kernel is None:
+            raise ValueError(f"{self.op.name}: an empty plan launches no kernel")
+        return self.kernel
+
+    @property
     def tiling_data(self) -> bytes:
         """The tiling data part of the tiling argument (without the tiling key after it)."""
         if self.tiling_buffer is None or self.kernel is None:

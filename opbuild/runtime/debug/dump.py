@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass
 from math import prod
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -217,7 +217,7 @@ class Dumper(launch.LaunchHook):
         with self._lock:
             return next(self._seq)
 
-    def _record(self, op: str, stream: Any, record: dict, ins: list, outs: list) -> Any:
+    def _record(self, op: str, stream: Any, record: dict, ins: list, outs: list | Callable[[], list]) -> Any:
         seq = self._next()
         if stream is not None and stream.handle is None:
             stream = None  # the default stream: synchronous
