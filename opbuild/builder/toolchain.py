@@ -454,7 +454,7 @@ def param_json(spec: OpSpec, binary: Binary) -> dict[str, Any]:
     }]}
 
 
-TOOLCHAINS: dict[str, type[Toolchain]] = {"host": HostToolchain, "ccec": CcecToolchain}
+TOOLCHAINS: dict[str, type[HostToolchain]] = {"host": HostToolchain, "ccec": CcecToolchain}
 
 
 def get_toolchain(name: str, root: str | None = None, cc: str | None = None) -> Toolchain:
@@ -463,4 +463,4 @@ def get_toolchain(name: str, root: str | None = None, cc: str | None = None) -> 
         cls = TOOLCHAINS[name]
     except KeyError:
         raise ToolchainError(f"unknown TOOLCHAIN={name!r}; known: {', '.join(sorted(TOOLCHAINS))}") from None
-    return cls(cc=cc, root=root)  # type: ignore[call-arg]
+    return cls(cc=cc, root=root)

@@ -646,7 +646,7 @@ def fuzz(seeds: list[Seed], cases: int, *, base_seed: int = 0, timeout: float = 
     """Run `cases` mutated files (round robin over `seeds`), `jobs` children at a time."""
     import opbuild.cli  # imported once here, not in every child
     import opbuild.om.inspect
-    import opbuild.om.run  # noqa: F401
+    import opbuild.om.run  # noqa: F401 - (as the two above: the children fork with them imported)
     root = Path(tempfile.mkdtemp(prefix="opbuild-om-fuzz-"))
     report = Report()
     running: dict[int, tuple[float, Path, str, str]] = {}

@@ -619,7 +619,7 @@ def load_kernel(path: str | os.PathLike, symbol: str = LAUNCH_SYMBOL, label: str
     return KernelBinary(path, symbol, dll, address)
 
 
-from opbuild.runtime.debug.variant import ENV as _MEMCHECK_PACKAGES  # noqa: E402
+from opbuild.runtime.debug.variant import ENV as _MEMCHECK_PACKAGES  # noqa: E402 - kept with the memcheck section below
 
 
 def instrumented_binary(path: Path) -> Path:

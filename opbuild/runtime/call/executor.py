@@ -51,14 +51,14 @@ from opbuild.runtime.call.arguments import (  # noqa: F401 - re-exported: opbuil
     params_key,
     simple_key,
 )
-from opbuild.runtime.errors import (  # noqa: F401
+from opbuild.runtime.errors import (  # noqa: F401 - re-exported, as above
     ACLNN_ERR_INNER,
     ACLNN_ERR_PARAM_INVALID,
     ACLNN_ERR_PARAM_NULLPTR,
     ACLNN_ERR_RUNTIME_ERROR,
     AclnnError,
 )
-from opbuild.runtime.call.launch import (  # noqa: F401
+from opbuild.runtime.call.launch import (  # noqa: F401 - re-exported, as above
     _DATA_OFFSET,
     _FAST_POINTERS,
     _PACKERS,
@@ -75,7 +75,7 @@ from opbuild.runtime.call.launch import (  # noqa: F401
     data_pointer,
     packer,
 )
-from opbuild.runtime.call.plan_cache import (  # noqa: F401
+from opbuild.runtime.call.plan_cache import (  # noqa: F401 - re-exported, as above
     _CACHE,
     _fastpath,
     _store,
@@ -85,7 +85,7 @@ from opbuild.runtime.call.plan_cache import (  # noqa: F401
     clear_cache,
     reset_cache_thread_local,
 )
-from opbuild.runtime.call.plans import (  # noqa: F401
+from opbuild.runtime.call.plans import (  # noqa: F401 - re-exported, as above
     _KERNELS,
     _KERNELS_LOCK,
     KernelInfo,
