@@ -156,7 +156,7 @@ class _Case:
         try:
             self.native, self.tiling = _ranges(bytes(self.data))
             self.shifted = False
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - a file the mutation broke: its ranges are unknown (shifted)
             self.shifted = True
 
     def position(self) -> int:
@@ -564,14 +564,14 @@ def _child(data: bytes, seed: Seed, work: Path, mem_limit: int) -> None:
         try:
             (work / "foreign").write_text(f"{type(exc).__name__}: {str(exc)[:300]}\n"
                                           + "".join(traceback.format_tb(exc.__traceback__)[-3:]))
-        except BaseException:  # noqa: BLE001
+        except BaseException:  # noqa: BLE001 - recording the finding must not change the child's exit code
             pass
         code = _MEMORY_EXIT if isinstance(exc, MemoryError) else _FOREIGN_EXIT
     finally:
         try:
             sys.stdout.flush()
             sys.stderr.flush()
-        except BaseException:  # noqa: BLE001
+        except BaseException:  # noqa: BLE001 - flushing must not change the child's exit code
             pass
         os._exit(code if isinstance(code, int) and 0 <= code < 256 else 2)
 

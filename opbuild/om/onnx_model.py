@@ -108,7 +108,7 @@ def _array(tensor, what: str) -> np.ndarray:
     _dtype(tensor.data_type, what)
     try:
         return np.asarray(onnx.numpy_helper.to_array(tensor), order="C")  # (ascontiguousarray would make a scalar 1-d)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - numpy_helper's errors on a malformed tensor: one line for the user
         raise OmError(f"{what}: cannot read its data: {exc}") from None
 
 

@@ -122,7 +122,7 @@ def describe(model_id: int) -> tuple[int, str, list, list]:
     try:
         loaded = _get(model_id)
         return (E.ACL_SUCCESS, "", [_io(*i) for i in loaded.inputs], [_io(*o) for o in loaded.outputs])
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a code for C
         code, message = E.failure(exc)
         return code, message, [], []
 
@@ -181,6 +181,6 @@ def execute(model_id: int, inputs: Sequence[tuple[int, int, Sequence[int] | None
             np.copyto(buffer_array(acl_dtype, flat.shape, address, size, f"output {name}"), flat)
             produced.append((acl_dtype, tuple(value.shape)))
         return E.ACL_SUCCESS, "", produced
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a code for C
         code, message = E.failure(exc)
         return code, message, []

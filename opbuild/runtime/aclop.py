@@ -317,7 +317,7 @@ def load(data: bytes) -> tuple[int, str]:
         with _LOCK:
             _MEM_MODELS.append(c)
         return E.ACL_SUCCESS, ""
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a code for C
         return E.failure(exc)
 
 

@@ -483,7 +483,7 @@ def run(workspace: int, workspace_size: int, executor: Any, stream: int, repeata
             executor.set_repeatable(True)
         execute(workspace or None, workspace_size, executor, Stream.from_handle(stream) if stream else None)
         return 0, ""
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a status for C
         return _failure(exc)
 
 
@@ -499,7 +499,7 @@ def set_address(executor: Any, kind: int, index: int, address: int):
             return 0, ""
         return (ACLNN_ERR_PARAM_INVALID, "this executor prepares its tensors in phase 2 (non-contiguous, misaligned "
                                          "or listed tensors): their addresses cannot be changed; call phase 1 again")
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a status for C
         return _failure(exc)
 
 

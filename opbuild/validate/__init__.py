@@ -297,7 +297,7 @@ class _OpChecks:
         # fragments reach key_findings, which checks the fragments (and locates them)
         try:
             fragment_fn = c_callback or make_fragment_fn(spec)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - the user's callback module: one problem, not a traceback
             self.err(("simplified_key", "callback"), f"cannot load the simplified-key callback: {cause_text(exc)}")
             return
         self.problems += key_problems(spec, self.marks, fragment_fn, rule_file, c_definition)

@@ -93,7 +93,7 @@ class KeyProblems:
             return None
         try:
             fn = load_python_callback(self.spec)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - a rule that fails to load: no line to point at (reported elsewhere)
             return None
         code = getattr(fn, "__code__", None)
         where: list[int] = []
