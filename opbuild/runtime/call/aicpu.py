@@ -282,14 +282,14 @@ def _context(ex: AicpuExecutor, inputs: list[np.ndarray | None], outputs: list[n
     spec = ex.op.spec
     keep: list[Any] = []
     ins = (AicpuTensor * max(len(inputs), 1))()
-    for t, a in zip(ins, inputs, strict=True):
+    for t, a in zip(ins, inputs, strict=False):  # (the C arrays have at least one entry)
         if a is not None:
             _tensor(t, a, a.shape)
     outs = (AicpuTensor * max(len(outputs), 1))()
-    for t, a, bound in zip(outs, outputs, ex.bounds, strict=True):
+    for t, a, bound in zip(outs, outputs, ex.bounds, strict=False):
         _tensor(t, a, bound if bound is not None else a.shape)
     attrs = (AicpuAttr * max(len(spec.attrs), 1))()
-    for item, attr, value in zip(attrs, spec.attrs, ex.attrs, strict=True):
+    for item, attr, value in zip(attrs, spec.attrs, ex.attrs, strict=False):
         name = attr.name.encode()
         keep.append(name)
         item.name = name

@@ -174,7 +174,7 @@ def plain_call_key(op_id: int, n_in: int, kinds: bytes, dp: int, *args: Any) -> 
             return None
         slots.append((code, _ND, a.shape, [s // size for s in a.strides], 0))
     attrs = []
-    for kind, v in zip(kinds, args[n_in:n_in + n_attr], strict=True):
+    for kind, v in zip(kinds, args[n_in:n_in + n_attr], strict=False):  # (a short call: its arity error comes later)
         item = _plain_attr(kind, v)
         if item is None:
             return None
