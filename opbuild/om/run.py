@@ -130,7 +130,7 @@ class NodeProvider:
             shapes, dtypes = sel["output_shapes"], sel["output_dtypes"]
         else:
             dtypes = self.node["output_dtypes"]
-        return [(tuple(s), dt) for s, dt in zip(shapes, dtypes, strict=True)]
+        return [(tuple(s), dt) for s, dt in zip(shapes, dtypes, strict=False)]  # (read from the model file)
 
     def fragment_fn(self, spec):
         sel = self.node.get("selected")

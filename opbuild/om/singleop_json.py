@@ -125,7 +125,8 @@ def inputs_by_param(spec, descs: list[TensorDesc], where: str) -> dict[str, list
                       f"({', '.join(params)}); name a dynamic input's tensors {spec.inputs[0].name}0, "
                       f"{spec.inputs[0].name}1, ...")
     else:
-        pairs = [(p.name, k, d) for k, (p, d) in enumerate(zip(spec.inputs, descs, strict=True))]
+        # (fewer entries than inputs: the trailing ones are not given)
+        pairs = [(p.name, k, d) for k, (p, d) in enumerate(zip(spec.inputs, descs, strict=False))]
     given: dict[str, list[tuple[str, list[int]]]] = {}
     for name, k, d in pairs:
         formats = params[name].formats
@@ -201,7 +202,7 @@ def check_outputs(md: dict[str, Any], descs: list[TensorDesc], where: str) -> No
     if len(descs) != len(dtypes):
         raise OmError(f"{where}: {len(descs)} entries, {node['type']} has {len(dtypes)} output(s)")
     shapes = node.get("output_shapes") or [None] * len(dtypes)
-    for k, (d, dt, shape) in enumerate(zip(descs, dtypes, shapes, strict=True)):
+    for k, (d, dt, shape) in enumerate(zip(descs, dtypes, shapes, strict=False)):  # (shapes: as the model has them)
         if d.dtype != dt:
             raise OmError(f"{where}[{k}].type: {d.dtype}, but {node['type']} gives {dt} for these inputs")
         if shape is not None and -1 not in d.shape and list(d.shape) != list(shape):
