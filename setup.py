@@ -103,6 +103,10 @@ class build_py_with_data(build_py):
             shutil.copytree(name, target)
 
 
+WARNINGS = ["-Wall", "-Wextra", "-Werror"]
+"""opbuild's own C sources build warning-free (a new warning fails the build). Not applied to user
+kernels or the C opbuild generates for op packages (opbuild/builder/toolchain.py)."""
+
 SIM_NAME = "opbuild.runtime._opbuild_sim"
 ACL_NAME = "opbuild.runtime._opbuild_acl"
 
@@ -117,7 +121,7 @@ sim = Extension(
         f"{NATIVE}/include/opbuild/types.h",
         f"{NATIVE}/include/opbuild/vocabulary_gen.h",
     ],
-    extra_compile_args=["-std=c11", "-O2", "-pthread", "-fvisibility=hidden", "-Wall", "-Wextra"],
+    extra_compile_args=["-std=c11", "-O2", "-pthread", "-fvisibility=hidden", *WARNINGS],
     extra_link_args=["-pthread"],
     libraries=["m", "dl"],
     language="c",
@@ -153,7 +157,7 @@ acl = Extension(
     library_dirs=_py_libdirs,
     libraries=[*_py_libs, "dl"],
     runtime_library_dirs=_py_libdirs,
-    extra_compile_args=["-std=gnu11", "-O2", "-pthread", "-fvisibility=hidden", "-Wall", "-Wextra"],
+    extra_compile_args=["-std=gnu11", "-O2", "-pthread", "-fvisibility=hidden", *WARNINGS],
     # nodelete: the library registers a pthread key destructor and must never be unloaded.
     extra_link_args=["-pthread", "-Wl,-z,nodelete"],
     language="c",
@@ -177,8 +181,7 @@ fastpath = Extension(
              f"{NATIVE}/src/describe.c"],
     include_dirs=[*_numpy_include(), f"{NATIVE}/src", f"{NATIVE}/include"],
     depends=[f"{NATIVE}/src/opkey.h", f"{NATIVE}/src/fastpath.h", f"{NATIVE}/include/opbuild/vocabulary_gen.h", f"{NATIVE}/include/opbuild/tiling.h"],
-    extra_compile_args=["-std=gnu11", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-missing-field-initializers",
-                        "-Wno-unused-parameter", "-Wno-cast-function-type"],
+    extra_compile_args=["-std=gnu11", "-O2", "-fvisibility=hidden", *WARNINGS],
     language="c",
 )
 

@@ -20,7 +20,7 @@ def _default_mode() -> int:
 _FILE_MODE = _default_mode()
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes, mode: int = _FILE_MODE, prefix: str | None = None) -> None:
+def atomic_write(path: str | os.PathLike[str], data: bytes | memoryview, mode: int = _FILE_MODE, prefix: str | None = None) -> None:
     """Write `data` to `path` through a temporary file in the same directory and os.replace: a
     reader (or a crash) never sees a partial file. The directory must exist."""
     path = Path(path)

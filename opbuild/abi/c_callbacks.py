@@ -68,6 +68,8 @@ class TilingLibrary:
                     address = ctypes.cast(getattr(self._lib, name), ctypes.c_void_p).value
                 except AttributeError:
                     raise CallbackError(f"symbol {name} not found in {self.path} (is it exported with OPBUILD_API?)") from None
+                if address is None:
+                    raise CallbackError(f"symbol {name} of {self.path} is at address 0")
                 self._addresses[name] = address
         return address
 
@@ -99,7 +101,7 @@ class TilingResult(NamedTuple):
 
 
 def _attr_items(spec: OpSpec, values: Sequence[Any]) -> list[tuple[str, Any]]:
-    return [(a.type, v) for a, v in zip(spec.attrs, values)]
+    return [(a.type, v) for a, v in zip(spec.attrs, values, strict=True)]
 
 
 def run_tiling(library: TilingLibrary, symbol: str, spec: OpSpec, inputs, outputs, attrs: Sequence[Any], *,

@@ -83,7 +83,7 @@ _SYMBOLS = {
 """The op_proto functions to run, dtypes first (the shape function may read what it wrote)."""
 
 
-def _infer_ctypes(library: TilingLibrary, spec: OpSpec, inputs, items, symbols: list[str], *, soc: str, core_num: int,
+def _infer_ctypes(library: TilingLibrary, spec: OpSpec, inputs, items, symbols: Sequence[str], *, soc: str, core_num: int,
                   ub_size: int) -> tuple[tuple[int, tuple[int, ...]], ...]:
     """The op_proto functions run on a context filled and read through ctypes: per output, the
     (dtype code, dims) they wrote."""

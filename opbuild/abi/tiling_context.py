@@ -244,6 +244,7 @@ def _fill_attr(a: AttrValue, kind: str, value: Any, keep: list) -> None:
         values = list(value)
         n = len(values)
         a.count = n
+        arr: ctypes.Array[Any]
         if kind == "list_int":
             arr = (_i64 * n)(*map(_int64, values))
             a.list_int = arr

@@ -320,7 +320,7 @@ CORE_TYPES: Final[tuple[CoreType, ...]] = (
 )
 CORE_TYPE: Final[dict[str, CoreType]] = {c.name: c for c in CORE_TYPES}
 CORE_TYPE_NAMES: Final[tuple[str, ...]] = tuple(CORE_TYPE)
-DEFAULT_CORE_TYPE: Final[str] = "VectorCore"
+DEFAULT_CORE_TYPE: Final = "VectorCore"  # (Final without a type: its Literal type, as OpSpec.core_type)
 
 
 # ---- SoCs --------------------------------------------------------------------------------------------

@@ -126,7 +126,7 @@ class _Sources:
 
     def known_sources(self) -> dict[Path, str]:
         spec = self.spec
-        found = {(spec.op_dir / s.source).resolve(): self.shown(s.source) for s in (spec.kernel, spec.tiling)}
+        found = {(spec.op_dir / s.source).resolve(): self.shown(s.source) for s in (spec.kernel_ref, spec.tiling_ref)}
         for path in self.op_files:
             found.setdefault(path.resolve(), str(self.shown_dir / path.relative_to(spec.op_dir)))
         return found
@@ -273,7 +273,7 @@ def describe_source(tc, host_source: Path, as_built: AsBuilt | None = None) -> t
 def describe_host(sources: _Sources) -> tuple[dict[str, Any] | None, list[Problem]]:
     """The host description (parsed JSON), or the problems (compile errors at the author's lines)."""
     spec = sources.spec
-    description, failed, output = describe_source(sources.tc, (spec.op_dir / spec.tiling.source).resolve())
+    description, failed, output = describe_source(sources.tc, (spec.op_dir / spec.tiling_ref.source).resolve())
     if description is None:
         if failed == "compile":
             return None, _compile_problems(output, sources.known_sources(), "the host source")
@@ -292,13 +292,13 @@ def scan_kernel_keys(sources: _Sources, header_text: str) -> tuple[tuple[int, ..
     cmd = tc.ascendc_preprocess_command("UNIT", "OUT", macros, ascendc_include_dirs(), "HEADER")
     name = sources.key("keys", *cmd, header_text) + ".json"
     cached = sources.cached(name)
-    kernel_shown = sources.shown(spec.kernel.source)
+    kernel_shown = sources.shown(spec.kernel_ref.source)
     if cached is not None:
         branches = json.loads(cached)
     else:
         work = Path(tempfile.mkdtemp(prefix="opbuild-ascendc-"))
         try:
-            kernel = (spec.op_dir / spec.kernel.source).resolve()
+            kernel = (spec.op_dir / spec.kernel_ref.source).resolve()
             unit, out, header = work / "scan.cpp", work / "scan.ii", work / "tiling.h"
             header.write_text(header_text, encoding="utf-8")
             unit.write_text(f'#include "{kernel}"\n{PROBE}', encoding="utf-8")
@@ -326,16 +326,16 @@ def scan_kernel_keys(sources: _Sources, header_text: str) -> tuple[tuple[int, ..
 
 def check_entry(spec: OpSpec, marks: Marks, shown: str) -> list[Problem]:
     try:
-        text = (spec.op_dir / spec.kernel.source).read_text(encoding="utf-8", errors="replace")
+        text = (spec.op_dir / spec.kernel_ref.source).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return []  # the spec checker reported it
     entries = [m.group("name") for m in _ENTRY.finditer(text)]
-    if spec.kernel.symbol in entries:
+    if spec.kernel_ref.symbol in entries:
         return []
-    return [marks.problem(("kernel", "entry"), f"kernel.entry {spec.kernel.symbol!r} is not defined in the kernel "
+    return [marks.problem(("kernel", "entry"), f"kernel.entry {spec.kernel_ref.symbol!r} is not defined in the kernel "
                                                f"source {shown} (expected `extern \"C\" __global__ __aicore__ void "
-                                               f"{spec.kernel.symbol}(GM_ADDR ..., GM_ADDR workspace, GM_ADDR tiling)`)"
-                                               f"{did_you_mean(spec.kernel.symbol, entries)}")]
+                                               f"{spec.kernel_ref.symbol}(GM_ADDR ..., GM_ADDR workspace, GM_ADDR tiling)`)"
+                                               f"{did_you_mean(spec.kernel_ref.symbol, entries)}")]
 
 
 def check_ascendc_op(spec: OpSpec, marks: Marks) -> tuple[OpSpec | None, list[Problem]]:
@@ -347,18 +347,18 @@ def check_ascendc_op(spec: OpSpec, marks: Marks) -> tuple[OpSpec | None, list[Pr
         sources = _Sources(spec, marks)
     except AscendcCheckError as exc:
         return None, [marks.problem(("host", "source"), f"cannot compile the Ascend C sources to check them: {exc}")]
-    problems = check_entry(spec, marks, sources.shown(spec.kernel.source))
+    problems = check_entry(spec, marks, sources.shown(spec.kernel_ref.source))
     description, found = describe_host(sources)
     problems += found
     if description is None:
         return None, problems
     # the keys are scanned with the kernel-side tiling header the binaries get (their compile needs
     # it, the key values do not): lower once without keys for the header, then with them
-    lowered, found = ascendc_problems(spec, marks, description, sources.shown(spec.tiling.source), (0,))
+    lowered, found = ascendc_problems(spec, marks, description, sources.shown(spec.tiling_ref.source), (0,))
     problems += found
     if lowered is None:
         return None, problems
-    header, found = kernel_header(spec, marks, description, sources.shown(spec.tiling.source))
+    header, found = kernel_header(spec, marks, description, sources.shown(spec.tiling_ref.source))
     problems += found
     if header is None:
         return None, problems

@@ -143,7 +143,7 @@ def _run(command: list[str], what: str) -> None:
 def _run_all(jobs: Sequence[tuple[list[str], str]]) -> None:
     """Run independent commands at once (toolchain.run_all); AscendcHostError naming the first that
     failed, with its output."""
-    for (command, what), result in zip(jobs, _toolchain().run_all([c for c, _ in jobs])):
+    for (_, what), result in zip(jobs, _toolchain().run_all([c for c, _ in jobs]), strict=True):
         if result.returncode != 0:
             raise AscendcHostError(f"{what} failed (exit {result.returncode}):\n{result.output.strip()}")
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from opbuild.abi.vocabulary import ATTR_TYPES, DTYPE_SPELLINGS, DTYPES, FORMAT_NAMES
+from opbuild.abi.vocabulary import ATTR_TYPES, DTYPE_SPELLINGS, FORMAT_NAMES
 from opbuild.suggest import did_you_mean
 
 DTYPE_ALIASES: dict[str, str] = DTYPE_SPELLINGS
@@ -113,7 +113,8 @@ def _need(obj: Any, key: str, kind: type, where: str) -> Any:
         raise IrError(f"{where}: missing \"{key}\"")
     value = obj[key]
     if not isinstance(value, kind) or (kind is list and not value):
-        what = {str: "a string", list: "a non-empty list"}.get(kind, kind.__name__)
+        names: dict[type, str] = {str: "a string", list: "a non-empty list"}
+        what = names.get(kind, kind.__name__)
         raise IrError(f"{where}: \"{key}\" must be {what}")
     return value
 
@@ -141,13 +142,13 @@ def _op(item: Any, where: str) -> IrOp:
             raise IrError(f"{where}: name {n!r} is used twice (inputs, outputs and attrs share one namespace)")
         seen.add(n)
     op = IrOp(name, inputs, outputs, attrs)
-    n = op.columns
+    columns = op.columns
     for kind, tensors in (("input_desc", inputs), ("output_desc", outputs)):
         for i, t in enumerate(tensors):
             for key, values in (("type", t.dtypes), ("format", t.formats)):
-                if len(values) not in (1, n):
+                if len(values) not in (1, columns):
                     raise IrError(f"{where}: {kind}[{i}] ({t.name}): {key} has {len(values)} entries; "
-                                  f"give 1 or {n} (one per combination, as the longest list)")
+                                  f"give 1 or {columns} (one per combination, as the longest list)")
     return op
 
 

@@ -53,7 +53,7 @@ def _value(text: str) -> int | None:
     if any(isinstance(node, ast.Constant) and not isinstance(node.value, int) for node in ast.walk(tree)):
         return None
     try:
-        value = eval(compile(tree, "<key>", "eval"), {"__builtins__": {}})  # noqa: S307 - literals only
+        value = eval(compile(tree, "<key>", "eval"), {"__builtins__": {}})  # literals only
     except (ArithmeticError, ValueError):
         return None
     return value if isinstance(value, int) and 0 <= value < 1 << 64 else None

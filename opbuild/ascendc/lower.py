@@ -29,7 +29,7 @@ from typing import Any, Iterable
 from opbuild.abi.ascendc_bridge import bridge_symbol
 from opbuild.abi.vocabulary import SOC_NAMES, TILING_FIELD_TYPE, TILING_FIELD_TYPE_NAMES
 from opbuild.spec.errors import JsonPath, Problem
-from opbuild.spec.model import Attr, OpSpec, Param, ShapeRule, TilingField
+from opbuild.spec.model import Attr, OpSpec, Param, ShapeRule, TilingField, is_tiling_field_type
 from opbuild.spec.yaml_marks import Marks
 from opbuild.suggest import did_you_mean
 
@@ -100,7 +100,7 @@ class _Comparison:
             names = ", ".join(p["name"] for p in theirs) or "none"
             self.err((kind,), f"op.yaml declares {len(mine)} {kind}, the OpDef of {self.spec.op} {len(theirs)} "
                               f"({names}; {self.where(self.opdef)})")
-        for i, (p, h) in enumerate(zip(mine, theirs)):
+        for i, (p, h) in enumerate(zip(mine, theirs, strict=False)):
             at = self.where(h)
             if p.name != h["name"]:
                 self.err((kind, i, "name"), f"{role} {i} is {p.name!r} here but {h['name']!r} in the OpDef ({at})")
@@ -122,7 +122,7 @@ class _Comparison:
             names = ", ".join(a["name"] for a in theirs) or "none"
             self.err(("attrs",), f"op.yaml declares {len(mine)} attrs, the OpDef of {self.spec.op} {len(theirs)} "
                                  f"({names}; {self.where(self.opdef)})")
-        for i, (a, h) in enumerate(zip(mine, theirs)):
+        for i, (a, h) in enumerate(zip(mine, theirs, strict=False)):
             at = self.where(h)
             if a.name != h["name"]:
                 self.err(("attrs", i, "name"), f"attr {i} is {a.name!r} here but {h['name']!r} in the OpDef ({at})")
@@ -149,7 +149,7 @@ class _Comparison:
 
 def _same_value(a: Any, b: Any) -> bool:
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
-        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b or (isinstance(a, bool) and isinstance(b, bool) and a == b)
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
@@ -191,7 +191,7 @@ def lowered_tiling_fields(tiling: dict[str, Any]) -> tuple[list[TilingField], li
             continue
         ctype = " ".join(str(f.get("type", "")).replace("std::", "").split())
         kind = _C_TYPE_TO_FIELD.get(ctype)
-        if kind is None:
+        if kind is None or not is_tiling_field_type(kind):
             problems.append(f"tiling field {f['name']} has type {ctype!r}, which has no tiling-data equivalent "
                             f"(integers, float, double, bool)")
             continue

@@ -289,7 +289,7 @@ class InstalledOps:
         try:
             data = json.loads(self.store.get(INSTALLED_FILE.name) or b"{}")
             if data.get("format") == FORMAT:
-                self.ops = {op: Installed(e["key"], e["origin"], tuple(tuple(s) for s in e["files"]),  # type: ignore[misc]
+                self.ops = {op: Installed(e["key"], e["origin"], tuple(tuple(s) for s in e["files"]),
                                           e.get("common", ""), dict(e.get("inputs", {})))
                             for op, e in data["ops"].items()}
                 self.package_files = [str(f) for f in data.get("package_files", [])]
@@ -309,10 +309,11 @@ class InstalledOps:
     def set(self, op: str, key: str, origin: str, files: list[str], common: str = "",
             inputs: dict[str, str] | None = None) -> bool:
         stats = [file_stat(f) for f in files]
-        if any(s is None for s in stats):
+        present = [s for s in stats if s is not None]
+        if len(present) != len(stats):
             self.ops.pop(op, None)
             return False
-        self.ops[op] = Installed(key, origin, tuple(stats), common, dict(inputs or {}))  # type: ignore[arg-type]
+        self.ops[op] = Installed(key, origin, tuple(present), common, dict(inputs or {}))
         return True
 
     def forget(self, op: str) -> None:

@@ -251,7 +251,7 @@ def read_config(path: str) -> dict:
     try:
         config = safefile.read_json(config_file, MAX_RECORD_BYTES)
     except FileNotFoundError:
-        import SCons.CacheDir  # type: ignore[import-not-found]
+        import SCons.CacheDir
 
         return {"prefix_len": SCons.CacheDir.CACHE_PREFIX_LEN}  # nothing pushed yet: SCons's layout for a new cache
     except OSError as exc:
@@ -266,9 +266,9 @@ def verified_cache_class(readonly: bool = False):
     `readonly` (`--cache-readonly`, which SCons itself applies only after the SConstruct is read):
     the cache is read without writing anything (its config read without a lock file, corrupt
     entries left in place); a cache that cannot be written otherwise is a CacheError."""
-    import SCons.Action  # type: ignore[import-not-found]
-    import SCons.CacheDir  # type: ignore[import-not-found]
-    import SCons.Warnings  # type: ignore[import-not-found]
+    import SCons.Action
+    import SCons.CacheDir
+    import SCons.Warnings
 
     class VerifiedCacheDir(SCons.CacheDir.CacheDir):
         """Entries stored with their sha256 and verified on every read; events logged."""
@@ -285,7 +285,7 @@ def verified_cache_class(readonly: bool = False):
             if readonly:
                 self.config = read_config(path)
                 return
-            from SCons.Util.filelock import SConsLockFailure  # type: ignore[import-not-found]
+            from SCons.Util.filelock import SConsLockFailure
 
             try:
                 super()._readconfig(path)
@@ -476,9 +476,9 @@ def prune(root: Path, max_size: int | None = None, max_age: float | None = None,
     the rest take at most `max_size` bytes; also orphaned hashes and temporaries over an hour old."""
     now = time.time() if now is None else now
     found = sorted(entries(root), key=lambda e: e.mtime)
-    removed = []
+    removed: list[Entry] = []
     if max_age is not None:
-        keep = []
+        keep: list[Entry] = []
         for e in found:
             (removed if now - e.mtime > max_age else keep).append(e)
         found = keep

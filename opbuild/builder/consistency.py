@@ -30,7 +30,7 @@ def check_c_callbacks(specs: list[OpSpec], tiling_lib: Path) -> list[str]:
     for spec in c_specs:
         try:
             callback = CKeyCallback(library, spec.key_rule.c_symbol, spec)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - every failure is a problem of the op
             problems.append(f"{spec.spec_path}: {spec.op}: {exc}")
             continue
         problems += _located(spec, check_key_consistency(spec, make_fragment_fn(spec, c_callback=callback)))
@@ -45,9 +45,9 @@ def check_tiling_symbols(specs: list[OpSpec], tiling_lib: Path) -> list[str]:
     lib = ctypes.CDLL(str(tiling_lib), mode=ctypes.RTLD_LOCAL)
     problems: list[str] = []
     for spec in specs:
-        wanted = [("tiling function", spec.tiling.symbol, spec.tiling.source)]
+        wanted = [("tiling function", spec.tiling_ref.symbol, spec.tiling_ref.source)]
         if spec.infer_shape:
-            wanted.append(("infer-shape function", spec.infer_shape, spec.tiling.source))
+            wanted.append(("infer-shape function", spec.infer_shape, spec.tiling_ref.source))
         for what, symbol, source in wanted:
             if not hasattr(lib, symbol):
                 problems.append(f"{spec.spec_path}: {spec.op}: {what} {symbol!r} is not exported by "

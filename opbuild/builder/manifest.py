@@ -57,7 +57,7 @@ _PKG = Path(__file__).resolve().parent.parent
 
 def config_key(options: dict[str, str], compiler: str | None) -> str:
     """What the graph depends on besides files (see the module docstring)."""
-    import SCons  # type: ignore[import-not-found]
+    import SCons
 
     data = {
         "options": options,

@@ -218,7 +218,7 @@ class Planner:
         else:
             header, shim, make_kernel = self.plan_c_tiling(plan)
             includes = [str(self.native_include), rel(self.work / "gen" / spec.snake)]
-        kernel_src = str(spec.op_dir / spec.kernel.source)
+        kernel_src = str(spec.op_dir / spec.kernel_ref.source)
         # An object compiled once for every binary whose compile of it is the same command (one
         # kernel object for a binary's SoCs and packages when the kernel reads nothing of the SoC):
         # the command with its output path left out -> the object's path.
@@ -276,7 +276,7 @@ class Planner:
                             [self.spec_file(spec), self.stamp], f"GEN {spec.op} sources", stored=False, OPBUILD_OP=spec.op)
         includes = [str(self.native_include), rel(gen_dir)]
         obj = self.work / "obj" / f"{spec.snake}_tiling.o"
-        tiling_src = spec.op_dir / spec.tiling.source
+        tiling_src = spec.op_dir / spec.tiling_ref.source
         plan.tiling_object, = step("compile", [obj], [tiling_src, header], f"CC tiling {spec.op}",
                                    OPBUILD_CMD=tuple(tc.tiling_object_command(rel(tiling_src), rel(obj), includes)),
                                    OPBUILD_DISTRIBUTE=1, scan_includes=includes,
@@ -300,7 +300,7 @@ class Planner:
             "gen_sources", [gen_dir / codegen.ascendc_tiling_header_name(spec), gen_dir / codegen.ascendc_launch_shim_name(spec),
                             gen_dir / codegen.host_bridge_name(spec)],
             [self.spec_file(spec), self.stamp], f"GEN {spec.op} sources", stored=False, OPBUILD_OP=spec.op)
-        host_src = spec.op_dir / spec.tiling.source
+        host_src = spec.op_dir / spec.tiling_ref.source
         objects = []
         for source, name, what in ((host_src, "host", f"host source {rel(host_src)}"), (bridge, "bridge", "host bridge")):
             obj = self.work / "obj" / f"{spec.snake}_{name}.o"
@@ -340,7 +340,7 @@ class Planner:
         by `plan_package`) and its aclnn API; no kernel binaries, no tiling."""
         rel = self.rel
         plan = OpPlan(spec)
-        source = spec.op_dir / spec.compute.source
+        source = spec.op_dir / spec.compute_ref.source
         obj = self.work / "obj" / f"{spec.snake}_compute.o"
         includes = [str(self.native_include)]
         plan.compute_object, = self.step(
@@ -431,10 +431,11 @@ class Planner:
         tc, rel, step, pkg_root, where = self.tc, self.rel, self.step, package.root, package.where
         python_dir = pkg_root / layout.python_api_dir()
         py_targets = [python_dir / PYTHON_MODULE]
-        py_sources = [*(self.spec_file(s) for s in package.specs), self.stamp]
+        py_sources: list[str | Path] = [*(self.spec_file(s) for s in package.specs), self.stamp]
         for spec in package.specs:
-            if keyrule_path(spec) is not None:
-                py_targets.append(python_dir / keyrule_path(spec))
+            keyrule = keyrule_path(spec)
+            if keyrule is not None:
+                py_targets.append(python_dir / keyrule)
                 py_sources.append(spec.op_dir / f"{spec.key_rule.py_module}.py")
         step("python_api", py_targets, py_sources, f"GEN op_api/python/aclnn_ops.py ({where})",
              OPBUILD_OPS=tuple(s.op for s in package.specs), OPBUILD_PKG_ROOT=str(pkg_root))
@@ -475,7 +476,7 @@ class Planner:
         function (the library calls it). Returns the compiled op_proto object."""
         tc, rel, step, pkg_root, where = self.tc, self.rel, self.step, package.root, package.where
         header = pkg_root / layout.op_proto_header()
-        source, header = step("op_proto", [self.work / "gen" / package.kind / "op_proto.c", header],
+        source, _ = step("op_proto", [self.work / "gen" / package.kind / "op_proto.c", header],
                               [*(self.spec_file(s) for s in package.specs), self.stamp], f"GEN op_proto/inc/op_proto.h ({where})",
                               OPBUILD_OPS=tuple(s.op for s in package.specs), OPBUILD_WHERE=where)
         includes = [str(self.native_include)]

@@ -27,7 +27,7 @@ import os
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 from pathlib import Path
 
 import opbuild
@@ -144,8 +144,8 @@ def enable_explain(root: Path, progress: Progress) -> None:
     it is out of date (`Node.explain`) when the task becomes ready, before its old outputs are
     removed; the answer is kept here and printed under the step's `[n/N]` line instead of as
     SCons's multi-line `scons: rebuilding ...` text."""
-    import SCons.Node.FS  # type: ignore[import-not-found]
-    import SCons.Script.Main  # type: ignore[import-not-found]
+    import SCons.Node.FS
+    import SCons.Script.Main
 
     original = SCons.Node.FS.File.explain
 
@@ -306,7 +306,7 @@ def _kernel_descriptors(target, source, env):
     jsons = {b.name: root / layout.kernel_json(soc, spec.snake, b.name, sub) for b in spec.binaries}
     try:
         steps.write_kernel_descriptors(spec, soc, options.toolchain, binaries, jsons, root / layout.op_kernel_config(soc, spec.snake, sub))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - reported with what failed, as above
         return _fail(RuntimeError(f"error: op {spec.op}: kernel descriptors for {soc}: {exc}"))
     return 0
 
@@ -331,7 +331,7 @@ def _install_tiling_lib(target, source, env):
         return _fail(RuntimeError("error: simplified keys and binaries disagree:\n  " + "\n  ".join(problems)))
     try:
         problems = check_tiling_overruns(specs, linked)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - reported with what failed, as above
         return _fail(RuntimeError(f"error: running the tiling functions of {linked.name} on a probe call: {exc}"))
     if problems:
         return _fail(RuntimeError("error: tiling functions write past their tiling data:\n  " + "\n  ".join(problems)))
@@ -344,7 +344,7 @@ def _binary_info_config(target, source, env):
     specs = [_state(env).specs[name] for name in env["OPBUILD_OPS"]]
     try:
         text = codegen.render_binary_info_config(specs, env["OPBUILD_SOC"], options.toolchain.binary_suffix)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - reported with what failed, as above
         return _fail(RuntimeError(f"error: generating {Path(str(target[0])).name}: {exc}"))
     steps.write_file(Path(str(target[0])), text)
     return 0
@@ -354,7 +354,7 @@ def _ops_info(target, source, env):
     specs = [_state(env).specs[name] for name in env["OPBUILD_OPS"]]
     try:
         steps.write_file(Path(str(target[0])), codegen.render_ops_info(specs, env["OPBUILD_SOC"]))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - reported with what failed, as above
         return _fail(RuntimeError(f"error: generating {Path(str(target[0])).name}: {exc}"))
     return 0
 
@@ -370,7 +370,7 @@ def _python_api(target, source, env):
             rel_path = keyrule_path(spec)
             if rel_path is not None:
                 files.append((python_dir / rel_path, (spec.op_dir / f"{spec.key_rule.py_module}.py").read_text()))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - reported with what failed, as above
         return _fail(RuntimeError(f"error: generating the Python aclnn API: {exc}"))
     for path, text in reversed(files):  # the key-rule modules the new aclnn_ops.py imports first
         steps.write_file(path, text)
@@ -383,7 +383,7 @@ def _onnx_plugins(target, source, env):
     specs = [_state(env).specs[name] for name in env["OPBUILD_OPS"]]
     try:
         text = render_onnx_plugins(specs)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - reported with what failed, as above
         return _fail(RuntimeError(f"error: generating {Path(str(target[0])).name}: {exc}"))
     steps.write_file(Path(str(target[0])), text)
     return 0
@@ -395,7 +395,7 @@ def _aclnn_sources(target, source, env):
     spec = _state(env).specs[env["OPBUILD_OP"]]
     try:
         header, source_text = render_aclnn_header(spec), render_aclnn_source(spec)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - reported with what failed, as above
         return _fail(RuntimeError(f"error: op {spec.op}: generating the aclnn C API failed: {exc}"))
     steps.write_file(Path(str(target[0])), header)
     steps.write_file(Path(str(target[1])), source_text)
@@ -409,7 +409,7 @@ def _op_proto_sources(target, source, env):
     try:
         source_text = render_op_proto_source(specs, env["OPBUILD_WHERE"])
         header = render_op_proto_header(specs, env["OPBUILD_WHERE"])
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - reported with what failed, as above
         return _fail(RuntimeError(f"error: generating op_proto of {env['OPBUILD_WHERE']} failed: {exc}"))
     steps.write_file(Path(str(target[0])), source_text)
     steps.write_file(Path(str(target[1])), header)
@@ -537,7 +537,7 @@ def explain_ops(decision, specs: list[OpSpec], spec_layers: dict[str, str], ops_
 
 
 def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: OpsCache | None = None,
-                  others: list[OpSpec] = (), progress: Progress | None = None,
+                  others: Sequence[OpSpec] = (), progress: Progress | None = None,
                   spec_layers: dict[str, str] | None = None) -> DeclaredBuild:
     """Declare the build's steps to SCons (see plan.py for the steps, bundles.py for the ops that
     need none: current or restored from the cache). `others`: with OPS=, the ops not selected;
@@ -650,7 +650,7 @@ def declare_build(env, specs: list[OpSpec], options: BuildOptions, ops_cache: Op
     def finish() -> None:
         """After the build: an op whose every target was built or found up to date is recorded
         as current, and its bundle stored; the others are forgotten (built again next time)."""
-        from SCons.Node import executed, up_to_date  # type: ignore[import-not-found]
+        from SCons.Node import executed, up_to_date
 
         if decision is None:
             return

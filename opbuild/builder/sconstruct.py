@@ -22,8 +22,9 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from SCons.Script import (  # type: ignore[import-not-found]
+from SCons.Script import (
     COMMAND_LINE_TARGETS,
     AddOption,
     Alias,
@@ -184,7 +185,7 @@ def main() -> None:
     try:
         _check_vendor(env["VENDOR"])
         use_shared = cache_dir and not (cleaning or GetOption("no_exec") or GetOption("cache_disable"))
-        shared = SharedSpecs(cache_dir, readonly=bool(GetOption("cache_readonly"))) if use_shared else None
+        shared = SharedSpecs(cache_dir, readonly=bool(GetOption("cache_readonly"))) if cache_dir and use_shared else None
         selection = select_specs(root / "ops", env["OPS"], cache=spec_cache, shared=shared)
         specs, socs = _select_socs(selection.specs, env["SOC"])
         others = [s for s in selection.others if socs is None or set(s.socs) & set(socs)]
@@ -198,12 +199,13 @@ def main() -> None:
         from opbuild.builder.distcc import Distcc, DistccError
 
         try:
-            distcc = Distcc(env["DISTCC_HOSTS"], on_remote=progress.count_remote)
+            distcc = found = Distcc(env["DISTCC_HOSTS"], on_remote=progress.count_remote)
         except DistccError as exc:
             sys.stderr.write(f"error: {exc}\n")
             Exit(1)
-        SetOption("num_jobs", distcc.slots())  # -j given on the command line wins
-        sys.stdout.write(f"opbuild: distcc: {distcc.hosts} ({distcc.slots()} slots), -j{GetOption('num_jobs')}\n")
+        else:
+            SetOption("num_jobs", found.slots())  # -j given on the command line wins
+            sys.stdout.write(f"opbuild: distcc: {found.hosts} ({found.slots()} slots), -j{GetOption('num_jobs')}\n")
     else:
         SetOption("num_jobs", local_jobs())  # as many jobs as CPUs; -j given on the command line wins
     options = BuildOptions(root=root, out=out, vendor=env["VENDOR"], socs=socs, toolchain=toolchain, distcc=distcc)
@@ -248,7 +250,7 @@ def _record_manifest(path: Path, key: str, tools: list[str | None], build, root:
     """After a complete build: the files of the graph, and of the ops left out of it (current or
     restored), and the compiler and the toolchain's own programs and files (`tools`), for the
     next run's up-to-date check."""
-    from SCons.Node.FS import File  # type: ignore[import-not-found]
+    from SCons.Node.FS import File
 
     from opbuild.builder import manifest
 
@@ -278,7 +280,7 @@ def _record_manifest(path: Path, key: str, tools: list[str | None], build, root:
 def _package_alias(env, targets, out: Path, vendor: str) -> None:
     """`scons package`: the build, then CANN's installer of the vendor package,
     out/custom_opp_<os>_<arch>.run (opbuild/deploy/pack.py, as `opbuild pack`)."""
-    from SCons.Action import Action  # type: ignore[import-not-found]
+    from SCons.Action import Action
 
     def write_installer(target, source, env) -> int:
         from opbuild.deploy.install import InstallError
@@ -343,14 +345,14 @@ def stale_files(targets, failed_nodes, opp: Path) -> tuple[list[tuple[str, str]]
     package targets were left unchecked because the build stopped. Every one of them still holds
     what an earlier build wrote (targets are precious), so the package stays usable, but may not
     match its sources."""
-    from SCons.Node import executed, up_to_date  # type: ignore[import-not-found]
+    from SCons.Node import executed, up_to_date
 
     prefix = str(opp) + os.sep
     users: dict[int, list] = {}
     for t in targets:
         for child in t.children():
             users.setdefault(id(child), []).append(t)
-    why: dict[int, tuple[object, str]] = {}
+    why: dict[int, tuple[Any, str]] = {}  # (an SCons node: untyped, SCons has no stubs)
     stack = [n for node in failed_nodes  # every target of a failed step
              for n in (node.get_executor().get_all_targets() if node.has_builder() else [node])]
     for t in stack:
@@ -390,8 +392,8 @@ def _summary(specs, options, started: float, build, record) -> None:
     """One line at the end of `scons ops`: ops, binaries, steps run, seconds; the failed steps.
     Records the ops SCons built (and stores their bundles); after a complete successful build,
     `record(summary)` writes the up-to-date manifest."""
-    from SCons.Node import executed, up_to_date  # type: ignore[import-not-found]
-    from SCons.Script import GetBuildFailures  # type: ignore[import-not-found]
+    from SCons.Node import executed, up_to_date
+    from SCons.Script import GetBuildFailures
 
     progress = build.progress
     targets = build.targets

@@ -72,16 +72,18 @@ def check_tiling_overruns(specs: list[OpSpec], tiling_lib: Path) -> list[str]:
         info = platform(soc)
         capacity = tiling_struct_size(spec)
         attrs = [attr_samples(spec, a)[0] for a in spec.attrs]
-        fn = library.symbol(spec.tiling.symbol, _TILING_FN)
+        fn = library.symbol(spec.tiling_ref.symbol, _TILING_FN)
         for column, choice in enumerate(spec.combinations()):
-            inputs = [[(choice[p.name].dtype, choice[p.name].format, PROBE_SHAPE, None)] for p in spec.inputs]
+            # (dtype, format, shape, storage shape) per tensor of each parameter, as build_tiling_context takes
+            inputs: list[list[tuple[str, str, tuple[int, ...], None]]] = [
+                [(choice[p.name].dtype, p.format_at(column), PROBE_SHAPE, None)] for p in spec.inputs]
             try:
                 shapes = [s for s, _ in infer_outputs(library, spec, inputs, attrs, soc=soc, core_num=info.core_num,
                                                       ub_size=info.ub_size, dtypes=False)]
             except (InferError, CallbackError, OSError):  # (no inference in the library: the probe shape)
                 shapes = [None] * len(spec.outputs)
-            outputs = [[(choice[p.name].dtype, choice[p.name].format, shape or PROBE_SHAPE, None)]
-                       for p, shape in zip(spec.outputs, shapes)]
+            outputs = [[(choice[p.name].dtype, p.format_at(column), shape or PROBE_SHAPE, None)]
+                       for p, shape in zip(spec.outputs, shapes, strict=True)]
             items = _attr_items(spec, attrs)
             try:
                 holder = build_tiling_context(spec.op, inputs, outputs, items, soc, info.core_num, info.ub_size, 0, 0,
@@ -97,14 +99,14 @@ def check_tiling_overruns(specs: list[OpSpec], tiling_lib: Path) -> list[str]:
                     f"kernel's opParaSize): byte {capacity + overrun} changed" if overrun is not None else
                     f"declared {size} bytes of tiling data; its struct {spec.tiling_data_struct} has {capacity}")
             call = ", ".join(f"{p.name}={choice[p.name].dtype}{list(g[0][2])}" for p, g in
-                             zip([*spec.inputs, *spec.outputs], [*inputs, *outputs]))
+                             zip([*spec.inputs, *spec.outputs], [*inputs, *outputs], strict=True))
             where = None
             if overrun is not None:
                 where = locate_write(spec, {"op": spec.op, "inputs": inputs, "outputs": outputs, "attrs": items,
                                             "soc": soc, "core_num": info.core_num, "ub_size": info.ub_size,
-                                            "capacity": capacity, "symbol": spec.tiling.symbol})
+                                            "capacity": capacity, "symbol": spec.tiling_ref.symbol})
             where = where or function_position(spec)
-            problems.append(f"{where}: {spec.op}: tiling function {spec.tiling.symbol} {what}, on the build's probe "
+            problems.append(f"{where}: {spec.op}: tiling function {spec.tiling_ref.symbol} {what}, on the build's probe "
                             f"call ({call}; declared combination {column + 1} of {spec.combination_count})")
             break  # (one report per op)
     return problems
@@ -121,9 +123,9 @@ def function_position(spec: OpSpec) -> str:
     """`<tiling source>:line:col` of the tiling function's definition (the source alone if not found)."""
     from opbuild.spec import csource
 
-    source = spec.op_dir / spec.tiling.source
+    source = spec.op_dir / spec.tiling_ref.source
     try:
-        found = csource.definition(csource.c_functions(source.read_text(errors="replace")), spec.tiling.symbol)
+        found = csource.definition(csource.c_functions(source.read_text(errors="replace")), spec.tiling_ref.symbol)
     except OSError:
         found = None
     return f"{_shown(source)}:{found.line}:{found.col}" if found else _shown(source)
@@ -155,7 +157,7 @@ def locate_write(spec: OpSpec, call: dict) -> str | None:
     asan = _asan_runtime(tc.cc)
     if asan is None:
         return None
-    source = (spec.op_dir / spec.tiling.source).resolve()
+    source = (spec.op_dir / spec.tiling_ref.source).resolve()
     work = Path(tempfile.mkdtemp(prefix="opbuild-tiling-probe-"))
     try:
         (work / tiling_header_name(spec)).write_text(render_tiling_header(spec))

@@ -99,6 +99,10 @@ class Toolchain(ABC):
     def identity(self) -> str:
         """A string naming the compiler and its version (version.info, cache keys)."""
 
+    @abstractmethod
+    def version(self) -> str:
+        """A short version token for version.info and the compile cache's keys."""
+
     def environment(self) -> dict[str, str]:
         """The environment variables, set in this build, that change what the compilers make
         (extra include or program directories, a fixed build date): part of every cache key, as
@@ -384,7 +388,7 @@ class CcecToolchain(HostToolchain):
     def kernel_step(self, spec, binary, soc, sources, output, macros, include_dirs, work_dir):
         param = f"{work_dir}/{binary.name}_param.json"
         out_dir = f"{work_dir}/out"
-        command = [self.asc_opc, sources[0], f"--main_func={spec.kernel.symbol}", f"--input_param={param}",
+        command = [self.asc_opc, sources[0], f"--main_func={spec.kernel_ref.symbol}", f"--input_param={param}",
                    f"--soc_version={SOC_VERSIONS.get(soc, soc)}", f"--output={out_dir}",
                    f"--impl_mode={self.impl_mode}", "--op_mode=dynamic",
                    f"--simplified_key_mode={spec.key_rule.simplified_key_mode}"]
@@ -450,7 +454,7 @@ def param_json(spec: OpSpec, binary: Binary) -> dict[str, Any]:
     }]}
 
 
-TOOLCHAINS: dict[str, type[Toolchain]] = {"host": HostToolchain, "ccec": CcecToolchain}
+TOOLCHAINS: dict[str, type[HostToolchain]] = {"host": HostToolchain, "ccec": CcecToolchain}
 
 
 def get_toolchain(name: str, root: str | None = None, cc: str | None = None) -> Toolchain:
@@ -459,4 +463,4 @@ def get_toolchain(name: str, root: str | None = None, cc: str | None = None) -> 
         cls = TOOLCHAINS[name]
     except KeyError:
         raise ToolchainError(f"unknown TOOLCHAIN={name!r}; known: {', '.join(sorted(TOOLCHAINS))}") from None
-    return cls(cc=cc, root=root)  # type: ignore[call-arg]
+    return cls(cc=cc, root=root)

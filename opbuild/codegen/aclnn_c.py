@@ -98,7 +98,7 @@ def aclnn_params(spec: OpSpec, check: bool = True) -> list[CParam]:
         params.append(CParam(name, ATTR_C_TYPE[a.type], "attr", a.name, not scalar and a.required,
                              f"&{name}" if scalar else name,
                              f"attribute '{a.name}', {a.type}{'' if a.required else f', default {_value(a.default)}'}{default}"))
-    for p, name in zip(spec.outputs, output_names(spec)):
+    for p, name in zip(spec.outputs, output_names(spec), strict=True):
         params.append(CParam(name, "const aclTensor *", "output", p.name, True, name,
                              f"output '{p.name}' ({', '.join(sorted(set(p.dtypes)))})"))
     if check:

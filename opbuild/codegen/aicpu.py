@@ -85,9 +85,9 @@ def render_aicpu_registry(specs: list[OpSpec]) -> str:
         '#include "opbuild/aicpu.h"',
         "",
     ]
-    lines += [f"uint32_t {spec.compute.symbol}(AicpuContext *ctx);" for spec in specs]
+    lines += [f"uint32_t {spec.compute_ref.symbol}(AicpuContext *ctx);" for spec in specs]
     lines += ["", "static const AicpuKernel kernels[] = {"]
-    lines += [f"    {{{c_string(spec.op)}, {spec.compute.symbol}}}," for spec in specs]
+    lines += [f"    {{{c_string(spec.op)}, {spec.compute_ref.symbol}}}," for spec in specs]
     lines += [
         "};",
         "",

@@ -39,7 +39,7 @@ def render_host_bridge(spec: OpSpec) -> str:
     from opbuild.ascendc.host import bridge_source
 
     head = render("ascendc_host_bridge.cpp.j2", spec_path=spec_display_path(spec), op=spec.op,
-                  host_source=spec.tiling.source, exports=[bridge_symbol(spec.snake, part) for part in BRIDGE_PARTS])
+                  host_source=spec.tiling_ref.source, exports=[bridge_symbol(spec.snake, part) for part in BRIDGE_PARTS])
     return head + bridge_source(spec.snake, spec.op)
 
 
@@ -55,6 +55,6 @@ def render_ascendc_tiling_header(spec: OpSpec) -> str:
 def render_ascendc_launch_shim(spec: OpSpec) -> str:
     op_para_size = tiling_struct_size(spec)
     return render("launch_shim_ascendc.cpp.j2", spec_path=spec_display_path(spec), op=spec.op,
-                  op_literal=c_string(spec.op), entry=spec.kernel.symbol, entry_literal=c_string(spec.kernel.symbol),
+                  op_literal=c_string(spec.op), entry=spec.kernel_ref.symbol, entry_literal=c_string(spec.kernel_ref.symbol),
                   args=kernel_args(spec), tiling_data_size=tiling_data_size(op_para_size),
                   tiling_key_offset=tiling_key_offset(op_para_size))

@@ -12,7 +12,6 @@ so the generated schema of op.yaml (opbuild/spec/fields.py) validates it when it
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any

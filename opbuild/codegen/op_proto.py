@@ -72,16 +72,17 @@ def _shape_call(spec: OpSpec, index: int, param: Param) -> tuple[str | None, str
     if rule.kind == "data_dependent":
         kinds = {"": "OPBUILD_BOUND_CONST", "rank": "OPBUILD_BOUND_RANK", "size": "OPBUILD_BOUND_SIZE",
                  "dim": "OPBUILD_BOUND_DIM"}
-        triples, names = [], []
+        triples: list[str] = []
+        bound_names: list[str] = []
         for bound in rule.operands:
             if not _BOUND.match(bound) or parse_bound(bound)[1] not in (None, *inputs):
                 raise ValueError(f"{spec.op!r}: output {param.name!r}: not a bound: {bound!r}")
-            fn, name, value = parse_bound(bound)
-            triples.append(f"{kinds[fn]}, {inputs[name] if name else 0}, {value or 0}")
-            names.append(name or "")
+            fn, operand, value = parse_bound(bound)
+            triples.append(f"{kinds[fn]}, {inputs[operand] if operand else 0}, {value or 0}")
+            bound_names.append(operand or "")
         texts = ", ".join(f'"{"".join(b.split())}"' for b in rule.operands)
         call = (f"infer_bound(ctx, {out}, (const int64_t[]){{{', '.join(triples)}}}, {len(rule.operands)}, "
-                f"(const char *const[]){{{texts}}}, (const char *const[]){{{', '.join(chr(34) + n + chr(34) for n in names)}}})")
+                f"(const char *const[]){{{texts}}}, (const char *const[]){{{', '.join(chr(34) + n + chr(34) for n in bound_names)}}})")
         return call, f"data-dependent, at most [{', '.join(rule.operands)}]"
     symbol = rule.operands[0]
     return f'infer_function(ctx, {out}, {index}, {symbol}, "{symbol}")', f"{symbol}() of the tiling source"
@@ -110,7 +111,7 @@ def _op_context(spec: OpSpec) -> dict:
         "inputs": [p.name for p in spec.inputs], "n_inputs": len(spec.inputs), "n_outputs": len(spec.outputs),
         "declared": spec.declared_input_dtypes,
         "params": [(p.name, p.param_type, ", ".join(p.dtypes)) for p in spec.inputs],
-        "out_params": [(o.name, ", ".join(p.dtypes), o.rule) for o, p in zip(outputs, spec.outputs)],
+        "out_params": [(o.name, ", ".join(p.dtypes), o.rule) for o, p in zip(outputs, spec.outputs, strict=True)],
         "attrs": [(a.name, a.type) for a in spec.attrs],
     }
 

@@ -17,12 +17,22 @@ from pathlib import Path
 
 from opbuild.codegen.env import render
 from opbuild.spec.checks import C_KEYWORDS
+from opbuild.spec.field_types import Str
 from opbuild.spec.fields import OP_SPEC
 from opbuild.spec.naming import snake_case
 
 __all__ = ["ScaffoldError", "scaffold_op", "SCAFFOLD_FILES", "AICPU_SCAFFOLD_FILES", "ENGINES"]
 
-OP_NAME = re.compile(OP_SPEC.field("op").type.pattern)
+
+
+def _op_pattern() -> str:
+    op_type = OP_SPEC.field("op").type
+    if not isinstance(op_type, Str) or op_type.pattern is None:
+        raise TypeError("opbuild/spec/fields.py: `op` must be a string field with a pattern")
+    return op_type.pattern
+
+
+OP_NAME = re.compile(_op_pattern())
 """The spec's rule for `op` (declared in opbuild/spec/fields.py)."""
 
 SCAFFOLD_FILES: dict[str, str] = {

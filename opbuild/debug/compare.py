@@ -160,6 +160,8 @@ def load_reference_module(ref: str) -> ModuleType:
             if not path.is_file():
                 raise CompareError(f"{ref}: no such reference file")
             spec = importlib.util.spec_from_file_location(f"opbuild_compare_ref_{path.stem}", path)
+            if spec is None or spec.loader is None:
+                raise CompareError(f"{ref}: cannot be imported as a Python module")
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
             return module
@@ -210,7 +212,7 @@ def _against_function(module: ModuleType, reference: str, directory: Path, index
     if len(got) != len(outputs):
         raise CompareError(f"{reference}: {op}() returned {len(got)} outputs, the launch has {len(outputs)}")
     results = []
-    for entry, value in zip(outputs, got):
+    for entry, value in zip(outputs, got, strict=True):
         actual = _load(directory, entry)
         ref = _as_numpy(value)
         if ref.dtype != actual.dtype and ref.dtype.kind in "fiub" and actual.dtype.kind in "fiub":

@@ -92,7 +92,10 @@ def platform_ini(soc: Soc) -> str:
 def setenv_text(prefix: Path, python: str) -> str:
     """bin/setenv.bash (= set_env.sh): CANN's variables for T, usable from a plain shell."""
     lib64 = prefix / lib_dir_name() / "lib64"
-    q = lambda p: "'" + str(p).replace("'", "'\\''") + "'"  # noqa: E731 - sh single quotes
+
+    def q(p: object) -> str:  # sh single quotes
+        return "'" + str(p).replace("'", "'\\''") + "'"
+
     return (
         "# opbuild toolkit environment (opbuild toolkit install; docs/toolkit.md). Source it: . setenv.bash\n"
         f"export ASCEND_HOME_PATH={q(prefix)}\n"

@@ -79,7 +79,7 @@ def _columns(spec: OpSpec) -> list[dict[str, TensorChoice | None]]:
     for column in spec.combinations():
         for absent in itertools.product((False, True), repeat=len(absent_ok)):
             col: dict[str, TensorChoice | None] = dict(column)
-            for name, gone in zip(absent_ok, absent):
+            for name, gone in zip(absent_ok, absent, strict=True):
                 if gone:
                     col[name] = None
             sig = tuple(sorted((k, (v.dtype, v.format) if v else None) for k, v in col.items()))
@@ -125,7 +125,7 @@ def key_findings(spec: OpSpec, fragment_fn: FragmentFn, soc: str | None = None) 
 
     for column in _columns(spec):
         for values in itertools.product(*attr_value_lists):
-            attrs = dict(zip(attr_names, values))
+            attrs = dict(zip(attr_names, values, strict=True))
             for d in (0, 1):
                 for p in p_values:
                     ctx = context_for_choices(spec, column, attrs, d, p, soc)

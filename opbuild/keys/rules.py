@@ -238,7 +238,7 @@ class _Table:
         for order, b in enumerate(spec.binaries):
             if b.key is None:
                 continue
-            conds = []
+            conds: list[tuple[bool, int, str | None, str | None]] = []
             for p in spec.tensors:
                 bc = _choice(b, p.name)
                 is_out, idx = where[p.name]
@@ -248,7 +248,7 @@ class _Table:
                     continue
                 conds.append((is_out, idx, bc.dtype, bc.format))
             attr_conds = tuple((name, _norm(v)) for name, v in b.attr_when)
-            rows.append((b, tuple(conds), attr_conds, frozenset(b.d_values), frozenset(b.p_values), order))
+            rows.append((b.key, b, tuple(conds), attr_conds, frozenset(b.d_values), frozenset(b.p_values), order))
         self.rows = rows
 
     def _attr(self, ctx: KeyContext, name: str) -> Any:
@@ -258,7 +258,7 @@ class _Table:
     def __call__(self, ctx: KeyContext) -> str:
         best = None
         best_rank = None
-        for b, conds, attr_conds, dset, pset, order in self.rows:
+        for key, _b, conds, attr_conds, dset, pset, order in self.rows:
             ok = True
             for is_out, idx, dtype, fmt in conds:
                 if is_out:
@@ -279,14 +279,14 @@ class _Table:
             serves = ctx.deterministic in dset and ctx.impl_mode in pset
             rank = (serves, len(attr_conds), -order)
             if best_rank is None or rank > best_rank:
-                best, best_rank = b, rank
+                best, best_rank = key, rank
         if best is None:
             raise KeyRuleError(self._no_entry(ctx))
-        return best.key  # type: ignore[return-value]
+        return best
 
     def _no_entry(self, ctx: KeyContext) -> str:
         entries = []
-        for b, _conds, attr_conds, *_ in self.rows:
+        for _key, b, _conds, attr_conds, *_ in self.rows:
             desc = ", ".join(f"{t}={c.dtype}" + (f"/{c.format}" if c.format else "") for t, c in b.when)
             if attr_conds:
                 desc += ", " + ", ".join(f"{n}={v!r}" for n, v in attr_conds)

@@ -21,7 +21,7 @@ import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from opbuild.abi.vocabulary import SOCS, Soc
 from opbuild.om.errors import OmError
@@ -126,7 +126,7 @@ class Roots:
     custom: list[Path]
 
 
-def package_roots(env: dict[str, str] | None = None) -> Roots:
+def package_roots(env: Mapping[str, str] | None = None) -> Roots:
     """Where the op packages are: ASCEND_OPP_PATH (default out/opp) and the ASCEND_CUSTOM_OPP_PATH
     entries (searched first)."""
     env = os.environ if env is None else env
@@ -200,7 +200,7 @@ def _model_def(om_path: str):
     except OSError as exc:
         raise OmError(f"cannot read {om_path}: {exc.strerror}") from None
     om = omf.read_om(data)
-    part = om.get(omf.MODEL_DEF)
+    part = om.require(omf.MODEL_DEF)
     if bytes(part.data[:1]) == b"{":
         raise OmError(f"{om_path}: MODEL_DEF is JSON (an opbuild format-1 file), not a ge.proto.ModelDef: "
                       f"rebuild it, or read it with `opbuild om inspect`")
@@ -242,7 +242,7 @@ def model_info(om_path: str) -> str:
     elif len(a["om_info_list"].list.i) != len(OM_INFO_LIST):
         lines.append("Display Model Info error, please check!")
     else:
-        sizes = [f"modeldef_size[{size} B]"] + [f"{k}[{v} B]" for k, v in zip(OM_INFO_LIST, a["om_info_list"].list.i)]
+        sizes = [f"modeldef_size[{size} B]"] + [f"{k}[{v} B]" for k, v in zip(OM_INFO_LIST, a["om_info_list"].list.i, strict=False)]
         lines.append("om       info: " + ", ".join(sizes) + ".")
     lines.append("============ Display Model Info end   ============")
     return "\n".join(lines) + "\n"

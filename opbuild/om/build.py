@@ -19,7 +19,6 @@ Dependency analysis (seed §3): only what the nodes use is packed —
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import platform as _platform
 from pathlib import Path
@@ -228,7 +227,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
             raise OmError(f"node {node.label}: {exc}") from None
         in_groups = []
         unknown = []  # inputs whose shape is known only at run time (a data-dependent output)
-        for param, t in zip(spec.inputs, node.inputs):
+        for param, t in zip(spec.inputs, node.inputs, strict=True):
             names = t if isinstance(t, list) else ([] if t is None else [t])
             in_groups.append([(tensors[n][0], param.format_at(0), tensors[n][1] or ()) for n in names])
             unknown += [n for n in names if not dynamic and tensors[n][1] is None and n not in unknown]
@@ -240,14 +239,18 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
             inferred = infer_outputs(op_rt, in_groups, attr_values, shapes=not (dynamic or unknown))
         except AclnnError as exc:
             raise OmError(f"node {node.label}: {exc}") from None
-        out_meta = []
-        for param, (shape, dtype) in zip(spec.outputs, inferred):
+        if inferred is None:  # (a package always has its op_proto library; only a model's nodes may not)
+            raise OmError(f"node {node.label}: {node.op} of {vendor} has no shape and dtype inference")
+        out_meta: list[tuple[str, tuple[int, ...] | None]] = []
+        for param, (out_shape, out_dtype) in zip(spec.outputs, inferred, strict=True):
+            if out_dtype is None:
+                raise OmError(f"node {node.label}: output {param.name} of {node.op} has no dtype rule")
             if param.shape is not None and param.shape.kind == "data_dependent":
-                shape = None  # (op_proto gives its bound; the real shape is known after the run)
-            elif not (dynamic or unknown) and shape is None:
+                out_shape = None  # (op_proto gives its bound; the real shape is known after the run)
+            elif not (dynamic or unknown) and out_shape is None:
                 raise OmError(f"node {node.label}: output {param.name} of {node.op} has no shape rule")
-            out_meta.append((dtype, shape))
-        for t, meta in zip(node.outputs, out_meta):
+            out_meta.append((out_dtype, out_shape))
+        for t, meta in zip(node.outputs, out_meta, strict=True):
             tensors[t] = meta
 
         selected = None
@@ -270,15 +273,18 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
         else:
             aicore_vendors.add(vendor)
 
-            def arr(name):
+            def placeholder(name):
                 if name in model.weights:
                     return model.weights[name]
                 dt, shape = tensors[name]
                 return np.zeros(shape, numpy_dtype(dt))
 
-            call_inputs = [[arr(x) for x in t] if isinstance(t, list) else (None if t is None else arr(t))
+            call_inputs = [[placeholder(x) for x in t] if isinstance(t, list) else (None if t is None else placeholder(t))
                            for t in node.inputs]
-            outputs = [np.empty(shape, numpy_dtype(dt)) for dt, shape in out_meta]
+            static_meta = [(dt, shape) for dt, shape in out_meta if shape is not None]
+            if len(static_meta) != len(out_meta):  # (data-dependent outputs are of AI CPU ops only)
+                raise OmError(f"node {node.label}: an output of AI Core op {node.op} has no static shape")
+            outputs = [np.empty(shape, numpy_dtype(dt)) for dt, shape in static_meta]
             try:
                 _, executor = ex.get_workspace_size(op_rt, call_inputs, attrs, outputs, bool(d), p)
             except AclnnError as exc:
@@ -292,7 +298,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
                                          for x in call_inputs],
                         # what the tiling was computed for, so what the kernel may write (om/static_check.py)
                         "output_dtypes": [dt for dt, _ in out_meta],
-                        "output_shapes": [list(shape) for _, shape in out_meta]}
+                        "output_shapes": [list(shape) for _, shape in static_meta]}
             if not node.preprocess and not plan.empty:
                 selected["tiling_sha256"] = hashlib.sha256(plan.tiling_data).hexdigest()  # (loader checks it)
                 tiling_ref = node.name
@@ -308,7 +314,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
                    so_store.SoBinType.OpMasterDevice)
         node_defs.append({
             "name": node.name, "op": op_ref, "type": node.op, "inputs": node.inputs, "outputs": node.outputs,
-            "attrs": {a.name: to_json(v) for a, v in zip(spec.attrs, attr_values)},
+            "attrs": {a.name: to_json(v) for a, v in zip(spec.attrs, attr_values, strict=True)},
             "preprocess": node.preprocess, "autofuse_so": autofuse, "selected": selected, "tiling": tiling_ref,
             "kernelname": kernelname, "tiling_ids": tiling_ids,
             "output_dtypes": [dt for dt, _ in out_meta],
@@ -349,7 +355,7 @@ def build_om(model: Model, opp: str | Path, *, so_info_override: dict[str, str] 
         "deterministic": d, "impl_mode": p, "so_in_om_flag": flag, "so_in_om_info": info,
         "inputs": [{"name": n, "dtype": dt, "shape": list(s)} for n, dt, s in model.inputs],
         "weights": [{"name": n, "dtype": dtype_name(a.dtype), "shape": list(a.shape), "data_offset": off,
-                     "weight_size": size} for (n, a), (off, size) in zip(model.weights.items(), places)],
+                     "weight_size": size} for (n, a), (off, size) in zip(model.weights.items(), places, strict=True)],
         "outputs": model.outputs, "packages": {v: {"version": _version_info(packages.root(v))} for v in used_vendors},
         "sha256": native_digests(so_bins, aicpu_kernels),
         "ops": ops, "nodes": node_defs,

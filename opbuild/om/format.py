@@ -121,6 +121,14 @@ class OmFile:
                 return p
         return None
 
+    def require(self, ptype: int) -> Partition:
+        """A partition every model has (read_om refuses a file without MODEL_DEF)."""
+        found = self.get(ptype)
+        if found is None:
+            raise OmError(f"no {PARTITION_NAMES.get(ptype, f'type {ptype}')} partition", "partition_table",
+                          self.table_offset)
+        return found
+
 
 def _fixed(text: str, size: int, what: str) -> bytes:
     raw = text.encode("utf-8")

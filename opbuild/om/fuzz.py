@@ -156,7 +156,7 @@ class _Case:
         try:
             self.native, self.tiling = _ranges(bytes(self.data))
             self.shifted = False
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - a file the mutation broke: its ranges are unknown (shifted)
             self.shifted = True
 
     def position(self) -> int:
@@ -284,16 +284,16 @@ def _mutate_json(value: Any, rng: random.Random, depth: int) -> Any:
             out[key] = _mutate_json(value[key], rng, depth + 1)
         return out
     if isinstance(value, list) and value and depth < 6:
-        out = list(value)
-        k = rng.randrange(len(out))
+        items = list(value)
+        k = rng.randrange(len(items))
         r = rng.random()
         if r < 0.1:
-            del out[k]
+            del items[k]
         elif r < 0.2:
-            out.append(out[k])
+            items.append(items[k])
         else:
-            out[k] = _mutate_json(out[k], rng, depth + 1)
-        return out
+            items[k] = _mutate_json(items[k], rng, depth + 1)
+        return items
     return rng.choice([_int(rng), None, "", "x", [], {}, True, 0.5, "float16", "float32", "int8", [_int(rng)],
                        str(value) + "x" if isinstance(value, str) else -1])
 
@@ -338,7 +338,7 @@ def _m_model_def(c: _Case) -> None:
             k = rng.randrange(len(op.output_desc))
             dims = [rng.choice((1, 2, 16, 1024, 1 << 20))] * rng.choice((1, 2))
             dtype = rng.choice((None, 1, 2, 3, 12))
-            targets = [op.output_desc[k]] + [d for o in ops for e, d in zip(o.input, o.input_desc)
+            targets = [op.output_desc[k]] + [d for o in ops for e, d in zip(o.input, o.input_desc, strict=False)
                                              if e == f"{op.name}:{k}"]
             if op.type == "Const":
                 targets.append(op.attr["value"].t.desc)
@@ -564,14 +564,14 @@ def _child(data: bytes, seed: Seed, work: Path, mem_limit: int) -> None:
         try:
             (work / "foreign").write_text(f"{type(exc).__name__}: {str(exc)[:300]}\n"
                                           + "".join(traceback.format_tb(exc.__traceback__)[-3:]))
-        except BaseException:  # noqa: BLE001
+        except BaseException:  # noqa: BLE001 - recording the finding must not change the child's exit code
             pass
         code = _MEMORY_EXIT if isinstance(exc, MemoryError) else _FOREIGN_EXIT
     finally:
         try:
             sys.stdout.flush()
             sys.stderr.flush()
-        except BaseException:  # noqa: BLE001
+        except BaseException:  # noqa: BLE001 - flushing must not change the child's exit code
             pass
         os._exit(code if isinstance(code, int) and 0 <= code < 256 else 2)
 
@@ -644,9 +644,9 @@ class Report:
 def fuzz(seeds: list[Seed], cases: int, *, base_seed: int = 0, timeout: float = 5.0, mem_limit: int = 4 << 30,
          jobs: int = 1, progress: Callable[[Report], None] | None = None) -> Report:
     """Run `cases` mutated files (round robin over `seeds`), `jobs` children at a time."""
-    import opbuild.cli  # noqa: F401 - imported once here, not in every child
-    import opbuild.om.inspect  # noqa: F401
-    import opbuild.om.run  # noqa: F401
+    import opbuild.cli  # imported once here, not in every child
+    import opbuild.om.inspect
+    import opbuild.om.run  # noqa: F401 - (as the two above: the children fork with them imported)
     root = Path(tempfile.mkdtemp(prefix="opbuild-om-fuzz-"))
     report = Report()
     running: dict[int, tuple[float, Path, str, str]] = {}
@@ -711,7 +711,7 @@ def sample_seeds(opp: Path, directory: Path) -> list[Seed]:
 
     directory.mkdir(parents=True, exist_ok=True)
     np.save(directory / "w.npy", np.linspace(-1, 1, 64, dtype=np.float32).reshape(1, 64))
-    chain = [{"name": "mul0", "op": "MulCustom", "inputs": ["x", "y"], "outputs": ["t0"]},
+    chain: list[dict[str, Any]] = [{"name": "mul0", "op": "MulCustom", "inputs": ["x", "y"], "outputs": ["t0"]},
              {"name": "act0", "op": "LeakyReluCustom", "inputs": ["t0"], "outputs": ["t1"],
               "attrs": {"negative_slope": 0.2}},
              {"name": "sum0", "op": "ReduceSumCustom", "inputs": ["t1"], "outputs": ["t2"], "attrs": {"axes": [1]}}]

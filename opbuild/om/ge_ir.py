@@ -155,7 +155,7 @@ def file_descriptor() -> descriptor_pb2.FileDescriptorProto:
 
 
 _POOL = descriptor_pool.DescriptorPool()
-_FILE = _POOL.Add(file_descriptor())
+_POOL.Add(file_descriptor())
 
 
 def _cls(name: str):

@@ -15,7 +15,7 @@ def describe(m: OmModel) -> str:
     encoding = "JSON (format 1)" if md["format_version"] == 1 else f"ge.proto.ModelDef, format {md['format_version']}"
     lines = [f"model {md['name']} ({'dynamic' if md['dynamic'] else 'static'} shape, soc {md['soc']}, "
              f"{len(md['nodes'])} nodes, MODEL_DEF {encoding})", "header:"]
-    for name, (fmt, off) in omf.HEADER_FIELDS.items():
+    for name, (_fmt, off) in omf.HEADER_FIELDS.items():
         if name in ("padd", "reserved", "userdefineinfo"):
             continue
         value = getattr(h, name)

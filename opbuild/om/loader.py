@@ -145,9 +145,9 @@ class _DeviceRegistry:
                 self.by_name[b.name] = so
             else:
                 digest = hashlib.sha256(b.data).digest()
-                hit = self.by_content.get(digest)
-                if hit is not None and hit[0] == bytes(b.data):
-                    return hit[1]
+                same = self.by_content.get(digest)
+                if same is not None and same[0] == bytes(b.data):
+                    return same[1]
                 so = _load_so(b)
                 self.by_content[digest] = (bytes(b.data), so)
             self.loads += 1
@@ -403,7 +403,7 @@ def parse_om(data: bytes | bytearray | memoryview, verify_checksum: bool = True,
 
 def _parse_om(data: bytes | bytearray | memoryview, verify_checksum: bool, source: str | None) -> OmModel:
     om = omf.read_om(data, verify_checksum=verify_checksum)
-    md_part = om.get(omf.MODEL_DEF)
+    md_part = om.require(omf.MODEL_DEF)
     part = om.get(omf.TBE_KERNELS)
     is_json = bytes(md_part.data[:1]) == b"{"
     if is_json:  # format 1: JSON MODEL_DEF, TBE_KERNELS as our item table
@@ -456,6 +456,7 @@ def _ge_tilings_weights(om: omf.OmFile, md: dict[str, Any]) -> tuple[dict[str, t
     with the meta the runner reads), and the weights located by their Const descriptors."""
     part = om.get(omf.TILING_DATA)
     data = ge_tiling.load(part.data, part.file_offset) if part is not None else ge_tiling.TilingData(2, {})
+    offset = part.file_offset if part is not None else 0
     tilings: dict[str, tables.Item] = {}
     for node in md.get("nodes", []):
         if not isinstance(node, dict) or node.get("tiling") is None:
@@ -465,11 +466,11 @@ def _ge_tilings_weights(om: omf.OmFile, md: dict[str, Any]) -> tuple[dict[str, t
         if t is None or not isinstance(sel, dict):
             raise OmError(f"node {node.get('name')}: no tiling result in TILING_DATA for it (op id {node['op_id']}, "
                           f"_op_tiling_ids {node['tiling_ids']}) or it has no selected binary", "TILING_DATA",
-                          part.file_offset if part is not None else 0)
+                          offset)
         want = sel.get("tiling_sha256")  # (since issue 25: the kernel reads these bytes unchecked)
         if want is not None and hashlib.sha256(t.data).hexdigest() != want:
             raise OmError(f"node {node.get('name')}: its {len(t.data)} tiling bytes do not match "
-                          f"_opbuild_selected.tiling_sha256 (altered after the build)", "TILING_DATA", part.file_offset)
+                          f"_opbuild_selected.tiling_sha256 (altered after the build)", "TILING_DATA", offset)
         tilings[node["tiling"]] = tables.Item(node["tiling"], {
             "block_dim": t.block_dim, "tiling_key": t.tiling_key, "workspace_size": t.workspace_size,
             "full_key": sel.get("full_key")}, t.data)

@@ -185,7 +185,7 @@ def encode(md: dict[str, Any], kernel_descs: dict[str, dict[str, Any]]) -> bytes
         op = graph.op.add(name=node["name"], type=node["type"], id=len(graph.op))
         assert op.id == node_op_id(md, k)
         counts = []
-        for param, t in zip(spec["inputs"], node["inputs"]):
+        for param, t in zip(spec["inputs"], node["inputs"], strict=False):
             names = t if isinstance(t, list) else ([] if t is None else [t])
             counts.append(len(names) if isinstance(t, list) else (0 if t is None else 1))
             for n in names:
@@ -194,7 +194,7 @@ def encode(md: dict[str, Any], kernel_descs: dict[str, dict[str, Any]]) -> bytes
                 op.input_desc.append(_desc(param["name"], _DTYPE_BY_PROTO[src.dtype], list(src.shape.dim),
                                            param.get("formats", ["ND"])[0]))
         shapes = node.get("output_shapes") or [None] * len(node["outputs"])
-        for k, (param, name) in enumerate(zip(spec["outputs"], node["outputs"])):
+        for k, (param, name) in enumerate(zip(spec["outputs"], node["outputs"], strict=False)):
             op.output_desc.append(_desc(name, node["output_dtypes"][k], shapes[k], param.get("formats", ["ND"])[0]))
             producer[name] = f"{node['name']}:{k}"
             descs[name] = op.output_desc[k]
@@ -312,7 +312,7 @@ def _decode(model) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
             return  # (format 2 wrote no NetOutput input_desc)
         if len(op.input_desc) != len(op.input):
             raise OmError(f"op {op.name}: {len(op.input_desc)} input descriptors for {len(op.input)} inputs", "MODEL_DEF")
-        for k, (edge, desc) in enumerate(zip(op.input, op.input_desc)):
+        for k, (edge, desc) in enumerate(zip(op.input, op.input_desc, strict=False)):
             src, dtype, shape = source(edge)
             if dtype != desc.dtype or shape != list(desc.shape.dim):
                 raise OmError(f"op {op.name}: input_desc {k} ({edge}) is {_desc_text(desc)}, but its producer's "
@@ -384,7 +384,7 @@ def _decode_node(op, ops, tensor, dims) -> dict[str, Any]:
         raise OmError(f"node {op.name}: {len(edges)} inputs do not fit the counts {counts}", "MODEL_DEF")
     node_inputs: list[Any] = []
     pos = 0
-    for param, n in zip(spec["inputs"], counts):
+    for param, n in zip(spec["inputs"], counts, strict=True):
         group = edges[pos:pos + n]
         pos += n
         if param.get("param_type") == "dynamic":

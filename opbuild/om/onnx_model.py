@@ -108,7 +108,7 @@ def _array(tensor, what: str) -> np.ndarray:
     _dtype(tensor.data_type, what)
     try:
         return np.asarray(onnx.numpy_helper.to_array(tensor), order="C")  # (ascontiguousarray would make a scalar 1-d)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - numpy_helper's errors on a malformed tensor: one line for the user
         raise OmError(f"{what}: cannot read its data: {exc}") from None
 
 
@@ -140,7 +140,7 @@ class _Plugins:
     def find(self, domain: str, op_type: str, opset: int) -> tuple[_Plugin | None, list[_Plugin]]:
         """The first plugin for domain::op_type covering `opset`, and those that map the op type
         for other opsets (for the error)."""
-        outside = []
+        outside: list[_Plugin] = []
         for vendor, ops in self.by_vendor:
             for op, framework in ops.items():
                 for origin in framework.onnx:
@@ -267,7 +267,7 @@ class _Converter:
             if got != want:
                 raise OmError(f"{what}: the value is {got}, the model declares {want}")
             dims = [d.dim_value if d.HasField("dim_value") else -1 for d in t.tensor_type.shape.dim]
-            if len(dims) != value.ndim or any(d not in (-1, n) for d, n in zip(dims, value.shape)):
+            if len(dims) != value.ndim or any(d not in (-1, n) for d, n in zip(dims, value.shape, strict=True)):
                 raise OmError(f"{what}: the value's shape {list(value.shape)} does not fit the model's "
                               f"{['?' if d == -1 else d for d in dims]}")
             self.weights[name] = np.asarray(value, order="C")
@@ -282,7 +282,7 @@ class _Converter:
         dims = [d.dim_value if d.HasField("dim_value") else -1 for d in t.tensor_type.shape.dim]
         given = self.input_shapes.get(value.name)
         if given is not None:
-            if len(given) != len(dims) or any(d not in (-1, g) for d, g in zip(dims, given)):
+            if len(given) != len(dims) or any(d not in (-1, g) for d, g in zip(dims, given, strict=True)):
                 raise OmError(f"--input-shape {value.name}:{','.join(map(str, given))} does not fit the model's "
                               f"shape {['?' if d == -1 else d for d in dims]} of that input")
             dims = list(given)
@@ -302,7 +302,8 @@ class _Converter:
         domain = _domain(node.domain)
         onnx_op = f"{domain}::{node.op_type}"
         if domain == STANDARD_DOMAIN and node.op_type == "Constant":
-            return self.constant(node, name)
+            self.constant(node, name)
+            return None
         for t in node.input:
             if t and t not in self.defined:
                 raise OmError(f"node {name} ({onnx_op}): input {t!r} is not defined before it")
@@ -311,7 +312,8 @@ class _Converter:
             raise OmError(f"node {name} ({onnx_op}): the model imports no opset of domain {domain}")
         plugin, outside = self.plugins.find(domain, node.op_type, opset)
         if plugin is None and node.input and all(not t or t in self.weights for t in node.input):
-            return self.fold(node, name, opset)
+            self.fold(node, name, opset)
+            return None
         if plugin is None:
             if outside:
                 ranges = "; ".join(f"{p.op} of {p.vendor} for opsets {p.origin.opset_range()}" for p in outside)
@@ -383,7 +385,7 @@ class _Converter:
             results = ReferenceEvaluator(model).run(None, {})
         except Exception as exc:  # noqa: BLE001 - any error of the evaluated op
             raise OmError(f"{what}: folding it failed: {type(exc).__name__}: {one_line(str(exc))}") from None
-        for output, value in zip((o for o in node.output if o), results):
+        for output, value in zip((o for o in node.output if o), results, strict=False):
             array = np.asarray(value, order="C")
             _dtype(onnx.helper.np_dtype_to_tensor_dtype(array.dtype), f"{what}: output {output!r}")
             self.weights[output] = array
@@ -447,7 +449,7 @@ class _Converter:
         given = list(node.output)
         if len(given) > len(origin.outputs):
             raise OmError(f"{where}: has {len(given)} outputs, the plugin maps {len(origin.outputs)}")
-        by_param = {target: t for target, t in zip(origin.outputs, given) if t}
+        by_param = {target: t for target, t in zip(origin.outputs, given, strict=False) if t}
         out = []
         for p in spec.outputs:
             tensor = by_param.get(p.name) or f"{name}:{p.name}"  # an output the graph does not use

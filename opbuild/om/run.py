@@ -69,7 +69,8 @@ class NodeProvider:
                                                       f"the runtime SoC is {soc} (OPBUILD_SOC)")
         if self._index is None:
             op = self.op_def["op"]
-            by_key = {key: self._entry(key, item) for key, item in sorted(self.op_def["binaries"].items())}
+            by_key: dict[str, BinaryEntry] = {key: self._entry(key, item)
+                                              for key, item in sorted(self.op_def["binaries"].items())}
             self._index = BinaryIndex(self.label, soc, (Path(f"<om {self.model.name}>/TBE_KERNELS"),), by_key,
                                       {op: tuple(by_key)}, {})
         return self._index
@@ -129,7 +130,7 @@ class NodeProvider:
             shapes, dtypes = sel["output_shapes"], sel["output_dtypes"]
         else:
             dtypes = self.node["output_dtypes"]
-        return [(tuple(s), dt) for s, dt in zip(shapes, dtypes)]
+        return [(tuple(s), dt) for s, dt in zip(shapes, dtypes, strict=False)]  # (read from the model file)
 
     def fragment_fn(self, spec):
         sel = self.node.get("selected")
@@ -146,7 +147,7 @@ class NodeProvider:
                                               f"rule does not run")
         module = types.ModuleType(f"opbuild_om_keyrule_{spec.snake}_{id(self):x}")
         try:
-            exec(compile(source, f"<om {self.model.name}: {spec.snake}/{spec.key_rule.py_module}.py>", "exec"),  # noqa: S102
+            exec(compile(source, f"<om {self.model.name}: {spec.snake}/{spec.key_rule.py_module}.py>", "exec"),
                  module.__dict__)
             fn = getattr(module, spec.key_rule.py_function)
         except Exception as exc:  # noqa: BLE001 - a broken packed key rule
@@ -155,7 +156,7 @@ class NodeProvider:
         def fragment(ctx):
             try:
                 result = fn(ctx)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 raise KeyRuleError(f"{spec.op}: GenSimplifiedKey callback raised {type(exc).__name__}: {exc}") from exc
             problem = check_fragment(result)
             if problem is not None:
@@ -234,7 +235,7 @@ class OmRunner:
                 item = model.kernels[op_def["binaries"][node["selected"]["full_key"]]]
                 check_static_node(model.label, node, spec.op, item.meta, groups)
             shapes = node.get("output_shapes") or [None] * len(node["outputs"])
-            descs.update(zip(node["outputs"], zip(node["output_dtypes"], shapes)))
+            descs.update(zip(node["outputs"], zip(node["output_dtypes"], shapes, strict=False), strict=False))
             self.steps.append(_Step.of(node, OpRuntime(spec, NodeProvider(model, node))))
         self.weights: dict[str, np.ndarray] = {}
         for name, item in model.weights.items():
@@ -247,8 +248,6 @@ class OmRunner:
                 raise OmError(f"weight {name}: {exc}", "WEIGHTS_DATA") from None
 
     def run(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
-        from opbuild.runtime import api
-
         md = self.model.model_def
         tensors: dict[str, Any] = dict(self.weights)
         for spec_in in md["inputs"]:
@@ -263,7 +262,7 @@ class OmRunner:
             if given != spec_in["dtype"]:
                 raise OmError(f"input {name}: dtype {given}, the model wants {spec_in['dtype']}")
             want = spec_in["shape"]
-            if len(a.shape) != len(want) or any(w != -1 and w != s for w, s in zip(want, a.shape)):
+            if len(a.shape) != len(want) or any(w != -1 and w != s for w, s in zip(want, a.shape, strict=True)):
                 raise OmError(f"input {name}: shape {list(a.shape)}, the model wants {want}")
             tensors[name] = a
         extra = set(inputs) - {i["name"] for i in md["inputs"]}
@@ -280,7 +279,7 @@ class OmRunner:
                 if step.single:
                     tensors[step.outputs[0]] = result
                 else:
-                    for name, value in zip(step.outputs, result):
+                    for name, value in zip(step.outputs, result, strict=True):
                         tensors[name] = value
         finally:
             CURRENT_NODE.reset(node_token)

@@ -40,7 +40,7 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return a == b
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     return type(a) is type(b) and a == b
@@ -103,7 +103,7 @@ def compile_schema(schema: dict[str, Any]) -> Check:
             if isinstance(v, dict):
                 for name in required:
                     if name not in v:
-                        return [], lambda: f"{name!r} is a required property"
+                        return [], lambda name=name: f"{name!r} is a required property"
             return None
         checks.append(check_required)
     if "properties" in schema or "additionalProperties" in schema:
@@ -118,7 +118,7 @@ def compile_schema(schema: dict[str, Any]) -> Check:
                 c = props.get(k)
                 if c is None:
                     if extra is False:
-                        return [], lambda: f"additional property {k!r} is not allowed"
+                        return [], lambda k=k: f"additional property {k!r} is not allowed"
                     c = extra_check
                 if c is not None:
                     found = c(item)
@@ -232,7 +232,7 @@ def compile_predicate(schema: dict[str, Any]) -> Callable[[Any], bool]:
             body.append(f"if not any(c(v) for c in {name}_any): return False")
         index = int(name[2:])
         sources[index] = f"def {name}(v):\n" + "".join(f"    {line}\n" for line in body) + "    return True\n"
-        exec(sources[index], env)  # noqa: S102 - generated from the schema's keywords only
+        exec(sources[index], env)  # generated from the schema's keywords only
         return name
 
     return env[node(schema)]

@@ -67,7 +67,8 @@ def single_op_model_from(op: str, given: dict[str, list[tuple[str, list[int]]]],
     unknown = set(given) - {p.name for p in spec.inputs}
     if unknown:
         raise OmError(f"{op} has no input(s) {sorted(unknown)} (inputs: {[p.name for p in spec.inputs]})")
-    model_inputs, node_inputs = [], []
+    model_inputs: list[dict[str, Any]] = []
+    node_inputs: list[str | list[str] | None] = []  # per IR input: a tensor, a dynamic input's tensors, or absent
     for p in spec.inputs:
         tensors = given.get(p.name, [])
         if not tensors:
@@ -79,7 +80,7 @@ def single_op_model_from(op: str, given: dict[str, list[tuple[str, list[int]]]],
         if len(tensors) > 1 and p.param_type != "dynamic":
             raise OmError(f"{op}: input {p.name} is {p.param_type}, it takes one tensor, not {len(tensors)}")
         names = [p.name if p.param_type != "dynamic" else f"{p.name}{k}" for k in range(len(tensors))]
-        for n, (dt, dims) in zip(names, tensors):
+        for n, (dt, dims) in zip(names, tensors, strict=True):
             model_inputs.append({"name": n, "dtype": dt, "shape": dims})
         node_inputs.append(names if p.param_type == "dynamic" else names[0])
     data = {
@@ -111,12 +112,12 @@ def signature(model_def: dict[str, Any]) -> dict[str, Any]:
     definition = model_def["ops"][node["op"]]["definition"]
     shapes = {i["name"]: (i["dtype"], i["shape"]) for i in model_def["inputs"]}
     inputs = []
-    for param, names in zip(definition["inputs"], node["inputs"]):
+    for param, names in zip(definition["inputs"], node["inputs"], strict=False):
         for name in names if isinstance(names, list) else ([] if names is None else [names]):
             dtype, shape = shapes[name]
             inputs.append({"name": name, "dtype": dtype, "format": param.get("formats", ["ND"])[0], "shape": shape})
     out_shapes = node.get("output_shapes") or [None] * len(node["outputs"])
     outputs = [{"name": name, "dtype": dtype, "format": param.get("formats", ["ND"])[0], "shape": shape}
                for param, name, dtype, shape in zip(definition["outputs"], node["outputs"], node["output_dtypes"],
-                                                    out_shapes)]
+                                                    out_shapes, strict=False)]
     return {"op": node["type"], "inputs": inputs, "outputs": outputs, "attrs": dict(node["attrs"])}

@@ -26,6 +26,13 @@ JSON_ATTR_TYPES = {"bool": "bool", "int": "int", "float": "float", "string": "st
 """Single-op JSON attr `type` -> the spec attr type."""
 # ---- --singleop -----------------------------------------------------------------------------------
 
+def _skip_ws(text: str, pos: int) -> int:
+    """The position of the first non-whitespace character (JSON's whitespace) at or after `pos`."""
+    while pos < len(text) and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
+
+
 def _json_entries(path: Path) -> list[tuple[int, Any]]:
     """(line, value) of each element of the JSON array in `path`; OmError `path:line: ...`."""
     try:
@@ -39,18 +46,17 @@ def _json_entries(path: Path) -> list[tuple[int, Any]]:
     except RecursionError:
         raise OmError(f"{path}: nested too deeply") from None
     dec = json.JSONDecoder()
-    ws = re.compile(r"[ \t\r\n]*")
-    pos = ws.match(text, 0).end()
+    pos = _skip_ws(text, 0)
     if text[pos:pos + 1] != "[":
         raise OmError(f"{path}:1: expected a JSON list of op descriptions ([{{\"op\": ...}}, ...])")
-    pos = ws.match(text, pos + 1).end()
+    pos = _skip_ws(text, pos + 1)
     out = []
     while text[pos:pos + 1] != "]":
         value, end = dec.raw_decode(text, pos)
         out.append((text.count("\n", 0, pos) + 1, value))
-        pos = ws.match(text, end).end()
+        pos = _skip_ws(text, end)
         if text[pos:pos + 1] == ",":
-            pos = ws.match(text, pos + 1).end()
+            pos = _skip_ws(text, pos + 1)
     if not out:
         raise OmError(f"{path}:1: the list has no op descriptions")
     return out
@@ -113,13 +119,14 @@ def inputs_by_param(spec, descs: list[TensorDesc], where: str) -> dict[str, list
         return m.group(1) if m and m.group(1) in params and params[m.group(1)].param_type == "dynamic" else None
 
     if descs and all(param_of(d.name) for d in descs):
-        pairs = [(param_of(d.name), k, d) for k, d in enumerate(descs)]
+        pairs = [(name, k, d) for k, d in enumerate(descs) if (name := param_of(d.name)) is not None]
     elif len(descs) > len(spec.inputs):
         raise OmError(f"{where}: {len(descs)} entries, {spec.op} has {len(spec.inputs)} inputs "
                       f"({', '.join(params)}); name a dynamic input's tensors {spec.inputs[0].name}0, "
                       f"{spec.inputs[0].name}1, ...")
     else:
-        pairs = [(p.name, k, d) for k, (p, d) in enumerate(zip(spec.inputs, descs))]
+        # (fewer entries than inputs: the trailing ones are not given)
+        pairs = [(p.name, k, d) for k, (p, d) in enumerate(zip(spec.inputs, descs, strict=False))]
     given: dict[str, list[tuple[str, list[int]]]] = {}
     for name, k, d in pairs:
         formats = params[name].formats
@@ -195,7 +202,7 @@ def check_outputs(md: dict[str, Any], descs: list[TensorDesc], where: str) -> No
     if len(descs) != len(dtypes):
         raise OmError(f"{where}: {len(descs)} entries, {node['type']} has {len(dtypes)} output(s)")
     shapes = node.get("output_shapes") or [None] * len(dtypes)
-    for k, (d, dt, shape) in enumerate(zip(descs, dtypes, shapes)):
+    for k, (d, dt, shape) in enumerate(zip(descs, dtypes, shapes, strict=False)):  # (shapes: as the model has them)
         if d.dtype != dt:
             raise OmError(f"{where}[{k}].type: {d.dtype}, but {node['type']} gives {dt} for these inputs")
         if shape is not None and -1 not in d.shape and list(d.shape) != list(shape):

@@ -46,7 +46,8 @@ def kernel_dtypes(meta: Any, field: str, count: int, where: str) -> list[Any]:
     def one(d: Any) -> Any:
         if d is None:
             return None
-        name = _DTYPE_BY_KERNEL_JSON.get(d.get("dtype")) if isinstance(d, dict) else None
+        spelling = d.get("dtype") if isinstance(d, dict) else None  # (any JSON value: a list is unhashable)
+        name = _DTYPE_BY_KERNEL_JSON.get(spelling) if isinstance(spelling, str) else None
         if name is None:
             raise OmError(f"{where}: its kernel descriptor's supportInfo.{field} entry {d!r:.100} names no dtype",
                           "MODEL_DEF")

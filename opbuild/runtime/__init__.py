@@ -42,7 +42,7 @@ def import_ops(package_dir):
     return _import_ops(package_dir)
 
 
-def ResetCacheThreadLocal() -> None:  # noqa: N802 - the CANN symbol name
+def ResetCacheThreadLocal() -> None:  # the CANN symbol name
     """Reset the calling thread's per-call state, as CANN's: the op-parameter cache keeps its
     entries (use `clear_op_cache()` to empty it)."""
     from opbuild.runtime.call.plan_cache import reset_cache_thread_local

@@ -45,9 +45,17 @@ class _Loaded:
         produced: dict[str, tuple[str, list[int] | None]] = {}
         for node in md["nodes"]:
             shapes = node.get("output_shapes") or [None] * len(node["outputs"])
-            for name, dt, shape in zip(node["outputs"], node.get("output_dtypes") or [], shapes):
+            for name, dt, shape in zip(node["outputs"], node.get("output_dtypes") or [], shapes, strict=False):
                 produced[name] = (dt, None if shape is None else list(shape))
         self.outputs = [(name, *produced.get(name, (None, None))) for name in md["outputs"]]
+
+
+def _acl_code(dtype: str) -> int:
+    """The aclDataType of a dtype name (AclError for one with no ACL code)."""
+    code = DTYPE[dtype].cann.acl
+    if code is None:
+        raise AclError(E.ACL_ERROR_UNSUPPORTED_DATA_TYPE, f"{dtype} has no aclDataType")
+    return code
 
 
 def _io(name: str, dtype: str | None, shape: list[int] | None) -> tuple[str, int, int, tuple[int, ...], int]:
@@ -56,7 +64,8 @@ def _io(name: str, dtype: str | None, shape: list[int] | None) -> tuple[str, int
     dims = tuple(shape) if shape is not None else (-2,)
     known = shape is not None and all(d >= 0 for d in shape)
     size = math.prod(dims) * rec.itemsize if rec is not None and known else 0
-    return name, rec.cann.acl if rec is not None else -1, FORMAT["ND"].acl, dims, size
+    acl = rec.cann.acl if rec is not None else None
+    return name, acl if acl is not None else -1, FORMAT["ND"].acl, dims, size
 
 
 def _get(model_id: int) -> _Loaded:
@@ -79,6 +88,8 @@ def load(path: str | None, data: bytes | None) -> tuple[int, str, int]:
                 data = read_om_file(path)  # a regular file only: a FIFO or a device is refused, not read
             except OmError as exc:
                 return E.ACL_ERROR_READ_MODEL_FAILURE, f"the model: {exc}", 0
+        if data is None:
+            return E.ACL_ERROR_INVALID_PARAM, "no model: neither a path nor data", 0
         trust = os.environ.get(TRUST_ENV) == "1"
         try:
             model = parse_om(bytes(data))
@@ -111,7 +122,7 @@ def describe(model_id: int) -> tuple[int, str, list, list]:
     try:
         loaded = _get(model_id)
         return (E.ACL_SUCCESS, "", [_io(*i) for i in loaded.inputs], [_io(*o) for o in loaded.outputs])
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a code for C
         code, message = E.failure(exc)
         return code, message, [], []
 
@@ -133,7 +144,7 @@ def _input_shape(name: str, dtype: str, shape: list[int], size: int) -> list[int
 def _given_shape(name: str, shape: list[int], dims: Sequence[int]) -> list[int]:
     """An input's shape from its dataset tensor desc, checked against the model's."""
     dims = list(dims)
-    if shape != [-2] and (len(dims) != len(shape) or any(w != -1 and w != d for w, d in zip(shape, dims))):
+    if shape != [-2] and (len(dims) != len(shape) or any(w != -1 and w != d for w, d in zip(shape, dims, strict=True))):
         raise AclError(E.ACL_ERROR_MODEL_INPUT_NOT_MATCH, f"input {name}: the tensor desc says {dims}, the model "
                                                           f"takes {shape}")
     return dims
@@ -153,23 +164,23 @@ def execute(model_id: int, inputs: Sequence[tuple[int, int, Sequence[int] | None
             raise AclError(E.ACL_ERROR_INVALID_PARAM, f"model {loaded.model.name} has {len(loaded.outputs)} outputs "
                            f"({[o[0] for o in loaded.outputs]}), the output dataset has {len(outputs)} buffers")
         feed = {}
-        for (name, dtype, shape), (address, size, given) in zip(loaded.inputs, inputs):
+        for (name, dtype, shape), (address, size, given) in zip(loaded.inputs, inputs, strict=True):
             dims = _input_shape(name, dtype, shape, size) if given is None else _given_shape(name, shape, given)
-            feed[name] = buffer_array(DTYPE[dtype].cann.acl, dims, address, size, f"input {name}")
+            feed[name] = buffer_array(_acl_code(dtype), dims, address, size, f"input {name}")
         if stream:
             Stream.from_handle(stream).synchronize()  # after the stream's earlier work
         result = loaded.runner.run(feed)
         produced = []
-        for (name, _dt, _shape), (address, size, _given) in zip(loaded.outputs, outputs):
+        for (name, _dt, _shape), (address, size, _given) in zip(loaded.outputs, outputs, strict=True):
             value = np.ascontiguousarray(result[name])
             if value.nbytes > size:
                 raise AclError(E.ACL_ERROR_INVALID_PARAM, f"output {name} is {value.dtype}{list(value.shape)} "
                                f"({value.nbytes} bytes), its buffer has {size}")
             flat = value.reshape(-1)
-            acl_dtype = DTYPE[flat.dtype.name].cann.acl
+            acl_dtype = _acl_code(flat.dtype.name)
             np.copyto(buffer_array(acl_dtype, flat.shape, address, size, f"output {name}"), flat)
             produced.append((acl_dtype, tuple(value.shape)))
         return E.ACL_SUCCESS, "", produced
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a code for C
         code, message = E.failure(exc)
         return code, message, []

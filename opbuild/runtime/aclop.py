@@ -51,9 +51,8 @@ def dtype_name(acl_dtype: int, what: str) -> str:
 
 def buffer_array(acl_dtype: int, dims: Sequence[int], address: int, size: int, what: str) -> np.ndarray:
     """A zero-copy numpy array of `dims` over the buffer (ACL_ERROR_INVALID_PARAM when too small)."""
-    dtype = np.dtype(DTYPE_BY_ACL[acl_dtype].numpy) if acl_dtype in DTYPE_BY_ACL else None
-    if dtype is None:
-        dtype_name(acl_dtype, what)
+    dtype_name(acl_dtype, what)  # (AclError for a type opbuild has no dtype of)
+    dtype = np.dtype(DTYPE_BY_ACL[acl_dtype].numpy)
     if any(d < 0 for d in dims):
         raise AclError(E.ACL_ERROR_INVALID_PARAM, f"{what}: dims {list(dims)} are not known; give the real shape "
                                                   f"in the tensor desc")
@@ -66,7 +65,7 @@ def buffer_array(acl_dtype: int, dims: Sequence[int], address: int, size: int, w
     if not address:
         raise AclError(E.ACL_ERROR_INVALID_PARAM, f"{what}: the data buffer address is a null pointer")
     raw = (ctypes.c_char * nbytes).from_address(address)
-    return np.ndarray(tuple(dims), dtype, buffer=raw)
+    return np.ndarray(tuple(dims), dtype, buffer=memoryview(raw))
 
 
 def _arrays(tensors: Sequence[TensorArg], what: str) -> list[np.ndarray | None]:
@@ -89,7 +88,7 @@ def _attr_dict(attrs: Sequence[AttrArg]) -> dict[str, Any]:
 
 def _same_value(a: Any, b: Any) -> bool:
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, float) or isinstance(b, float):
         try:
             return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-12)
@@ -148,7 +147,7 @@ def _run_package_op(op_type: str, inputs: Sequence[TensorArg], outputs: Sequence
     def tagged(arrays: list[np.ndarray | None], tensors: Sequence[TensorArg]) -> list[Any]:
         # a format other than ND travels with the array (opbuild.runtime.tensor.Tensor)
         fmts = [FORMAT_BY_ACL.get(t[1]) for t in tensors] + [None] * (len(arrays) - len(tensors))
-        return [a if a is None or f is None or f.name == "ND" else Tensor(a, f.name) for a, f in zip(arrays, fmts)]
+        return [a if a is None or f is None or f.name == "ND" else Tensor(a, f.name) for a, f in zip(arrays, fmts, strict=True)]
 
     size, executor = api.get_workspace_size(op, tagged(ins, inputs), attr_values, tagged(outs, outputs))
     workspace = np.empty(size, np.uint8) if size else None
@@ -173,7 +172,7 @@ class _Candidate:
         self.attrs: dict[str, Any] = dict(node.get("attrs") or {})
         self.output_dtypes = list(node.get("output_dtypes") or [])
         self.n_outputs = len(md["outputs"])
-        self.runner = None
+        self.runner: Any = None  # an OmRunner, made at the first run
 
     def describe(self) -> str:
         ins = ", ".join(f"{dt}{shape}" for dt, shape in self.inputs)
@@ -183,26 +182,29 @@ class _Candidate:
     def inputs_match(self, given: Sequence[tuple[str, list[int]]]) -> bool:
         if len(given) != len(self.inputs):
             return False
-        for (dt, shape), (want_dt, want) in zip(given, self.inputs):
+        for (dt, shape), (want_dt, want) in zip(given, self.inputs, strict=True):
             if dt != want_dt:
                 return False
             if want == [-2]:
                 continue
-            if len(shape) != len(want) or any(w != -1 and w != s for w, s in zip(want, shape)):
+            if len(shape) != len(want) or any(w != -1 and w != s for w, s in zip(want, shape, strict=True)):
                 return False
         return True
 
     def attrs_match(self, given: dict[str, Any]) -> bool:
         return set(given) == set(self.attrs) and all(_same_value(given[k], self.attrs[k]) for k in given)
 
-    def run(self, inputs: list[np.ndarray], outputs: list[np.ndarray]) -> None:
+    def run(self, inputs: list[np.ndarray | None], outputs: list[np.ndarray | None]) -> None:
         from opbuild.om.run import OmRunner
 
         if self.runner is None:
             self.runner = OmRunner(self.model, trust=True)  # the app chose it: its model directory, or aclopLoad
         md = self.model.model_def
-        result = self.runner.run({i["name"]: a for i, a in zip(md["inputs"], inputs)})
-        for k, (name, out) in enumerate(zip(md["outputs"], outputs)):
+        result = self.runner.run({i["name"]: a for i, a in zip(md["inputs"], inputs, strict=True)})
+        for k, (name, out) in enumerate(zip(md["outputs"], outputs, strict=True)):
+            if out is None:  # (not reached: _run_model_op refuses an ACL_DT_UNDEFINED output's dtype first)
+                raise AclError(E.ACL_ERROR_INVALID_PARAM, f"{self.describe()}: output {k} ({name}) has an undefined "
+                               f"data type (ACL_DT_UNDEFINED): an output needs a buffer")
             value = np.asarray(result[name])
             if value.size != out.size or value.dtype != out.dtype:
                 raise AclError(E.ACL_ERROR_OP_OUTPUT_NOT_MATCH, f"{self.describe()}: output {k} ({name}) is "
@@ -315,7 +317,7 @@ def load(data: bytes) -> tuple[int, str]:
         with _LOCK:
             _MEM_MODELS.append(c)
         return E.ACL_SUCCESS, ""
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a code for C
         return E.failure(exc)
 
 

@@ -58,6 +58,8 @@ def import_ops(package_dir: str | Path) -> ModuleType:
             raise AclnnError(ACLNN_ERR_INNER, f"no generated aclnn module at {module_path}: is {root} a built op package?")
         name = f"opbuild_ops_{abs(hash(str(root))):x}"
         spec = importlib.util.spec_from_file_location(name, module_path)
+        if spec is None or spec.loader is None:
+            raise AclnnError(ACLNN_ERR_INNER, f"{module_path} cannot be imported as a Python module")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)
@@ -105,7 +107,7 @@ def _output_specs(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any]) ->
     if inputs is None or len(inputs) != len(spec.inputs):
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op} takes {len(spec.inputs)} inputs, got {0 if inputs is None else len(inputs)}")
     groups = []
-    for param, value, what in zip(spec.inputs, inputs, op.input_what):
+    for param, value, what in zip(spec.inputs, inputs, op.input_what, strict=True):
         values = value if param.param_type == "dynamic" and isinstance(value, (list, tuple)) else [value]
         group = []
         for v in values:
@@ -126,6 +128,9 @@ def _output_specs(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any]) ->
         if shape is None:
             raise AclnnError(ACLNN_ERR_PARAM_INVALID,
                              f"{spec.op}: output '{param.name}' has no shape rule; use the two-phase API with an output tensor")
+        if dtype is None:  # (numpy_dtype(None) would be float64)
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID,
+                             f"{spec.op}: output '{param.name}' has no dtype for these inputs; use the two-phase API")
         specs.append((shape, numpy_dtype(dtype)))
     return tuple(specs)
 
@@ -145,13 +150,14 @@ def call(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], determinist
             for v in attrs:
                 parts.append(v)
                 parts.append(type(v))
+            plain = True
             for v in inputs:
                 if type(v) is np.ndarray:
                     parts += (v.dtype, v.shape)
                 else:
-                    parts = None
+                    plain = False
                     break
-            if parts is not None:
+            if plain:
                 key = tuple(parts)
                 try:
                     hash(key)
@@ -183,6 +189,7 @@ def call(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], determinist
             _executor.execute(workspace, size, executor, stream)
         if stream is not None and workspace is not None:
             stream.enqueue_host(lambda: workspace)
+        results: list[Any]
         if key is None and any(isinstance(_first(v), Tensor) for v in inputs):
             results = [Tensor(o) for o in outputs]
         else:
@@ -190,7 +197,7 @@ def call(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], determinist
         return results[0] if len(results) == 1 else tuple(results)
     except AclnnError:
         raise
-    except Exception as exc:  # noqa: BLE001 - the aclnn API raises AclnnError only
+    except Exception as exc:  # the aclnn API raises AclnnError only
         raise as_aclnn_error(exc, op.name) from exc
 
 
@@ -199,17 +206,18 @@ if _executor._fastpath is not None:
     # (native/src/oneshot.c): the same key, output specs cache and phase functions as `call`
     # above, which does every other call (and this one's first: it fills the specs cache).
     _python_call = call
-    call = _executor._fastpath.OneShot(_python_call, _executor._CACHE)
-    call.__name__ = call.__qualname__ = "call"
-    call.__doc__ = _python_call.__doc__
-    call.__module__ = __name__
-    call.__wrapped__ = _python_call
+    _oneshot = _executor._fastpath.OneShot(_python_call, _executor._CACHE)
+    _oneshot.__name__ = _oneshot.__qualname__ = "call"
+    _oneshot.__doc__ = _python_call.__doc__
+    _oneshot.__module__ = __name__
+    _oneshot.__wrapped__ = _python_call
+    call = _oneshot
 
 
 def _allocate(op: OpRuntime, specs) -> list[np.ndarray]:
     """The one-shot outputs; a shape too large to allocate is the caller's (161002), said so."""
     outputs = []
-    for param, (shape, dtype) in zip(op.spec.outputs, specs):
+    for param, (shape, dtype) in zip(op.spec.outputs, specs, strict=True):
         try:
             outputs.append(np.empty(shape, dtype))
         except (ValueError, MemoryError) as exc:

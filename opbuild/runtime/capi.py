@@ -110,8 +110,8 @@ def acl_library() -> ctypes.CDLL:
             lib.opbuild_aclnn_op_id.restype = ctypes.c_uint64
             lib.opbuild_aclnn_op_id.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
             lib.opbuild_aclnn_call_key.restype = ctypes.c_int64
-            lib.opbuild_aclnn_call_key.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint64] + [
-                ctypes.c_void_p] * 4 + [ctypes.c_size_t]
+            lib.opbuild_aclnn_call_key.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_void_p,
+                                                   ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
             lib.opbuild_opkey_env_token.restype = ctypes.c_uint64
             lib.opbuild_aclnn_set_dp.argtypes = [ctypes.c_int]
             # The native side mirrors the process-wide d/p, and clear_op_cache() empties its cache
@@ -176,7 +176,7 @@ data, viewDims, strides, storageDims (checked against AclTensor below)."""
 assert _TENSOR_HEADER.size == ctypes.sizeof(AclTensor)
 _TENSOR_KEY_END = AclTensor.viewDims.offset  # dataType..data: the part of the header a view depends on
 _TENSOR_MAGIC = _MAGIC_BASE | KIND_TENSOR
-_TENSORS: dict[bytes, Tensor] = {}
+_TENSORS: dict[bytes, tuple[Tensor, int, tuple[int, ...]]] = {}  # key -> (tensor, its storage bytes, storage dims)
 _TENSORS_MAX = 1024
 
 
@@ -230,8 +230,8 @@ def _make_tensor(what: str, dt: int, fmt_code: int, offset: int, data: int, dims
     if not data:
         raise AclnnError(ACLNN_ERR_PARAM_NULLPTR, f"{what}: the tensor data is a null pointer")
     storage_elems = prod(storage)
-    low = offset + sum((d - 1) * s for d, s in zip(shape, strides) if s < 0)
-    high = offset + sum((d - 1) * s for d, s in zip(shape, strides) if s > 0)
+    low = offset + sum((d - 1) * s for d, s in zip(shape, strides, strict=True) if s < 0)
+    high = offset + sum((d - 1) * s for d, s in zip(shape, strides, strict=True) if s > 0)
     if low < 0 or high >= storage_elems:
         raise AclnnError(ACLNN_ERR_PARAM_INVALID,
                          f"{what}: the view (shape {list(shape)}, strides {list(strides)}, offset {offset}) reaches "
@@ -243,7 +243,7 @@ def _make_tensor(what: str, dt: int, fmt_code: int, offset: int, data: int, dims
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: its storage (shape {list(storage)}) is {nbytes} bytes, "
                                                   f"more than any buffer can hold")
     _check_in_buffer(what, data, nbytes, storage)
-    buffer = (ctypes.c_char * nbytes).from_address(data)
+    buffer = memoryview((ctypes.c_char * nbytes).from_address(data))
     array = np.ndarray(shape, dtype, buffer=buffer, offset=offset * itemsize,
                        strides=tuple(s * itemsize for s in strides))
     return Tensor(array, fmt), nbytes
@@ -275,7 +275,8 @@ def tensor_list(address: int, what: str) -> list[Tensor]:
     return items
 
 
-_C_VALUES = {"int64_t": ctypes.c_int64, "double": ctypes.c_double, "bool": ctypes.c_bool}
+_C_VALUES: dict[str, type[ctypes.c_int64] | type[ctypes.c_double] | type[ctypes.c_bool]] = {
+    "int64_t": ctypes.c_int64, "double": ctypes.c_double, "bool": ctypes.c_bool}
 """The ctypes mirror of each aclnn attribute C type passed by address."""
 _C_ARRAYS = {"const aclIntArray *": (AclIntArray, KIND_INT_ARRAY),
              "const aclFloatArray *": (AclFloatArray, KIND_FLOAT_ARRAY),
@@ -379,9 +380,9 @@ class OpCall:
         self.signature = _signature(spec)
 
     def arguments(self, inputs: int, attrs: int, outputs: int) -> list[Any]:
-        args = [read(ptr) for read, ptr in zip(self.readers_in, _pointers(inputs, self.n_in, "inputs"))]
-        args += [read(ptr) for read, ptr in zip(self.readers_attr, _pointers(attrs, self.n_attr, "attrs"))]
-        args += [read(ptr) for read, ptr in zip(self.readers_out, _pointers(outputs, self.n_out, "outputs"))]
+        args = [read(ptr) for read, ptr in zip(self.readers_in, _pointers(inputs, self.n_in, "inputs"), strict=True)]
+        args += [read(ptr) for read, ptr in zip(self.readers_attr, _pointers(attrs, self.n_attr, "attrs"), strict=True)]
+        args += [read(ptr) for read, ptr in zip(self.readers_out, _pointers(outputs, self.n_out, "outputs"), strict=True)]
         return args
 
 
@@ -438,7 +439,7 @@ def set_view_shapes(tensors: tuple[int, ...], shapes: tuple[tuple[int, ...], ...
     """Write each output's shape after the run into its aclTensor's view dims, with contiguous
     strides (a data-dependent output's real shape: what aclGetViewShape then returns). The rank
     is the one phase 1 checked; the storage is left as it is."""
-    for address, shape in zip(tensors, shapes):
+    for address, shape in zip(tensors, shapes, strict=True):
         header = AclTensor.from_address(address)
         if header.magic != _TENSOR_MAGIC or header.viewDimsNum != len(shape):
             continue  # destroyed meanwhile, or not a tensor this call wrote
@@ -463,9 +464,9 @@ def call_key(package_root: str, op_type: str, dp: int, inputs: int, attrs: int, 
         dims = struct.unpack(f"<{n}q", ctypes.string_at(p_view, 8 * n)) if n else ()
         strides = struct.unpack(f"<{n}q", ctypes.string_at(p_strides, 8 * n)) if n else ()
         slots.append((dt, fmt_code, dims, strides, offset))
-    values = [read(ptr) for read, ptr in zip(call.readers_attr, _pointers(attrs, call.n_attr, "attrs"))]
+    values = [read(ptr) for read, ptr in zip(call.readers_attr, _pointers(attrs, call.n_attr, "attrs"), strict=True)]
     attr_list = []
-    for a, v in zip(call.spec.attrs, values):
+    for a, v in zip(call.spec.attrs, values, strict=True):
         from opbuild.runtime.call.arguments import _ATTR_CONVERT
 
         attr_list.append((a.type, _ATTR_CONVERT[a.type](a.default if v is None else v)))
@@ -482,7 +483,7 @@ def run(workspace: int, workspace_size: int, executor: Any, stream: int, repeata
             executor.set_repeatable(True)
         execute(workspace or None, workspace_size, executor, Stream.from_handle(stream) if stream else None)
         return 0, ""
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a status for C
         return _failure(exc)
 
 
@@ -498,7 +499,7 @@ def set_address(executor: Any, kind: int, index: int, address: int):
             return 0, ""
         return (ACLNN_ERR_PARAM_INVALID, "this executor prepares its tensors in phase 2 (non-contiguous, misaligned "
                                          "or listed tensors): their addresses cannot be changed; call phase 1 again")
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a status for C
         return _failure(exc)
 
 

@@ -199,12 +199,12 @@ def _raise(code: int, context: str = "") -> None:
 
 
 # Bound by _load(); placeholders make the first call load the library.
-def _sim_launch(*args):  # noqa: F811 - replaced by the ctypes function
+def _sim_launch(*args):  # replaced by the ctypes function
     _load()
     return _sim_launch(*args)
 
 
-def _last_error_fn():  # noqa: F811
+def _last_error_fn():
     _load()
     return _last_error_fn()
 
@@ -383,10 +383,12 @@ _host_ids = itertools.count(1)
 
 
 def _host_trampoline(key: int | None) -> None:
+    if key is None:  # (a void* argument; the ids start at 1, so the simulator never passes NULL)
+        return
     fn, errors = _host_calls.pop(key)
     try:
         fn()
-    except BaseException as e:  # reported by the stream's next synchronize()
+    except BaseException as e:  # noqa: BLE001 - reported by the stream's next synchronize()
         errors.append(e)
 
 
@@ -609,13 +611,15 @@ def load_kernel(path: str | os.PathLike, symbol: str = LAUNCH_SYMBOL, label: str
     except AttributeError:
         raise DeviceError(f"kernel binary {path} does not export {symbol}") from None
     address = ctypes.cast(fn, ctypes.c_void_p).value
+    if address is None:
+        raise DeviceError(f"kernel binary {path}: {symbol} is at address 0")
     _L().sim_register_kernel(address, (label or f"binary {path}").encode("utf-8", "replace"))
     if arg_names:
         _L().sim_register_kernel_args(address, ",".join(arg_names).encode("utf-8", "replace"))
     return KernelBinary(path, symbol, dll, address)
 
 
-from opbuild.runtime.debug.variant import ENV as _MEMCHECK_PACKAGES  # noqa: E402
+from opbuild.runtime.debug.variant import ENV as _MEMCHECK_PACKAGES  # noqa: E402 - kept with the memcheck section below
 
 
 def instrumented_binary(path: Path) -> Path:
@@ -663,7 +667,7 @@ def make_args(addresses: Sequence[int | DeviceBuffer | None]) -> ctypes.Array:
     """The native argument array of a launch; pass it to `launch` to skip rebuilding it."""
     n = len(addresses)
     try:
-        return (_ARRAY_TYPES[n] if n < 65 else ctypes.c_void_p * n)(*addresses)
+        return (_ARRAY_TYPES[n] if n < 65 else ctypes.c_void_p * n)(*addresses)  # type: ignore[misc]  # a DeviceBuffer entry raises TypeError: handled below
     except TypeError:
         return (_ARRAY_TYPES[n] if n < 65 else ctypes.c_void_p * n)(
             *(None if a is None else operator.index(a) for a in addresses)
@@ -689,7 +693,7 @@ def launch(
     else:
         n = len(args)
         try:
-            arr = (_ARRAY_TYPES[n] if n < 65 else ctypes.c_void_p * n)(*args)
+            arr = (_ARRAY_TYPES[n] if n < 65 else ctypes.c_void_p * n)(*args)  # type: ignore[misc]  # (as make_args)
         except TypeError:  # DeviceBuffer or other objects with __index__
             arr = make_args([None if a is None else operator.index(a) for a in args])
     if block_dim < 0 or block_dim > 0xFFFFFFFF:

@@ -106,18 +106,18 @@ def explain(package_dir: Path, op_name: str, tensor_args: list[str], attr_args: 
         if p.name not in given and p.param_type != "optional":
             raise ValueError(f"{spec.op}: input {p.name} not given (--input {p.name}=DTYPE[dims])")
         inputs.append([(a.dtype, a.format, a.shape) for a in given.get(p.name, [])])
-    outputs = []
-    lines = []
+    outputs: list[list[tuple[str, str, Any]]] = []  # per output: (dtype, format, shape) instances
+    lines: list[str] = []
     attr_values = [attrs[a.name] for a in spec.attrs]
-    unknown = [(None, None)] * len(spec.outputs)
-    shapes = dtypes = unknown
+    not_inferred: list[tuple[tuple[int, ...] | None, str | None]] = [(None, None)] * len(spec.outputs)
+    shapes = dtypes = not_inferred
     if any(p.name not in given for p in spec.outputs):  # inferred by the package's op_proto library
-        shapes = infer_outputs(op, inputs, attr_values, dtypes=False) or unknown
+        shapes = infer_outputs(op, inputs, attr_values, dtypes=False) or not_inferred
         try:
-            dtypes = infer_outputs(op, inputs, attr_values, shapes=False) or unknown
+            dtypes = infer_outputs(op, inputs, attr_values, shapes=False) or not_inferred
         except AclnnError:
             pass
-    for p, (shape, _), (_, dtype) in zip(spec.outputs, shapes, dtypes):
+    for p, (shape, _), (_, dtype) in zip(spec.outputs, shapes, dtypes, strict=True):
         if p.name in given:
             outputs.append([(a.dtype, a.format, a.shape) for a in given[p.name]])
             continue
@@ -166,32 +166,32 @@ def explain_aicpu(op: OpRuntime, inputs: list, outputs: list, attrs: dict[str, A
     from opbuild.runtime.call.aicpu import library_of
 
     spec = op.spec
-    lines = [f"op:        {spec.op} (AI CPU: compute function {spec.compute.symbol} in {spec.compute.source})",
+    lines = [f"op:        {spec.op} (AI CPU: compute function {spec.compute_ref.symbol} in {spec.compute_ref.source})",
              f"package:   {op.package}",
              "call:      " + ", ".join([*(f"{p.name}={g[0][0]}[{','.join(map(str, g[0][2]))}]"
-                                          for p, g in zip(spec.tensors, [*inputs, *outputs]) if g),
+                                          for p, g in zip(spec.tensors, [*inputs, *outputs], strict=True) if g),
                                         *(f"{name}={value!r}" for name, value in attrs.items())])]
     names = [g[0][0] if g else None for g in [*inputs, *outputs]]
     column = next((c for c in range(spec.combination_count)
-                   if all(n is None or p.dtype_at(c) == n for p, n in zip(spec.tensors, names))), None)
+                   if all(n is None or p.dtype_at(c) == n for p, n in zip(spec.tensors, names, strict=True))), None)
     if column is None:
         declared = "; ".join("(" + ", ".join(f"{p.name}={p.dtype_at(c)}" for p in spec.tensors) + ")"
                              for c in range(spec.combination_count))
         return 1, lines + [f"dtypes:    NONE: not a declared combination; declared: {declared}"]
     lines.append(f"dtypes:    declared combination {column + 1} of {spec.combination_count}")
-    for p, group in zip(spec.outputs, outputs):
+    for p, group in zip(spec.outputs, outputs, strict=True):
         dims = f"[{','.join(map(str, group[0][2]))}]"
-        dependent = p.shape is not None and p.shape.kind == "data_dependent"
+        bound = p.shape.operands if p.shape is not None and p.shape.kind == "data_dependent" else None
         lines.append(f"output:    {p.name} {group[0][0]}{dims}" +
-                     (f" (data-dependent: its bound max={list(p.shape.operands)}; the compute function sets the "
-                      f"real shape)" if dependent else ""))
+                     (f" (data-dependent: its bound max={list(bound)}; the compute function sets the "
+                      f"real shape)" if bound is not None else ""))
     try:
         library = library_of(op)
     except AclnnError as exc:
         return 1, lines + [f"library:   FAILED: {exc.message}"]
     lines += ["binary:    none (an AI CPU op: no simplified key, no kernel binary)",
               f"library:   {library.path}",
-              f"entry:     RunCpuKernel -> {spec.compute.symbol} (registered for {spec.op}; the library has "
+              f"entry:     RunCpuKernel -> {spec.compute_ref.symbol} (registered for {spec.op}; the library has "
               f"{', '.join(sorted(library.ops))})"]
     return 0, lines
 
@@ -219,7 +219,7 @@ def tiling_report(op: OpRuntime, selection: Selection, ctx: KeyContext, inputs: 
         result = tiling.run_tiling(in_inst, out_inst, None, selection.full_key)
     except AclnnError as exc:
         return 1, lines + [f"tiling:    FAILED: {exc.message}"]
-    lines.append(f"tiling:    {spec.tiling.symbol} chose tiling key {result.tiling_key} "
+    lines.append(f"tiling:    {spec.tiling_ref.symbol} chose tiling key {result.tiling_key} "
                  f"(block_dim {result.block_dim}, workspace {result.workspace_size} bytes)")
     try:
         tiling.check(result)

@@ -8,12 +8,20 @@ is retried with p=0 before it fails: real configs (opbase's Mul, MemSetV2) carry
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import numpy as np
 
 from opbuild.abi.vocabulary import DEFAULT_IMPL_MODE, IMPL_MODE_INDEX
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 
-_state: dict[str, int | None] = {"deterministic": 0, "impl_mode": None}  # impl_mode None: not set
+
+class _State(TypedDict):
+    deterministic: int
+    impl_mode: int | None  # None: not set
+
+
+_state: _State = {"deterministic": 0, "impl_mode": None}
 
 AUTO_P = 3
 """The p slot of a dp code while no impl mode is set (p=1 with the p=0 retry); above every index."""
@@ -68,11 +76,9 @@ def impl_mode_index(mode: str | int) -> int:
     """The `p=` value of an impl mode name (default, high_performance, high_precision) or index."""
     if isinstance(mode, int) and not isinstance(mode, bool) and mode in IMPL_MODE_INDEX.values():
         return int(mode)
-    try:
-        return IMPL_MODE_INDEX[mode]  # type: ignore[index]
-    except (KeyError, TypeError):
-        raise AclnnError(ACLNN_ERR_PARAM_INVALID,
-                         f"unknown impl mode {mode!r}; known: {', '.join(IMPL_MODE_INDEX)}") from None
+    if isinstance(mode, str) and mode in IMPL_MODE_INDEX:
+        return IMPL_MODE_INDEX[mode]
+    raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"unknown impl mode {mode!r}; known: {', '.join(IMPL_MODE_INDEX)}")
 
 
 def set_impl_mode(mode: str | int | None) -> None:

@@ -27,7 +27,7 @@ import math
 import re
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -58,7 +58,8 @@ def _default(attr_type: str, value: Any) -> str | None:
     """A default in torch schema syntax; None when the schema cannot spell it (non-finite)."""
     if isinstance(value, (tuple, list)):
         items = [_default(ATTR_TYPE[attr_type].element, v) for v in value]
-        return None if None in items else "[" + ", ".join(items) + "]"
+        spelled = [i for i in items if i is not None]
+        return None if len(spelled) != len(items) else "[" + ", ".join(spelled) + "]"
     if isinstance(value, bool):
         return "True" if value else "False"
     if isinstance(value, float):
@@ -151,7 +152,7 @@ def _cpu_kernel(torch: Any, op: OpRuntime):
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         args = bind(args, kwargs)
-        inputs = tuple([_to_numpy(torch, t, w) for t, w in zip(args[:n_inputs], whats)])
+        inputs = tuple([_to_numpy(torch, t, w) for t, w in zip(args[:n_inputs], whats, strict=True)])
         result = call(op, inputs, args[n_inputs:])
         if multi:
             return tuple(_to_torch(torch, r) for r in result)
@@ -171,7 +172,7 @@ def _fake_kernel(torch: Any, op: OpRuntime):
         inputs, attrs = args[:n_inputs], args[n_inputs:]
         attr_values = normalize_attrs(op, list(attrs))
         groups, like = [], None
-        for p, t, fmt in zip(spec.inputs, inputs, formats):
+        for t, fmt in zip(inputs, formats, strict=True):
             tensors = list(t) if isinstance(t, (list, tuple)) else ([] if t is None else [t])
             like = like if like is not None or not tensors else tensors[0]
             groups.append([(str(x.dtype).removeprefix("torch."), fmt, tuple(int(d) for d in x.shape))
@@ -183,12 +184,18 @@ def _fake_kernel(torch: Any, op: OpRuntime):
             if shape is None:
                 raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op}: output '{p.name}' has no shape rule in the "
                                                           f"spec, so torch cannot trace it")
+            if dtype is None:
+                raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op}: output '{p.name}' has no dtype for these "
+                                                          f"inputs, so torch cannot trace it")
+            dims: Sequence[Any] = shape
             if p.shape is not None and p.shape.kind == "data_dependent":
                 # op_proto gives the bound; the real dims are known after the run: torch's
                 # unbacked sizes, each at most its bound (as for torch.nonzero)
                 ctx = torch.library.get_ctx()
-                shape = [ctx.new_dynamic_size(min=0, max=int(b)) for b in shape]
-            outs.append(like.new_empty(shape, dtype=getattr(torch, dtype)))
+                dims = [ctx.new_dynamic_size(min=0, max=int(b)) for b in shape]
+            if like is None:
+                raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{spec.op}: no input tensor to make the outputs like")
+            outs.append(like.new_empty(dims, dtype=getattr(torch, dtype)))
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     return fake

@@ -306,7 +306,7 @@ class SpecChecker:
 
     def describe(self, choices: Iterable[TensorChoice], names: Iterable[str] | None = None) -> str:
         names = [p.name for p in self.tensors] if names is None else names
-        return ", ".join(f"{n}={c.dtype}" + (f"/{c.format}" if c.format else "") for n, c in zip(names, choices))
+        return ", ".join(f"{n}={c.dtype}" + (f"/{c.format}" if c.format else "") for n, c in zip(names, choices, strict=True))
 
     def check_tiling_data(self) -> None:
         seen: dict[str, int] = {}
@@ -381,7 +381,7 @@ class SpecChecker:
                 continue
             base = ("outputs", j, "shape")
 
-            def need_input(name: str, path: JsonPath) -> None:
+            def need_input(name: str, path: JsonPath, out: Param = out) -> None:
                 if name not in inputs:
                     self.err(path, f"output {out.name!r} shape: {name!r} is not an input of the op "
                                    f"(inputs: {_names(sorted(inputs))}){did_you_mean(name, sorted(inputs))}")
@@ -600,7 +600,7 @@ class SpecChecker:
         hits = set()
         for c, column in enumerate(self.columns):
             if all(choices[n].dtype == col.dtype and choices[n].format in (None, col.format)
-                   for n, col in zip(names, column)):
+                   for n, col in zip(names, column, strict=True)):
                 hits.add(c)
         if not hits:
             declared = "; ".join(f"({self.describe(col)})" for col in self.columns)

@@ -41,8 +41,7 @@ class CFunction:
 
 def _blank_comments(text: str) -> str:
     """Comments and preprocessor directives (macro bodies are not declarations) as spaces."""
-    blank = lambda m: re.sub(r"[^\n]", " ", m.group())  # noqa: E731
-    return _DIRECTIVE.sub(blank, _COMMENT.sub(blank, text))
+    return _DIRECTIVE.sub(_spaces, _COMMENT.sub(_spaces, text))
 
 
 def c_functions(text: str) -> list[CFunction]:

@@ -10,6 +10,7 @@ value of it has in the typed model, for the test that keeps opbuild/spec/model.p
 from __future__ import annotations
 
 import json
+import types
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
@@ -189,7 +190,7 @@ class List(SpecType):
         return f"{text} ({self.doc})" if self.doc else text
 
     def py_type(self, defs: Mapping[str, SpecType]) -> Any:
-        return tuple[self.items.py_type(defs), ...]
+        return types.GenericAlias(tuple, (self.items.py_type(defs), ...))  # tuple[item, ...], built at run time
 
 
 @dataclass(frozen=True)
@@ -208,7 +209,8 @@ class Map(SpecType):
         return self.doc
 
     def py_type(self, defs: Mapping[str, SpecType]) -> Any:
-        return tuple[tuple[self.keys.py_type(defs), self.values.py_type(defs)], ...]
+        pair = types.GenericAlias(tuple, (self.keys.py_type(defs), self.values.py_type(defs)))
+        return types.GenericAlias(tuple, (pair, ...))  # tuple[tuple[key, value], ...], built at run time
 
 
 @dataclass(frozen=True)

@@ -60,8 +60,9 @@ def read_spec(path: str | os.PathLike[str]) -> tuple[OpSpec | None, list[Problem
     try:
         with open(spec_path, "rb") as f:  # bounded: a huge file is refused, never read whole
             raw = f.read(MAX_YAML_BYTES + 1)
-            if len(raw) > MAX_YAML_BYTES:
-                return None, [size_problem(max(os.fstat(f.fileno()).st_size, len(raw)), file)], None
+            too_big = size_problem(max(os.fstat(f.fileno()).st_size, len(raw)), file)
+            if too_big is not None:
+                return None, [too_big], None
     except FileNotFoundError:
         return None, [Problem(file, 0, 0, "no such file")], None
     except OSError as exc:

@@ -17,11 +17,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Literal, Sequence
+from typing import Any, Iterator, Literal, Sequence, TypeGuard
 
-from opbuild.abi.vocabulary import DEFAULT_BINARY_IMPL_MODES, DEFAULT_CORE_TYPE, IMPL_MODE_INDEX
+from opbuild.abi.vocabulary import DEFAULT_BINARY_IMPL_MODES, DEFAULT_CORE_TYPE, IMPL_MODE_INDEX, TILING_FIELD_TYPE
 
 ParamType = Literal["required", "optional", "dynamic"]
+TilingFieldTypeName = Literal["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float", "double"]
+"""The names of abi.vocabulary.TILING_FIELD_TYPES (tests/spec hold the two equal)."""
+
+
+def is_tiling_field_type(name: str) -> TypeGuard[TilingFieldTypeName]:
+    """`name` is a tiling field type of the vocabulary."""
+    return name in TILING_FIELD_TYPE
 AttrType = Literal["int", "float", "bool", "str", "list_int", "list_float", "list_bool"]
 Deterministic = Literal["ignore", "true", "false"]
 ImplMode = Literal["default", "high_performance", "high_precision"]
@@ -118,7 +125,7 @@ class TilingField:
     """One member of the op's tiling-data C struct; `count` > 1 makes it an array."""
 
     name: str
-    type: Literal["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float", "double"]
+    type: TilingFieldTypeName
     count: int = 1
 
 
@@ -238,6 +245,12 @@ class Framework:
     onnx: tuple[OnnxOrigin, ...] = ()
 
 
+def _required(ref: SourceRef | None, op: str, section: str) -> SourceRef:
+    if ref is None:
+        raise ValueError(f"{op}: the op has no {section} section (engine aicore has kernel and tiling, aicpu compute)")
+    return ref
+
+
 @dataclass(frozen=True)
 class OpSpec:
     """A whole validated op: the unit every later stage works on."""
@@ -294,6 +307,21 @@ class OpSpec:
         return self.engine == "aicpu"
 
     @property
+    def kernel_ref(self) -> SourceRef:
+        """`kernel` of an AI Core op (the checks require it there); ValueError for an AI CPU op."""
+        return _required(self.kernel, self.op, "kernel")
+
+    @property
+    def tiling_ref(self) -> SourceRef:
+        """`tiling` of an AI Core op (the checks require it there); ValueError for an AI CPU op."""
+        return _required(self.tiling, self.op, "tiling")
+
+    @property
+    def compute_ref(self) -> SourceRef:
+        """`compute` of an AI CPU op (the checks require it there); ValueError for an AI Core op."""
+        return _required(self.compute, self.op, "compute")
+
+    @property
     def sources(self) -> tuple[SourceRef, ...]:
         """The C sources the op names: kernel and tiling (AI Core), or compute (AI CPU)."""
         return tuple(s for s in (self.kernel, self.tiling, self.compute) if s is not None)
@@ -345,9 +373,9 @@ class OpSpec:
         """The wrong-dtype message when no declared column has these input dtypes (None: one has;
         an absent input, None, matches any), worded as op_proto's infer_dtypes words it."""
         for column in range(self.combination_count):
-            if all(dt is None or dt == p.dtype_at(column) for p, dt in zip(self.inputs, input_dtypes)):
+            if all(dt is None or dt == p.dtype_at(column) for p, dt in zip(self.inputs, input_dtypes, strict=True)):
                 return None
-        given = ", ".join(f"{p.name}={dt}" for p, dt in zip(self.inputs, input_dtypes) if dt is not None)
+        given = ", ".join(f"{p.name}={dt}" for p, dt in zip(self.inputs, input_dtypes, strict=True) if dt is not None)
         return f"{self.op}: no declared dtype combination has {given} (declared: {self.declared_input_dtypes})"
 
     @property

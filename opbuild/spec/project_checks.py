@@ -85,6 +85,14 @@ class _Claim:
     generated: bool = False
 
     @property
+    def op_spec(self) -> OpSpec:
+        """The op whose files make the claim (generated code's claims, of no op, are listed first:
+        never the later of two clashing claims, the one a problem is reported at)."""
+        if self.spec is None:
+            raise ValueError(f"{self.what} {self.name!r}: generated, of no op")
+        return self.spec
+
+    @property
     def key(self) -> tuple:
         return self.space, self.name, self.definer, self.path, self.source
 
@@ -116,20 +124,20 @@ def _package_claims(files: "_Files", specs: list[OpSpec]) -> list[_Claim]:
             claims += [_Claim(tiling, symbol(spec), spec, f"the generated infer-{what} function", generated=True)
                        for what, symbol in (("shape", infer_shape_symbol), ("dtype", infer_dtype_symbol))]
     for spec in aicore:
-        declared: dict[str, tuple[str, JsonPath]] = {spec.tiling.symbol: ("tiling.function", ("tiling", "function"))}
+        declared: dict[str, tuple[str, JsonPath]] = {spec.tiling_ref.symbol: ("tiling.function", ("tiling", "function"))}
         for j, out in enumerate(spec.outputs):
             if out.shape is not None and out.shape.kind == "function":
                 declared.setdefault(out.shape.operands[0], (f"output {out.name!r} shape function",
                                                             ("outputs", j, "shape", "function")))
         if spec.key_rule.callback == "c" and spec.key_rule.c_symbol:
             declared.setdefault(spec.key_rule.c_symbol, ("the C key callback", ("simplified_key", "callback")))
-        claims += _source_claims(files, tiling, spec, spec.tiling.source, declared)
+        claims += _source_claims(files, tiling, spec, spec.tiling_ref.source, declared)
     if any(s.is_aicpu for s in specs):
         claims += [_Claim(aicpu, name, None, "the generated AI CPU kernel registry", generated=True)
                    for name in (FUNCTION_NAME, REGISTRY_SYMBOL)]
     for spec in (s for s in specs if s.is_aicpu):
-        entry = {spec.compute.symbol: ("compute.entry", ("compute", "entry"))}
-        claims += _source_claims(files, aicpu, spec, spec.compute.source, entry)
+        entry: dict[str, tuple[str, JsonPath]] = {spec.compute_ref.symbol: ("compute.entry", ("compute", "entry"))}
+        claims += _source_claims(files, aicpu, spec, spec.compute_ref.source, entry)
     return claims
 
 
@@ -168,7 +176,7 @@ def _clash(files: "_Files", claim: _Claim, earlier: _Claim, packages: Sequence[s
     the whole project)."""
     by = earlier.what if earlier.spec is None else f"{earlier.what} of op {earlier.spec.op} ({files.claim_at(earlier)})"
     scope = f" in {claim.space} of the {' and '.join(packages)} package{'s' * (len(packages) > 1)}" if packages else ""
-    return files.claim_problem(claim, f"{claim.what} {claim.name!r} of op {claim.spec.op} clashes with {by}{scope}: "
+    return files.claim_problem(claim, f"{claim.what} {claim.name!r} of op {claim.op_spec.op} clashes with {by}{scope}: "
                                       f"{_consequence(claim)}")
 
 
@@ -214,7 +222,9 @@ def _onnx_overlaps(files: "_Files", specs: list[OpSpec]) -> list[Problem]:
 def _shown(spec: OpSpec) -> str:
     """The spec's file as its other problems name it: as the user named it where a mark of the
     model remembers that, else relative to the working directory when inside it."""
-    mark = next((x.mark for x in (*spec.tensors, *spec.attrs, *spec.binaries, *spec.framework.onnx) if x.mark), None)
+    marks = [*(p.mark for p in spec.tensors), *(a.mark for a in spec.attrs), *(b.mark for b in spec.binaries),
+             *(o.mark for o in spec.framework.onnx)]
+    mark = next((m for m in marks if m), None)
     if mark is not None:
         return mark.file
     try:
@@ -259,12 +269,12 @@ class _Files:
     def claim_problem(self, claim: _Claim, message: str) -> Problem:
         if claim.source is not None:
             return Problem(*claim.source, message, "")
-        return self.problem(claim.spec, claim.path, message)
+        return self.problem(claim.op_spec, claim.path, message)
 
     def claim_at(self, claim: _Claim) -> str:
         if claim.source is not None:
             return ":".join(map(str, claim.source))
-        return self.at(claim.spec, claim.path)
+        return self.at(claim.op_spec, claim.path)
 
 
 __all__ = ["PACKAGES", "project_problems"]

@@ -114,6 +114,8 @@ class _Builder:
         self.marks.values[path] = _pos(node)
         if isinstance(node, ScalarNode):
             return self.scalar(node, path)
+        if not isinstance(node, (SequenceNode, MappingNode)):  # (composing makes only these three kinds)
+            raise TypeError(f"unexpected YAML node {type(node).__name__}")
         if id(node) in self._active:
             self.error(_pos(node), path, "recursive alias: a collection contains itself")
             return None
@@ -186,7 +188,7 @@ def alias_problem(text: str, file: str) -> Problem | None:
     reports it with its position); an alias of a collection still open (a recursive alias) counts
     one node (the builder reports the recursion)."""
     loader = _Loader(text)
-    sizes: dict[str, int] = {}
+    sizes: dict[str | None, int] = {}
     stack: list[list[Any]] = []  # [anchor, expanded size] of each open collection
     produced = 0
     try:
@@ -206,7 +208,8 @@ def alias_problem(text: str, file: str) -> Problem | None:
                 produced += size
                 if produced > MAX_ALIAS_NODES:
                     mark = event.start_mark
-                    return Problem(file, mark.line + 1, mark.column + 1,
+                    line, column = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
+                    return Problem(file, line, column,
                                    f"alias *{event.anchor} expands the document past {MAX_ALIAS_NODES} nodes "
                                    f"(aliases nested in aliases multiply); write the values out", "$")
             else:

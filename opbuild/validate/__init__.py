@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from opbuild.abi.package_layout import AICPU_KERNELS_LIB
 from opbuild.abi.vocabulary import ATTR_TYPE
 from opbuild.spec.errors import JsonPath, Problem
 from opbuild.spec.loader import load_specs, read_spec
-from opbuild.spec.model import OpSpec
+from opbuild.spec.model import Attr, OpSpec, Param
 from opbuild.spec.yaml_marks import Marks
 from opbuild.suggest import did_you_mean
 from opbuild.spec import csource
@@ -108,7 +108,7 @@ class _OpChecks:
             from opbuild.validate.tiling_lib import Compiled, compile_tiling_source
 
             try:
-                self._compiled = compile_tiling_source(self.spec, self.shown(self.spec.tiling.source))
+                self._compiled = compile_tiling_source(self.spec, self.shown(self.spec.tiling_ref.source))
             except ToolchainError as exc:  # no C compiler: the build could not check this either
                 self._compiled = Compiled(None, (self.marks.problem(
                     ("tiling", "source"), f"cannot compile the tiling source to check it: {exc}"),))
@@ -128,8 +128,9 @@ class _OpChecks:
     # ---- names -------------------------------------------------------------------------------
 
     def name_path(self, role: str, name: str) -> JsonPath:
-        kinds = {"input": ("inputs", self.spec.inputs), "output": ("outputs", self.spec.outputs),
-                 "attr": ("attrs", self.spec.attrs)}
+        kinds: dict[str, tuple[str, Sequence[Param | Attr]]] = {
+            "input": ("inputs", self.spec.inputs), "output": ("outputs", self.spec.outputs),
+            "attr": ("attrs", self.spec.attrs)}
         kind, items = kinds[role]
         index = next(i for i, item in enumerate(items) if item.name == name)
         return (kind, index, "name")
@@ -171,21 +172,21 @@ class _OpChecks:
         then does not run: it would only repeat the problem)."""
         spec = self.spec
         good = True
-        kernel_text = self.read(spec.kernel.source)
+        kernel_text = self.read(spec.kernel_ref.source)
         if kernel_text is not None:
             functions = csource.c_functions(kernel_text)
-            if csource.definition(functions, spec.kernel.symbol) is None:
+            if csource.definition(functions, spec.kernel_ref.symbol) is None:
                 good = False
                 self.err(("kernel", "entry"),
-                         f"kernel.entry {spec.kernel.symbol!r} is not defined in the kernel source "
-                         f"{self.shown(spec.kernel.source)} (expected `KERNEL_ENTRY void {spec.kernel.symbol}"
+                         f"kernel.entry {spec.kernel_ref.symbol!r} is not defined in the kernel source "
+                         f"{self.shown(spec.kernel_ref.source)} (expected `KERNEL_ENTRY void {spec.kernel_ref.symbol}"
                          f"(GM_ADDR ..., GM_ADDR workspace, GM_ADDR tiling) {{ ... }}`)"
-                         f"{did_you_mean(spec.kernel.symbol, csource.defined_names(functions))}")
-        tiling_text = self.read(spec.tiling.source)
+                         f"{did_you_mean(spec.kernel_ref.symbol, csource.defined_names(functions))}")
+        tiling_text = self.read(spec.tiling_ref.source)
         if tiling_text is None:
             return False
         functions = csource.c_functions(tiling_text)
-        wanted: list[tuple[str, JsonPath, str]] = [("tiling.function", ("tiling", "function"), spec.tiling.symbol)]
+        wanted: list[tuple[str, JsonPath, str]] = [("tiling.function", ("tiling", "function"), spec.tiling_ref.symbol)]
         if spec.key_rule.callback == "c" and spec.key_rule.c_symbol:
             wanted.append(("the C key callback", ("simplified_key", "callback"), spec.key_rule.c_symbol))
         unexported = []
@@ -195,7 +196,7 @@ class _OpChecks:
                 good = False
                 if what == "tiling.function":  # (a missing callback or shape function: SpecChecker says so)
                     self.err(path, f"tiling.function {symbol!r} is not defined in the tiling source "
-                                   f"{self.shown(spec.tiling.source)} (expected `OPBUILD_API uint32_t {symbol}"
+                                   f"{self.shown(spec.tiling_ref.source)} (expected `OPBUILD_API uint32_t {symbol}"
                                    f"(TilingContext *ctx) {{ ... }}`)"
                                    f"{did_you_mean(symbol, csource.defined_names(functions))}")
             elif not csource.declared_exported(functions, symbol):
@@ -214,7 +215,7 @@ class _OpChecks:
                 good = False
                 how = "is static" if f.static else "is not declared OPBUILD_API"
                 self.problems.append(Problem(
-                    self.shown(spec.tiling.source), f.line, f.col,
+                    self.shown(spec.tiling_ref.source), f.line, f.col,
                     f"{what} {f.name!r} {how}, so the tiling library (built with -fvisibility=hidden) does not "
                     f"export it and the op fails at run time; declare it `OPBUILD_API ... {f.name}(...)`", ""))
         return good
@@ -224,15 +225,15 @@ class _OpChecks:
         must call it), and each attribute it reads by name (`aicpu_attr_bool(ctx, "sorted")`) one
         of the op's, of a type that accessor reads: a misspelt name would read 0 at run time."""
         spec = self.spec
-        text = self.read(spec.compute.source)
+        text = self.read(spec.compute_ref.source)
         if text is None:
             return
-        shown = self.shown(spec.compute.source)
-        found = csource.definition(csource.c_functions(text), spec.compute.symbol)
+        shown = self.shown(spec.compute_ref.source)
+        found = csource.definition(csource.c_functions(text), spec.compute_ref.symbol)
         if found is not None and found.static:
             self.problems.append(Problem(
                 shown, found.line, found.col,
-                f"{spec.op}: compute function {spec.compute.symbol!r} is static: {AICPU_KERNELS_LIB}'s registry cannot "
+                f"{spec.op}: compute function {spec.compute_ref.symbol!r} is static: {AICPU_KERNELS_LIB}'s registry cannot "
                 f"call it (the library would fail to load, for every AI CPU op of the package); remove `static`", ""))
         attrs = {a.name: a for a in spec.attrs}
         for read in csource.aicpu_attr_reads(text):
@@ -256,9 +257,9 @@ class _OpChecks:
         """The kernel's TILING_KEY_IS branches and the spec's tiling.keys agree (tiling_keys.py)."""
         from opbuild.validate.tiling_keys import tiling_key_problems
 
-        text = self.read(self.spec.kernel.source)
+        text = self.read(self.spec.kernel_ref.source)
         if text is not None:
-            self.problems += tiling_key_problems(self.spec, self.marks, text, self.shown(self.spec.kernel.source))
+            self.problems += tiling_key_problems(self.spec, self.marks, text, self.shown(self.spec.kernel_ref.source))
 
     # ---- keys --------------------------------------------------------------------------------
 
@@ -269,7 +270,7 @@ class _OpChecks:
         spec, rule = self.spec, self.spec.key_rule
         rule_file = c_definition = None
         c_callback = None
-        if rule.callback == "python" and rule.mode == "customized":
+        if rule.callback == "python" and rule.mode == "customized" and rule.py_module is not None:
             path = callback_path(spec)
             rule_file = (path.resolve(), self.shown(f"{rule.py_module.replace('.', '/')}.py"))
         elif rule.callback == "c" and rule.mode == "customized":
@@ -278,10 +279,10 @@ class _OpChecks:
             compiled = self.compiled()
             if compiled.library is None:
                 return
-            text = self.read(spec.tiling.source) or ""
+            text = self.read(spec.tiling_ref.source) or ""
             found = csource.definition(csource.c_functions(text), rule.c_symbol or "")
             if found is not None:
-                c_definition = (self.shown(spec.tiling.source), found.line, found.col)
+                c_definition = (self.shown(spec.tiling_ref.source), found.line, found.col)
             try:
                 c_callback = CKeyCallback(TilingLibrary(compiled.library), rule.c_symbol, spec)
             except Exception as exc:  # noqa: BLE001 - e.g. not exported: reported above
@@ -296,7 +297,7 @@ class _OpChecks:
         # fragments reach key_findings, which checks the fragments (and locates them)
         try:
             fragment_fn = c_callback or make_fragment_fn(spec)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - the user's callback module: one problem, not a traceback
             self.err(("simplified_key", "callback"), f"cannot load the simplified-key callback: {cause_text(exc)}")
             return
         self.problems += key_problems(spec, self.marks, fragment_fn, rule_file, c_definition)

@@ -93,7 +93,7 @@ class KeyProblems:
             return None
         try:
             fn = load_python_callback(self.spec)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - a rule that fails to load: no line to point at (reported elsewhere)
             return None
         code = getattr(fn, "__code__", None)
         where: list[int] = []
@@ -134,6 +134,8 @@ class KeyProblems:
             return  # SpecChecker reports duplicate keys and ambiguous binaries at their lines
         if f.kind == "unreached":
             b = f.binary
+            if b is None:
+                raise ValueError(f"{spec.op}: an unreached-binary finding names no binary")
             i = spec.binaries.index(b)
             path: JsonPath = ("binaries", i, "key") if b.key is not None else ("binaries", i)
             self.unreached.append((self.at(path), b))

@@ -65,7 +65,7 @@ def rule_problems(spec: OpSpec, marks: Marks, rule_file: RuleFile) -> list[Probl
             return callback(ctx)
         except Exception:
             raise
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             raise KeyRuleError(f"{type(exc).__name__}: {exc}") from exc
 
     return key_problems(spec, marks, fragment, rule_file)
@@ -104,10 +104,13 @@ def isolated_rule_problems(spec: OpSpec, marks: Marks, rule_file: RuleFile) -> l
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [code_root, os.environ.get("PYTHONPATH")]))}
         proc = subprocess.Popen([sys.executable, "-m", "opbuild.validate.key_rule_process", str(result)],
                                 stdin=subprocess.PIPE, env=env, start_new_session=True)
+        stdin = proc.stdin
+        if stdin is None:  # (stdin=PIPE makes one)
+            raise OSError("the key rule process has no stdin pipe")
         try:
             try:
-                proc.stdin.write(pickle.dumps((spec, marks, rule_file)))  # type: ignore[union-attr]
-                proc.stdin.close()  # type: ignore[union-attr]
+                stdin.write(pickle.dumps((spec, marks, rule_file)))
+                stdin.close()
             except BrokenPipeError:
                 pass
             status = proc.wait(timeout=RULE_TIMEOUT_SECONDS)

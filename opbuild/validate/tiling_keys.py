@@ -44,7 +44,7 @@ def tiling_key_problems(spec: OpSpec, marks: Marks, kernel_text: str, kernel_sho
                 for t in tests if t.key is not None and t.key not in declared]
     if any(t.key is None for t in tests) or (not tests and declared == DEFAULT_TILING_KEYS):
         return problems  # (a branch on a value the check cannot know; or the ordinary unbranched kernel)
-    tested = {t.key for t in tests}
+    tested = {t.key for t in tests if t.key is not None}  # (none is None here: returned above)
     if tested:
         why, other_fix = (f"it tests {', '.join(map(str, sorted(tested)))}: a launch with this key takes none of "
                           f"its key paths"), "remove it from tiling.keys"

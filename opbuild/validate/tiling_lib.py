@@ -76,12 +76,12 @@ def compile_tiling_source(spec: OpSpec, shown_source: str) -> Compiled:
     from opbuild.codegen.tiling import render_tiling_header, tiling_header_name
 
     tc = _toolchain()
-    source = (spec.op_dir / spec.tiling.source).resolve()
+    source = (spec.op_dir / spec.tiling_ref.source).resolve()
     header = render_tiling_header(spec).encode()
     include = native_include_dir()
     obj_cmd = tc.tiling_object_command("SOURCE", "OBJECT", [str(include), "GEN"])
     link_cmd = tc.tiling_link_command(["OBJECT"], "LIBRARY")
-    key = Key("validate-tiling").text(FORMAT, *obj_cmd, *link_cmd, tc.identity()).data(header).text(spec.tiling.source)
+    key = Key("validate-tiling").text(FORMAT, *obj_cmd, *link_cmd, tc.identity()).data(header).text(spec.tiling_ref.source)
     for path in [*_files_of(spec.op_dir), *_files_of(include)]:
         key.file(str(path), spec.op_dir)
     store = LocalStore(cache_dir(), "validate")

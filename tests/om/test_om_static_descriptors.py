@@ -92,3 +92,13 @@ def test_buffers_sized_from_the_tiling(one_node, inputs):
     np.testing.assert_array_equal(out["t0"], inputs["x"] * inputs["y"])
     sel = runner.model.model_def["nodes"][0]["selected"]
     assert sel["output_shapes"] == [[16, 1024]] and sel["output_dtypes"] == ["float32"]
+
+
+@pytest.mark.parametrize("dtype", [["float16"], {"float16": 1}, 16])
+def test_descriptor_dtype_not_a_string_is_an_om_error(dtype):
+    """A kernel descriptor's supportInfo dtype of another JSON type (a list or an object: unhashable)
+    raised TypeError out of the loader; it is the OmError naming the entry (found by mypy)."""
+    from opbuild.om.static_check import kernel_dtypes
+
+    with pytest.raises(OmError, match="names no dtype"):
+        kernel_dtypes({"supportInfo": {"inputs": [{"dtype": dtype}]}}, "inputs", 1, "node n")

@@ -15,7 +15,6 @@ package's freshness check.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import posixpath
@@ -205,9 +204,9 @@ def _entry(op: str, item: Any, config: Path, package: Path, kernel_root: Path,
     if not isinstance(keys, (list, tuple)) or not keys or not all(isinstance(k, str) and k for k in keys):
         raise _Skip(f"simplifiedKey {item['simplifiedKey']!r} is not a key or a list of keys")
     keys = tuple(keys)
-    for field in ("binPath", "coreType"):
-        if field not in item:
-            raise _Skip(f"has no {field}", keys)
+    for required in ("binPath", "coreType"):
+        if required not in item:
+            raise _Skip(f"has no {required}", keys)
     try:
         core_type = int(item["coreType"])
         bin_rel = _lexically_inside(item["binPath"], "binPath", config, package)

@@ -104,7 +104,9 @@ def nearest_keys(wanted: str, keys: tuple[str, ...], limit: int = 5) -> list[str
 class OpRuntime:
     """One op of one package (or of the package search path when `package` is None)."""
 
-    def __init__(self, spec: OpSpec, package: Path | None) -> None:
+    def __init__(self, spec: OpSpec, package: Any) -> None:
+        """`package`: a package directory (Path), a provider object (duck-typed: see resolve_package),
+        or None (the package search path)."""
         self.spec = spec
         self.package = package
         self._lock = threading.Lock()
@@ -316,7 +318,7 @@ class OpRuntime:
         """select() for one call given as instances ((dtype name, format name, shape, ...) per
         tensor, per IR parameter) and normalized attribute values."""
         ctx = KeyContext([[i[:3] for i in g] for g in inputs], [[i[:3] for i in g] for g in outputs],
-                         {a.name: v for a, v in zip(self.spec.attrs, attr_values)}, d, p, soc)
+                         {a.name: v for a, v in zip(self.spec.attrs, attr_values, strict=True)}, d, p, soc)
         return self.select(ctx, soc, fallback)
 
     def miss_message(self, key: str, index: BinaryIndex, package: Path, ctx: KeyContext | None = None) -> str:

@@ -22,7 +22,6 @@ AI Core calls never reach this module (the generated wrappers choose by the spec
 from __future__ import annotations
 
 import ctypes
-import json
 import threading
 from math import prod
 from pathlib import Path
@@ -89,13 +88,17 @@ class AicpuLibrary:
             table = self.dll.opbuild_aicpu_kernels
         except (OSError, AttributeError) as exc:
             raise AclnnError(ACLNN_ERR_INNER, f"cannot load the AI CPU kernels {path}: {exc}") from None
-        self.fn = ctypes.cast(run, ctypes.c_void_p).value
+        fn = ctypes.cast(run, ctypes.c_void_p).value
+        if fn is None:
+            raise AclnnError(ACLNN_ERR_INNER, f"the AI CPU kernels {path}: RunCpuKernel is at address 0")
+        self.fn = fn
         table.restype = ctypes.c_void_p
         table.argtypes = [ctypes.POINTER(ctypes.c_uint32)]
         count = ctypes.c_uint32()
         base = table(ctypes.byref(count))
         entries = (ctypes.c_void_p * (2 * count.value)).from_address(base) if count.value else ()
-        self.ops = frozenset(ctypes.string_at(entries[2 * i]).decode() for i in range(count.value))
+        names = (entries[2 * i] for i in range(count.value))
+        self.ops = frozenset(ctypes.string_at(p).decode() for p in names if p)
 
 
 _LIBRARIES: dict[tuple[Path, int, int], AicpuLibrary] = {}
@@ -204,8 +207,8 @@ class AicpuExecutor:
 def _column(op: OpRuntime, arrays: list[np.ndarray | None]) -> None:
     """161002 unless the tensors' dtypes are one declared combination."""
     spec = op.spec
-    names = []
-    for param, a in zip(spec.tensors, arrays):
+    names: list[str | None] = []
+    for param, a in zip(spec.tensors, arrays, strict=True):
         if a is None:
             names.append(None)
             continue
@@ -214,9 +217,9 @@ def _column(op: OpRuntime, arrays: list[np.ndarray | None]) -> None:
         except ValueError as exc:
             raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{op.name} '{param.name}': {exc}") from None
     for c in range(spec.combination_count):
-        if all(n is None or p.dtype_at(c) == n for p, n in zip(spec.tensors, names)):
+        if all(n is None or p.dtype_at(c) == n for p, n in zip(spec.tensors, names, strict=True)):
             return
-    given = ", ".join(f"{p.name}={n}" for p, n in zip(spec.tensors, names) if n)
+    given = ", ".join(f"{p.name}={n}" for p, n in zip(spec.tensors, names, strict=True) if n)
     declared = "; ".join("(" + ", ".join(f"{p.name}={p.dtype_at(c)}" for p in spec.tensors) + ")"
                          for c in range(spec.combination_count))
     raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{op.name}: dtypes ({given}) are not a declared combination; "
@@ -235,13 +238,14 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
     attr_values = normalize_attrs(op, attrs)
     in_arrays = [g[0][0] if g else None for g in in_params]
     out_arrays = [g[0][0] for g in out_params]
-    _column(op, in_arrays + out_arrays)
+    all_arrays: list[np.ndarray | None] = [*in_arrays, *out_arrays]
+    _column(op, all_arrays)
     groups = [[(dtype_name(a.dtype), fmt, a.shape) for a, fmt in g] for g in in_params]
     # The package's op_proto library (a data-dependent output: its bound). None: no inference
     # available (an .om node built for other inputs): the output buffers are taken as they are.
     inferred = infer_outputs(op, groups, attr_values, dtypes=False)
     bounds: list[tuple[int, ...] | None] = []
-    for index, (param, array, what) in enumerate(zip(spec.outputs, out_arrays, op.output_what)):
+    for index, (param, array, what) in enumerate(zip(spec.outputs, out_arrays, op.output_what, strict=True)):
         dependent = param.shape is not None and param.shape.kind == "data_dependent"
         want = inferred[index][0] if inferred is not None else None
         if want is not None and want[:1] == (UNKNOWN_RANK,):
@@ -256,9 +260,9 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
                                  f"least {prod(want)} elements (its bound {list(want)}); got shape {list(array.shape)}")
         elif tuple(array.shape) != tuple(want):
             raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what} has shape {list(array.shape)}, expected {list(want)}")
-    for array, what in zip(in_arrays + out_arrays, op.input_what + op.output_what):
-        if array is not None and array.ndim > MAX_DIMS:
-            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: {array.ndim} dims, AI CPU ops take at most {MAX_DIMS}")
+    for a, what in zip(all_arrays, op.input_what + op.output_what, strict=True):
+        if a is not None and a.ndim > MAX_DIMS:
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}: {a.ndim} dims, AI CPU ops take at most {MAX_DIMS}")
     given = [v for v in outputs]
     return 0, AicpuExecutor(op, library_of(op), in_arrays, out_arrays, given, attr_values, bounds)
 
@@ -278,14 +282,14 @@ def _context(ex: AicpuExecutor, inputs: list[np.ndarray | None], outputs: list[n
     spec = ex.op.spec
     keep: list[Any] = []
     ins = (AicpuTensor * max(len(inputs), 1))()
-    for t, a in zip(ins, inputs):
+    for t, a in zip(ins, inputs, strict=False):  # (the C arrays have at least one entry)
         if a is not None:
             _tensor(t, a, a.shape)
     outs = (AicpuTensor * max(len(outputs), 1))()
-    for t, a, bound in zip(outs, outputs, ex.bounds):
+    for t, a, bound in zip(outs, outputs, ex.bounds, strict=False):
         _tensor(t, a, bound if bound is not None else a.shape)
     attrs = (AicpuAttr * max(len(spec.attrs), 1))()
-    for item, attr, value in zip(attrs, spec.attrs, ex.attrs):
+    for item, attr, value in zip(attrs, spec.attrs, ex.attrs, strict=False):
         name = attr.name.encode()
         keep.append(name)
         item.name = name
@@ -307,7 +311,7 @@ def _context(ex: AicpuExecutor, inputs: list[np.ndarray | None], outputs: list[n
 def _real_shapes(ex: AicpuExecutor, ctx: AicpuContext, outputs: list[np.ndarray]) -> tuple[tuple[int, ...], ...]:
     """Every output's shape after the run, a data-dependent one checked against its bound."""
     shapes = []
-    for i, (array, bound) in enumerate(zip(outputs, ex.bounds)):
+    for i, (array, bound) in enumerate(zip(outputs, ex.bounds, strict=True)):
         if bound is None:
             shapes.append(tuple(array.shape))
             continue
@@ -320,7 +324,7 @@ def _real_shapes(ex: AicpuExecutor, ctx: AicpuContext, outputs: list[np.ndarray]
                              f"of data-dependent output {i} '{param.name}' (call aicpu_set_output_shape(ctx, {i}, ndim, dims)); its "
                              f"buffer holds no result of a known shape")
         shape = tuple(t.dims[d] for d in range(t.ndim))
-        if t.ndim != len(bound) or any(not 0 <= n <= b for n, b in zip(shape, bound)):
+        if t.ndim != len(bound) or any(not 0 <= n <= b for n, b in zip(shape, bound, strict=True)):
             raise AclnnError(ACLNN_ERR_RUNTIME_ERROR, f"{ex.op.name}: the compute function reported output {i} shape "
                                                       f"{list(shape)}, outside its bound {list(bound)}")
         shapes.append(shape)
@@ -332,7 +336,7 @@ def _finish(ex: AicpuExecutor, ctx: AicpuContext, outputs: list[np.ndarray], cop
     for dst, src in copy_back:
         np.copyto(dst, src)
     shapes = _real_shapes(ex, ctx, outputs)
-    for value, array, bound, shape in zip(ex.given, outputs, ex.bounds, shapes):
+    for value, array, bound, shape in zip(ex.given, outputs, ex.bounds, shapes, strict=True):
         if bound is not None and isinstance(value, Tensor):
             value.array = array.reshape(-1)[:prod(shape)].reshape(shape)
     ex.view_shapes = shapes
@@ -376,7 +380,12 @@ def execute(workspace: Any, workspace_size: Any, ex: AicpuExecutor, stream: Any 
         finish_observed(afters, True)
         return
     refs = [ctx, keep, inputs, outputs, ex.library, workspace]
-    stream.enqueue_host(lambda: (_finish(ex, ctx, outputs, copy_back), refs.clear()))
+
+    def finish() -> None:
+        _finish(ex, ctx, outputs, copy_back)
+        refs.clear()
+
+    stream.enqueue_host(finish)
     finish_observed(afters, True, stream)
 
 
@@ -405,9 +414,9 @@ def call(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], determinist
         dependent = any(b is not None for b in ex.bounds)
         if dependent and ex.view_shapes is None:
             stream.synchronize()
-        results = []
-        for array, bound, shape in zip(outputs, ex.bounds, ex.view_shapes or [None] * len(outputs)):
-            results.append(array if bound is None else array.reshape(-1)[:prod(shape)].reshape(shape).copy())
+        results: list[Any] = []
+        for array, bound, shape in zip(outputs, ex.bounds, ex.view_shapes or [None] * len(outputs), strict=True):
+            results.append(array if bound is None or shape is None else array.reshape(-1)[:prod(shape)].reshape(shape).copy())
         if any(isinstance(v, Tensor) for v in inputs):
             results = [Tensor(r) for r in results]
         return results[0] if len(results) == 1 else tuple(results)
@@ -415,5 +424,5 @@ def call(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], determinist
         raise
     except device.DeviceError as exc:
         raise AclnnError(ACLNN_ERR_RUNTIME_ERROR, f"{op.name}: {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - the aclnn API raises AclnnError only
+    except Exception as exc:  # the aclnn API raises AclnnError only
         raise as_aclnn_error(exc, op.name) from exc

@@ -61,13 +61,18 @@ def normalize_tensors(op: OpRuntime, values: Sequence[Any], outputs: bool) -> li
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{op.spec.op} takes {len(params)} {kind}, got {0 if values is None else len(values)}")
     result = []
     whats = op.output_what if outputs else op.input_what
-    for param, value, what in zip(params, values, whats):
+    for param, value, what in zip(params, values, whats, strict=True):
         if param.param_type == "dynamic":
             if value is None:
                 raise AclnnError(ACLNN_ERR_PARAM_NULLPTR, f"{what} (tensor list) is a null pointer")
             if not isinstance(value, (list, tuple)) or not value:
                 raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what} must be a non-empty list of tensors")
-            result.append([_tensor_arg(v, f"{what}[{k}]", False, outputs) for k, v in enumerate(value)])
+            group = []
+            for k, v in enumerate(value):
+                array, fmt = _tensor_arg(v, f"{what}[{k}]", False, outputs)
+                if array is not None:  # (always: a list's tensors are not optional)
+                    group.append((array, fmt))
+            result.append(group)
         else:
             array, fmt = _tensor_arg(value, what, param.param_type == "optional", outputs)
             result.append([] if array is None else [(array, fmt)])
@@ -100,7 +105,7 @@ def normalize_attrs(op: OpRuntime, values: Sequence[Any]) -> tuple:
     if values is None or len(values) != len(attrs):
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{op.spec.op} takes {len(attrs)} attributes, got {0 if values is None else len(values)}")
     out = []
-    for attr, value in zip(attrs, values):
+    for attr, value in zip(attrs, values, strict=True):
         if value is None:
             if attr.required:
                 raise AclnnError(ACLNN_ERR_PARAM_NULLPTR, f"{op.spec.op}: required attribute '{attr.name}' is missing")

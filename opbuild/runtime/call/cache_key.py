@@ -175,7 +175,7 @@ def plain_call_key(op_id: int, n_in: int, kinds: bytes, dp: int, *args: Any) -> 
             return None
         slots.append((code, _ND, a.shape, [s // size for s in a.strides], 0))
     attrs = []
-    for kind, v in zip(kinds, args[n_in:n_in + n_attr]):
+    for kind, v in zip(kinds, args[n_in:n_in + n_attr], strict=False):  # (a short call: its arity error comes later)
         item = _plain_attr(kind, v)
         if item is None:
             return None
@@ -213,7 +213,7 @@ def params_key(op_id: int, dp: int, slot_kinds: bytes, params: Sequence[Sequence
     path's params_key (fastpath.c), used where the extension is missing."""
     codes = numpy_dtype_codes()
     slots: list[Any] = []
-    for kind, group in zip(slot_kinds, params):
+    for kind, group in zip(slot_kinds, params, strict=True):
         tensors = []
         for a, fmt in group:
             size = a.itemsize
@@ -227,7 +227,7 @@ def params_key(op_id: int, dp: int, slot_kinds: bytes, params: Sequence[Sequence
         else:
             slots.append(tensors[0] if tensors else None)
     items = []
-    for tag, v in zip(attr_tags, attrs):
+    for tag, v in zip(attr_tags, attrs, strict=True):
         t = _TYPE_BY_TAG[tag]
         values = [_keyable(t.element, x) for x in (v if t.is_list else (v,))]
         if any(x is None for x in values):

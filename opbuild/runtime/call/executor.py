@@ -36,7 +36,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from opbuild.env_vars import int_setting
-from opbuild.runtime import device, settings  # noqa: F401 - device: re-exported as before
+from opbuild.runtime import device, settings  # device: re-exported as before
 from opbuild.runtime.call.arguments import (  # noqa: F401 - re-exported: opbuild.runtime.call.executor is the public module
     _ATTR_CHECK,
     _ATTR_CONVERT,
@@ -51,14 +51,14 @@ from opbuild.runtime.call.arguments import (  # noqa: F401 - re-exported: opbuil
     params_key,
     simple_key,
 )
-from opbuild.runtime.errors import (  # noqa: F401
+from opbuild.runtime.errors import (  # noqa: F401 - re-exported, as above
     ACLNN_ERR_INNER,
     ACLNN_ERR_PARAM_INVALID,
     ACLNN_ERR_PARAM_NULLPTR,
     ACLNN_ERR_RUNTIME_ERROR,
     AclnnError,
 )
-from opbuild.runtime.call.launch import (  # noqa: F401
+from opbuild.runtime.call.launch import (  # noqa: F401 - re-exported, as above
     _DATA_OFFSET,
     _FAST_POINTERS,
     _PACKERS,
@@ -75,7 +75,7 @@ from opbuild.runtime.call.launch import (  # noqa: F401
     data_pointer,
     packer,
 )
-from opbuild.runtime.call.plan_cache import (  # noqa: F401
+from opbuild.runtime.call.plan_cache import (  # noqa: F401 - re-exported, as above
     _CACHE,
     _fastpath,
     _store,
@@ -85,7 +85,7 @@ from opbuild.runtime.call.plan_cache import (  # noqa: F401
     clear_cache,
     reset_cache_thread_local,
 )
-from opbuild.runtime.call.plans import (  # noqa: F401
+from opbuild.runtime.call.plans import (  # noqa: F401 - re-exported, as above
     _KERNELS,
     _KERNELS_LOCK,
     KernelInfo,
@@ -142,11 +142,11 @@ class PyExecutor:
 
     @property
     def simplified_key(self) -> str:
-        return self.plan.selection.full_key
+        return self.plan.selected.full_key
 
     @property
     def binary_name(self) -> str:
-        return self.plan.selection.entry.name
+        return self.plan.selected.entry.name
 
     @property
     def workspace_size(self) -> int:
@@ -212,15 +212,17 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
     dp = settings.dp_code(d, p, fallback)
     plans = _CACHE.plans
     plan = None
+    key: bytes | None
+    arrays: list[Any] | None
     if opkey is not None:  # the C fast path's miss: plain numpy arrays, keyed there
-        key, arrays = opkey, [*inputs, *outputs]
+        key, arrays = opkey, [*inputs, *outputs]  # (a list: the plain path's arrays)
     else:
         simple = simple_key(op, dp, inputs, attrs, outputs) if inputs is not None and outputs is not None and attrs is not None else None
         key, arrays = simple if simple is not None else (None, None)
-    if key is not None:
+    if key is not None and arrays is not None:  # (both set or neither)
         plan = plans.get(key)
         if plan is not None and plan_fresh(plan):
-            for what, a in zip(op.output_what, arrays[op.n_inputs:]):
+            for what, a in zip(op.output_what, arrays[op.n_inputs:], strict=True):
                 if not a.flags.writeable:
                     raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what} is read-only")
             plan.hot = True
@@ -230,7 +232,7 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
         else:
             plan = None
     plain = normalize_plain(op, arrays) if arrays is not None else None
-    if plain is not None:
+    if plain is not None and arrays is not None:
         in_params, out_params = plain
     else:
         in_params = normalize_tensors(op, inputs, outputs=False)

@@ -50,11 +50,11 @@ def phase1_function(op: OpRuntime, name: str, inputs: Sequence[str], attrs: Sequ
     if op.spec.is_aicpu:  # AI CPU ops: their own phases (call/aicpu.py), no plan cache, no fast path
         from opbuild.runtime.call import aicpu
 
-        fn = _guarded(aicpu.phase1_function(op, name, n_in, n_attr, n_all), name)
-        _dress(fn, name, doc)
-        fn.__signature__ = _signature(params)
-        op.phase1 = fn
-        return fn
+        aicpu_phase1: Any = _guarded(aicpu.phase1_function(op, name, n_in, n_attr, n_all), name)
+        _dress(aicpu_phase1, name, doc)
+        aicpu_phase1.__signature__ = _signature(params)
+        op.phase1 = aicpu_phase1
+        return aicpu_phase1
     def phase1(*args: Any, deterministic: Any = None, impl_mode: Any = None, _opkey: bytes | None = None
                ) -> tuple[int, Executor]:
         if len(args) != n_all:
@@ -64,11 +64,11 @@ def phase1_function(op: OpRuntime, name: str, inputs: Sequence[str], attrs: Sequ
                                       impl_mode, _opkey)
         except AclnnError:
             raise
-        except Exception as exc:  # noqa: BLE001 - the aclnn API raises AclnnError only
+        except Exception as exc:  # the aclnn API raises AclnnError only
             raise as_aclnn_error(exc, name) from exc
 
     _dress(phase1, name, doc)
-    phase1.__signature__ = _signature(params)
+    phase1.__signature__ = _signature(params)  # type: ignore[attr-defined]  # inspect.signature reads it
     fn: Any = phase1
     native = _native_phase1(op, phase1)
     if native is not None and _FAST_POINTERS and op.package is not None:
@@ -94,6 +94,8 @@ def key_function(op: OpRuntime) -> Callable[..., bytes | None]:
     Phase1.key when the extension is built, else cache_key.plain_call_key (the same words)."""
     if op.call_key is None and _native_phase1(op, _no_phase1) is None:
         op.call_key = functools.partial(cache_key.plain_call_key, op.key_id, op.n_inputs, op.attr_tags)
+    if op.call_key is None:
+        raise AssertionError(f"{op.name}: no key function")  # (one of the two branches above set it)
     return op.call_key
 
 
@@ -108,12 +110,12 @@ def phase2_function(op: OpRuntime, name: str, doc: str | None = None) -> Callabl
     if not name.isidentifier():
         raise ValueError(f"{op.name}: bad function name {name!r}")
 
-    aicpu_execute = None
+    aicpu_execute: Callable[..., None] | None = None
     if op.spec.is_aicpu:
         from opbuild.runtime.call.aicpu import execute as aicpu_execute
 
     @_guard(name)
-    def phase2(workspace: Any, workspaceSize: Any, executor: Any, stream: Any = None) -> int:  # noqa: N803
+    def phase2(workspace: Any, workspaceSize: Any, executor: Any, stream: Any = None) -> int:
         check_executor_op(executor, op, name)
         if aicpu_execute is None:
             execute(workspace, workspaceSize, executor, stream)
@@ -157,7 +159,7 @@ def _guarded(fn: Callable[..., Any], api: str) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         except AclnnError:
             raise
-        except Exception as exc:  # noqa: BLE001 - the aclnn API raises AclnnError only
+        except Exception as exc:  # the aclnn API raises AclnnError only
             raise as_aclnn_error(exc, api) from exc
     return guarded
 

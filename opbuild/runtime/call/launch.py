@@ -197,8 +197,8 @@ def packer(n: int) -> struct.Struct:
 
 def _launch_failed(plan: Plan) -> None:
     device.interrupted()  # an interrupted launch (Ctrl-C) raises KeyboardInterrupt, not an AclnnError
-    raise AclnnError(ACLNN_ERR_RUNTIME_ERROR, f"{plan.op.name}: kernel {plan.kernel.name} failed: "
-                                              f"{_native_error()} [kernel {plan.kernel.binary.path}]")
+    raise AclnnError(ACLNN_ERR_RUNTIME_ERROR, f"{plan.op.name}: kernel {plan.launched.name} failed: "
+                                              f"{_native_error()} [kernel {plan.launched.binary.path}]")
 
 
 _default_stream = device.default_stream
@@ -211,7 +211,7 @@ def _launch_now(plan: Plan, a: Any, executor: Executor) -> None:
         try:
             _Native.bind()
         except (OSError, AttributeError, device.DeviceError) as exc:
-            raise AclnnError(ACLNN_ERR_RUNTIME_ERROR, f"{plan.op.name}: cannot launch kernel {plan.kernel.name}: "
+            raise AclnnError(ACLNN_ERR_RUNTIME_ERROR, f"{plan.op.name}: cannot launch kernel {plan.launched.name}: "
                                                       f"the device simulator is unusable: {exc}") from None
         launch = _Native.launch
     if plan.block_dim > 0x7FFFFFFF:  # does not fit the unprototyped C int: take the checked path
@@ -233,10 +233,10 @@ def _device_launch(plan: Plan, executor: Executor, args: list, stream: Any) -> l
     361001. Returns the hooks' after-functions (the caller calls them once the outputs are in place)."""
     afters = _observe(plan, executor, stream) if LAUNCH_OBSERVERS else []
     try:
-        device.launch(plan.kernel.binary, args, plan.block_dim, stream=stream, intercore_sync=plan.kernel.intercore_sync)
+        device.launch(plan.launched.binary, args, plan.block_dim, stream=stream, intercore_sync=plan.launched.intercore_sync)
     except device.DeviceError as exc:
         finish_observed(afters, False)
-        raise AclnnError(ACLNN_ERR_RUNTIME_ERROR, f"{executor.op.spec.op}: kernel {plan.kernel.name} failed: {exc}") from None
+        raise AclnnError(ACLNN_ERR_RUNTIME_ERROR, f"{executor.op.spec.op}: kernel {plan.launched.name} failed: {exc}") from None
     return afters
 
 
@@ -260,7 +260,7 @@ def _execute_prepared(plan: Plan, executor: Executor, ws_addr: int, workspace: A
         raise AclnnError(ACLNN_ERR_INNER, "executor has neither launch arguments nor tensors")
     keep: list[Any] = []
     args: list[int] = []
-    for param, instances in zip(executor.op.spec.inputs, executor.inputs):
+    for param, instances in zip(executor.op.spec.inputs, executor.inputs, strict=True):
         if param.param_type == "dynamic":
             arrays = [a if _usable(a) else np.array(a, order="C") for a, _ in instances]
             keep.extend(arrays)

@@ -24,7 +24,7 @@ _fastpath = fastpath_ext.load()
 
 class _ThreadState(threading.local):
     def __init__(self) -> None:
-        self.plans: dict[tuple, Plan] = {}
+        self.plans: dict[bytes, Plan] = {}
         self.args: list[Any] = [None] * 65
         self.oneshot: dict[tuple, tuple] = {}
 
@@ -61,7 +61,7 @@ def cache_size() -> int:
     return len(_CACHE.plans)
 
 
-def _store(key: tuple, plan: Plan, capacity: int) -> None:
+def _store(key: bytes, plan: Plan, capacity: int) -> None:
     """Insert a plan; over capacity, evict by the CLOCK (second chance) approximation of LRU: a
     hit only sets `plan.hot` (no reordering on the hot path); eviction walks the plans oldest
     first, gives each hot one a second chance at the end, and drops the first cold one.

@@ -10,7 +10,6 @@ Kept apart from the cache (plan_cache) and from launching (launch), which only r
 from __future__ import annotations
 
 import ctypes
-import json
 import threading
 import time
 from dataclasses import dataclass
@@ -134,6 +133,20 @@ class Plan:
         self.attrs: tuple = ()  # the normalized attribute values it was planned for (part of its key): the dump's index
 
     @property
+    def selected(self) -> Selection:
+        """The binary selection of the plan (every plan phase 1 returns has one)."""
+        if self.selection is None:
+            raise ValueError(f"{self.op.name}: the plan selected no binary")
+        return self.selection
+
+    @property
+    def launched(self) -> KernelInfo:
+        """The kernel of a plan that launches (an empty plan has none: ValueError)."""
+        if self.kernel is None:
+            raise ValueError(f"{self.op.name}: an empty plan launches no kernel")
+        return self.kernel
+
+    @property
     def tiling_data(self) -> bytes:
         """The tiling data part of the tiling argument (without the tiling key after it)."""
         if self.tiling_buffer is None or self.kernel is None:
@@ -186,7 +199,7 @@ any output has elements. `names` maps numpy dtypes to dtype names."""
 def _check_dynamic_lists(spec: Any, inputs) -> None:
     """The tensors of one dynamic input all have the first one's dtype (one dtype column holds a
     list; its shapes are the op's business: its shape rule and tiling say what they may be)."""
-    for param, instances in zip(spec.inputs, inputs):
+    for param, instances in zip(spec.inputs, inputs, strict=True):
         if param.param_type == "dynamic":
             first = instances[0][0]
             for k, (a, _) in enumerate(instances[1:], 1):
@@ -200,7 +213,7 @@ def _check_output_shapes(op: OpRuntime, outputs, inferred) -> None:
     """Each output tensor has the shape the op's rules gave (op_proto), where they give one."""
     if inferred is None:
         return
-    for param, instances, (expected, _) in zip(op.spec.outputs, outputs, inferred):
+    for param, instances, (expected, _) in zip(op.spec.outputs, outputs, inferred, strict=True):
         if expected is not None and instances and instances[0][0].shape != expected:
             raise AclnnError(ACLNN_ERR_PARAM_INVALID,
                              f"{op.spec.op}: output '{param.name}' has shape {list(instances[0][0].shape)}, expected {list(expected)}")
@@ -300,7 +313,7 @@ class SignatureTiling:
         `block`: the call's context when the shape check filled one (else filled here; through
         ctypes without the extension)."""
         spec = self.spec
-        symbol = spec.tiling.symbol
+        symbol = spec.tiling_ref.symbol
         if self.precomputed is not None:
             result = self.precomputed(spec, full_key, in_inst, out_inst, self.attrs)
             if result is not None:
@@ -324,7 +337,7 @@ class SignatureTiling:
         """AclnnError 561000 when the result is out of what the kernel and the SoC take
         (tiling_bounds.check_tiling_result)."""
         kernel = self.kernel
-        check_tiling_result(self.spec.op, self.spec.tiling.symbol, result.block_dim, result.workspace_size, self.info,
+        check_tiling_result(self.spec.op, self.spec.tiling_ref.symbol, result.block_dim, result.workspace_size, self.info,
                             kernel.intercore_sync, result.tiling_key, kernel.tiling_keys)
 
 
@@ -415,7 +428,7 @@ def _build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fa
     try:
         argument = tiling_argument(result.tiling_data, kernel.op_para_size, result.tiling_key)
     except ValueError as exc:
-        raise AclnnError(ACLNN_ERR_INNER, f"{spec.op}: tiling function {spec.tiling.symbol}: {exc}") from None
+        raise AclnnError(ACLNN_ERR_INNER, f"{spec.op}: tiling function {spec.tiling_ref.symbol}: {exc}") from None
     buffer = (ctypes.c_uint8 * len(argument)).from_buffer_copy(argument)
     return Plan(op, selection, kernel, result.block_dim, result.tiling_key, result.workspace_size, buffer, False,
                 contiguous, nargs)

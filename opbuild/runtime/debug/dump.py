@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass
 from math import prod
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -180,14 +180,14 @@ def _kernel_tensors(plan: Any, executor: Any) -> tuple[list, list]:
     """[(name, array)] of the inputs and the outputs of an AI Core launch, in spec order."""
     spec = plan.op.spec
     if executor.inputs is not None:
-        ins = [(f"{p.name}{'' if len(inst) == 1 else f'_{k}'}", a) for p, inst in zip(spec.inputs, executor.inputs)
+        ins = [(f"{p.name}{'' if len(inst) == 1 else f'_{k}'}", a) for p, inst in zip(spec.inputs, executor.inputs, strict=True)
                for k, (a, *_) in enumerate(inst)]
-        outs = [(p.name, inst[0][0]) for p, inst in zip(spec.outputs, executor.outputs) if inst]
+        outs = [(p.name, inst[0][0]) for p, inst in zip(spec.outputs, executor.outputs, strict=True) if inst]
         return ins, outs
     arrays = executor.refs
     n = plan.op.n_inputs
-    return ([(p.name, a) for p, a in zip(spec.inputs, arrays[:n])],
-            [(p.name, a) for p, a in zip(spec.outputs, arrays[n:])])
+    return ([(p.name, a) for p, a in zip(spec.inputs, arrays[:n], strict=True)],
+            [(p.name, a) for p, a in zip(spec.outputs, arrays[n:], strict=True)])
 
 
 def _attrs(spec: Any, values: Any) -> dict:
@@ -195,7 +195,7 @@ def _attrs(spec: Any, values: Any) -> dict:
     from opbuild.nonfinite import to_json
 
     out = {}
-    for attr, value in zip(spec.attrs, values or ()):
+    for attr, value in zip(spec.attrs, values or (), strict=False):
         try:
             json.dumps(to_json(value), allow_nan=False)
             out[attr.name] = to_json(value)
@@ -217,7 +217,7 @@ class Dumper(launch.LaunchHook):
         with self._lock:
             return next(self._seq)
 
-    def _record(self, op: str, stream: Any, record: dict, ins: list, outs: list) -> Any:
+    def _record(self, op: str, stream: Any, record: dict, ins: list, outs: list | Callable[[], list]) -> Any:
         seq = self._next()
         if stream is not None and stream.handle is None:
             stream = None  # the default stream: synchronous
@@ -271,12 +271,12 @@ class Dumper(launch.LaunchHook):
 
     def aicpu(self, executor: Any, stream: Any) -> Any:
         spec = executor.op.spec
-        ins = [(p.name, a) for p, a in zip(spec.inputs, executor.inputs)]
+        ins = [(p.name, a) for p, a in zip(spec.inputs, executor.inputs, strict=True)]
 
         def outs() -> list:  # after the run: data-dependent outputs at their real shape
             shapes = executor.view_shapes or [None] * len(executor.outputs)
             return [(p.name, a if s is None or tuple(s) == a.shape else a.reshape(-1)[:prod(s)].reshape(s))
-                    for p, a, s in zip(spec.outputs, executor.outputs, shapes)]
+                    for p, a, s in zip(spec.outputs, executor.outputs, shapes, strict=True)]
 
         record = {"engine": "aicpu", "binary": executor.library.path.name, "simplified_key": None,
                   "tiling_key": None, "block_dim": 1, "workspace_size": 0, "attrs": _attrs(spec, executor.attrs)}

@@ -70,7 +70,7 @@ def _create_tensor(acl: _Acl, array: np.ndarray, fmt: int, what: str) -> int:
         itemsize = dtype.itemsize
         strides = []
         low = 0
-        for d, s in zip(shape, array.strides):
+        for d, s in zip(shape, array.strides, strict=True):
             if s % itemsize:
                 raise ConversionError(f"{what}: stride {s} bytes is not a whole number of {dtype} elements")
             s //= itemsize

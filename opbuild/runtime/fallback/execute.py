@@ -50,13 +50,13 @@ def _phase1(address: int, argtypes: list[Any]) -> Any:
     return _function(address, proto)
 
 
-_RESOLVED: dict[tuple[str, tuple[str, ...]], tuple[Any, int, Any, tuple[int, ...] | None]] = {}
+_RESOLVED: dict[tuple[str, tuple[str, ...]], tuple[Any, int, Any, tuple[int | None, ...] | None]] = {}
 _NEEDS_WORKSPACE: set[int] = set()
 """GetWorkspaceSize addresses whose phase 1 asked for a workspace: their calls take the Python
 path (which has ctx.malloc_workspace) from then on."""
 
 
-def _resolve(api: str, roots: Sequence[str | os.PathLike[str]] | None) -> tuple[Any, int, Any, tuple[int, ...] | None] | str:
+def _resolve(api: str, roots: Sequence[str | os.PathLike[str]] | None) -> tuple[Any, int, Any, tuple[int | None, ...] | None] | str:
     """(ResetCacheThreadLocal, GetWorkspaceSize address, phase-2 function, the addresses
     _fastpath.syn_exec takes or None without the extension), or why not."""
     paths = search_path(roots) if roots is not None else recent_search_path()
@@ -127,7 +127,7 @@ def syn_exec_aclnn(ctx: Any, api: str, *args: Any, roots: Sequence[str | os.Path
     (_fastpath.syn_exec, native/src/fallback_exec.c: the same steps without a ctypes conversion
     per argument); any other call, and any failure before phase 2, takes the steps below."""
     funcs = _resolve(api, roots)
-    if type(funcs) is not str and funcs[3] is not None and funcs[1] not in _NEEDS_WORKSPACE:
+    if not isinstance(funcs, str) and funcs[3] is not None and funcs[1] not in _NEEDS_WORKSPACE:
         stream = ctx.get_stream()
         status = _fastpath.syn_exec(funcs[3], _ACL_OF_DTYPE, stream.handle if stream is not None else None, args)
         if status == 0:

@@ -240,7 +240,7 @@ def get_op_api_func(name: str, roots: Sequence[str | os.PathLike[str]] | None = 
     status 561000) names every library searched when none has it."""
     address, path = _find(name, search_path(roots))
     fn = _HANDLES[path]._FuncPtr(address)
-    fn.__name__ = name
+    fn.__name__ = name  # type: ignore[attr-defined]  # ctypes function pointers take a __name__ (CDLL sets one); typeshed lacks it
     return fn
 
 

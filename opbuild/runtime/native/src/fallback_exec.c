@@ -62,7 +62,7 @@ enum { F_RESET, F_PHASE1, F_PHASE2, F_CREATE, F_DESTROY, F_DESTROY_EX, N_FUNCS }
  * funcs: a tuple of the 6 addresses (ResetCacheThreadLocal, aclnnXGetWorkspaceSize, aclnnX,
  * aclCreateTensor, aclDestroyTensor, aclDestroyAclOpExecutor); dtypes: {numpy dtype: aclDataType};
  * stream: an address or None; arrays: a tuple. */
-PyObject *fp_syn_exec(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+PyObject *fp_syn_exec(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 4 || !PyTuple_CheckExact(args[0]) || PyTuple_GET_SIZE(args[0]) != N_FUNCS ||
         !PyDict_CheckExact(args[1]) || !PyTuple_CheckExact(args[3])) {
         PyErr_SetString(PyExc_TypeError, "syn_exec(funcs, dtypes, stream, arrays)");

@@ -215,7 +215,7 @@ static int get_bool(PyObject *obj, PyObject *name) {
 
 /* Register `plan` (of a Python executor that could launch directly) under the call's key; 1 and
  * the new entry in *registered, 0 when it is not one this path caches, -1 error. */
-static int register_plan(Phase1 *self, PyObject *const *args, Key *k, PyObject *plan, Entry **registered) {
+static int register_plan(Phase1 *self, Key *k, PyObject *plan, Entry **registered) {
     int contiguous = get_bool(plan, s_contiguous);
     if (contiguous <= 0) return contiguous;
     unsigned long long ws, tiling, nargs, block_dim, fnv = 0;
@@ -366,7 +366,7 @@ PyObject *phase1_slow(Phase1 *self, PyObject *const *args, size_t nargsf, PyObje
         return NULL;
     }
     Entry *e = NULL;
-    int rc = register_plan(self, args, k, plan, &e);
+    int rc = register_plan(self, k, plan, &e);
     Py_DECREF(plan);
     if (rc < 0) {
         Py_DECREF(res);

@@ -86,7 +86,7 @@ fail:
 static PyObject *oneshot_run(PyObject *cache, PyObject *op, PyObject *inputs, PyObject *attrs);
 
 /* oneshot(cache, op, inputs, attrs): the output(s) of the call, or NotImplemented (nothing ran). */
-PyObject *fp_oneshot(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+PyObject *fp_oneshot(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 4) {
         PyErr_SetString(PyExc_TypeError, "oneshot(cache, op, inputs, attrs)");
         return NULL;
