@@ -183,7 +183,8 @@ def fill_regions(text: str, filled: dict[str, str], where: Path) -> str:
         if len(pattern.findall(text)) != 1:
             raise RegionError(f"{where}: needs exactly one region of {region} between the lines "
                               f"'{begin}' and '{end}'")
-        text = pattern.sub(lambda _m: f"{begin}\n{body}\n{end}", text)
+        replacement = f"{begin}\n{body}\n{end}"
+        text = pattern.sub(replacement.replace("\\", "\\\\"), text)  # a template: backslashes escaped
     return text
 
 
