@@ -4,10 +4,12 @@
    AddAscendc (tests/ascendc/ops/add_ascendc: UB tiles through TPipe/TQue, DataCopy in and out,
    Add), the C-API sample op AddCustomTemplate (ops/add_custom_template: one pass over GM) and
    numpy.add(out=). Each as the best of R one-shot-free two-phase calls (phase 1 once, phase 2
-   timed), reported as GB/s of the three tensors and as a ratio to the C-API op (goal >= 0.8x).
+   timed; the three in turn, round by round, so that a change of the machine's load moves all
+   three), reported as GB/s of the three tensors and as a ratio to the C-API op (goal >= 0.8x).
    With them, bench/staging_bench.c (no opbuild): the same add as one direct pass vs staged
-   through a per-thread UB buffer tile by tile, in plain C -- the ratio an Ascend C kernel that
-   stages every tile can reach against the C-API op on this machine at best.
+   through a per-thread UB buffer tile by tile, in plain C, the copies in by memcpy or by the
+   twin's four-stream copy -- the ratio an Ascend C kernel that stages every tile can reach
+   against the C-API op on this machine at best.
 2. Import + first build of one Ascend C op (`opbuild import ascendc` + `scons ops OPS=...`) vs the
    first build of the C-API op alone, each in a fresh project with a fresh validate cache (goal
    <= 3x).
@@ -25,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -71,15 +74,6 @@ def build_times(base: Path) -> tuple[float, float, float]:
     return c_build, imported, a_build
 
 
-def _best(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
 def throughput(base: Path, elements: int, repeat: int) -> list[tuple[str, str, float]]:
     import opbuild.runtime as rt
 
@@ -93,17 +87,33 @@ def throughput(base: Path, elements: int, repeat: int) -> list[tuple[str, str, f
         x = np.random.default_rng(0).standard_normal(elements).astype(dtype)
         y = np.random.default_rng(1).standard_normal(elements).astype(dtype)
         z = np.empty_like(x)
+        calls = {}
         for name, phase1, phase2 in (("Ascend C AddAscendc", ops.aclnnAddAscendcGetWorkspaceSize, ops.aclnnAddAscendc),
                                      ("C API AddCustomTemplate", ops.aclnnAddCustomTemplateGetWorkspaceSize,
                                       ops.aclnnAddCustomTemplate)):
             size, executor = phase1(x, y, z)
             executor.set_repeatable()
             workspace = rt.malloc(size) if size else None
-            phase2(workspace, size, executor, None)
+            calls[name] = lambda phase2=phase2, workspace=workspace, size=size, executor=executor: phase2(
+                workspace, size, executor, None)
+            calls[name]()
             np.testing.assert_array_equal(z, x + y)
-            rows.append((name, np.dtype(dtype).name, _best(lambda: phase2(workspace, size, executor, None), repeat)))
-        rows.append(("numpy.add(out=)", np.dtype(dtype).name, _best(lambda: np.add(x, y, out=z), repeat)))
+        calls["numpy.add(out=)"] = lambda: np.add(x, y, out=z)
+        best = _round_robin(calls, repeat)
+        rows += [(name, np.dtype(dtype).name, t) for name, t in best.items()]
     return rows
+
+
+def _round_robin(calls: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
+    """The best time of each call over `repeat` rounds, each round calling every one once: a change
+    of the machine's load moves all of them, not the one that happened to run then."""
+    best = dict.fromkeys(calls, float("inf"))
+    for _ in range(repeat):
+        for name, fn in calls.items():
+            t = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t)
+    return best
 
 
 def staging_ceiling(base: Path, elements: int, repeat: int) -> str:

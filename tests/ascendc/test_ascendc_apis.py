@@ -175,10 +175,14 @@ A = np.arange(N, dtype=np.float32) + 1
 
 @pytest.mark.parametrize("count,blen,sgap,dgap", [(1, 1, 0, 0), (3, 2, 1, 0), (4, 1, 0, 2), (2, 3, 2, 1), (5, 1, 3, 3)])
 def test_datacopy_params_gm_to_ub(k, count, blen, sgap, dgap):
-    got = run(k, 1, A, p0=count, p1=blen, p2=sgap, p3=dgap)
-    expect = np.full(N, -1, np.float32)
+    check_params_gm_to_ub(k, A, count, blen, sgap, dgap)
+
+
+def check_params_gm_to_ub(k, a, count, blen, sgap, dgap):
+    got = run(k, 1, a, p0=count, p1=blen, p2=sgap, p3=dgap)
+    expect = np.full(a.size, -1, np.float32)
     for i in range(count):  # 8 floats per 32-byte unit
-        expect[i * (blen + dgap) * 8:][:blen * 8] = A[i * (blen + sgap) * 8:][:blen * 8]
+        expect[i * (blen + dgap) * 8:][:blen * 8] = a[i * (blen + sgap) * 8:][:blen * 8]
     np.testing.assert_array_equal(got, expect)
 
 
@@ -198,20 +202,45 @@ PAD_CASES = [(1, 28, 0, 0, 0, 0, 0), (3, 12, 4, 1, 1, 1 | 2 << 8, 0), (2, 20, 8,
 
 @pytest.mark.parametrize("count,blen,sgap,dgap,is_pad,lr,_", PAD_CASES)
 def test_datacopypad_gm_to_ub(k, count, blen, sgap, dgap, is_pad, lr, _):
+    check_pad_gm_to_ub(k, A, count, blen, sgap, dgap, is_pad, lr)
+
+
+def check_pad_gm_to_ub(k, a, count, blen, sgap, dgap, is_pad, lr):
     """In UB each block starts 32-byte aligned, after leftPadding elements; its slot is left +
     blockLen + right rounded up to 32 bytes, then dstStride 32-byte units of gap."""
     left, right, value = lr & 0xFF, lr >> 8, 9.5
-    got = run(k, 3, A, p0=count, p1=blen, p2=sgap, p3=dgap, p4=is_pad, p5=lr, f0=value)
-    expect = np.full(N, -1, np.float32)
+    got = run(k, 3, a, p0=count, p1=blen, p2=sgap, p3=dgap, p4=is_pad, p5=lr, f0=value)
+    expect = np.full(a.size, -1, np.float32)
     slot = -(-(4 * left + blen + 4 * right) // 32) * 32
     for i in range(count):
         row = i * (slot + dgap * 32) // 4
         src = i * (blen + sgap) // 4
-        expect[row + left:row + left + blen // 4] = A[src:src + blen // 4]
+        expect[row + left:row + left + blen // 4] = a[src:src + blen // 4]
         if is_pad:
             expect[row:row + left] = value
             expect[row + left + blen // 4:row + left + blen // 4 + right] = value
     np.testing.assert_array_equal(got, expect)
+
+
+# GM -> UB copies of 4096 bytes and more read their source as four streams (kernel_copy.h, copy_in):
+# whole and partial 128-byte rounds, through each form of the copy.
+BIG = np.arange(4096, dtype=np.float32) + 1
+
+
+@pytest.mark.parametrize("n", [1024, 1032, 4104, 12000])
+def test_datacopy_large_contiguous(k, n):
+    a = np.arange(n, dtype=np.float32) + 1
+    np.testing.assert_array_equal(run(k, 2, a, p0=1, p1=n // 8), a)
+
+
+@pytest.mark.parametrize("count,blen,sgap,dgap", [(2, 200, 3, 1), (1, 129, 0, 0)])
+def test_datacopy_params_large_gm_to_ub(k, count, blen, sgap, dgap):
+    check_params_gm_to_ub(k, BIG, count, blen, sgap, dgap)
+
+
+@pytest.mark.parametrize("count,blen,sgap,dgap,is_pad,lr", [(2, 4100, 8, 1, 1, 1 | 2 << 8), (1, 8000, 0, 0, 0, 0)])
+def test_datacopypad_large_gm_to_ub(k, count, blen, sgap, dgap, is_pad, lr):
+    check_pad_gm_to_ub(k, BIG, count, blen, sgap, dgap, is_pad, lr)
 
 
 @pytest.mark.parametrize("count,blen,sgap,dgap", [(1, 28, 0, 0), (3, 12, 1, 4), (2, 40, 0, 8), (4, 4, 2, 0)])

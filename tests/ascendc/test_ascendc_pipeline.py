@@ -319,6 +319,17 @@ def test_tile_add(kernels, ctype, blocks, total, tiles):
     np.testing.assert_array_equal(z, x + y)  # numpy's half add is float32 then one rounding, as the twin's
 
 
+def test_tile_add_streaming(kernels):
+    """32 MB written through one GlobalTensor per block: every UB -> GM copy streams (kernel_copy.h,
+    kStreamLaunchBytes), the last tiles of a block too (gc_[t * tile_] keeps the buffer's size)."""
+    blocks, total, tiles = 8, 8 << 20, 128
+    rng = np.random.default_rng(5)
+    x, y = (rng.standard_normal(total).astype(np.float32) for _ in range(2))
+    k = kernels["tile_add_float"]
+    (z,) = k.run([x, y], [np.full(total, np.nan, np.float32)], blocks, k.tiling(totalLength=total, tileNum=tiles))
+    np.testing.assert_array_equal(z, x + y)
+
+
 def test_tile_add_bf16(kernels):
     total, rng = 8 * 1024, np.random.default_rng(7)
     x, y = (bf16_round(rng.standard_normal(total).astype(np.float32)) for _ in range(2))

@@ -102,11 +102,13 @@ public:
     void SetGlobalBuffer(__gm__ T *buffer, uint64_t size = 0) {
         addr_ = buffer;
         size_ = size;
+        buffer_size_ = size;
     }
     GlobalTensor operator[](uint64_t offset) const {
         GlobalTensor g;
         g.addr_ = addr_ + offset;
         g.size_ = size_ == 0 ? 0 : (offset >= size_ ? 0 : size_ - offset);
+        g.buffer_size_ = buffer_size_;
         if (size_ != 0 && offset > size_)
             ::opbuild::ascendc::fail("GlobalTensor::operator[]", "offset %llu is past the %llu elements of the GlobalTensor",
                                      (unsigned long long)offset, (unsigned long long)size_);
@@ -125,6 +127,9 @@ public:
     __gm__ T *GetPhyAddr() const { return addr_; }
     __gm__ T *GetPhyAddr(uint64_t offset) const { return addr_ + offset; }
     uint64_t GetSize() const { return size_; }
+    /* Not Ascend C: the size given to SetGlobalBuffer, kept by operator[] (0: not given). How much
+     * the kernel streams through this buffer, for DataCopy's choice of streaming stores. */
+    uint64_t OpbuildBufferSize() const { return buffer_size_; }
     void SetL2CacheHint(CacheMode) {}
     template <CacheMode mode>
     void SetL2CacheHint() {}
@@ -137,6 +142,7 @@ private:
     }
     __gm__ T *addr_ = nullptr;
     uint64_t size_ = 0;
+    uint64_t buffer_size_ = 0;
 };
 
 }  // namespace AscendC
