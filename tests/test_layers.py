@@ -15,6 +15,7 @@ a value): a function-level import is an import like any other here.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 import textwrap
 from dataclasses import dataclass
@@ -160,6 +161,41 @@ def test_every_entry_names_a_module():
     modules = set(scan(ROOT))
     missing = [e for _, entries, _ in LAYERS for e in entries if e not in modules]
     assert not missing, f"LAYERS names modules that do not exist: {missing}"
+
+
+_C_MODULE_NAME = re.compile(r'"(opbuild(?:\.[A-Za-z_][A-Za-z0-9_]*)+)"')
+
+
+def c_module_names(root: Path) -> list[tuple[Path, str]]:
+    """Each "opbuild.x.y" string of the C sources (the modules they import by dotted name, and
+    the types of the extension), with its file."""
+    found = []
+    for path in sorted((root / "opbuild" / "runtime" / "native" / "src").glob("*.[ch]")):
+        found += [(path, m) for m in _C_MODULE_NAME.findall(path.read_text(encoding="utf-8"))]
+    return found
+
+
+def names_a_module(root: Path, dotted: str) -> bool:
+    """Whether `dotted` is a module of the tree (a .py, a package, an extension), or an attribute
+    (a type, a function) of a module that is not a package."""
+    extensions = set(re.findall(r'_NAME = "(opbuild\.[A-Za-z0-9_.]+)"', (root / "setup.py").read_text(encoding="utf-8")))
+
+    def module(parts: list[str]) -> bool:  # (an extension: setup.py builds it, whether built yet or not)
+        return root.joinpath(*parts).with_suffix(".py").is_file() or ".".join(parts) in extensions
+    parts = dotted.split(".")
+    return module(parts) or (root.joinpath(*parts) / "__init__.py").is_file() or module(parts[:-1])
+
+
+def test_c_sources_name_modules_that_exist():
+    """The C library imports Python modules by dotted name (acl_bridge.c's CAPI_MODULE, acl_op.c's
+    ACLOP_MODULE, ...): a moved module must take its C string along."""
+    names = c_module_names(ROOT)
+    assert any(name == "opbuild.runtime.capi" for _, name in names)  # the scan sees them
+    missing = [f"{path.relative_to(ROOT)}: {name}" for path, name in names if not names_a_module(ROOT, name)]
+    assert not missing, f"C sources name modules that do not exist: {missing}"
+    assert names_a_module(ROOT, "opbuild.runtime._fastpath.Executor")
+    assert not names_a_module(ROOT, "opbuild.runtime.aclop")  # (the module before issue 24 moved it)
+    assert not names_a_module(ROOT, "opbuild.runtime.no_such_module.Type")
 
 
 PLANTED_LAYERS = (("low", ("pkg.low",), ""), ("mid", ("pkg.mid",), ""), ("high", ("pkg.high",), ""))
