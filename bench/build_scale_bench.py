@@ -129,7 +129,7 @@ def main() -> None:
         seconds, line = build(checkout(project, "cold"), args.jobs, {"OPBUILD_CACHE_DIR": str(cache)})
         rows.append((f"clean build, cold cache -j{args.jobs} (populates it)", seconds, line))
         # a teammate: the same sources in a checkout at another path, with opbuild installed at
-        # another path too (cache keys name neither: opbuild/builder/portable.py)
+        # another path too (cache keys name neither: opbuild/portable.py)
         elsewhere = Path(tempfile.mkdtemp(prefix="opbuild-scale-elsewhere-")) / "team" / "mate"
         other = elsewhere / "checkout2"
         shutil.copytree(project, other, ignore=shutil.ignore_patterns("out"))

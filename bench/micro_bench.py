@@ -97,7 +97,7 @@ def table_key_rule(repeat: int, base: float) -> None:
 
 
 def tiling_context(repeat: int, base: float) -> None:
-    from opbuild.abi.tiling_context import build_tiling_context
+    from opbuild.runtime.host.tiling_context import build_tiling_context
 
     args = ("AddCustom", [[("float16", "ND", (8, 2048), None)], [("float16", "ND", (8, 2048), None)]],
             [[("float16", "ND", (8, 2048), None)]], [("float", 1.0)], SOC, 40, 196608, False, 1, 4096)

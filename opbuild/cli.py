@@ -241,9 +241,11 @@ def _configure_import(parser: argparse.ArgumentParser) -> None:
 def _import(args: argparse.Namespace) -> int:
     if args.import_command == "ascendc":
         from opbuild.ascendc.importer import AscendcImportError, import_ascendc
+        from opbuild.validate import validate_op
 
         try:
-            imported = import_ascendc(Path(args.project), Path(args.output), op=args.op, force=args.force)
+            imported = import_ascendc(Path(args.project), Path(args.output), op=args.op, force=args.force,
+                                      validate_op=validate_op)
         except (AscendcImportError, OSError) as exc:
             print(f"opbuild import ascendc: error: {exc}", file=sys.stderr)
             return 1
@@ -621,7 +623,9 @@ def _cache(args: argparse.Namespace) -> int:
             return 0
         if args.cache_command == "verify":
             total = len(cache.entries(root))
-            bad = cache.verify(root)
+            from opbuild.builder.bundles import verify_cache
+
+            bad = verify_cache(root)
             for path, problem in bad:
                 print(f"corrupt: {path.relative_to(root)}: {problem} (removed)")
             print(f"{total} entries checked, {len(bad)} corrupt")
@@ -643,7 +647,10 @@ def _cache(args: argparse.Namespace) -> int:
 
 # ~~~ debugging: compare, prof, memcheck (their own module) ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 
-import opbuild.debug.cli  # noqa: E402,F401 - registers its subcommands
+from opbuild.debug.cli import SUBCOMMANDS as _DEBUG_SUBCOMMANDS  # noqa: E402 - after COMMANDS and command
+
+for _name, _help, _configure, _run in _DEBUG_SUBCOMMANDS:
+    command(_name, _help, _configure)(_run)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,7 +10,7 @@ bundles, the shared compile cache, the validate compile cache) asks one of two q
 * **is this the work I did before, wherever it was done?** — answered by a `Key`: a sha256 over
   parts fed in one way (each part length-prefixed, so no two lists of parts hash alike), whose
   files are named relative to the project root (or by opbuild's install tokens,
-  builder/portable.py) and hashed by content. A key never contains the checkout's path, an
+  opbuild/portable.py) and hashed by content. A key never contains the checkout's path, an
   mtime or the machine's name: two clones at different directories compute the same key, and so
   share the entries of OPBUILD_CACHE_DIR.
 
@@ -144,7 +144,7 @@ class Key:
 
     def json(self, value) -> Key:
         """A JSON value (sorted keys); absolute paths of opbuild's install in it become tokens."""
-        from opbuild.builder.portable import portable_text
+        from opbuild.portable import portable_text
 
         return self.text(portable_text(json.dumps(value, sort_keys=True, separators=(",", ":"))))
 
@@ -154,7 +154,7 @@ class Key:
 
     def file(self, path: str, root: str | os.PathLike) -> Key:
         """A file: its name relative to `root` (or by opbuild's install token) and its content."""
-        from opbuild.builder.portable import portable_path
+        from opbuild.portable import portable_path
 
         return self.text(portable_path(os.path.abspath(path), root), self._hashes.digest(path))
 

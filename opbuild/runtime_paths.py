@@ -23,6 +23,11 @@ def native_include_dir() -> Path:
     return _PACKAGE_DIR / "runtime" / "native" / "include"
 
 
+def runtime_dir() -> Path:
+    """opbuild/runtime/: where setup.py puts the native libraries (the simulator, the acl library)."""
+    return _PACKAGE_DIR / "runtime"
+
+
 def templates_dir() -> Path:
     """The Jinja2 templates of the code generator."""
     return _data_dir("templates")

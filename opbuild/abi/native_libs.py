@@ -38,9 +38,10 @@ from pathlib import Path
 from typing import Sequence
 
 from opbuild.abi import package_layout
-from opbuild.runtime_paths import native_include_dir
+from opbuild.portable import prefix_map_flags
+from opbuild.runtime_paths import native_include_dir, runtime_dir
 
-RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime"
+RUNTIME_DIR = runtime_dir()
 """opbuild/runtime/: where setup.py puts the native libraries."""
 
 ACL_STEM = "_opbuild_acl"
@@ -102,8 +103,6 @@ def _cc(cc: str | Sequence[str] | None) -> list[str]:
 
 def opapi_cflags() -> list[str]:
     """Compile flags of generated aclnn wrapper sources (add -I<pkg>/op_api/include)."""
-    from opbuild.builder.portable import prefix_map_flags
-
     return ["-std=gnu11", "-O2", "-fPIC", "-fvisibility=hidden", "-Wall", *prefix_map_flags(),
             *(f"-I{d}" for d in include_dirs())]
 

@@ -9,7 +9,7 @@ lowered spec (opbuild/ascendc/lower.py).
 3. the kernel is preprocessed as a binary's compile sees it, for its tiling keys (kernel_keys.py);
 4. op.yaml is compared with the OpDef and lowered (lower.py).
 
-Compiles are cached by content like the C tiling sources (validate/tiling_lib.py: the same cache
+Compiles are cached by content like the C tiling sources (builder/tiling_lib.py: the same cache
 directory and key rules), so a warm `opbuild validate` or build compiles nothing here.
 """
 
@@ -94,7 +94,7 @@ class _Sources:
     """The op's files as compiled for the checks (a temporary work dir, a cache entry)."""
 
     def __init__(self, spec: OpSpec, marks: Marks) -> None:
-        from opbuild.validate.tiling_lib import _toolchain, cache_dir
+        from opbuild.builder.tiling_lib import _toolchain, cache_dir
 
         self.spec, self.marks = spec, marks
         self.tc = _toolchain()
@@ -158,7 +158,7 @@ def _record_as_built(tc, build_source: str, run_source: Path, obj: str, deps: st
     that reads another file of its project (`../common/x.h`) is not recorded: the build's copy
     may read another one."""
     from opbuild.builder import reuse
-    from opbuild.validate.tiling_lib import cache_dir
+    from opbuild.builder.tiling_lib import cache_dir
 
     run_dir, build_dir = run_source.parent.resolve(), Path(os.path.dirname(build_source))
     project = None if bridge else run_dir.parent
@@ -186,8 +186,7 @@ def compile_and_describe(tc, host_source: Path, bridge: str, symbol: str,
     a shared library and read the description through `symbol` in a child process:
     (description, "", ""), or (None, what failed: "compile" | "link" | "load", the tool's output).
     `as_built`: compile the source and the core as the build will, and record their objects."""
-    from opbuild.ascendc.host import CORE_SOURCE
-    from opbuild.builder.plan import ascendc_core_source
+    from opbuild.abi.ascendc_bridge import CORE_SOURCE, ascendc_core_source
 
     work = Path(tempfile.mkdtemp(prefix="opbuild-ascendc-"))
     try:
@@ -247,7 +246,7 @@ def describe_source(tc, host_source: Path, as_built: AsBuilt | None = None) -> t
     source, the files beside it -- its headers --, opbuild's headers, the commands, the compiler).
     `as_built`: on a miss, the objects are compiled as the build will and recorded for it."""
     from opbuild.ascendc.host import bridge_source
-    from opbuild.validate.tiling_lib import cache_dir
+    from opbuild.builder.tiling_lib import cache_dir
 
     bridge = bridge_source(GENERIC_SNAKE, "OpbuildImport")
     here = host_source.parent

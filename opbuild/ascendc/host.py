@@ -43,7 +43,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from opbuild.abi.ascendc_bridge import BRIDGE_PARTS, bridge_symbol
+from opbuild.abi.ascendc_bridge import BRIDGE_PARTS, CORE_NAME, CORE_SOURCE, bridge_symbol
+from opbuild.abi.ascendc_bridge import bridge_source as _bridge_source
 from opbuild.ascendc.description import HostDescription, parse_description
 from opbuild.ascendc.errors import AscendcHostError
 from opbuild.ascendc.tiling_header import kernel_tiling_header
@@ -61,7 +62,7 @@ export_symbol = bridge_symbol
 def _toolchain():
     """The host toolchain whose Ascend C commands the build runs (builder/toolchain.py): this
     module runs the very same ones."""
-    from opbuild.validate.tiling_lib import _toolchain as host_toolchain
+    from opbuild.builder.tiling_lib import _toolchain as host_toolchain
 
     return host_toolchain()
 
@@ -75,17 +76,12 @@ def compile_command(source: Path | str, output: Path | str, include_dirs: Sequen
 
 
 def bridge_source(op_snake: str, op_type: str) -> str:
-    """The text of the generated per-op bridge TU: the op's exports (opbuild_ascendc/host_exports.h)."""
-    if not op_snake.isidentifier() or not op_type.isidentifier():
-        raise AscendcHostError(f"op {op_type!r} / {op_snake!r}: names must be C identifiers")
-    return f'#include "opbuild_ascendc/host_exports.h"\nOPBUILD_ASCENDC_HOST_EXPORTS({op_snake}, "{op_type}")\n'
-
-
-CORE_SOURCE = '#include "opbuild_ascendc/host_bridge.h"\nOPBUILD_ASCENDC_HOST_CORE()\n'
-"""The text of the bridge core TU: the bridge's implementation, the same for every op (compiled
-once per build, linked into each op's blob)."""
-CORE_NAME = "ascendc_host_core"
-"""The stem of the bridge core's source and object."""
+    """The text of the generated per-op bridge TU (abi/ascendc_bridge.py); AscendcHostError for
+    names that are not C identifiers."""
+    try:
+        return _bridge_source(op_snake, op_type)
+    except ValueError as exc:
+        raise AscendcHostError(str(exc)) from None
 
 
 @dataclass(frozen=True)

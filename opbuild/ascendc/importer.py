@@ -13,7 +13,7 @@ its description read back (check.compile_and_describe): the OpDefs it registers.
   AddConfig list that opbuild knows, `kernel: {..., api: ascendc}`, `host: {...}`, and one
   binary per dtype/format column (as CANN's build makes them), chosen by default-mode keys.
 
-The written op is then validated as any op is (`opbuild.validate.validate_op`): a spec that
+The written op is then validated as any op is (`opbuild.validate.validate_op`, passed in): a spec that
 imports is a spec that builds. Nothing is written when anything fails; an existing output
 directory is refused unless `force`.
 """
@@ -25,7 +25,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -70,7 +70,7 @@ def describe_project(project: Path, dest: Path | None = None) -> list[tuple[Path
     register. `dest`: where they are imported to (the host objects are compiled as the build there
     will, and kept for it: check.AsBuilt)."""
     from opbuild.ascendc.check import describe_source
-    from opbuild.validate.tiling_lib import _toolchain
+    from opbuild.builder.tiling_lib import _toolchain
 
     host_dir = project / "op_host"
     if not host_dir.is_dir():
@@ -180,11 +180,17 @@ def spec_document(opdef: dict[str, Any], kernel: str, host: str) -> dict[str, An
     return doc
 
 
-def import_ascendc(project: Path, dest: Path, op: str | None = None, force: bool = False) -> list[ImportedOp]:
+Validator = Callable[[Path], "tuple[Any, list[Any]]"]
+"""How an imported op.yaml is checked: (spec or None, problems), `opbuild.validate.validate_op`
+(passed in by the callers: the validator sits above this front end, it checks Ascend C ops)."""
+
+
+def import_ascendc(project: Path, dest: Path, op: str | None = None, force: bool = False, *,
+                   validate_op: Validator) -> list[ImportedOp]:
     """Import the project's ops (or only `op`) into `dest`: `dest` is the op directory when one op
-    is imported and `dest` ends in its snake name, else the ops directory holding `<snake>/`."""
+    is imported and `dest` ends in its snake name, else the ops directory holding `<snake>/`;
+    each written op.yaml must pass `validate_op`."""
     from opbuild.spec.errors import SpecError
-    from opbuild.validate import validate_op
 
     project = project.resolve()
     found = describe_project(project, dest)

@@ -50,7 +50,7 @@ from pathlib import Path
 from opbuild.atomic import atomic_write
 from opbuild.builder import cache
 from opbuild.builder.plan import OpPlan
-from opbuild.builder.portable import portable_path
+from opbuild.portable import portable_path
 from opbuild.builder.stores import LAYERS, LocalStore, SharedStore
 from opbuild.fingerprint import ContentHashes, FileStat, Key, file_stat
 
@@ -180,6 +180,20 @@ def pack(op: str, key: str, files: list[str], out: Path) -> bytes:
         blobs.append(data)
     header = json.dumps({"op": op, "key": key, "files": entries}, separators=(",", ":"), allow_nan=False).encode()
     return b"".join([MAGIC, header, b"\n", *blobs])
+
+
+def bundle_problem(data: bytes, key: str) -> str | None:
+    """Why a cache entry is not a well-formed bundle of `key` (None when it is)."""
+    try:
+        unpack(data, Path("/nonexistent/out"), key)
+    except BundleError as exc:
+        return f"malformed op bundle: {exc}"
+    return None
+
+
+def verify_cache(root: Path, remove: bool = True) -> list[tuple[Path, str]]:
+    """`opbuild cache verify`: cache.verify with each op bundle's structure checked too."""
+    return cache.verify(root, remove, check_bundle=bundle_problem)
 
 
 def unpack(data: bytes, out: Path, key: str) -> list[tuple[Path, int, memoryview]]:

@@ -23,7 +23,7 @@ def check_c_callbacks(specs: list[OpSpec], tiling_lib: Path) -> list[str]:
     c_specs = [s for s in specs if s.key_rule.callback == "c"]
     if not c_specs:
         return []
-    from opbuild.abi.c_callbacks import CKeyCallback, TilingLibrary
+    from opbuild.runtime.host.c_callbacks import CKeyCallback, TilingLibrary
 
     library = TilingLibrary(tiling_lib)
     problems: list[str] = []

@@ -24,7 +24,8 @@ from typing import Any, Callable
 
 from opbuild import codegen
 from opbuild.abi import package_layout as layout
-from opbuild.builder.portable import portable_text
+from opbuild.abi.ascendc_bridge import ASCENDC_CORE_DIR, CORE_NAME, CORE_SOURCE
+from opbuild.portable import portable_text
 from opbuild.spec.model import OpSpec
 
 VARLISTS: dict[str, tuple[str, ...]] = {
@@ -55,21 +56,8 @@ def signature(kind: str, overrides: dict) -> str:
     cheaper to substitute than a command line of 20 words."""
     values = [overrides.get(name, "") for name in VARLISTS[kind]]
     # opbuild's install locations (-I of its headers, -L of the acl library) as tokens: the
-    # signature is the shared cache's key, the same from any checkout (builder/portable.py).
+    # signature is the shared cache's key, the same from any checkout (opbuild/portable.py).
     return hashlib.sha256(portable_text(json.dumps(values, separators=(",", ":"))).encode()).hexdigest()
-
-
-ASCENDC_CORE_DIR = "build/ascendc"
-"""Where (under the build's out directory) the Ascend C bridge core is generated and compiled:
-one place for every vendor, so that its command is the same in every build of a project (and
-the import's as-built compile matches it: ascendc/check.py)."""
-
-
-def ascendc_core_source(out: str = "out") -> str:
-    """The bridge core's source, relative to the project root, for the out directory `out`."""
-    from opbuild.ascendc.host import CORE_NAME
-
-    return f"{out}/{ASCENDC_CORE_DIR}/{CORE_NAME}.cpp"
 
 
 def _absolute(path) -> str:
@@ -502,8 +490,6 @@ class Planner:
         self.step("text", [self.out / "opp" / "vendors" / "config.ini"], [], "GEN vendors/config.ini",
                   OPBUILD_TEXT=codegen.render_vendors_config([self.options.vendor]))
         if ascendc:
-            from opbuild.ascendc.host import CORE_NAME, CORE_SOURCE
-
             source, = self.step("text", [self.out / ASCENDC_CORE_DIR / f"{CORE_NAME}.cpp"], [], f"GEN {CORE_NAME}.cpp",
                                 stored=False, OPBUILD_TEXT=CORE_SOURCE)
             command = self.tc.ascendc_host_object_command(self.rel(source), self.rel(self.ascendc_core),

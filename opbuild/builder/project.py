@@ -75,10 +75,11 @@ def build_top(project: Path) -> Path:
         return project
     if (project / "op_host").is_dir() and (project / "op_kernel").is_dir():
         from opbuild.ascendc.importer import AscendcImportError, import_ascendc
+        from opbuild.validate import validate_op
 
         top = project / BUILD_OUT
         try:  # every build imports the sources again (copies, byte for byte): edits in op_host/ take effect
-            import_ascendc(project, top / "ops", force=True)
+            import_ascendc(project, top / "ops", force=True, validate_op=validate_op)
         except (AscendcImportError, OSError) as exc:  # the importer's own errors name file and place
             raise ProjectError(f"{project}: {exc}") from None
         return top

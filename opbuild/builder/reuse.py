@@ -13,7 +13,7 @@ by a placeholder); it holds every file the compile read (the compiler's `-MD` li
 build's paths) with its sha256, and the object's sha256. The build takes the object only when
 each of those files still has that content and the object its recorded sha256: anything else
 (an edited header, another opbuild, a damaged entry) is a compile as before. Entries live in
-the validate cache (OPBUILD_VALIDATE_CACHE; validate/tiling_lib.py) and are read as untrusted
+the validate cache (OPBUILD_VALIDATE_CACHE; builder/tiling_lib.py) and are read as untrusted
 input: regular files of bounded size, JSON of the expected shape.
 """
 

@@ -268,7 +268,7 @@ def _reused(options, command: list[str], target: Path) -> bool:
     was written to `target` instead of compiling."""
     from opbuild.ascendc.check import OBJECT_WORD
     from opbuild.builder import reuse
-    from opbuild.validate.tiling_lib import cache_dir
+    from opbuild.builder.tiling_lib import cache_dir
 
     output = os.path.relpath(target, options.root)
     key_command = [OBJECT_WORD if word == output else word for word in command]

@@ -10,7 +10,7 @@ Every layer that keeps work for later goes through a `Store`:
 | shared spec cache | `SharedStore(OPBUILD_CACHE_DIR, "shared_specs")` | a checked spec by content key (select.py) |
 | shared bundle cache | `SharedStore(OPBUILD_CACHE_DIR, "bundles")` | every output of one op (bundles.py) |
 | shared compile cache | `SharedStore(OPBUILD_CACHE_DIR, "compile")` | one compiled file by SCons build signature (cache.py) |
-| validate cache | `LocalStore($OPBUILD_VALIDATE_CACHE)` | a tiling source compiled alone (validate/tiling_lib.py) |
+| validate cache | `LocalStore($OPBUILD_VALIDATE_CACHE)` | a tiling source compiled alone (builder/tiling_lib.py) |
 
 What decides whether an entry still applies is the fingerprint (opbuild/fingerprint.py): stats for
 the local records, path-independent content keys for everything shared. SCons's own signatures

@@ -38,7 +38,7 @@ _ASAN_FRAME = re.compile(r"^\s*#0 0x[0-9a-f]+ in \S+ (?P<file>[^\s:]+):(?P<line>
 
 _CHILD = r"""
 import ctypes, json, sys
-from opbuild.abi.tiling_context import build_tiling_context
+from opbuild.runtime.host.tiling_context import build_tiling_context
 a = json.loads(sys.argv[1])
 lib = ctypes.CDLL(a["lib"])
 holder = build_tiling_context(a["op"], [[tuple(t) for t in g] for g in a["inputs"]],
@@ -56,10 +56,10 @@ fn(holder.ptr)
 def check_tiling_overruns(specs: list[OpSpec], tiling_lib: Path) -> list[str]:
     """One line per op whose tiling function writes past its struct on a probe call (see the
     module docstring): `<tiling source>:line:col: Op: tiling function ... wrote past ...`."""
-    from opbuild.abi.c_callbacks import _TILING_FN, CallbackError, TilingLibrary, _attr_items
-    from opbuild.abi.op_proto import InferError, infer_outputs
+    from opbuild.runtime.host.c_callbacks import _TILING_FN, CallbackError, TilingLibrary, _attr_items
+    from opbuild.runtime.host.op_proto import InferError, infer_outputs
     from opbuild.abi.platform import platform
-    from opbuild.abi.tiling_context import TilingContextError, build_tiling_context
+    from opbuild.runtime.host.tiling_context import TilingContextError, build_tiling_context
     from opbuild.codegen.tiling import tiling_struct_size
     from opbuild.keys.check import attr_samples
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 from opbuild import nonfinite
 from opbuild.abi.vocabulary import DEFAULT_BINARY_IMPL_MODES, SOCS, impl_mode_string
-from opbuild.builder.portable import prefix_map_flags
+from opbuild.portable import prefix_map_flags
 
 
 class ToolchainError(Exception):
@@ -235,7 +235,7 @@ class HostToolchain(Toolchain):
     def _prefix_map(self) -> list[str]:
         # Keeps the build machine's absolute paths out of the binaries (reproducible builds).
         # Commands name sources under the project by relative paths and run in the project root,
-        # so only opbuild's install locations need mapping (opbuild/builder/portable.py, which
+        # so only opbuild's install locations need mapping (opbuild/portable.py, which
         # also keeps them out of the shared cache's keys): two checkouts share cached compiles.
         return prefix_map_flags()
 

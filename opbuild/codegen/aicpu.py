@@ -17,13 +17,14 @@ from __future__ import annotations
 import json
 
 from opbuild.abi.package_layout import AICPU_KERNELS_LIB
+from opbuild.abi.symbols import AICPU_FUNCTION_NAME, AICPU_REGISTRY_SYMBOL
 from opbuild.abi.vocabulary import DTYPE
 from opbuild.codegen.naming import c_string
 from opbuild.spec.model import OpSpec, Param
 
-FUNCTION_NAME = "RunCpuKernel"
+FUNCTION_NAME = AICPU_FUNCTION_NAME
 """The entry the AI CPU calls for every op of the library (opInfo.functionName)."""
-REGISTRY_SYMBOL = "opbuild_aicpu_kernels"
+REGISTRY_SYMBOL = AICPU_REGISTRY_SYMBOL
 
 OP_INFO: dict[str, str] = {
     "engine": "DNN_VM_AICPU",

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from opbuild.abi.ascendc_bridge import BRIDGE_PARTS, bridge_symbol
+from opbuild.abi.ascendc_bridge import BRIDGE_PARTS, bridge_source, bridge_symbol
 from opbuild.abi.kernel_launch import tiling_data_size, tiling_key_offset
 from opbuild.codegen.env import render
 from opbuild.codegen.kernel_src import kernel_args
@@ -34,10 +34,8 @@ def ascendc_launch_shim_name(spec: OpSpec) -> str:
 
 
 def render_host_bridge(spec: OpSpec) -> str:
-    """The bridge unit: a comment naming what it is for, then opbuild.ascendc.host's bridge text
-    (the two lines every bridge is, written once there)."""
-    from opbuild.ascendc.host import bridge_source
-
+    """The bridge unit: a comment naming what it is for, then the bridge text of
+    opbuild/abi/ascendc_bridge.py (the two lines every bridge is, written once there)."""
     head = render("ascendc_host_bridge.cpp.j2", spec_path=spec_display_path(spec), op=spec.op,
                   host_source=spec.tiling_ref.source, exports=[bridge_symbol(spec.snake, part) for part in BRIDGE_PARTS])
     return head + bridge_source(spec.snake, spec.op)

@@ -5,7 +5,7 @@ Every rule of the spec becomes one call of a helper of opbuild/infer.h (same_as,
 reduce, the op's own infer-shape function from its tiling source, or the upper bound of a
 data-dependent output of an AI CPU op: the buffer the caller allocates); the dtype rule is the
 table of declared combinations. The runtime and the `.om` builder call these functions
-(opbuild/abi/op_proto.py): the rules are implemented once, in C.
+(opbuild/runtime/host/op_proto.py): the rules are implemented once, in C.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from opbuild.abi import symbols
 from opbuild.abi.vocabulary import DTYPE, DTYPES_BY_GE_ORDER
 from opbuild.codegen.env import render
 from opbuild.spec.model import OpSpec, Param, parse_bound
@@ -21,13 +22,13 @@ HEADER_GUARD = "OPBUILD_OP_PROTO_H"
 
 
 def infer_shape_symbol(spec: OpSpec) -> str:
-    """`<Op>InferShape`: GE's name of an op's infer-shape function (IMPLEMT_COMMON_INFERFUNC)."""
-    return f"{spec.op}InferShape"
+    """`<Op>InferShape` of the spec's op (abi/symbols.py)."""
+    return symbols.infer_shape_symbol(spec.op)
 
 
 def infer_dtype_symbol(spec: OpSpec) -> str:
-    """`<Op>InferDataType`: as registered with IMPL_OP(...).InferDataType in CANN."""
-    return f"{spec.op}InferDataType"
+    """`<Op>InferDataType` of the spec's op (abi/symbols.py)."""
+    return symbols.infer_dtype_symbol(spec.op)
 
 
 def shape_functions(specs: list[OpSpec]) -> list[str]:

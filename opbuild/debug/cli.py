@@ -1,6 +1,6 @@
 """The debugging subcommands: `opbuild compare`, `opbuild prof`, `opbuild memcheck` (docs/debugging.md).
 
-Registered into opbuild/cli.py's table by importing this module (the last line there); each
+Collected in SUBCOMMANDS and registered by opbuild/cli.py (its last lines: this module does not import it); each
 handler imports what it runs lazily, as every other command does.
 """
 
@@ -14,7 +14,22 @@ import sys
 import tempfile
 from pathlib import Path
 
-from opbuild.cli import command
+from typing import Callable
+
+SUBCOMMANDS: list[tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = []
+"""(name, help, configure, run) of each subcommand below, in order: opbuild/cli.py registers them
+(this layer sits below the command line, so it hands its commands up instead of importing it)."""
+
+
+def command(name: str, help: str, configure: Callable[[argparse.ArgumentParser], None]):
+    """Collect the decorated function as subcommand `name` (registered by opbuild/cli.py)."""
+
+    def collect(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+        SUBCOMMANDS.append((name, help, configure, run))
+        return run
+
+    return collect
+
 
 ASAN_OPTIONS = "halt_on_error=0:suppress_equal_pcs=0:detect_leaks=0"
 """What the memory checker needs of AddressSanitizer (docs/runtime.md, "Kernel memory checker")."""

@@ -13,6 +13,8 @@
     single_op.py  `om single-op`; `signature` of a single-op model
     atc.py        the `atc` command line (CANN's options)
     singleop_json.py  CANN's single-op description files (atc --singleop): read, check, name
+    aclop.py      AscendCL's single-op API (aclopExecuteV2 & co), called by the C library (acl_op.c)
+    aclmdl.py     AscendCL's model API (aclmdlLoadFromFile & co), called by the C library (acl_op.c)
 
 See docs/om-format.md.
 """

@@ -130,8 +130,9 @@ def package_roots(env: Mapping[str, str] | None = None) -> Roots:
     """Where the op packages are: ASCEND_OPP_PATH (default out/opp) and the ASCEND_CUSTOM_OPP_PATH
     entries (searched first)."""
     env = os.environ if env is None else env
-    custom = [Path(p) for p in env.get("ASCEND_CUSTOM_OPP_PATH", "").split(":") if p]
-    return Roots(Path(env.get("ASCEND_OPP_PATH") or "out/opp"), custom)
+    from opbuild.runtime.binaries.package import custom_roots
+
+    return Roots(Path(env.get("ASCEND_OPP_PATH") or "out/opp"), custom_roots(env))
 
 
 def single_op(json_path: Path, out_dir: Path, soc: Soc, soc_name: str, roots: Roots, cmdline: str) -> list[Path]:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from opbuild.runtime.acl_errors import ModelFileError
 
-class OmError(Exception):
-    """A problem with an .om file or its build; `field` and `offset` say where (offset may be None)."""
+
+class OmError(ModelFileError):
+    """A problem with an .om file or its build; `field` and `offset` say where (offset may be None).
+    The C API reports it as ACL_ERROR_PARSE_MODEL (runtime/acl_errors.py)."""
 
     def __init__(self, message: str, field: str | None = None, offset: int | None = None) -> None:
         self.field = field

@@ -161,7 +161,7 @@ DEVICE_SO = _DeviceRegistry()
 
 
 def _load_so(b: OpSoBin) -> LoadedSo:
-    from opbuild.abi.c_callbacks import CallbackError, TilingLibrary
+    from opbuild.runtime.host.c_callbacks import CallbackError, TilingLibrary
 
     f = memfile(f"om:{b.name}", b.data)
     try:

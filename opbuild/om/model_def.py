@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from opbuild.abi import op_proto
+from opbuild.runtime.host import op_proto
 from opbuild.abi.vocabulary import ATTR_TYPE, DTYPES
 from opbuild.nonfinite import dumps, from_json, to_json
 from opbuild.om import ge_ir

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from opbuild.abi.c_callbacks import TilingResult
+from opbuild.runtime.host.c_callbacks import TilingResult
 from opbuild.abi.ge_types import dtype_name, numpy_dtype
 from opbuild.keys import KeyRuleError, check_fragment
 from opbuild.nonfinite import from_json

@@ -30,6 +30,12 @@ CODES = {name: value for name, value in globals().items() if name.startswith("AC
 """Every code above by its name (what the header test compares)."""
 
 
+class ModelFileError(Exception):
+    """Base of the errors of a model file (opbuild.om.errors.OmError): the C API reports them as
+    ACL_ERROR_PARSE_MODEL. (The .om layer sits above the runtime: it derives from this class
+    instead of this module importing it.)"""
+
+
 class AclError(Exception):
     """A failed aclop / aclmdl call: `code` is the aclError the C API returns."""
 
@@ -54,14 +60,13 @@ def failure(exc: BaseException) -> tuple[int, str]:
     """(code, message) of any exception reaching the C API (a traceback only for a bug)."""
     import traceback
 
-    from opbuild.om.errors import OmError
     from opbuild.runtime.errors import AclnnError
 
     if isinstance(exc, AclError):
         return exc.code, exc.message
     if isinstance(exc, AclnnError):
         return from_aclnn(exc.status), str(exc)
-    if isinstance(exc, OmError):
+    if isinstance(exc, ModelFileError):
         return ACL_ERROR_PARSE_MODEL, str(exc)
     text = "".join(traceback.format_exception(exc)).rstrip()
     return ACL_ERROR_FAILURE, f"internal error: {type(exc).__name__}: {exc}\n{text}"

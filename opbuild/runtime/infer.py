@@ -2,7 +2,7 @@
 
 The spec's shape and dtype rules are compiled into each package's `libcust_opsproto_rt2.0.so`
 (opbuild/codegen/op_proto.py); this module only marshals a call's inputs to it
-(opbuild/abi/op_proto.py) and turns its refusals into aclnn errors. A package provider (an
+(opbuild/runtime/host/op_proto.py) and turns its refusals into aclnn errors. A package provider (an
 `.om` node) may answer instead: `inferred_outputs(spec, inputs)` (what was inferred when it was
 built, for the same inputs) or its own `op_proto_library()`.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from opbuild.abi.op_proto import InferError, infer_outputs as _infer
+from opbuild.runtime.host.op_proto import InferError, infer_outputs as _infer
 from opbuild.abi.platform import platform
 from opbuild.runtime.binaries.selection import OpRuntime, current_soc
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError

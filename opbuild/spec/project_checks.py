@@ -110,8 +110,9 @@ def _snake_claims(specs: Iterable[OpSpec]) -> list[_Claim]:
 def _package_claims(files: "_Files", specs: list[OpSpec]) -> list[_Claim]:
     """What the libraries of one package define, each name with who defines it."""
     from opbuild.abi.package_layout import AICPU_KERNELS_LIB, tiling_lib
-    from opbuild.codegen.aicpu import FUNCTION_NAME, REGISTRY_SYMBOL
-    from opbuild.codegen.op_proto import infer_dtype_symbol, infer_shape_symbol
+    from opbuild.abi.symbols import AICPU_FUNCTION_NAME as FUNCTION_NAME
+    from opbuild.abi.symbols import AICPU_REGISTRY_SYMBOL as REGISTRY_SYMBOL
+    from opbuild.abi.symbols import infer_dtype_symbol, infer_shape_symbol
 
     aclnn, tiling, aicpu = ACLNN_API, Path(tiling_lib()).name, AICPU_KERNELS_LIB
     claims: list[_Claim] = []
@@ -121,7 +122,7 @@ def _package_claims(files: "_Files", specs: list[OpSpec]) -> list[_Claim]:
     aicore = [s for s in specs if not s.is_aicpu]
     if aicore:  # (op_proto.c is linked into the tiling library, with the inference of every op)
         for spec in specs:
-            claims += [_Claim(tiling, symbol(spec), spec, f"the generated infer-{what} function", generated=True)
+            claims += [_Claim(tiling, symbol(spec.op), spec, f"the generated infer-{what} function", generated=True)
                        for what, symbol in (("shape", infer_shape_symbol), ("dtype", infer_dtype_symbol))]
     for spec in aicore:
         declared: dict[str, tuple[str, JsonPath]] = {spec.tiling_ref.symbol: ("tiling.function", ("tiling", "function"))}

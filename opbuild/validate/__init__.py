@@ -9,7 +9,7 @@ runs it on every spec it has not checked before, before it declares or writes an
    the checks below (2 and 4 are then part of that);
 2. `kernel.entry` defined in the kernel source; `tiling.function`, a C infer-shape function and
    a C key callback defined in the tiling source and exported (`OPBUILD_API`): a declaration that
-   does not say OPBUILD_API is confirmed by compiling the tiling source (cached, tiling_lib.py);
+   does not say OPBUILD_API is confirmed by compiling the tiling source (cached, builder/tiling_lib.py);
    an AI CPU compute function not `static`, and the attributes its source reads by name
    declared by the op with the type the accessor reads (`check_compute_source`);
 3. the aclnn C and Python parameter names the op's names derive to (reserved, colliding);
@@ -105,7 +105,7 @@ class _OpChecks:
     def compiled(self):
         if self._compiled is None:
             from opbuild.builder.toolchain import ToolchainError
-            from opbuild.validate.tiling_lib import Compiled, compile_tiling_source
+            from opbuild.builder.tiling_lib import Compiled, compile_tiling_source
 
             try:
                 self._compiled = compile_tiling_source(self.spec, self.shown(self.spec.tiling_ref.source))
@@ -274,7 +274,7 @@ class _OpChecks:
             path = callback_path(spec)
             rule_file = (path.resolve(), self.shown(f"{rule.py_module.replace('.', '/')}.py"))
         elif rule.callback == "c" and rule.mode == "customized":
-            from opbuild.abi.c_callbacks import CKeyCallback, TilingLibrary
+            from opbuild.runtime.host.c_callbacks import CKeyCallback, TilingLibrary
 
             compiled = self.compiled()
             if compiled.library is None:

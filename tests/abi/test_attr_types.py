@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from opbuild import nonfinite
-from opbuild.abi import tiling_context
+from opbuild.runtime.host import tiling_context
 from opbuild.abi import vocabulary as v
 from opbuild.codegen import aclnn_c, package_json
 from opbuild.runtime import capi, torch_ops
@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[2]
 DERIVED = {
     # name: (the table, what the records say it is)
     "spec.fields.ATTR_TYPES": (lambda: fields.ATTR_TYPES, lambda ts: tuple(t.name for t in ts)),
-    "abi.tiling_context.ATTR_TYPES": (lambda: tiling_context.ATTR_TYPES, lambda ts: {t.name: t.tiling for t in ts}),
+    "runtime.host.tiling_context.ATTR_TYPES": (lambda: tiling_context.ATTR_TYPES, lambda ts: {t.name: t.tiling for t in ts}),
     "codegen.aclnn_c.ATTR_C_TYPE": (lambda: aclnn_c.ATTR_C_TYPE, lambda ts: {t.name: t.aclnn_c for t in ts}),
     "codegen.aclnn_c._SCALAR_ATTRS": (lambda: aclnn_c._SCALAR_ATTRS,
                                       lambda ts: tuple(t.name for t in ts if t.aclnn_by_address)),
@@ -116,14 +116,14 @@ v.ATTR_TYPES = (*v.ATTR_TYPES, new)
 v.ATTR_TYPE = {t.name: t for t in v.ATTR_TYPES}
 v.ATTR_TYPE_NAMES = tuple(v.ATTR_TYPE)
 from opbuild import nonfinite
-from opbuild.abi import tiling_context
+from opbuild.runtime.host import tiling_context
 from opbuild.codegen import aclnn_c, package_json
 from opbuild.runtime import capi, torch_ops
 from opbuild.runtime.call import aicpu, arguments, cache_key
 from opbuild.spec import fields
 tables = {
     "spec.fields.ATTR_TYPES": fields.ATTR_TYPES,
-    "abi.tiling_context.ATTR_TYPES": tiling_context.ATTR_TYPES,
+    "runtime.host.tiling_context.ATTR_TYPES": tiling_context.ATTR_TYPES,
     "codegen.aclnn_c.ATTR_C_TYPE": aclnn_c.ATTR_C_TYPE,
     "codegen.package_json.OPS_INFO_ATTR_TYPE": package_json.OPS_INFO_ATTR_TYPE,
     "runtime.call.cache_key.ATTR_TAGS": cache_key.ATTR_TAGS,

@@ -6,7 +6,8 @@ import ctypes
 
 import pytest
 
-from opbuild.abi import ge_types, tiling_context as tc
+from opbuild.abi import ge_types
+from opbuild.runtime.host import tiling_context as tc
 
 STRUCTS = [("OpbuildTensorDesc", tc.TensorDesc), ("OpbuildAttrValue", tc.AttrValue), ("TilingContext", tc.TilingContext)]
 

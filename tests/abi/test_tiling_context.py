@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from opbuild.abi import ge_types
 from opbuild.abi.platform import platform
-from opbuild.abi.tiling_context import (
+from opbuild.runtime.host.tiling_context import (
     GRAPH_FAILED,
     MAX_DIMS,
     ContextHolder,

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from opbuild.abi import tiling_context as tc
+from opbuild.runtime.host import tiling_context as tc
 
 pytestmark = pytest.mark.skipif(tc._FILL is None, reason="opbuild.runtime._fastpath is not built")
 

@@ -1,5 +1,5 @@
 """The host bridge runs an Ascend C op's tiling, InferShape and InferDataType functions through
-opbuild's C ABI (a TilingContext from opbuild.abi.tiling_context), with five lookalike ops linked
+opbuild's C ABI (a TilingContext from opbuild.runtime.host.tiling_context), with five lookalike ops linked
 into one shared library (two of them define different optiling::TilingData classes)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from opbuild.abi import vocabulary
-from opbuild.abi.tiling_context import GRAPH_FAILED, GRAPH_PARAM_INVALID, GRAPH_SUCCESS, build_tiling_context
+from opbuild.runtime.host.tiling_context import GRAPH_FAILED, GRAPH_PARAM_INVALID, GRAPH_SUCCESS, build_tiling_context
 from opbuild.runtime_paths import native_include_dir
 
 _TILING = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from opbuild.abi import vocabulary
-from opbuild.abi.tiling_context import GRAPH_SUCCESS, build_tiling_context
+from opbuild.runtime.host.tiling_context import GRAPH_SUCCESS, build_tiling_context
 from opbuild.ascendc import host
 
 ROOT = os.environ.get("OPBUILD_ASCENDC_SAMPLES")

@@ -61,7 +61,7 @@ def test_without_the_sanitizer_the_tiling_function_is_named(tmp_path, monkeypatc
     the tiling function's definition. In-process, on the tiling source compiled alone."""
     from opbuild.builder import tiling_probe
     from opbuild.spec import load_spec
-    from opbuild.validate.tiling_lib import compile_tiling_source
+    from opbuild.builder.tiling_lib import compile_tiling_source
 
     monkeypatch.setenv("OPBUILD_VALIDATE_CACHE", str(tmp_path / "cache"))
     op_dir = scaffold_op("ScaleCustom", tmp_path / "ops")

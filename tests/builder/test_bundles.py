@@ -178,7 +178,7 @@ def test_cache_verify_rejects_a_well_hashed_but_malformed_bundle(tmp_path):
     cache.store(bundles.bundle_path(cache_dir, good_key), bundles.pack("A", good_key, _files(out), out))
     bad = bundles.bundle_path(cache_dir, bad_key)
     cache.store(bad, _header_and_blobs([{"path": "../../etc/passwd", "mode": 420, "size": 1}], b"x", key=bad_key))
-    found = cache.verify(cache_dir)
+    found = bundles.verify_cache(cache_dir)
     assert [(str(path), "outside" in problem) for path, problem in found] == [(bad, True)]
     assert not Path(bad).exists() and Path(bundles.bundle_path(cache_dir, good_key)).exists()
     assert cache.stats(cache_dir)["bundles"] == 1

@@ -12,7 +12,7 @@ import pytest
 from build_helpers import snapshot_code
 
 from opbuild import codegen, fingerprint
-from opbuild.builder import cache, scons_tool
+from opbuild.builder import bundles, cache, scons_tool
 from opbuild.builder.select import SpecCache
 from opbuild.builder.stores import LocalStore, SharedStore
 from opbuild.fingerprint import Key, code_files, file_stat
@@ -166,5 +166,5 @@ def test_shared_entries_keep_the_cache_dir_layout(tmp_path, layer):
     store = SharedStore(str(tmp_path), layer)
     store.put("0a" * 32, b"x")
     assert [e.path for e in cache.entries(tmp_path)] == [Path(store.path("0a" * 32))]
-    problems = [problem for _, problem in cache.verify(tmp_path)]  # `opbuild cache verify` sees every kind
+    problems = [problem for _, problem in bundles.verify_cache(tmp_path)]  # `opbuild cache verify` sees every kind
     assert problems == (["malformed op bundle: not an op bundle (bad magic)"] if layer == "bundles" else [])

@@ -471,7 +471,7 @@ def _free_op_args(lib, descs, bufs) -> None:
 
 @pytest.fixture
 def oplib(lib):
-    from opbuild.runtime import aclop
+    from opbuild.om import aclop
 
     args = [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(P), ctypes.POINTER(P), ctypes.c_int, ctypes.POINTER(P),
             ctypes.POINTER(P), P]

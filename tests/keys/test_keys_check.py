@@ -150,7 +150,7 @@ def test_add_n_real_c_callback(tmp_path):
     import shutil
     import subprocess
 
-    c_callbacks = pytest.importorskip("opbuild.abi.c_callbacks")
+    c_callbacks = pytest.importorskip("opbuild.runtime.host.c_callbacks")
     from opbuild_spec_factory import REPO
 
     spec = sample_spec("add_n_custom")

@@ -81,8 +81,8 @@ def test_model_path_that_is_not_a_regular_file(tmp_path, kind):
         assert r.stderr == f"opbuild om {argv[0]}: error: cannot read {path}: not a regular file\n"
     with pytest.raises(OmError, match="not a regular file"):
         load_om(path)
-    # aclmdlLoadFromFile's Python side (opbuild/runtime/aclmdl.py): the same refusal, as its status
-    r = subprocess.run([sys.executable, "-c", "import sys\nfrom opbuild.runtime import aclmdl\n"
+    # aclmdlLoadFromFile's Python side (opbuild/om/aclmdl.py): the same refusal, as its status
+    r = subprocess.run([sys.executable, "-c", "import sys\nfrom opbuild.om import aclmdl\n"
                         "print(aclmdl.load(sys.argv[1], None)[:2])", str(path)],
                        capture_output=True, text=True, timeout=30, preexec_fn=_limited)
     assert r.returncode == 0, r.stderr[-500:]

@@ -7,7 +7,7 @@ It does by hand what the build and the runtime do (the kernel/tiling contract):
   (or, with generator="real", takes both and the macros from opbuild.spec + opbuild.codegen),
 * compiles one kernel `.so` per binary with that binary's macros, and every op's `tiling.c` into
   one `libcust_opmaster_rt2.0.so`, all with `-Wall -Wextra -Werror`,
-* fills a `TilingContext` with `opbuild.abi.tiling_context.build_tiling_context`, runs tiling,
+* fills a `TilingContext` with `opbuild.runtime.host.tiling_context.build_tiling_context`, runs tiling,
   then runs all blocks either on host threads (`block_runner.c`: one thread per block plus a
   barrier for `intercore_sync` kernels) or on the device simulator (`opbuild.runtime.device`).
 """
@@ -28,7 +28,7 @@ import yaml
 from opbuild.abi import ge_types
 from opbuild.abi.kernel_launch import tiling_argument
 from opbuild.abi.tensor_list import pack_tensor_list
-from opbuild.abi.tiling_context import ContextHolder, build_tiling_context, new_key_buffer
+from opbuild.runtime.host.tiling_context import ContextHolder, build_tiling_context, new_key_buffer
 
 REPO = Path(__file__).resolve().parents[2]
 OPS_DIR = REPO / "ops"
@@ -314,7 +314,7 @@ class TilingOutcome:
 
 def make_context(info: OpInfo, inputs: Sequence[InputArg], outputs: Sequence[TensorArg],
                  attrs: dict[str, Any] | None, core_num: int, deterministic: int = 0) -> ContextHolder:
-    """A TilingContext (opbuild.abi.tiling_context) for one call; attrs default from the spec."""
+    """A TilingContext (opbuild.runtime.host.tiling_context) for one call; attrs default from the spec."""
     attrs = dict(attrs or {})
     ins = [[] if a is None else [_instance(t) for t in (a if isinstance(a, list) else [a])] for a in inputs]
     outs = [[_instance(o)] for o in outputs]

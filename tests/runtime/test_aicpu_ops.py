@@ -154,7 +154,7 @@ def test_dimension_bounds_from_op_proto(tmp_path):
     import dataclasses
     from pathlib import Path
 
-    from opbuild.abi.op_proto import InferError, infer_outputs
+    from opbuild.runtime.host.op_proto import InferError, infer_outputs
     from opbuild.om import legacy
     from opbuild.spec.loader import load_spec
     from opbuild.spec.model import ShapeRule

@@ -75,8 +75,8 @@ def test_infer_shape_failure_is_an_inner_error(shaped_ops):
 
 def test_op_proto_wraps_the_function(shaped_package):
     """The package's op_proto library links the tiling source's function and calls it."""
-    from opbuild.abi.c_callbacks import TilingLibrary
-    from opbuild.abi.op_proto import infer_outputs
+    from opbuild.runtime.host.c_callbacks import TilingLibrary
+    from opbuild.runtime.host.op_proto import infer_outputs
     from opbuild.abi import package_layout as layout
 
     op = rt.import_ops(shaped_package)._OPS["ShapedCustom"]

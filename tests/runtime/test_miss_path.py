@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import opbuild.runtime as rt
-from opbuild.abi import tiling_context as tc
+from opbuild.runtime.host import tiling_context as tc
 from opbuild.runtime.binaries.package import STAMP_INTERVAL_NS
 from opbuild.runtime.call import plans
 from opbuild.runtime.call.arguments import _DTYPE_NAMES, _dtype_name

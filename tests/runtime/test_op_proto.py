@@ -11,7 +11,7 @@ import pytest
 
 import opbuild.runtime as rt
 from opbuild.abi import package_layout as layout
-from opbuild.abi.tiling_context import TensorDesc, build_tiling_context
+from opbuild.runtime.host.tiling_context import TensorDesc, build_tiling_context
 
 pytestmark = pytest.mark.slow  # the session's sample package
 

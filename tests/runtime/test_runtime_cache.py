@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import opbuild.runtime as rt
-from opbuild.abi import c_callbacks
+from opbuild.runtime.host import c_callbacks
 from opbuild.runtime import AclnnError, api
 from opbuild.runtime.call import executor
 from opbuild.runtime.call.plans import STAMP_INTERVAL_NS

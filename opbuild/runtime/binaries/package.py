@@ -22,7 +22,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from opbuild import safefile
 from opbuild.abi import package_layout as layout
@@ -105,7 +105,7 @@ def search_roots(explicit: str | os.PathLike[str] | None = None) -> list[Path]:
     """The package roots to search, highest priority first (see module docstring)."""
     if explicit is not None:
         return [Path(explicit)]
-    roots: list[Path] = [Path(p) for p in os.environ.get("ASCEND_CUSTOM_OPP_PATH", "").split(":") if p]
+    roots = custom_roots(os.environ)
     opp = os.environ.get("ASCEND_OPP_PATH")
     if opp:
         roots += [Path(opp) / "vendors" / v for v in read_load_priority(Path(opp) / "vendors" / "config.ini")]
@@ -115,6 +115,51 @@ def search_roots(explicit: str | os.PathLike[str] | None = None) -> list[Path]:
     elif opp:
         roots.append(Path(opp) / "built-in")
     return roots
+
+
+def custom_roots(env: Mapping[str, str]) -> list[Path]:
+    """ASCEND_CUSTOM_OPP_PATH's package roots (`:`-separated, empty entries skipped), searched
+    first by the runtime, op_fallback, atc and `opbuild om build`."""
+    return [Path(p) for p in env.get("ASCEND_CUSTOM_OPP_PATH", "").split(":") if p]
+
+
+def search_key(custom: Any, opp: Any, home: Any) -> tuple[Any, ...]:
+    """Everything search_roots() reads, as one value that changes whenever its result may: the
+    ASCEND_CUSTOM_OPP_PATH, ASCEND_OPP_PATH and ASCEND_HOME_PATH values (str, or bytes as
+    os.environ stores them), the stat of vendors/config.ini and whether opp_latest is a directory.
+    op_fallback keeps its library search path while this stays the same (fallback/search.py), so
+    the search order and what it depends on are written in this one module."""
+    return (custom, opp, home, _stat_key(_config_ini(opp)) if opp else None, _opp_latest(home) if home else None)
+
+
+def _stat_key(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+_CONFIG_INI: dict[str, str] = {}
+
+
+def _config_ini(opp: Any) -> str:
+    """<opp>/vendors/config.ini of an ASCEND_OPP_PATH value (str or as os.environ stores it)."""
+    path = _CONFIG_INI.get(opp)
+    if path is None:
+        path = _CONFIG_INI[opp] = os.path.join(os.fsdecode(opp), "vendors", "config.ini")
+    return path
+
+
+_OPP_LATEST: dict[Any, str] = {}
+
+
+def _opp_latest(home: Any) -> bool:
+    """Whether <ASCEND_HOME_PATH>/opp_latest is a directory (its path made once per value)."""
+    path = _OPP_LATEST.get(home)
+    if path is None:
+        path = _OPP_LATEST[home] = os.path.join(os.fsdecode(home), "opp_latest")
+    return os.path.isdir(path)
 
 
 def read_load_priority(config_ini: Path) -> list[str]:

@@ -190,7 +190,7 @@ class OpRuntime:
         key = (package, what)
         lib = self._tiling_libs.get(key)
         if lib is None:
-            from opbuild.abi.c_callbacks import CallbackError, TilingLibrary
+            from opbuild.runtime.host.c_callbacks import CallbackError, TilingLibrary
 
             with self._lock:
                 lib = self._tiling_libs.get(key)
@@ -218,7 +218,7 @@ class OpRuntime:
                     return fn
             try:
                 if rule.callback == "c":
-                    from opbuild.abi.c_callbacks import CKeyCallback
+                    from opbuild.runtime.host.c_callbacks import CKeyCallback
 
                     callback = CKeyCallback(self.tiling_library(package), rule.c_symbol, self.spec)
                     self._fragment_fn = make_fragment_fn(self.spec, c_callback=callback)

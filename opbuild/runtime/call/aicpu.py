@@ -32,7 +32,7 @@ import numpy as np
 from opbuild import safefile
 from opbuild.abi import package_layout as layout
 from opbuild.abi.ge_types import dtype_name
-from opbuild.abi.op_proto import UNKNOWN_RANK
+from opbuild.runtime.host.op_proto import UNKNOWN_RANK
 from opbuild.abi.vocabulary import ATTR_TYPE, DTYPE
 from opbuild.runtime import device
 from opbuild.runtime.binaries.package import inside_package, search_roots

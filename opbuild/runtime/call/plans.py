@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from opbuild import safefile
-from opbuild.abi import c_callbacks as _c_callbacks
-from opbuild.abi.c_callbacks import TilingResult
+from opbuild.runtime.host import c_callbacks as _c_callbacks
+from opbuild.runtime.host.c_callbacks import TilingResult
 from opbuild.abi.ge_types import dtype_name
 from opbuild.abi.kernel_launch import kernel_list_keys, tiling_argument, tiling_data_size
-from opbuild.abi.op_proto import InferError, infer_on_block
+from opbuild.runtime.host.op_proto import InferError, infer_on_block
 from opbuild.abi.platform import platform
-from opbuild.abi.tiling_context import fill_block
+from opbuild.runtime.host.tiling_context import fill_block
 from opbuild.codegen.op_proto import infer_shape_symbol
 from opbuild.runtime import device, fastpath_ext
 from opbuild.runtime.call.arguments import _DTYPE_NAMES

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple, Sequence
 
 from opbuild.abi import package_layout as layout
 from opbuild.runtime.call.cache_key import search_env
-from opbuild.runtime.binaries.package import STAMP_INTERVAL_NS
+from opbuild.runtime.binaries.package import STAMP_INTERVAL_NS, search_key
 from opbuild.runtime.errors import ACLNN_ERR_INNER, AclnnError
 
 log = logging.getLogger("opbuild.fallback")
@@ -68,38 +68,8 @@ _SYMBOLS: dict[tuple[str, tuple[str, ...]], tuple[int, str]] = {}
 _ENV_PATH: tuple[Any, tuple[str, ...]] | None = None
 
 
-def _stat_key(path: str) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size
-
-
-_CONFIG_INI: dict[str, str] = {}
-
-
-def _config_ini(opp: Any) -> str:
-    """<opp>/vendors/config.ini of an ASCEND_OPP_PATH value (str or as os.environ stores it)."""
-    path = _CONFIG_INI.get(opp)
-    if path is None:
-        path = _CONFIG_INI[opp] = os.path.join(os.fsdecode(opp), "vendors", "config.ini")
-    return path
-
-
 _PACKAGE_OF: dict[str, str] = {}
 """Library path -> its package root (checked by _handle before the library is opened)."""
-
-
-_OPP_LATEST: dict[Any, str] = {}
-
-
-def _opp_latest(home: Any) -> bool:
-    """Whether <ASCEND_HOME_PATH>/opp_latest is a directory (its path made once per value)."""
-    path = _OPP_LATEST.get(home)
-    if path is None:
-        path = _OPP_LATEST[home] = os.path.join(os.fsdecode(home), "opp_latest")
-    return os.path.isdir(path)
 
 
 def _libraries(roots: Sequence[str | os.PathLike[str]]) -> tuple[str, ...]:
@@ -143,9 +113,7 @@ def search_path(roots: Sequence[str | os.PathLike[str]] | None = None) -> tuple[
         return _libraries(roots)
     # The variables as os.environ stores them (search_env: one dict read each; os.environ.get
     # decodes and costs ~10x more, and syn_exec_aclnn asks on every call).
-    _, custom, opp, home = search_env()
-    key = (custom, opp, home, _stat_key(_config_ini(opp)) if opp else None,
-           _opp_latest(home) if home else None)
+    key = search_key(*search_env()[1:])
     cached = _ENV_PATH
     if cached is not None and cached[0] == key:
         return cached[1]

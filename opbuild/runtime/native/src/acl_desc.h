@@ -31,7 +31,7 @@ struct aclDataBuffer {
     size_t size;
 };
 
-/* The kind of an attribute value; also its tag in the tuples given to Python (opbuild/runtime/aclop.py). */
+/* The kind of an attribute value; also its tag in the tuples given to Python (opbuild/om/aclop.py). */
 enum {
     ACL_ATTR_BOOL = 'b',
     ACL_ATTR_INT = 'i',

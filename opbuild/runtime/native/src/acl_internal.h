@@ -9,7 +9,7 @@
  *   acl_config.c  aclInit's acl.json
  *   acl_event.c   events, timed stream sync, run mode, rtGetSocVersion
  *   acl_desc.c    aclTensorDesc, aclDataBuffer, aclopAttr, aclmdlDataset (layouts: acl_desc.h)
- *   acl_op.c      aclop* and aclmdl*, run by opbuild/runtime/aclop.py and aclmdl.py
+ *   acl_op.c      aclop* and aclmdl*, run by opbuild/om/aclop.py and aclmdl.py
  *
  * The struct layouts below are read by opbuild/runtime/capi.py through ctypes; it checks them
  * against opbuild_acl_layout() before first use.

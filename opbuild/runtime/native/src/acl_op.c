@@ -1,8 +1,8 @@
 /* acl_op.c: aclopExecute / aclopCompileAndExecute and the aclmdl model API, run by Python.
  *
  * The C side checks handles and counts, turns the descs, buffers and attributes into Python
- * tuples and calls opbuild/runtime/aclop.py (single ops: the op packages or the single-op models
- * of aclopSetModelDir) or opbuild/runtime/aclmdl.py (loaded .om models, OmRunner). Those return
+ * tuples and calls opbuild/om/aclop.py (single ops: the op packages or the single-op models
+ * of aclopSetModelDir) or opbuild/om/aclmdl.py (loaded .om models, OmRunner). Those return
  * (status, message, ...) with an aclError status; this file reports a failure in the CANN log
  * style and returns the status. A model description (aclmdlDesc) is a C copy of what
  * aclmdl.describe returned, so its getters never enter Python.
@@ -16,8 +16,8 @@
 #include "acl_desc.h"
 #include "acl_python.h"
 
-#define ACLOP_MODULE "opbuild.runtime.aclop"
-#define ACLMDL_MODULE "opbuild.runtime.aclmdl"
+#define ACLOP_MODULE "opbuild.om.aclop"
+#define ACLMDL_MODULE "opbuild.om.aclmdl"
 
 /* ---- results -------------------------------------------------------------------------------- */
 

@@ -1088,7 +1088,7 @@ static PyMethodDef fp_methods[] = {
      "non-empty) (describe.c; plans.describe_call is the reference)"},
     {"fill_tiling_context", (PyCFunction)(void (*)(void))fp_fill_tiling_context, METH_FASTCALL,
      "fill_tiling_context(...): a TilingContext filled in C, or None (tiling_fill.c; used by "
-     "opbuild.abi.tiling_context.build_tiling_context)."},
+     "opbuild.runtime.host.tiling_context.build_tiling_context)."},
     {"reset", fp_reset, METH_NOARGS, "Forget the calling thread's plan table (ResetCacheThreadLocal)."},
     {"env_token", fp_env_token, METH_NOARGS,
      "The search environment's token (opkey.h), recomputed only when the environment may have changed."},

@@ -1,6 +1,6 @@
 /* tiling_fill.c: _fastpath.fill_tiling_context, a TilingContext filled in C from a call's arguments.
  *
- * opbuild/abi/tiling_context.py's build_tiling_context is the reference and the only caller: it
+ * opbuild/runtime/host/tiling_context.py's build_tiling_context is the reference and the only caller: it
  * runs on every op-parameter cache miss, and filling the context field by field through ctypes
  * cost a quarter of a miss. This fills the same context (opbuild/tiling.h) and everything it
  * points to in ONE block: the context at offset 0, then the start/count arrays, the tensor
@@ -95,7 +95,7 @@ static PyObject *block_tiling_data(TilingBlock *self, PyObject *arg) {
 /* block.run_infer(fns, n_outputs) -> (status, error, index of the last function run, ((dtype code, dims), ...))
  * Calls each `uint32_t fn(TilingContext *, OpbuildTensorDesc *outputs)` of `fns` (op_proto
  * functions, by address: InferDataType then InferShape) in turn on the same n_outputs zeroed
- * descriptors, stopping at the first failure, and returns what they wrote (abi/op_proto.py). */
+ * descriptors, stopping at the first failure, and returns what they wrote (runtime/host/op_proto.py). */
 static PyObject *block_run_infer(TilingBlock *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2 || !PyTuple_CheckExact(args[0])) {
         PyErr_SetString(PyExc_TypeError, "run_infer(fns: tuple, n_outputs)");

@@ -2,7 +2,7 @@
  *
  * The TilingContext is a plain C struct filled by the host runtime (Python, through ctypes) so
  * that the tiling library needs no runtime library to link against and stays self-contained
- * (it can be shipped inside an .om file). Its layout is ABI: opbuild/abi/tiling_context.py
+ * (it can be shipped inside an .om file). Its layout is ABI: opbuild/runtime/host/tiling_context.py
  * mirrors it field for field, and `abi_version` must match OPBUILD_TILING_ABI_VERSION.
  *
  * Signatures (as CANN's TilingFunc and GenSimplifiedKeyKernelFunc):

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple, Sequence
 
 from opbuild.abi.platform import platform
 from opbuild.abi.vocabulary import DEFAULT_SOC
-from opbuild.abi.tiling_context import (
+from opbuild.runtime.host.tiling_context import (
     GRAPH_PARAM_INVALID,
     GRAPH_SUCCESS,
     MAX_SIMPLIFIED_KEY_LEN,

@@ -21,16 +21,14 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
-from opbuild.runtime_paths import native_include_dir
+from opbuild.runtime_paths import native_include_dir, runtime_dir
 
 
 @lru_cache(maxsize=1)
 def install_tokens() -> tuple[tuple[str, str], ...]:
     """(location, token) of each install location of opbuild that command lines name, longest
     location first (the include directory lies inside the runtime directory)."""
-    from opbuild.abi.native_libs import RUNTIME_DIR
-
-    pairs = {str(native_include_dir()): "opbuild", str(RUNTIME_DIR): "opbuild-runtime"}
+    pairs = {str(native_include_dir()): "opbuild", str(runtime_dir()): "opbuild-runtime"}
     return tuple(sorted(pairs.items(), key=lambda p: -len(p[0])))
 
 
