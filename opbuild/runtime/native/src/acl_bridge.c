@@ -454,7 +454,7 @@ static void learn_from_miss(opcache_op *op, PyObject *native, const void *const 
         return;
     }
     if ((Py_ssize_t)nargs != n_items + 2) return;
-    opcache_plan *plan = opcache_plan_new(key);
+    opcache_plan *plan = plancache_plan_new(key->w, key->n);
     if (plan == NULL) return;
     plan->fn = (void *)(uintptr_t)fn;
     plan->block_dim = block_dim;
@@ -463,11 +463,13 @@ static void learn_from_miss(opcache_op *op, PyObject *native, const void *const 
     plan->sync = sync;
     plan->ws_size = ws;
     plan->tiling = malloc(tiling_len ? (size_t)tiling_len : 1);
+    plan->tiling_owned = 1;
     plan->itemsize = malloc((size_t)n_items + 1);
     plan->key_text = strdup(key_text);
     plan->kernel = strdup(kernel);
-    plan->stamp_path = strdup(stamp);
-    if (plan->tiling && plan->itemsize && plan->key_text && plan->kernel && plan->stamp_path) {
+    /* no stamp, no caching */
+    if (plan->tiling && plan->itemsize && plan->key_text && plan->kernel &&
+        plancache_plan_stamp(plan, stamp, NULL) == 0) {
         memcpy(plan->tiling, tiling, (size_t)tiling_len);
         memcpy(plan->itemsize, itemsize, (size_t)n_items);
         opcache_insert(plan);

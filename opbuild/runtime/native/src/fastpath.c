@@ -20,7 +20,6 @@
 #include "fastpath.h"
 
 #include <structmember.h>
-#include <sys/stat.h>
 
 /* ---- module state (set by configure(); used with the GIL held) ------------------------------- */
 
@@ -60,61 +59,28 @@ void raise_aclnn(int status, PyObject *message) {
     }
 }
 
-/* ---- the per-thread plan table --------------------------------------------------------------- */
+/* ---- the per-thread plan table (plancache.h) ------------------------------------------------ */
 
 /* Bumped whenever an entry is freed or inserted (and so when a table is cleared or freed): a
  * Phase1's memo of its last hit (below) is valid only while this is unchanged. */
 uint64_t g_epoch = 1;
 
-void entry_free(Entry *e) {
+/* An entry's front (EntryFront), released with its plan record; always with the GIL held (a
+ * table is only used and freed with it). */
+static void front_free(void *front) {
+    EntryFront *f = front;
     g_epoch++;
-    for (Py_ssize_t i = 0; i < e->nattrs; i++) Py_XDECREF(e->attrs[i]);
-    for (Py_ssize_t i = 0; i < e->ndescr; i++) Py_XDECREF(e->descrs[i]);
-    Py_XDECREF(e->plan);
-    Py_XDECREF(e->ws_obj);
-    Py_XDECREF(e->op);
-    PyMem_Free(e->words);
-    PyMem_Free(e->attrs);
-    PyMem_Free(e->descrs);
-    PyMem_Free(e->stamp_path);
-    PyMem_Free(e);
-}
-
-/* Whether the package of an entry's plan is unchanged (plans.plan_fresh, in C). */
-int entry_fresh(Entry *e) {
-    if (e->stamp_path == NULL) return 1;
-    int64_t now = opkey_now_ns();
-    if (now - e->checked_ns < OPKEY_STAMP_INTERVAL_NS) return 1; /* opkey.h: checked at most every 1 ms */
-    struct stat st;
-    if (stat(e->stamp_path, &st) != 0) return 0;
-    if (!((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == e->stamp[0] &&
-          (int64_t)st.st_size == e->stamp[1] && (int64_t)st.st_ino == e->stamp[2]))
-        return 0;
-    e->checked_ns = now;
-    return 1;
-}
-
-void table_clear(Table *t) {
-    /* Detach first: freeing entries may run arbitrary destructors. */
-    Entry **buckets = t->buckets;
-    size_t n = t->mask + 1;
-    t->buckets = NULL;
-    t->mask = 0;
-    t->count = 0;
-    if (buckets == NULL) return;
-    for (size_t i = 0; i < n; i++) {
-        Entry *e = buckets[i];
-        while (e != NULL) {
-            Entry *next = e->next;
-            entry_free(e);
-            e = next;
-        }
-    }
-    PyMem_Free(buckets);
+    if (f == NULL) return;
+    Py_XDECREF(f->plan);
+    Py_XDECREF(f->ws_obj);
+    Py_XDECREF(f->op);
+    PyMem_Free(f);
 }
 
 static void table_dealloc(Table *t) {
-    table_clear(t);
+    plancache_table *core = t->core;
+    t->core = NULL;
+    plancache_table_free(core);
     Py_TYPE(t)->tp_free((PyObject *)t);
 }
 
@@ -124,7 +90,7 @@ static PyTypeObject TableType = {
     .tp_basicsize = sizeof(Table),
     .tp_dealloc = (destructor)table_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The calling thread's plan table of the C fast path.",
+    .tp_doc = "The calling thread's plan table of the C fast path (plancache.h).",
 };
 
 /* The calling thread's table; created when `create`, else NULL (no error) when there is none. */
@@ -135,41 +101,15 @@ Table *thread_table(int create) {
     if (t != NULL || !create || PyErr_Occurred()) return (Table *)t;
     t = PyType_GenericNew(&TableType, NULL, NULL);
     if (t == NULL) return NULL;
+    ((Table *)t)->core = plancache_table_new();
+    if (((Table *)t)->core == NULL) {
+        Py_DECREF(t);
+        PyErr_NoMemory();
+        return NULL;
+    }
     int rc = PyDict_SetItem(dict, g_table_key, t);
     Py_DECREF(t);
     return rc < 0 ? NULL : (Table *)t;
-}
-
-int table_insert(Table *t, Entry *e) {
-    if (t->count >= TABLE_LIMIT) table_clear(t);
-    if (t->buckets == NULL || t->count >= t->mask + 1) {
-        size_t n = t->buckets == NULL ? 64 : (t->mask + 1) * 2;
-        Entry **nb = PyMem_Calloc(n, sizeof(Entry *));
-        if (nb == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        if (t->buckets != NULL) {
-            for (size_t i = 0; i <= t->mask; i++) {
-                Entry *x = t->buckets[i];
-                while (x != NULL) {
-                    Entry *next = x->next;
-                    x->next = nb[x->hash & (n - 1)];
-                    nb[x->hash & (n - 1)] = x;
-                    x = next;
-                }
-            }
-            PyMem_Free(t->buckets);
-        }
-        t->buckets = nb;
-        t->mask = n - 1;
-    }
-    size_t b = e->hash & t->mask;
-    g_epoch++;
-    e->next = t->buckets[b];
-    t->buckets[b] = e;
-    t->count++;
-    return 0;
 }
 
 /* ---- executor allocation ----------------------------------------------------------------------- */
@@ -238,66 +178,58 @@ static int register_plan(Phase1 *self, PyObject *const *args, Key *k, PyObject *
     }
     Py_ssize_t ntensors = self->n_in + self->n_out;
     if (nargs != (unsigned long long)(ntensors + 2) || block_dim > 0x7FFFFFFFull) return 0;
+    int rc;
     Table *t = thread_table(1);
     if (t == NULL) return -1;
-    Entry *e = PyMem_Calloc(1, sizeof(Entry));
-    if (e == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    e->words = PyMem_Malloc((size_t)k->nwords * sizeof(uint64_t));
-    e->attrs = PyMem_Calloc((size_t)self->n_attr + 1, sizeof(PyObject *));
-    e->descrs = PyMem_Calloc((size_t)ntensors + 1, sizeof(PyObject *));
-    if (e->words == NULL || e->attrs == NULL || e->descrs == NULL) {
-        entry_free(e);
-        PyErr_NoMemory();
-        return -1;
-    }
-    memcpy(e->words, k->words, (size_t)k->nwords * sizeof(uint64_t));
-    e->nwords = k->nwords;
-    e->hash = k->hash;
-    e->op = Py_NewRef(self->op);
-    e->nattrs = 0; /* attribute values and dtypes are in the key's words (opkey.h) */
-    e->ndescr = 0;
-    e->plan = Py_NewRef(plan);
-    e->ws_obj = PyLong_FromUnsignedLongLong(ws);
-    if (e->ws_obj == NULL) {
-        entry_free(e);
-        return -1;
-    }
+    int64_t stamp_words[3];
+    const char *path = NULL;
     PyObject *stamp = PyObject_GetAttr(plan, s_stamp), *stamp_path = stamp ? PyObject_GetAttr(plan, s_stamp_path) : NULL;
     if (stamp == NULL || stamp_path == NULL) {
         Py_XDECREF(stamp);
-        entry_free(e);
         return -1;
     }
     if (stamp != Py_None) {
-        const char *path = PyUnicode_Check(stamp_path) ? PyUnicode_AsUTF8(stamp_path) : NULL;
-        int ok = path != NULL && PyArg_ParseTuple(stamp, "LLL", &e->stamp[0], &e->stamp[1], &e->stamp[2]);
-        if (ok) {
-            e->stamp_path = PyMem_Malloc(strlen(path) + 1);
-            if (e->stamp_path != NULL) strcpy(e->stamp_path, path);
-        }
-        if (!ok || e->stamp_path == NULL) { /* not checkable: not cached in C */
-            Py_DECREF(stamp);
+        path = PyUnicode_Check(stamp_path) ? PyUnicode_AsUTF8(stamp_path) : NULL;
+        if (path == NULL || !PyArg_ParseTuple(stamp, "LLL", &stamp_words[0], &stamp_words[1], &stamp_words[2])) {
+            Py_DECREF(stamp); /* not checkable: not cached in C */
             Py_DECREF(stamp_path);
-            entry_free(e);
             PyErr_Clear();
             return 0;
         }
     }
+    Entry *e = plancache_plan_new(k->words, (size_t)k->nwords);
+    EntryFront *f = PyMem_Calloc(1, sizeof(EntryFront));
+    int ok = e != NULL && f != NULL && plancache_plan_stamp(e, path, path ? stamp_words : NULL) == 0;
     Py_DECREF(stamp);
     Py_DECREF(stamp_path);
-    e->checked_ns = opkey_now_ns();
+    if (!ok) {
+        PyMem_Free(f);
+        plancache_plan_unref(e);
+        PyErr_NoMemory();
+        return -1;
+    }
+    f->op = Py_NewRef(self->op);
+    f->plan = Py_NewRef(plan);
+    f->ws_obj = PyLong_FromUnsignedLongLong(ws);
+    e->front = f;
+    e->front_free = front_free;
+    if (f->ws_obj == NULL) {
+        plancache_plan_unref(e);
+        return -1;
+    }
     e->ws_size = ws;
-    e->tiling_addr = tiling;
+    e->tiling = (void *)(uintptr_t)tiling; /* the Python plan's tiling block (kept alive by f->plan) */
     e->fn = (void *)(uintptr_t)fnv;
     e->nargs = (uint32_t)nargs;
+    e->ntensors = (uint32_t)ntensors;
     e->block_dim = (uint32_t)block_dim;
     e->sync = sync;
     e->empty = empty;
-    if (table_insert(t, e) < 0) {
-        entry_free(e);
+    g_epoch++;
+    rc = plancache_insert(t->core, e);
+    plancache_plan_unref(e); /* the table's reference remains */
+    if (rc < 0) {
+        PyErr_NoMemory();
         return -1;
     }
     /* forget(plan) looks in this bucket only (plans.Plan.native_hash) */
@@ -425,7 +357,7 @@ static PyObject *phase1_key(Phase1 *self, PyObject *const *args, Py_ssize_t narg
     Table *t = thread_table(1);
     if (t == NULL) return NULL;
     Key k;
-    int rc = build_key(self, args + 1, &k, dp, &t->env);
+    int rc = build_key(self, args + 1, &k, dp, &t->core->env);
     if (rc < 0) return NULL;
     if (rc == 0) Py_RETURN_NONE;
     return PyBytes_FromStringAndSize((const char *)k.words, k.nwords * (Py_ssize_t)sizeof(uint64_t));
@@ -940,7 +872,7 @@ static PyObject *fp_params_key(PyObject *mod, PyObject *const *args, Py_ssize_t 
         return NULL;
     }
     opkey key;
-    opkey_begin(&key, op_id, opkey_env_token_cached(&t->env), (uint64_t)dp, (uint32_t)nslots, (uint32_t)nattrs);
+    opkey_begin(&key, op_id, opkey_env_token_cached(&t->core->env), (uint64_t)dp, (uint32_t)nslots, (uint32_t)nattrs);
     int rc = 1;
     for (Py_ssize_t i = 0; i < nslots && rc == 1; i++) {
         PyObject *group = PySequence_Fast(PySequence_Fast_GET_ITEM(params, i), "params_key: a parameter is a list");
@@ -985,7 +917,7 @@ static PyObject *fp_reset(PyObject *mod, PyObject *unused) {
     if (g_table_key == NULL) Py_RETURN_NONE;
     Table *t = thread_table(0);
     if (t == NULL && PyErr_Occurred()) return NULL;
-    if (t != NULL) table_clear(t);
+    if (t != NULL) plancache_table_clear(t->core);
     Py_RETURN_NONE;
 }
 
@@ -995,7 +927,7 @@ static PyObject *fp_env_token(PyObject *mod, PyObject *unused) {
     (void)unused;
     Table *t = g_table_key != NULL ? thread_table(1) : NULL;
     if (t == NULL && PyErr_Occurred()) return NULL;
-    return PyLong_FromUnsignedLongLong(t != NULL ? opkey_env_token_cached(&t->env) : opkey_env_token());
+    return PyLong_FromUnsignedLongLong(t != NULL ? opkey_env_token_cached(&t->core->env) : opkey_env_token());
 }
 
 /* forget(plan): drop the calling thread's entries of `plan` (the Python cache evicted it). */
@@ -1007,30 +939,25 @@ static PyObject *fp_forget(PyObject *mod, PyObject *plan) {
         if (PyErr_Occurred()) return NULL;
         Py_RETURN_NONE;
     }
-    /* The bucket of the key the plan was last registered under (register_plan), else all of them.
-     * A plan registered under another key too keeps that entry until the table is cleared: it
+    /* The bucket of the key the plan was last registered under (register_plan), else every plan.
+     * A plan registered under another key too keeps that entry until evicted or cleared: it
      * stays a correct plan (its package stamp is still checked on every hit). */
-    size_t first = 0, last = t->mask;
+    plancache_table *core = t->core;
     PyObject *h = PyObject_GetAttr(plan, s_native_hash);
+    unsigned long long hash = 0;
+    int hinted = 0;
     if (h == NULL) PyErr_Clear();
-    else if (PyLong_Check(h) && t->buckets != NULL) {
-        unsigned long long hash = PyLong_AsUnsignedLongLong(h);
+    else if (PyLong_Check(h)) {
+        hash = PyLong_AsUnsignedLongLong(h);
         if (PyErr_Occurred()) PyErr_Clear();
-        else first = last = (size_t)hash & t->mask;
+        else hinted = 1;
     }
     Py_XDECREF(h);
-    for (size_t i = first; t->buckets != NULL && i <= last; i++) {
-        Entry **link = &t->buckets[i];
-        while (*link != NULL) {
-            Entry *e = *link;
-            if (e->plan == plan) {
-                *link = e->next;
-                t->count--;
-                entry_free(e);
-            } else {
-                link = &e->next;
-            }
-        }
+    Entry *e = hinted ? core->buckets[hash & core->mask] : core->newest;
+    while (e != NULL) {
+        Entry *next = hinted ? e->next : e->older;
+        if (ENTRY_FRONT(e)->plan == plan) plancache_remove(core, e); /* (the caller holds `plan`) */
+        e = next;
     }
     Py_RETURN_NONE;
 }
@@ -1040,7 +967,7 @@ static PyObject *fp_table_size(PyObject *mod, PyObject *unused) {
     (void)unused;
     Table *t = thread_table(0);
     if (t == NULL && PyErr_Occurred()) return NULL;
-    return PyLong_FromSize_t(t ? t->count : 0);
+    return PyLong_FromSize_t(t ? t->core->count : 0);
 }
 
 static PyObject *fp_stats(PyObject *mod, PyObject *unused) {
