@@ -1,8 +1,8 @@
 /* fastpath.h: what the files of the _fastpath extension's hit path share (internal).
  *
  * fastpath_hit.c is the hit path (key -> cached plan -> launch); fastpath.c the rest of the
- * extension: the per-thread plan table, the Executor type, the registration of a Python miss's
- * plan, the Phase1/Phase2 types and the module. Every function and variable here is used with
+ * extension: the per-thread plan table (plancache.h's), the Executor type, the registration of a
+ * Python miss's plan, the Phase1/Phase2 types and the module. Every function and variable here is used with
  * the GIL held.
  */
 #ifndef OPBUILD_FASTPATH_H

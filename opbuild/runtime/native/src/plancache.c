@@ -3,6 +3,7 @@
 #include "plancache.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -70,6 +71,96 @@ int plancache_plan_fresh(plancache_plan *p) {
     if (stamp_of(p->stamp_path, now) != 0 || memcmp(now, p->stamp, sizeof now) != 0) return 0;
     p->checked_ns = t;
     return 1;
+}
+
+/* ---- the plan record ------------------------------------------------------------------------ */
+
+static char *dup_bytes(const char *p, size_t n) {
+    char *s = malloc(n + 1);
+    if (s != NULL) {
+        memcpy(s, p, n);
+        s[n] = '\0';
+    }
+    return s;
+}
+
+plancache_plan *plancache_plan_from_record(const void *record, size_t len, const uint64_t *words, size_t nwords,
+                                           int copy_tiling, char *err, size_t errlen) {
+    const size_t head = PLANCACHE_RECORD_WORDS * sizeof(uint64_t);
+    uint64_t w[PLANCACHE_RECORD_WORDS];
+    if (len < head) {
+        snprintf(err, errlen, "plan record: %zu bytes, shorter than its %zu-byte header", len, head);
+        return NULL;
+    }
+    memcpy(w, record, head);
+    if (w[0] != PLANCACHE_RECORD_MAGIC) {
+        snprintf(err, errlen, "plan record: magic 0x%016llx, expected 0x%016llx (OPPLAN01)", (unsigned long long)w[0],
+                 (unsigned long long)PLANCACHE_RECORD_MAGIC);
+        return NULL;
+    }
+    uint64_t block_dim = w[2], nargs = w[3], flags = w[4];
+    const uint64_t *lens = w + 10; /* tiling, item sizes, stamp path, key text, kernel */
+    uint64_t body = 0;
+    for (int i = 0; i < 5; i++) {
+        if (lens[i] > len || body + lens[i] > len) {
+            snprintf(err, errlen, "plan record: field %d's length %llu exceeds the record (%zu bytes)", i,
+                     (unsigned long long)lens[i], len);
+            return NULL;
+        }
+        body += lens[i];
+    }
+    if (head + body != len) {
+        snprintf(err, errlen, "plan record: %zu bytes, its header says %llu", len, (unsigned long long)(head + body));
+        return NULL;
+    }
+    if (nargs < 2 || nargs - 2 != lens[1] || nargs > 0xFFFFull) {
+        snprintf(err, errlen, "plan record: %llu launch arguments for %llu tensors (tensors + workspace + tiling)",
+                 (unsigned long long)nargs, (unsigned long long)lens[1]);
+        return NULL;
+    }
+    if (block_dim > 0x7FFFFFFFull || (flags & ~(uint64_t)(PLANCACHE_SYNC | PLANCACHE_EMPTY)) != 0) {
+        snprintf(err, errlen, "plan record: block_dim %llu or flags 0x%llx out of range", (unsigned long long)block_dim,
+                 (unsigned long long)flags);
+        return NULL;
+    }
+    const char *p = (const char *)record + head;
+    const char *tiling = p, *itemsize = tiling + lens[0], *stamp_path = itemsize + lens[1];
+    const char *key_text = stamp_path + lens[2], *kernel = key_text + lens[3];
+    plancache_plan *plan = plancache_plan_new(words, nwords);
+    if (plan == NULL) goto oom;
+    plan->fn = (void *)(uintptr_t)w[1];
+    plan->block_dim = (uint32_t)block_dim;
+    plan->nargs = (uint32_t)nargs;
+    plan->ntensors = (uint32_t)lens[1];
+    plan->sync = (flags & PLANCACHE_SYNC) != 0;
+    plan->empty = (flags & PLANCACHE_EMPTY) != 0;
+    plan->ws_size = w[5];
+    plan->tiling_len = (size_t)lens[0];
+    if (copy_tiling) {
+        if (lens[0]) {
+            plan->tiling = dup_bytes(tiling, lens[0]);
+            plan->tiling_owned = 1;
+            if (plan->tiling == NULL) goto oom;
+        }
+    } else {
+        plan->tiling = (void *)(uintptr_t)w[6];
+    }
+    plan->itemsize = (uint8_t *)dup_bytes(itemsize, lens[1]);
+    plan->key_text = dup_bytes(key_text, lens[3]);
+    plan->kernel = dup_bytes(kernel, lens[4]);
+    if (plan->itemsize == NULL || plan->key_text == NULL || plan->kernel == NULL) goto oom;
+    if (lens[2]) {
+        char *path = dup_bytes(stamp_path, lens[2]);
+        int64_t stamp[3] = {(int64_t)w[7], (int64_t)w[8], (int64_t)w[9]};
+        int rc = path != NULL ? plancache_plan_stamp(plan, path, stamp) : -1;
+        free(path);
+        if (rc != 0) goto oom;
+    }
+    return plan;
+oom:
+    plancache_plan_unref(plan);
+    snprintf(err, errlen, "plan record: out of memory");
+    return NULL;
 }
 
 /* ---- capacity -------------------------------------------------------------------------------- */

@@ -46,6 +46,7 @@ typedef struct plancache_plan {
     uint64_t ws_size;
     void *tiling;       /* the tiling argument; owned (freed with the plan) when tiling_owned */
     int tiling_owned;
+    size_t tiling_len;  /* bytes of the tiling argument (as the record gave them) */
     uint8_t *itemsize;  /* per tensor slot, or NULL (owned) */
     char *key_text;     /* full simplified key, or NULL (owned) */
     char *kernel;       /* binary name, for messages, or NULL (owned) */
@@ -89,6 +90,27 @@ void plancache_plan_unref(plancache_plan *p);
 int plancache_plan_stamp(plancache_plan *p, const char *path, const int64_t *stamp);
 /* Whether the plan's package is unchanged (one stat at most every OPKEY_STAMP_INTERVAL_NS). */
 int plancache_plan_fresh(plancache_plan *p);
+
+/* ---- the plan record: the one way a Python miss hands its plan to C ------------------------
+ *
+ * Built by opbuild.runtime.call.plans.native_record from a plans.Plan, parsed by
+ * plancache_plan_from_record for both front ends (fastpath.c register_plan, acl_bridge.c
+ * learn_from_miss). Native byte order: PLANCACHE_RECORD_WORDS 64-bit words
+ *   magic, fn, block_dim, nargs, flags (PLANCACHE_SYNC | PLANCACHE_EMPTY), workspace size,
+ *   tiling address (the Python plan's buffer), stamp mtime ns, size, inode,
+ *   the lengths of: tiling bytes, item sizes (one byte per tensor), stamp path, key text, kernel
+ * then those five byte strings in that order, nothing after them. A change to what a plan holds
+ * is this layout, plancache_plan, the parser and native_record. */
+#define PLANCACHE_RECORD_MAGIC 0x31304e414c50504full /* "OPPLAN01" */
+#define PLANCACHE_RECORD_WORDS 15
+enum { PLANCACHE_SYNC = 1, PLANCACHE_EMPTY = 2 };
+
+/* A new plan (one reference) from a record, filed under `words`; the tiling argument is a copy
+ * of the record's tiling bytes when `copy_tiling` (a plan that outlives the Python plan), else
+ * the record's tiling address (the caller keeps the Python plan alive). NULL and a message in
+ * `err` naming what is wrong for a malformed record (or out of memory). */
+plancache_plan *plancache_plan_from_record(const void *record, size_t len, const uint64_t *words, size_t nwords,
+                                           int copy_tiling, char *err, size_t errlen);
 
 /* The plans a table holds at most (> 0 sets it for every table's next insert). */
 size_t plancache_capacity(size_t set);
