@@ -128,7 +128,7 @@ sim = Extension(
 )
 
 _py_libdirs, _py_libs = _libpython()
-ACL_SOURCES = ["acl_log.c", "acl_meta.c", "acl_rt.c", "acl_bridge.c", "opcache.c", "opkey.c", "acl_config.c",
+ACL_SOURCES = ["acl_log.c", "acl_meta.c", "acl_rt.c", "acl_bridge.c", "opcache.c", "plancache.c", "opkey.c", "acl_config.c",
                "acl_event.c", "acl_desc.c", "acl_op.c"]
 acl = Extension(
     ACL_NAME,
@@ -137,6 +137,7 @@ acl = Extension(
     depends=[
         f"{NATIVE}/src/acl_internal.h",
         f"{NATIVE}/src/opcache.h",
+        f"{NATIVE}/src/plancache.h",
         f"{NATIVE}/src/opkey.h",
         f"{NATIVE}/src/setting.h",
         f"{NATIVE}/include/opbuild/vocabulary_gen.h",
@@ -177,10 +178,11 @@ FASTPATH_NAME = "opbuild.runtime._fastpath"
 fastpath = Extension(
     FASTPATH_NAME,
     sources=[f"{NATIVE}/src/fastpath.c", f"{NATIVE}/src/fastpath_hit.c", f"{NATIVE}/src/opkey.c",
+             f"{NATIVE}/src/plancache.c",
              f"{NATIVE}/src/fallback_exec.c", f"{NATIVE}/src/oneshot.c", f"{NATIVE}/src/tiling_fill.c",
              f"{NATIVE}/src/describe.c"],
     include_dirs=[*_numpy_include(), f"{NATIVE}/src", f"{NATIVE}/include"],
-    depends=[f"{NATIVE}/src/opkey.h", f"{NATIVE}/src/fastpath.h", f"{NATIVE}/include/opbuild/vocabulary_gen.h", f"{NATIVE}/include/opbuild/tiling.h"],
+    depends=[f"{NATIVE}/src/opkey.h", f"{NATIVE}/src/plancache.h", f"{NATIVE}/src/fastpath.h", f"{NATIVE}/include/opbuild/vocabulary_gen.h", f"{NATIVE}/include/opbuild/tiling.h"],
     extra_compile_args=["-std=gnu11", "-O2", "-fvisibility=hidden", *WARNINGS],
     language="c",
 )

@@ -26,6 +26,7 @@ import numpy as np
 from opbuild.abi.vocabulary import ACL_DATA_TYPES, ATTR_TYPES, DTYPE_BY_ACL, FORMAT_BY_ACL
 from opbuild.runtime import device, settings
 from opbuild.runtime.call import cache_key, launch, plan_cache
+from opbuild.runtime.call.plans import native_record
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
 from opbuild.runtime.tensor import Tensor
 
@@ -347,21 +348,17 @@ def _signature(spec: Any) -> tuple[bytes, bytes, int, tuple[bytes, ...]]:
             len(spec.outputs), tuple(defaults))
 
 
-def native_plan(executor: Any) -> tuple | None:
-    """The plan of a phase 1 in the form the native cache keeps (acl_bridge.c learn_from_miss), or
-    None when its calls cannot be launched from the key alone (tensors copied, tensor lists, an
-    empty output, a kernel-less plan)."""
+def native_plan(executor: Any) -> bytes | None:
+    """The plan of a phase 1 as the native cache receives it (plans.native_record, parsed by
+    acl_bridge.c learn_from_miss), or None when its calls cannot be launched from the key alone
+    (tensors copied, tensor lists, an empty output, a kernel-less plan, no package stamp)."""
     plan = executor.plan
     if executor.args is None or plan.empty or plan.kernel is None or plan.selection is None:
         return None
     refs = executor.refs
-    if any(a.size == 0 for a in refs):
+    if any(a.size == 0 for a in refs) or not plan.stamp_path or plan.stamp is None or len(refs) != plan.nargs - 2:
         return None
-    path = plan.stamp_path
-    if not path or plan.stamp is None:
-        return None
-    return (plan.fn.value or 0, plan.block_dim, plan.nargs, plan.sync, plan.workspace_size,
-            bytes(plan.tiling_buffer), bytes(a.itemsize for a in refs), plan.selection.full_key, plan.kernel.name, path)
+    return native_record(plan, bytes(a.itemsize for a in refs))
 
 
 class OpCall:

@@ -23,7 +23,7 @@ from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError, as_aclnn
 from opbuild.runtime.call.executor import Executor, execute, get_workspace_size
 from opbuild.runtime.call.launch import _FAST_POINTERS, LAUNCH_OBSERVERS, _launch_failed, _Native
 from opbuild.runtime.call.plan_cache import _fastpath
-from opbuild.runtime.call.plans import Plan
+from opbuild.runtime.call.plans import Plan, executor_record
 from opbuild.runtime.binaries.selection import OpRuntime
 
 
@@ -187,7 +187,7 @@ def _fastpath_ready() -> bool:
                     _Native.bind()
                 _fastpath.configure(AclnnError, settings.DP, Executor, Plan, _launch_failed,
                                     ctypes.cast(_Native.launch, ctypes.c_void_p).value, cache_key.numpy_dtype_codes(),
-                                    ctypes.cast(_Native.isolated, ctypes.c_void_p).value)
+                                    ctypes.cast(_Native.isolated, ctypes.c_void_p).value, executor_record)
                 _fastpath.set_observed(len(LAUNCH_OBSERVERS))
                 ready = True
             except (OSError, AttributeError, device.DeviceError, TypeError, ValueError, RuntimeError):

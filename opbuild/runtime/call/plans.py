@@ -10,6 +10,8 @@ Kept apart from the cache (plan_cache) and from launching (launch), which only r
 from __future__ import annotations
 
 import ctypes
+import json
+import struct
 import threading
 import time
 from dataclasses import dataclass
@@ -104,7 +106,7 @@ class Plan:
 
     __slots__ = ("op", "selection", "kernel", "block_dim", "tiling_key", "workspace_size", "tiling_buffer", "empty",
                  "contiguous", "nargs", "ws_index", "tiling_addr", "fn", "sync", "hot", "stamp_path", "stamp",
-                 "checked_ns", "native_hash", "attrs")
+                 "checked_ns", "native_hash", "attrs", "record")
 
     def __init__(self, op: OpRuntime, selection: Selection | None, kernel: KernelInfo | None, block_dim: int,
                  tiling_key: int, workspace_size: int, tiling_buffer: Any, empty: bool, contiguous: bool,
@@ -131,6 +133,7 @@ class Plan:
         self.checked_ns = time.monotonic_ns()
         self.native_hash = None  # the C fast path's key hash it was registered under (fastpath.c forget)
         self.attrs: tuple = ()  # the normalized attribute values it was planned for (part of its key): the dump's index
+        self.record: bytes | None = None  # its native_record, made at its first registration in C
 
     @property
     def selected(self) -> Selection:
@@ -156,6 +159,47 @@ class Plan:
     def __repr__(self) -> str:
         name = self.selection.entry.name if self.selection else None
         return f"Plan({name}, block_dim={self.block_dim}, workspace={self.workspace_size}, empty={self.empty})"
+
+
+# ---- the plan record: how a miss hands its plan to the native cache ------------------------------
+
+RECORD_MAGIC = 0x31304E414C50504F
+"""= PLANCACHE_RECORD_MAGIC of native/src/plancache.h ("OPPLAN01"); tests/capi/test_plan_cache_unified.py
+parses records built here with the C parser."""
+_RECORD_HEAD = struct.Struct("=7Q3q5Q")  # plancache.h: PLANCACHE_RECORD_WORDS words, then five byte strings
+_SYNC, _EMPTY = 1, 2  # PLANCACHE_SYNC, PLANCACHE_EMPTY
+
+
+def native_record(plan: Plan, itemsizes: bytes) -> bytes:
+    """The plan record (native/src/plancache.h) of `plan` for calls whose tensors have these item
+    sizes: the one form in which both native front ends (the aclnn C ABI, the _fastpath wrappers)
+    receive a Python miss's plan, parsed by the one C parser (plancache_plan_from_record). A
+    change to what a native plan holds is made here and there."""
+    tiling = bytes(plan.tiling_buffer) if plan.tiling_buffer is not None else b""
+    stamp = plan.stamp
+    path = plan.stamp_path.encode() if stamp is not None and plan.stamp_path else b""
+    key = plan.selection.full_key.encode() if plan.selection is not None else b""
+    kernel = plan.kernel.name.encode() if plan.kernel is not None else b""
+    fn = (plan.fn.value or 0) if plan.fn is not None else 0
+    flags = (_SYNC if plan.sync else 0) | (_EMPTY if plan.empty else 0)
+    head = _RECORD_HEAD.pack(RECORD_MAGIC, fn, plan.block_dim, plan.nargs, flags, plan.workspace_size or 0,
+                             plan.tiling_addr, *(stamp if path else (0, 0, 0)), len(tiling), len(itemsizes),
+                             len(path), len(key), len(kernel))
+    return b"".join((head, tiling, itemsizes, path, key, kernel))
+
+
+def executor_record(executor: Any) -> bytes | None:
+    """The plan record of an executor whose launch arguments are the call's arrays as they are
+    (`args`), for the cache the next call of its key hits in C; None when its plan's calls cannot
+    be launched from the key alone (a tensor not C-contiguous, tensor lists). Made once per plan."""
+    plan = executor.plan
+    record = plan.record
+    if record is None:
+        refs = executor.refs
+        if executor.args is None or not plan.contiguous or len(refs) != plan.nargs - 2:
+            return None
+        record = plan.record = native_record(plan, bytes(a.itemsize for a in refs))
+    return record
 
 
 def plan_fresh(plan: Plan) -> bool:

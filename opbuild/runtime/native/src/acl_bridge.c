@@ -408,8 +408,8 @@ static int native_phase1(opcache_op *op, const void *const *inputs, const void *
 
 /* Learn the op's signature and cache the plan of a Python miss: capi's `native` value is None or
  * (signature, plan) with signature (in_kinds: bytes, attr_kinds: bytes, defaults: tuple of
- * bytes) and plan None or (fn, block_dim, nargs, sync, ws_size, tiling: bytes, itemsizes: bytes,
- * key_text, kernel, stamp_path). GIL held. */
+ * bytes) and plan None or its plan record (plancache.h; plans.native_record), parsed by the one
+ * parser. GIL held. */
 static void learn_from_miss(opcache_op *op, PyObject *native, const void *const *inputs, const void *const *attrs,
                             const aclTensor *const *outputs, opkey *key, int *have_key) {
     if (native == Py_None || !PyTuple_Check(native) || PyTuple_GET_SIZE(native) != 2) return;
@@ -443,35 +443,17 @@ static void learn_from_miss(opcache_op *op, PyObject *native, const void *const 
                                      key) == 0;
         if (!*have_key) return;
     }
-    unsigned long long fn, ws;
-    unsigned int block_dim, nargs;
-    int sync;
-    char *tiling, *itemsize, *key_text, *kernel, *stamp;
-    Py_ssize_t tiling_len, n_items;
-    if (!PyArg_ParseTuple(rec, "KIIiKy#y#sss", &fn, &block_dim, &nargs, &sync, &ws, &tiling, &tiling_len, &itemsize,
-                          &n_items, &key_text, &kernel, &stamp)) {
-        PyErr_Clear();
+    if (!PyBytes_Check(rec)) return;
+    char err[256];
+    opcache_plan *plan = plancache_plan_from_record(PyBytes_AS_STRING(rec), (size_t)PyBytes_GET_SIZE(rec), key->w,
+                                                    key->n, 1, err, sizeof err);
+    if (plan == NULL) { /* capi.native_plan made it: a bug, reported; the call itself succeeded */
+        char api[128];
+        opcache_op_api(op, api, sizeof api);
+        acl_error("ACLNN", "%s: the plan is not cached natively: %s", api, err);
         return;
     }
-    if ((Py_ssize_t)nargs != n_items + 2) return;
-    opcache_plan *plan = opcache_plan_new(key);
-    if (plan == NULL) return;
-    plan->fn = (void *)(uintptr_t)fn;
-    plan->block_dim = block_dim;
-    plan->nargs = nargs;
-    plan->ntensors = (uint32_t)n_items;
-    plan->sync = sync;
-    plan->ws_size = ws;
-    plan->tiling = malloc(tiling_len ? (size_t)tiling_len : 1);
-    plan->itemsize = malloc((size_t)n_items + 1);
-    plan->key_text = strdup(key_text);
-    plan->kernel = strdup(kernel);
-    plan->stamp_path = strdup(stamp);
-    if (plan->tiling && plan->itemsize && plan->key_text && plan->kernel && plan->stamp_path) {
-        memcpy(plan->tiling, tiling, (size_t)tiling_len);
-        memcpy(plan->itemsize, itemsize, (size_t)n_items);
-        opcache_insert(plan);
-    }
+    if (plan->stamp_path != NULL) opcache_insert(plan); /* no stamp, no caching */
     opcache_plan_unref(plan);
 }
 

@@ -5,11 +5,13 @@
  * functions are a Phase1 / Phase2 object of this module. Their cache hit -- key (opkey.h) ->
  * cached plan -> launch -- is fastpath_hit.c; this file holds the rest:
  *
- *   - the calling thread's plan table (in the thread state dict, freed with the thread; cleared
- *     with the Python cache, entries dropped on eviction or when their package changed);
+ *   - the calling thread's plan table: plancache.h's table (its eviction and stamp check are
+ *     the C ABI's too), owned by an object in the thread state dict (freed with the thread;
+ *     cleared with the Python cache; a plan the Python cache evicts is dropped: forget);
  *   - the Python miss: phase1_slow calls the Python phase 1 with the key the hit path built
- *     (`_opkey`, so both caches file the plan under one key), registers the plan it made and
- *     lets phase 2 launch that executor from C (make_fast);
+ *     (`_opkey`, so both caches file the plan under one key), registers the plan it made (its
+ *     plan record, plans.executor_record, read by plancache_plan_from_record) and lets phase 2
+ *     launch that executor from C (make_fast);
  *   - the Executor type (the one executor type of the runtime), Phase1 / Phase2, and the module
  *     functions: configure, the keys of normalized arguments (params_key) and of a Phase1 call
  *     (Phase1.key, key_words), reset, forget, stats.
@@ -20,7 +22,6 @@
 #include "fastpath.h"
 
 #include <structmember.h>
-#include <sys/stat.h>
 
 /* ---- module state (set by configure(); used with the GIL held) ------------------------------- */
 
@@ -32,11 +33,11 @@ Py_ssize_t g_hot_offset = -1; /* offset of Plan.hot's slot */
 sim_launch_fn g_launch;
 sim_isolated_fn g_isolated;
 PyObject *g_table_key;        /* the thread-state-dict key of the plan table */
+static PyObject *g_executor_record; /* plans.executor_record: the plan record of a miss (plancache.h) */
 
 PyObject *s_opkey_kwnames; /* ("_opkey",) */
-PyObject *s_args, *s_plan, *s_workspace_size, *s_tiling_addr, *s_fn, *s_value, *s_nargs, *s_block_dim,
-    *s_sync, *s_empty, *s_contiguous, *s_selection, *s_full_key, *s_entry, *s_name, *s_deterministic,
-    *s_impl_mode, *s_stamp, *s_stamp_path, *s_native_hash;
+PyObject *s_args, *s_plan, *s_workspace_size, *s_selection, *s_full_key, *s_entry, *s_name, *s_deterministic,
+    *s_impl_mode, *s_native_hash;
 
 PyObject *s_zero; /* 0, phase 2's result */
 
@@ -60,61 +61,28 @@ void raise_aclnn(int status, PyObject *message) {
     }
 }
 
-/* ---- the per-thread plan table --------------------------------------------------------------- */
+/* ---- the per-thread plan table (plancache.h) ------------------------------------------------ */
 
 /* Bumped whenever an entry is freed or inserted (and so when a table is cleared or freed): a
  * Phase1's memo of its last hit (below) is valid only while this is unchanged. */
 uint64_t g_epoch = 1;
 
-void entry_free(Entry *e) {
+/* An entry's front (EntryFront), released with its plan record; always with the GIL held (a
+ * table is only used and freed with it). */
+static void front_free(void *front) {
+    EntryFront *f = front;
     g_epoch++;
-    for (Py_ssize_t i = 0; i < e->nattrs; i++) Py_XDECREF(e->attrs[i]);
-    for (Py_ssize_t i = 0; i < e->ndescr; i++) Py_XDECREF(e->descrs[i]);
-    Py_XDECREF(e->plan);
-    Py_XDECREF(e->ws_obj);
-    Py_XDECREF(e->op);
-    PyMem_Free(e->words);
-    PyMem_Free(e->attrs);
-    PyMem_Free(e->descrs);
-    PyMem_Free(e->stamp_path);
-    PyMem_Free(e);
-}
-
-/* Whether the package of an entry's plan is unchanged (plans.plan_fresh, in C). */
-int entry_fresh(Entry *e) {
-    if (e->stamp_path == NULL) return 1;
-    int64_t now = opkey_now_ns();
-    if (now - e->checked_ns < OPKEY_STAMP_INTERVAL_NS) return 1; /* opkey.h: checked at most every 1 ms */
-    struct stat st;
-    if (stat(e->stamp_path, &st) != 0) return 0;
-    if (!((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == e->stamp[0] &&
-          (int64_t)st.st_size == e->stamp[1] && (int64_t)st.st_ino == e->stamp[2]))
-        return 0;
-    e->checked_ns = now;
-    return 1;
-}
-
-void table_clear(Table *t) {
-    /* Detach first: freeing entries may run arbitrary destructors. */
-    Entry **buckets = t->buckets;
-    size_t n = t->mask + 1;
-    t->buckets = NULL;
-    t->mask = 0;
-    t->count = 0;
-    if (buckets == NULL) return;
-    for (size_t i = 0; i < n; i++) {
-        Entry *e = buckets[i];
-        while (e != NULL) {
-            Entry *next = e->next;
-            entry_free(e);
-            e = next;
-        }
-    }
-    PyMem_Free(buckets);
+    if (f == NULL) return;
+    Py_XDECREF(f->plan);
+    Py_XDECREF(f->ws_obj);
+    Py_XDECREF(f->op);
+    PyMem_Free(f);
 }
 
 static void table_dealloc(Table *t) {
-    table_clear(t);
+    plancache_table *core = t->core;
+    t->core = NULL;
+    plancache_table_free(core);
     Py_TYPE(t)->tp_free((PyObject *)t);
 }
 
@@ -124,7 +92,7 @@ static PyTypeObject TableType = {
     .tp_basicsize = sizeof(Table),
     .tp_dealloc = (destructor)table_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The calling thread's plan table of the C fast path.",
+    .tp_doc = "The calling thread's plan table of the C fast path (plancache.h).",
 };
 
 /* The calling thread's table; created when `create`, else NULL (no error) when there is none. */
@@ -135,41 +103,15 @@ Table *thread_table(int create) {
     if (t != NULL || !create || PyErr_Occurred()) return (Table *)t;
     t = PyType_GenericNew(&TableType, NULL, NULL);
     if (t == NULL) return NULL;
+    ((Table *)t)->core = plancache_table_new();
+    if (((Table *)t)->core == NULL) {
+        Py_DECREF(t);
+        PyErr_NoMemory();
+        return NULL;
+    }
     int rc = PyDict_SetItem(dict, g_table_key, t);
     Py_DECREF(t);
     return rc < 0 ? NULL : (Table *)t;
-}
-
-int table_insert(Table *t, Entry *e) {
-    if (t->count >= TABLE_LIMIT) table_clear(t);
-    if (t->buckets == NULL || t->count >= t->mask + 1) {
-        size_t n = t->buckets == NULL ? 64 : (t->mask + 1) * 2;
-        Entry **nb = PyMem_Calloc(n, sizeof(Entry *));
-        if (nb == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        if (t->buckets != NULL) {
-            for (size_t i = 0; i <= t->mask; i++) {
-                Entry *x = t->buckets[i];
-                while (x != NULL) {
-                    Entry *next = x->next;
-                    x->next = nb[x->hash & (n - 1)];
-                    nb[x->hash & (n - 1)] = x;
-                    x = next;
-                }
-            }
-            PyMem_Free(t->buckets);
-        }
-        t->buckets = nb;
-        t->mask = n - 1;
-    }
-    size_t b = e->hash & t->mask;
-    g_epoch++;
-    e->next = t->buckets[b];
-    t->buckets[b] = e;
-    t->count++;
-    return 0;
 }
 
 /* ---- executor allocation ----------------------------------------------------------------------- */
@@ -193,111 +135,56 @@ Executor *executor_alloc(Py_ssize_t items) {
 
 /* ---- the Python miss: its call, and the registration of the plan it made ---------------------- */
 
-static int get_u64(PyObject *obj, PyObject *name, unsigned long long *out) {
-    PyObject *v = PyObject_GetAttr(obj, name);
-    if (v == NULL) return -1;
-    if (v == Py_None) {
-        *out = 0;
-    } else {
-        *out = PyLong_AsUnsignedLongLong(v);
+/* Register the plan of `ex` (a Python executor that could launch directly) under the call's key:
+ * its plan record (plans.executor_record) parsed by the one parser (plancache_plan_from_record);
+ * 1 and the new entry in *registered, 0 when it is not one this path caches, -1 error (a
+ * malformed record is a ValueError naming what is wrong). */
+static int register_plan(Phase1 *self, Key *k, PyObject *ex, PyObject *plan, Entry **registered) {
+    PyObject *rec = PyObject_CallOneArg(g_executor_record, ex);
+    if (rec == NULL) return -1;
+    if (rec == Py_None) {
+        Py_DECREF(rec);
+        return 0;
     }
-    Py_DECREF(v);
-    return (*out == (unsigned long long)-1 && PyErr_Occurred()) ? -1 : 0;
-}
-
-static int get_bool(PyObject *obj, PyObject *name) {
-    PyObject *v = PyObject_GetAttr(obj, name);
-    if (v == NULL) return -1;
-    int r = PyObject_IsTrue(v);
-    Py_DECREF(v);
-    return r;
-}
-
-/* Register `plan` (of a Python executor that could launch directly) under the call's key; 1 and
- * the new entry in *registered, 0 when it is not one this path caches, -1 error. */
-static int register_plan(Phase1 *self, Key *k, PyObject *plan, Entry **registered) {
-    int contiguous = get_bool(plan, s_contiguous);
-    if (contiguous <= 0) return contiguous;
-    unsigned long long ws, tiling, nargs, block_dim, fnv = 0;
-    int sync, empty;
-    if (get_u64(plan, s_workspace_size, &ws) < 0 || get_u64(plan, s_tiling_addr, &tiling) < 0 ||
-        get_u64(plan, s_nargs, &nargs) < 0 || get_u64(plan, s_block_dim, &block_dim) < 0)
+    if (!PyBytes_Check(rec)) {
+        PyErr_Format(PyExc_TypeError, "executor_record returned %.100s, not bytes", Py_TYPE(rec)->tp_name);
+        Py_DECREF(rec);
         return -1;
-    if ((sync = get_bool(plan, s_sync)) < 0 || (empty = get_bool(plan, s_empty)) < 0) return -1;
-    PyObject *fn = PyObject_GetAttr(plan, s_fn);
-    if (fn == NULL) return -1;
-    if (fn != Py_None) {
-        PyObject *v = PyObject_GetAttr(fn, s_value);
-        Py_DECREF(fn);
-        if (v == NULL) return -1;
-        if (v != Py_None) fnv = PyLong_AsUnsignedLongLong(v);
-        Py_DECREF(v);
-        if (PyErr_Occurred()) return -1;
-    } else {
-        Py_DECREF(fn);
     }
-    Py_ssize_t ntensors = self->n_in + self->n_out;
-    if (nargs != (unsigned long long)(ntensors + 2) || block_dim > 0x7FFFFFFFull) return 0;
-    Table *t = thread_table(1);
-    if (t == NULL) return -1;
-    Entry *e = PyMem_Calloc(1, sizeof(Entry));
+    char err[256];
+    Entry *e = plancache_plan_from_record(PyBytes_AS_STRING(rec), (size_t)PyBytes_GET_SIZE(rec), k->words,
+                                          (size_t)k->nwords, 0, err, sizeof err);
+    Py_DECREF(rec);
     if (e == NULL) {
+        PyObject *name = self->dict != NULL ? PyDict_GetItemString(self->dict, "__name__") : NULL;
+        PyErr_Format(PyExc_ValueError, "%S: %s", name != NULL ? name : self->op, err);
+        return -1;
+    }
+    if (e->ntensors != (uint32_t)(self->n_in + self->n_out)) {
+        plancache_plan_unref(e);
+        return 0;
+    }
+    Table *t = thread_table(1);
+    EntryFront *f = t != NULL ? PyMem_Calloc(1, sizeof(EntryFront)) : NULL;
+    if (f == NULL) {
+        plancache_plan_unref(e);
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        return -1;
+    }
+    f->op = Py_NewRef(self->op);
+    f->plan = Py_NewRef(plan);
+    f->ws_obj = PyLong_FromUnsignedLongLong(e->ws_size);
+    e->front = f;
+    e->front_free = front_free;
+    if (f->ws_obj == NULL) {
+        plancache_plan_unref(e);
+        return -1;
+    }
+    g_epoch++;
+    int rc = plancache_insert(t->core, e);
+    plancache_plan_unref(e); /* the table's reference remains */
+    if (rc < 0) {
         PyErr_NoMemory();
-        return -1;
-    }
-    e->words = PyMem_Malloc((size_t)k->nwords * sizeof(uint64_t));
-    e->attrs = PyMem_Calloc((size_t)self->n_attr + 1, sizeof(PyObject *));
-    e->descrs = PyMem_Calloc((size_t)ntensors + 1, sizeof(PyObject *));
-    if (e->words == NULL || e->attrs == NULL || e->descrs == NULL) {
-        entry_free(e);
-        PyErr_NoMemory();
-        return -1;
-    }
-    memcpy(e->words, k->words, (size_t)k->nwords * sizeof(uint64_t));
-    e->nwords = k->nwords;
-    e->hash = k->hash;
-    e->op = Py_NewRef(self->op);
-    e->nattrs = 0; /* attribute values and dtypes are in the key's words (opkey.h) */
-    e->ndescr = 0;
-    e->plan = Py_NewRef(plan);
-    e->ws_obj = PyLong_FromUnsignedLongLong(ws);
-    if (e->ws_obj == NULL) {
-        entry_free(e);
-        return -1;
-    }
-    PyObject *stamp = PyObject_GetAttr(plan, s_stamp), *stamp_path = stamp ? PyObject_GetAttr(plan, s_stamp_path) : NULL;
-    if (stamp == NULL || stamp_path == NULL) {
-        Py_XDECREF(stamp);
-        entry_free(e);
-        return -1;
-    }
-    if (stamp != Py_None) {
-        const char *path = PyUnicode_Check(stamp_path) ? PyUnicode_AsUTF8(stamp_path) : NULL;
-        int ok = path != NULL && PyArg_ParseTuple(stamp, "LLL", &e->stamp[0], &e->stamp[1], &e->stamp[2]);
-        if (ok) {
-            e->stamp_path = PyMem_Malloc(strlen(path) + 1);
-            if (e->stamp_path != NULL) strcpy(e->stamp_path, path);
-        }
-        if (!ok || e->stamp_path == NULL) { /* not checkable: not cached in C */
-            Py_DECREF(stamp);
-            Py_DECREF(stamp_path);
-            entry_free(e);
-            PyErr_Clear();
-            return 0;
-        }
-    }
-    Py_DECREF(stamp);
-    Py_DECREF(stamp_path);
-    e->checked_ns = opkey_now_ns();
-    e->ws_size = ws;
-    e->tiling_addr = tiling;
-    e->fn = (void *)(uintptr_t)fnv;
-    e->nargs = (uint32_t)nargs;
-    e->block_dim = (uint32_t)block_dim;
-    e->sync = sync;
-    e->empty = empty;
-    if (table_insert(t, e) < 0) {
-        entry_free(e);
         return -1;
     }
     /* forget(plan) looks in this bucket only (plans.Plan.native_hash) */
@@ -366,7 +253,7 @@ PyObject *phase1_slow(Phase1 *self, PyObject *const *args, size_t nargsf, PyObje
         return NULL;
     }
     Entry *e = NULL;
-    int rc = register_plan(self, k, plan, &e);
+    int rc = register_plan(self, k, ex, plan, &e);
     Py_DECREF(plan);
     if (rc < 0) {
         Py_DECREF(res);
@@ -425,7 +312,7 @@ static PyObject *phase1_key(Phase1 *self, PyObject *const *args, Py_ssize_t narg
     Table *t = thread_table(1);
     if (t == NULL) return NULL;
     Key k;
-    int rc = build_key(self, args + 1, &k, dp, &t->env);
+    int rc = build_key(self, args + 1, &k, dp, &t->core->env);
     if (rc < 0) return NULL;
     if (rc == 0) Py_RETURN_NONE;
     return PyBytes_FromStringAndSize((const char *)k.words, k.nwords * (Py_ssize_t)sizeof(uint64_t));
@@ -752,14 +639,19 @@ static PyTypeObject Phase2Type = {
 
 static PyObject *fp_configure(PyObject *mod, PyObject *args, PyObject *kwds) {
     (void)mod;
-    PyObject *err, *dp, *py_executor, *plan_type, *launch_failed, *codes;
+    PyObject *err, *dp, *py_executor, *plan_type, *launch_failed, *codes, *record;
     unsigned long long launch = 0, isolated = 0;
     static char *kwlist[] = {"aclnn_error", "dp", "executor_type", "plan_type", "launch_failed", "sim_launch",
-                             "dtype_codes", "sim_isolated", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!OO!OKO!K:configure", kwlist, &err, &PyList_Type, &dp,
+                             "dtype_codes", "sim_isolated", "executor_record", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!OO!OKO!KO:configure", kwlist, &err, &PyList_Type, &dp,
                                      &py_executor, &PyType_Type, &plan_type, &launch_failed, &launch, &PyDict_Type,
-                                     &codes, &isolated))
+                                     &codes, &isolated, &record))
         return NULL;
+    if (!PyCallable_Check(record)) {
+        PyErr_SetString(PyExc_TypeError, "configure: executor_record must be callable");
+        return NULL;
+    }
+    Py_XSETREF(g_executor_record, Py_NewRef(record));
     if (!launch || !isolated) {
         PyErr_SetString(PyExc_ValueError, "configure: sim_launch and sim_isolated must be function addresses");
         return NULL;
@@ -940,7 +832,7 @@ static PyObject *fp_params_key(PyObject *mod, PyObject *const *args, Py_ssize_t 
         return NULL;
     }
     opkey key;
-    opkey_begin(&key, op_id, opkey_env_token_cached(&t->env), (uint64_t)dp, (uint32_t)nslots, (uint32_t)nattrs);
+    opkey_begin(&key, op_id, opkey_env_token_cached(&t->core->env), (uint64_t)dp, (uint32_t)nslots, (uint32_t)nattrs);
     int rc = 1;
     for (Py_ssize_t i = 0; i < nslots && rc == 1; i++) {
         PyObject *group = PySequence_Fast(PySequence_Fast_GET_ITEM(params, i), "params_key: a parameter is a list");
@@ -985,7 +877,7 @@ static PyObject *fp_reset(PyObject *mod, PyObject *unused) {
     if (g_table_key == NULL) Py_RETURN_NONE;
     Table *t = thread_table(0);
     if (t == NULL && PyErr_Occurred()) return NULL;
-    if (t != NULL) table_clear(t);
+    if (t != NULL) plancache_table_clear(t->core);
     Py_RETURN_NONE;
 }
 
@@ -995,7 +887,7 @@ static PyObject *fp_env_token(PyObject *mod, PyObject *unused) {
     (void)unused;
     Table *t = g_table_key != NULL ? thread_table(1) : NULL;
     if (t == NULL && PyErr_Occurred()) return NULL;
-    return PyLong_FromUnsignedLongLong(t != NULL ? opkey_env_token_cached(&t->env) : opkey_env_token());
+    return PyLong_FromUnsignedLongLong(t != NULL ? opkey_env_token_cached(&t->core->env) : opkey_env_token());
 }
 
 /* forget(plan): drop the calling thread's entries of `plan` (the Python cache evicted it). */
@@ -1007,30 +899,25 @@ static PyObject *fp_forget(PyObject *mod, PyObject *plan) {
         if (PyErr_Occurred()) return NULL;
         Py_RETURN_NONE;
     }
-    /* The bucket of the key the plan was last registered under (register_plan), else all of them.
-     * A plan registered under another key too keeps that entry until the table is cleared: it
+    /* The bucket of the key the plan was last registered under (register_plan), else every plan.
+     * A plan registered under another key too keeps that entry until evicted or cleared: it
      * stays a correct plan (its package stamp is still checked on every hit). */
-    size_t first = 0, last = t->mask;
+    plancache_table *core = t->core;
     PyObject *h = PyObject_GetAttr(plan, s_native_hash);
+    unsigned long long hash = 0;
+    int hinted = 0;
     if (h == NULL) PyErr_Clear();
-    else if (PyLong_Check(h) && t->buckets != NULL) {
-        unsigned long long hash = PyLong_AsUnsignedLongLong(h);
+    else if (PyLong_Check(h)) {
+        hash = PyLong_AsUnsignedLongLong(h);
         if (PyErr_Occurred()) PyErr_Clear();
-        else first = last = (size_t)hash & t->mask;
+        else hinted = 1;
     }
     Py_XDECREF(h);
-    for (size_t i = first; t->buckets != NULL && i <= last; i++) {
-        Entry **link = &t->buckets[i];
-        while (*link != NULL) {
-            Entry *e = *link;
-            if (e->plan == plan) {
-                *link = e->next;
-                t->count--;
-                entry_free(e);
-            } else {
-                link = &e->next;
-            }
-        }
+    Entry *e = hinted ? core->buckets[hash & core->mask] : core->newest;
+    while (e != NULL) {
+        Entry *next = hinted ? e->next : e->older;
+        if (ENTRY_FRONT(e)->plan == plan) plancache_remove(core, e); /* (the caller holds `plan`) */
+        e = next;
     }
     Py_RETURN_NONE;
 }
@@ -1040,7 +927,63 @@ static PyObject *fp_table_size(PyObject *mod, PyObject *unused) {
     (void)unused;
     Table *t = thread_table(0);
     if (t == NULL && PyErr_Occurred()) return NULL;
-    return PyLong_FromSize_t(t ? t->count : 0);
+    return PyLong_FromSize_t(t ? t->core->count : 0);
+}
+
+/* cache_stats(): the calling thread's table counters (plancache.h), the same fields as the acl
+ * library's opbuild_aclnn_cache_stats. */
+static PyObject *fp_cache_stats(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    Table *t = g_table_key != NULL ? thread_table(0) : NULL;
+    if (t == NULL && PyErr_Occurred()) return NULL;
+    plancache_stats z = {0}, *st = t != NULL ? &t->core->stats : &z;
+    return Py_BuildValue("{sKsKsKsKsnsK}", "hits", (unsigned long long)st->hits, "misses",
+                         (unsigned long long)st->misses, "inserts", (unsigned long long)st->inserts, "stale",
+                         (unsigned long long)st->stale, "size", (Py_ssize_t)(t != NULL ? t->core->count : 0),
+                         "evictions", (unsigned long long)st->evictions);
+}
+
+/* cache_capacity(n=0): the plans a thread's table holds at most (OPBUILD_PARAM_CACHE_SIZE); n > 0 sets it. */
+static PyObject *fp_cache_capacity(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    (void)mod;
+    Py_ssize_t n = 0;
+    if (nargs > 1) {
+        PyErr_SetString(PyExc_TypeError, "cache_capacity(n=0)");
+        return NULL;
+    }
+    if (nargs == 1 && (n = PyLong_AsSsize_t(args[0])) < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "cache_capacity: n >= 0");
+        return NULL;
+    }
+    return PyLong_FromSize_t(plancache_capacity((size_t)n));
+}
+
+/* parse_plan_record(record: bytes) -> dict: the plan plancache_plan_from_record makes of a record
+ * (its fields), or ValueError naming what is wrong: the one parser, for tests and tools. */
+static PyObject *fp_parse_plan_record(PyObject *mod, PyObject *record) {
+    (void)mod;
+    if (!PyBytes_Check(record)) {
+        PyErr_SetString(PyExc_TypeError, "parse_plan_record(record: bytes)");
+        return NULL;
+    }
+    char err[256];
+    const uint64_t none = 0;
+    plancache_plan *p = plancache_plan_from_record(PyBytes_AS_STRING(record), (size_t)PyBytes_GET_SIZE(record), &none,
+                                                   0, 1, err, sizeof err);
+    if (p == NULL) {
+        PyErr_SetString(PyExc_ValueError, err);
+        return NULL;
+    }
+    PyObject *r = Py_BuildValue(
+        "{sKsIsIsIsisisKsy#sy#szsssssLsLsL}", "fn", (unsigned long long)(uintptr_t)p->fn, "block_dim", p->block_dim,
+        "nargs", p->nargs, "ntensors", p->ntensors, "sync", p->sync, "empty", p->empty, "workspace_size",
+        (unsigned long long)p->ws_size, "tiling", p->tiling ? (const char *)p->tiling : "",
+        (Py_ssize_t)(p->tiling ? p->tiling_len : 0), "itemsizes", (const char *)p->itemsize,
+        (Py_ssize_t)p->ntensors, "stamp_path", p->stamp_path, "key_text", p->key_text, "kernel", p->kernel,
+        "mtime_ns", (long long)p->stamp[0], "size", (long long)p->stamp[1], "inode", (long long)p->stamp[2]);
+    plancache_plan_unref(p);
+    return r;
 }
 
 static PyObject *fp_stats(PyObject *mod, PyObject *unused) {
@@ -1067,7 +1010,8 @@ extern PyTypeObject TilingBlockType;                                            
 
 static PyMethodDef fp_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))fp_configure, METH_VARARGS | METH_KEYWORDS,
-     "configure(aclnn_error, dp, executor_type, plan_type, launch_failed, sim_launch, dtype_codes, sim_isolated): "
+     "configure(aclnn_error, dp, executor_type, plan_type, launch_failed, sim_launch, dtype_codes, sim_isolated, "
+     "executor_record): "
      "bind to the runtime."},
     {"params_key", (PyCFunction)(void (*)(void))fp_params_key, METH_FASTCALL,
      "params_key(op_id, dp, slot_kinds, params, formats, attr_tags, attrs): the key of normalized arguments"},
@@ -1094,6 +1038,12 @@ static PyMethodDef fp_methods[] = {
      "The search environment's token (opkey.h), recomputed only when the environment may have changed."},
     {"forget", fp_forget, METH_O, "Drop the calling thread's table entries of a plan (evicted by the Python cache)."},
     {"table_size", fp_table_size, METH_NOARGS, "Entries in the calling thread's plan table."},
+    {"cache_stats", fp_cache_stats, METH_NOARGS,
+     "The calling thread's plan table counters: hits, misses, inserts, stale, size, evictions (plancache.h)."},
+    {"cache_capacity", (PyCFunction)(void (*)(void))fp_cache_capacity, METH_FASTCALL,
+     "cache_capacity(n=0): the plans a thread's table holds at most (OPBUILD_PARAM_CACHE_SIZE); n > 0 sets it."},
+    {"parse_plan_record", fp_parse_plan_record, METH_O,
+     "parse_plan_record(record) -> its fields, as the one parser reads them (plancache.h), or ValueError."},
     {"stats", fp_stats, METH_NOARGS, "Process-wide counters of the fast path (hits, misses, launches)."},
     {"reset_stats", fp_reset_stats, METH_NOARGS, "Zero the counters."},
     {NULL},
@@ -1123,22 +1073,12 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     INTERN(s_args, "args");
     INTERN(s_plan, "plan");
     INTERN(s_workspace_size, "workspace_size");
-    INTERN(s_tiling_addr, "tiling_addr");
-    INTERN(s_fn, "fn");
-    INTERN(s_value, "value");
-    INTERN(s_nargs, "nargs");
-    INTERN(s_block_dim, "block_dim");
-    INTERN(s_sync, "sync");
-    INTERN(s_empty, "empty");
-    INTERN(s_contiguous, "contiguous");
     INTERN(s_selection, "selection");
     INTERN(s_full_key, "full_key");
     INTERN(s_entry, "entry");
     INTERN(s_name, "name");
     INTERN(s_deterministic, "deterministic");
     INTERN(s_impl_mode, "impl_mode");
-    INTERN(s_stamp, "stamp");
-    INTERN(s_stamp_path, "stamp_path");
     INTERN(s_native_hash, "native_hash");
     {
         PyObject *name = PyUnicode_InternFromString("_opkey");

@@ -1,8 +1,8 @@
 /* fastpath.h: what the files of the _fastpath extension's hit path share (internal).
  *
  * fastpath_hit.c is the hit path (key -> cached plan -> launch); fastpath.c the rest of the
- * extension: the per-thread plan table, the Executor type, the registration of a Python miss's
- * plan, the Phase1/Phase2 types and the module. Every function and variable here is used with
+ * extension: the per-thread plan table (plancache.h's), the Executor type, the registration of a
+ * Python miss's plan, the Phase1/Phase2 types and the module. Every function and variable here is used with
  * the GIL held.
  */
 #ifndef OPBUILD_FASTPATH_H
@@ -15,6 +15,7 @@
 
 #include "opbuild/vocabulary_gen.h" /* ACLNN_ERR_* */
 #include "opkey.h"
+#include "plancache.h"
 
 #define PY_ARRAY_UNIQUE_SYMBOL opbuild_fastpath_ARRAY_API /* shared with fallback_exec.c, oneshot.c ... */
 #ifndef FASTPATH_IMPORTS_ARRAY
@@ -26,7 +27,6 @@
 #define MAX_KEY_WORDS 512
 #define MAX_TENSORS 60
 #define MAX_ATTRS 60
-#define TABLE_LIMIT 8192
 #define RELEASE_GIL_BYTES (64 * 1024)
 
 _Static_assert(sizeof(void *) == sizeof(uint64_t), "launch arguments are kept as uint64 and passed as pointers");
@@ -38,32 +38,21 @@ typedef int (*sim_isolated_fn)(void);
 
 /* ---- types ------------------------------------------------------------------------------------- */
 
-typedef struct Entry {
-    struct Entry *next;
-    uint64_t hash;
-    PyObject *op;
-    Py_ssize_t nwords, nattrs, ndescr;
-    uint64_t *words;      /* the key (opkey.h) */
-    PyObject **attrs;     /* owned */
-    PyObject **descrs;    /* owned (their addresses are in words) */
-    PyObject *plan;       /* owned */
-    PyObject *ws_obj;     /* owned: plan.workspace_size */
-    unsigned long long ws_size;
-    uint64_t tiling_addr;
-    void *fn;
-    uint32_t nargs, block_dim;
-    int sync, empty;
-    char *stamp_path;     /* the package's binary_info_config.json (Selection.config), or NULL */
-    int64_t stamp[3];     /* its mtime ns, size, inode when the plan was made (plans.file_stamp) */
-    int64_t checked_ns;   /* when it was last checked */
-} Entry;
+/* A plan of the table: plancache.h's record; what this extension keeps beside it (the Python
+ * objects a hit hands out) is its `front`, an EntryFront. */
+typedef plancache_plan Entry;
+typedef struct {
+    PyObject *op;     /* the op the plan was made for */
+    PyObject *plan;   /* the Python plans.Plan */
+    PyObject *ws_obj; /* plan.workspace_size as an int */
+} EntryFront;
+#define ENTRY_FRONT(e) ((EntryFront *)(e)->front)
 
+/* The calling thread's plan table: plancache.h's table, owned by a Python object kept in the
+ * thread state dict (freed with the thread, with the GIL held). */
 typedef struct {
     PyObject_HEAD
-    Entry **buckets;
-    size_t mask; /* buckets - 1 */
-    size_t count;
-    opkey_env_cache env; /* this thread's last look at the search environment (opkey.h) */
+    plancache_table *core;
 } Table;
 
 /* The last hit of a Phase1: what the key was built from (not the key) and the entry it found.
@@ -73,7 +62,7 @@ typedef struct {
  * hashing the key and the table lookup: that was ~60% of a hit's instructions. The key stays
  * the one definition (opkey.h): the memo is only ever filled from a call whose key was built
  * and found. It points into the thread's table, so any entry freed or inserted anywhere
- * (g_epoch) invalidates it; the package stamp is still checked on every hit (entry_fresh). */
+ * (g_epoch) invalidates it; the package stamp is still checked on every hit (plancache_plan_fresh). */
 typedef struct {
     uint64_t epoch;        /* g_epoch when filled; 0 = empty (g_epoch starts counting at 1) */
     PyThreadState *ts;     /* the thread it was made in (pointer and id: a new thread state may */
@@ -147,11 +136,7 @@ extern PyTypeObject ExecutorType;
 
 int configured(void);
 void raise_aclnn(int status, PyObject *message);
-void entry_free(Entry *e);
-int entry_fresh(Entry *e);
-void table_clear(Table *t);
 Table *thread_table(int create);
-int table_insert(Table *t, Entry *e);
 Executor *executor_alloc(Py_ssize_t items);
 /* A call the hit path does not serve: the Python phase 1 (with the key `k` when it built one). */
 PyObject *phase1_slow(Phase1 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames, Key *k, long dp);

@@ -130,38 +130,10 @@ int build_key(Phase1 *self, PyObject *const *args, Key *k, long dp, opkey_env_ca
     return 1;
 }
 
-static Entry *lookup(Table *t, Phase1 *self, PyObject *const *args, Key *k) {
-    if (t->buckets == NULL) return NULL;
-    Entry **link = &t->buckets[k->hash & t->mask];
-    for (Entry *e = *link; e != NULL; link = &e->next, e = e->next) {
-        if (e->hash != k->hash || e->op != self->op || e->nwords != k->nwords ||
-            memcmp(e->words, k->words, (size_t)k->nwords * sizeof(uint64_t)) != 0)
-            continue;
-        int same = 1;
-        for (Py_ssize_t i = 0; i < e->nattrs && same; i++) {
-            PyObject *a = args[self->n_in + i], *b = e->attrs[i];
-            if (a == b) continue;
-            if (Py_TYPE(a) != Py_TYPE(b)) {
-                same = 0;
-                break;
-            }
-            int eq = PyObject_RichCompareBool(a, b, Py_EQ);
-            if (eq < 0) {
-                PyErr_Clear();
-                eq = 0;
-            }
-            same = eq;
-        }
-        if (!same) continue;
-        if (!entry_fresh(e)) { /* the package was rebuilt: drop the plan, the Python path selects again */
-            *link = e->next;
-            t->count--;
-            entry_free(e);
-            return NULL;
-        }
-        return e;
-    }
-    return NULL;
+/* The table's plan for this call's key (plancache_find: a stale plan is dropped), or NULL. */
+static inline Entry *lookup(Table *t, Phase1 *self, Key *k) {
+    Entry *e = plancache_find(t->core, k->words, (size_t)k->nwords, k->hash);
+    return e != NULL && ENTRY_FRONT(e)->op == self->op ? e : NULL;
 }
 
 /* ---- the memo of the last hit (see Memo) ------------------------------------------------------ */
@@ -211,8 +183,9 @@ static inline Entry *memo_match(Phase1 *self, PyObject *const *args, PyObject *d
     }
     for (Py_ssize_t i = 0; i < n_attr; i++)
         if (!memo_same_attr(args[n_in + i], m->objs[ntensors + i])) return NULL;
-    if (opkey_env_token_cached(&m->table->env) != m->env_token) return NULL;
-    if (!entry_fresh(m->entry)) return NULL; /* the lookup drops it */
+    if (opkey_env_token_cached(&m->table->core->env) != m->env_token) return NULL;
+    if (!plancache_plan_fresh(m->entry)) return NULL; /* the lookup drops it */
+    plancache_touch(m->table->core, m->entry);
     return m->entry;
 }
 
@@ -251,7 +224,7 @@ static void memo_set(Phase1 *self, PyObject *const *args, PyObject *dpo, Table *
     m->ts_id = m->ts->id;
     m->table = t;
     m->entry = e;
-    m->env_token = t->env.token; /* build_key just read it through t->env */
+    m->env_token = t->core->env.token; /* build_key just read it through the table's env */
     m->epoch = g_epoch;
 }
 
@@ -267,9 +240,9 @@ PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf, PyObje
         if (dp == -1 && PyErr_Occurred()) return NULL;
         Table *t = thread_table(1);
         if (t == NULL) return NULL;
-        int rc = build_key(self, args, &k, dp, &t->env);
+        int rc = build_key(self, args, &k, dp, &t->core->env);
         if (rc <= 0) return rc < 0 ? NULL : phase1_slow(self, args, nargsf, kwnames, NULL, 0);
-        e = lookup(t, self, args, &k);
+        e = lookup(t, self, &k);
         if (e == NULL) return phase1_slow(self, args, nargsf, kwnames, &k, dp);
         memo_set(self, args, dpo, t, e);
     }
@@ -287,7 +260,7 @@ PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf, PyObje
     if (or_addr & 15) return phase1_slow(self, args, nargsf, kwnames, NULL, 0);
     Executor *ex = executor_alloc(ntensors + e->nargs);
     if (ex == NULL) return NULL;
-    ex->plan = Py_NewRef(e->plan);
+    ex->plan = Py_NewRef(ENTRY_FRONT(e)->plan);
     ex->op = Py_NewRef(self->op);
     ex->refs = ex->inputs = ex->outputs = NULL;
     ex->fast = ex->has_args = 1;
@@ -308,11 +281,11 @@ PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf, PyObje
         launch_args[i] = (uint64_t)(uintptr_t)PyArray_DATA((PyArrayObject *)o);
     }
     launch_args[ntensors] = 0;
-    launch_args[ntensors + 1] = e->tiling_addr;
+    launch_args[ntensors + 1] = (uint64_t)(uintptr_t)e->tiling;
     if (g_hot_offset >= 0) {
-        PyObject **slot = (PyObject **)((char *)e->plan + g_hot_offset);
+        PyObject **slot = (PyObject **)((char *)ENTRY_FRONT(e)->plan + g_hot_offset);
         if (*slot != Py_True) Py_XSETREF(*slot, Py_NewRef(Py_True));
-    } else if (PyObject_SetAttrString(e->plan, "hot", Py_True) < 0) {
+    } else if (PyObject_SetAttrString(ENTRY_FRONT(e)->plan, "hot", Py_True) < 0) {
         Py_DECREF(ex);
         return NULL;
     }
@@ -322,7 +295,7 @@ PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf, PyObje
         Py_DECREF(ex);
         return NULL;
     }
-    PyTuple_SET_ITEM(res, 0, Py_NewRef(e->ws_obj));
+    PyTuple_SET_ITEM(res, 0, Py_NewRef(ENTRY_FRONT(e)->ws_obj));
     PyTuple_SET_ITEM(res, 1, (PyObject *)ex);
     return res;
 }

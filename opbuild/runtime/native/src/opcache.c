@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 /* ---- ops ------------------------------------------------------------------------------------ */
 
@@ -110,7 +109,7 @@ static int key_tensor(opkey *key, const aclTensor *t) {
     return 0;
 }
 
-typedef struct table table;
+typedef plancache_table table;
 static table *my_table(int create);
 static uint64_t env_token(void);
 
@@ -160,137 +159,23 @@ int opcache_call_key(const opcache_op *op, uint64_t dp, const void *const *input
     return key->failed ? -1 : 0;
 }
 
-/* ---- plans ---------------------------------------------------------------------------------- */
+/* ---- the per-thread table (plancache.h) ------------------------------------------------------ */
 
-opcache_plan *opcache_plan_new(const opkey *key) {
-    opcache_plan *p = calloc(1, sizeof *p);
-    if (p == NULL) return NULL;
-    p->words = malloc(key->n * sizeof(uint64_t));
-    if (p->words == NULL) {
-        free(p);
-        return NULL;
-    }
-    memcpy(p->words, key->w, key->n * sizeof(uint64_t));
-    p->nwords = key->n;
-    p->hash = opkey_hash(key->w, key->n);
-    p->refs = 1;
-    return p;
-}
-
-void opcache_plan_ref(opcache_plan *p) { __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED); }
-
-void opcache_plan_unref(opcache_plan *p) {
-    if (p == NULL || __atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
-    free(p->words);
-    free(p->tiling);
-    free(p->itemsize);
-    free(p->key_text);
-    free(p->kernel);
-    free(p->stamp_path);
-    free(p);
-}
-
-/* ---- the per-thread table ------------------------------------------------------------------- */
-
-/* A cached plan in its bucket's chain (`next`) and in the thread's recency list (`newer`,
- * `older`: most recently used at the head). The cache holds at most g_capacity plans
- * (OPBUILD_PARAM_CACHE_SIZE, default 1024, read once per process); inserting into a full cache
- * evicts the least recently used one. */
-typedef struct slot {
-    struct slot *next;
-    struct slot *newer, *older;
-    opcache_plan *plan;
-} slot;
-
-struct table {
-    slot **buckets;
-    slot *newest, *oldest; /* the recency list */
-    size_t mask, count;
-    opcache_stats stats;
-    opkey_env_cache env; /* this thread's last look at the search environment (opkey.h) */
-};
-
-static __thread table *t_table;
+/* This thread's table: created at first use, freed at thread exit (a pthread key destructor). */
+static __thread plancache_table *t_table;
 static pthread_key_t g_table_key;
 static pthread_once_t g_table_once = PTHREAD_ONCE_INIT;
-static size_t g_capacity;
 
-static void table_clear(table *t) {
-    if (t->buckets == NULL) return;
-    for (size_t i = 0; i <= t->mask; i++) {
-        slot *s = t->buckets[i];
-        while (s != NULL) {
-            slot *next = s->next;
-            opcache_plan_unref(s->plan);
-            free(s);
-            s = next;
-        }
-        t->buckets[i] = NULL;
-    }
-    t->newest = t->oldest = NULL;
-    t->count = 0;
-}
+static void table_free(void *p) { plancache_table_free(p); }
 
-static void lru_unlink(table *t, slot *s) {
-    if (s->newer != NULL) s->newer->older = s->older;
-    else t->newest = s->older;
-    if (s->older != NULL) s->older->newer = s->newer;
-    else t->oldest = s->newer;
-    s->newer = s->older = NULL;
-}
-
-static void lru_push(table *t, slot *s) {
-    s->newer = NULL;
-    s->older = t->newest;
-    if (t->newest != NULL) t->newest->newer = s;
-    t->newest = s;
-    if (t->oldest == NULL) t->oldest = s;
-}
-
-/* Remove a slot (its bucket link `link`) from the table and free it. */
-static void slot_drop(table *t, slot **link, slot *s) {
-    *link = s->next;
-    lru_unlink(t, s);
-    opcache_plan_unref(s->plan);
-    free(s);
-    t->count--;
-}
-
-/* Drop the least recently used plan. */
-static void evict_oldest(table *t) {
-    slot *victim = t->oldest;
-    if (victim == NULL) return;
-    slot **link = &t->buckets[victim->plan->hash & t->mask];
-    while (*link != NULL && *link != victim) link = &(*link)->next;
-    if (*link == NULL) return; /* not reachable: every listed slot is in its bucket */
-    slot_drop(t, link, victim);
-    t->stats.evictions++;
-}
-
-static void table_free(void *p) {
-    table *t = p;
-    table_clear(t);
-    free(t->buckets);
-    free(t);
-}
-
-static void make_table_key(void) {
-    pthread_key_create(&g_table_key, table_free);
-    g_capacity = (size_t)OPBUILD_INT_SETTING(OPBUILD_PARAM_CACHE_SIZE);
-}
+static void make_table_key(void) { pthread_key_create(&g_table_key, table_free); }
 
 static table *my_table(int create) {
     table *t = t_table;
     if (t != NULL || !create) return t;
     pthread_once(&g_table_once, make_table_key);
-    t = calloc(1, sizeof *t);
+    t = plancache_table_new();
     if (t == NULL) return NULL;
-    t->buckets = calloc(64, sizeof *t->buckets);
-    if (t->buckets == NULL) {
-        free(t);
-        return NULL;
-    }
-    t->mask = 63;
     pthread_setspecific(g_table_key, t);
     t_table = t;
     return t;
@@ -302,25 +187,6 @@ static uint64_t env_token(void) {
     return t != NULL ? opkey_env_token_cached(&t->env) : opkey_env_token();
 }
 
-static int stamp_of(const char *path, int64_t out[3]) {
-    struct stat st;
-    if (stat(path, &st) != 0) return -1;
-    out[0] = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-    out[1] = (int64_t)st.st_size;
-    out[2] = (int64_t)st.st_ino;
-    return 0;
-}
-
-static int plan_fresh(opcache_plan *p) {
-    if (p->stamp_path == NULL || p->stamp_path[0] == '\0') return 1;
-    int64_t t = opkey_now_ns();
-    if (t - p->checked_ns < OPKEY_STAMP_INTERVAL_NS) return 1;
-    int64_t now[3];
-    if (stamp_of(p->stamp_path, now) != 0 || memcmp(now, p->stamp, sizeof now) != 0) return 0;
-    p->checked_ns = t;
-    return 1;
-}
-
 void opcache_note_miss(void) {
     table *t = my_table(1);
     if (t != NULL) t->stats.misses++;
@@ -329,65 +195,14 @@ void opcache_note_miss(void) {
 opcache_plan *opcache_lookup(const opkey *key) {
     table *t = my_table(1);
     if (t == NULL) return NULL;
-    uint64_t h = opkey_hash(key->w, key->n);
-    slot **link = &t->buckets[h & t->mask];
-    for (slot *s = *link; s != NULL; link = &s->next, s = s->next) {
-        opcache_plan *p = s->plan;
-        if (p->hash != h || p->nwords != key->n || memcmp(p->words, key->w, key->n * sizeof(uint64_t)) != 0) continue;
-        if (!plan_fresh(p)) { /* the package changed since: select again */
-            slot_drop(t, link, s);
-            t->stats.stale++;
-            t->stats.misses++;
-            return NULL;
-        }
-        if (t->newest != s) { /* most recently used now */
-            lru_unlink(t, s);
-            lru_push(t, s);
-        }
-        t->stats.hits++;
-        opcache_plan_ref(p);
-        return p;
-    }
-    t->stats.misses++;
-    return NULL;
-}
-
-static void table_grow(table *t) {
-    size_t n = (t->mask + 1) * 2;
-    slot **nb = calloc(n, sizeof *nb);
-    if (nb == NULL) return;
-    for (size_t i = 0; i <= t->mask; i++) {
-        slot *s = t->buckets[i];
-        while (s != NULL) {
-            slot *next = s->next;
-            s->next = nb[s->plan->hash & (n - 1)];
-            nb[s->plan->hash & (n - 1)] = s;
-            s = next;
-        }
-    }
-    free(t->buckets);
-    t->buckets = nb;
-    t->mask = n - 1;
+    opcache_plan *p = plancache_find(t, key->w, key->n, opkey_hash(key->w, key->n));
+    if (p != NULL) opcache_plan_ref(p);
+    return p;
 }
 
 void opcache_insert(opcache_plan *plan) {
     table *t = my_table(1);
-    if (t == NULL) return;
-    if (plan->stamp_path != NULL && plan->stamp_path[0] != '\0' && stamp_of(plan->stamp_path, plan->stamp) != 0)
-        return; /* no stamp, no caching */
-    plan->checked_ns = opkey_now_ns();
-    size_t capacity = __atomic_load_n(&g_capacity, __ATOMIC_RELAXED);
-    while (t->count >= capacity && t->oldest != NULL) evict_oldest(t); /* bounded: LRU */
-    if (t->count >= t->mask + 1) table_grow(t);
-    slot *s = malloc(sizeof *s);
-    if (s == NULL) return;
-    opcache_plan_ref(plan);
-    s->plan = plan;
-    s->next = t->buckets[plan->hash & t->mask];
-    t->buckets[plan->hash & t->mask] = s;
-    lru_push(t, s);
-    t->count++;
-    t->stats.inserts++;
+    if (t != NULL) plancache_insert(t, plan);
 }
 
 /* ---- launch arguments ----------------------------------------------------------------------- */
@@ -409,11 +224,11 @@ static void *view_address(opcache_plan *plan, uint32_t slot, uint64_t gen, const
     if (low < 0 || high >= storage) return NULL; /* Python reports it */
     uint64_t bytes, room;
     if (acl_tensor_storage_bytes(t, itemsize, &bytes) != 0) return NULL;
-    int memo = slot < OPCACHE_EXTENT_MEMO && plan->extent_gen == gen;
+    int memo = slot < PLANCACHE_EXTENT_MEMO && plan->extent_gen == gen;
     if (!memo || plan->extent_data[slot] != t->data || plan->extent_bytes[slot] != bytes) {
         if (acl_device_room(t->data, &room) && bytes > room)
             return NULL; /* storage past the end of its device buffer: Python reports it */
-        if (slot < OPCACHE_EXTENT_MEMO) {
+        if (slot < PLANCACHE_EXTENT_MEMO) {
             plan->extent_data[slot] = t->data;
             plan->extent_bytes[slot] = bytes;
         }
@@ -446,14 +261,10 @@ int opcache_launch_args(opcache_plan *plan, const void *const *inputs, uint32_t 
 
 void opbuild_aclnn_clear_cache(void) {
     table *t = my_table(0);
-    if (t != NULL) table_clear(t);
+    if (t != NULL) plancache_table_clear(t);
 }
 
-size_t opbuild_aclnn_cache_capacity(size_t capacity) {
-    pthread_once(&g_table_once, make_table_key);
-    if (capacity > 0) __atomic_store_n(&g_capacity, capacity, __ATOMIC_RELAXED);
-    return __atomic_load_n(&g_capacity, __ATOMIC_RELAXED);
-}
+size_t opbuild_aclnn_cache_capacity(size_t capacity) { return plancache_capacity(capacity); }
 
 void opbuild_aclnn_cache_stats(opcache_stats *out) {
     table *t = my_table(0);
@@ -461,7 +272,11 @@ void opbuild_aclnn_cache_stats(opcache_stats *out) {
         memset(out, 0, sizeof *out);
         return;
     }
-    *out = t->stats;
+    out->hits = t->stats.hits;
+    out->misses = t->stats.misses;
+    out->inserts = t->stats.inserts;
+    out->stale = t->stats.stale;
+    out->evictions = t->stats.evictions;
     out->size = t->count;
 }
 

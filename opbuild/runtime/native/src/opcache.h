@@ -1,11 +1,10 @@
 /* opcache.h: the native hit path of the aclnn C ABI: call key -> cached plan -> launch, no Python.
  *
- * The cache is per thread, as CANN's op cache (no lock on a hit); a plan is what a Python miss
+ * The cache is plancache.h's table, one per thread, as CANN's op cache (no lock on a hit); a plan is what a Python miss
  * (opbuild/runtime/capi.py) computed: kernel entry, block_dim, a copy of the tiling argument,
  * workspace size. The key is opkey.h's, built from the aclTensors and attribute pointers of the
- * call with the op's signature (learned from its first miss). A hit also checks the stamp
- * (mtime, size, inode) of the package's binary_info_config.json, so a package rebuilt in place
- * selects again.
+ * call with the op's signature (learned from its first miss). Eviction and the package stamp
+ * check are plancache.c's (the same as the _fastpath extension's).
  */
 #ifndef OPBUILD_OPCACHE_H
 #define OPBUILD_OPCACHE_H
@@ -15,35 +14,14 @@
 
 #include "acl_internal.h"
 #include "opkey.h"
+#include "plancache.h"
 
 /* An op of a package, registered once per (package root, op type); `id` is the key's op id. */
 typedef struct opcache_op opcache_op;
 
-/* A cached plan; refcounted (executors and stream launches hold references). */
-#define OPCACHE_EXTENT_MEMO 8 /* tensors of a plan whose extent check is remembered */
-
-typedef struct opcache_plan {
-    long refs; /* atomic */
-    uint64_t *words;
-    size_t nwords;
-    uint64_t hash;
-    void *fn;
-    uint32_t block_dim, nargs, ntensors;
-    int sync;
-    uint64_t ws_size;
-    void *tiling;       /* owned copy of the tiling argument (8-byte aligned) */
-    uint8_t *itemsize;  /* per tensor slot, for the data address of a view's first element */
-    char *key_text;     /* full simplified key (opbuild_aclnn_executor_key) */
-    char *kernel;       /* binary name, for messages */
-    char *stamp_path;   /* binary_info_config.json; "" = not checked */
-    int64_t stamp[3];   /* mtime ns, size, inode */
-    int64_t checked_ns; /* when the stamp was last checked (plans are per thread: no race) */
-    /* The tensors last found to fit in their device buffers (view_address), valid while the
-     * simulator's allocation generation is extent_gen: a hit with the same data skips the lookup. */
-    uint64_t extent_gen;
-    const void *extent_data[OPCACHE_EXTENT_MEMO];
-    uint64_t extent_bytes[OPCACHE_EXTENT_MEMO];
-} opcache_plan;
+/* A cached plan: the one plan record (plancache.h); refcounted (executors and stream launches
+ * hold references). */
+typedef plancache_plan opcache_plan;
 
 ACL_INTERNAL opcache_op *opcache_op_get(const char *root, const char *op_type);
 ACL_INTERNAL uint64_t opcache_op_id(const opcache_op *op);
@@ -60,16 +38,14 @@ ACL_INTERNAL void opcache_op_set_signature(opcache_op *op, const uint8_t *in_kin
 ACL_INTERNAL int opcache_call_key(const opcache_op *op, uint64_t dp, const void *const *inputs,
                                   const void *const *attrs, const aclTensor *const *outputs, opkey *key);
 
-/* The calling thread's plan for `key` (a new reference), or NULL. Stale plans (package stamp
- * changed) are dropped. */
+/* The calling thread's plan for `key` (a new reference), or NULL (plancache_find). */
 ACL_INTERNAL opcache_plan *opcache_lookup(const opkey *key);
 /* Count a call the native path could not even look up (no key: no signature yet, a list...). */
 ACL_INTERNAL void opcache_note_miss(void);
-/* Insert into the calling thread's cache (takes a reference). */
+/* Insert into the calling thread's table (plancache_insert; takes a reference). */
 ACL_INTERNAL void opcache_insert(opcache_plan *plan);
-ACL_INTERNAL opcache_plan *opcache_plan_new(const opkey *key);
-ACL_INTERNAL void opcache_plan_unref(opcache_plan *plan);
-ACL_INTERNAL void opcache_plan_ref(opcache_plan *plan);
+#define opcache_plan_unref plancache_plan_unref
+#define opcache_plan_ref plancache_plan_ref
 
 /* Launch arguments of a hit: the tensors' first-element addresses, 0 (workspace), tiling. -1 if
  * a tensor cannot be passed as it is (misaligned, no data, view outside its storage). */
