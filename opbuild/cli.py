@@ -463,7 +463,6 @@ def _env(args: argparse.Namespace) -> int:
         return 0
     from opbuild.abi.native_libs import NativeLibraryMissing
     from opbuild.deploy.setenv import env_script
-
     from opbuild.runtime.errors import AclnnError
 
     try:

@@ -32,7 +32,6 @@ import yaml
 from opbuild.ascendc.lower import known_socs
 from opbuild.spec.naming import snake_case
 
-
 _QUOTE_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 

@@ -50,9 +50,9 @@ from pathlib import Path
 from opbuild.atomic import atomic_write
 from opbuild.builder import cache
 from opbuild.builder.plan import OpPlan
-from opbuild.portable import portable_path
 from opbuild.builder.stores import LAYERS, LocalStore, SharedStore
 from opbuild.fingerprint import ContentHashes, FileStat, Key, file_stat
+from opbuild.portable import portable_path
 
 FORMAT = 1
 MAGIC = b"OPBUNDLE1\n"

@@ -27,8 +27,8 @@ import os
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Sequence
 from pathlib import Path
+from typing import Any, Sequence
 
 import opbuild
 from opbuild import codegen

@@ -29,10 +29,10 @@ from opbuild import nonfinite
 from opbuild.builder.stores import LAYERS, LocalStore, SharedStore
 from opbuild.fingerprint import FileStat, Key, code_files, stats
 from opbuild.spec import SpecError, find_specs
-from opbuild.spec.project_checks import project_problems
-from opbuild.validate import validate_op
 from opbuild.spec.model import OpSpec
+from opbuild.spec.project_checks import project_problems
 from opbuild.spec.serialize import spec_from_dict, spec_to_dict
+from opbuild.validate import validate_op
 
 CACHE_FORMAT = 1
 CACHE_FILE = Path(".opbuild") / "specs.pickle"

@@ -56,12 +56,12 @@ fn(holder.ptr)
 def check_tiling_overruns(specs: list[OpSpec], tiling_lib: Path) -> list[str]:
     """One line per op whose tiling function writes past its struct on a probe call (see the
     module docstring): `<tiling source>:line:col: Op: tiling function ... wrote past ...`."""
-    from opbuild.runtime.host.c_callbacks import _TILING_FN, CallbackError, TilingLibrary, _attr_items
-    from opbuild.runtime.host.op_proto import InferError, infer_outputs
     from opbuild.abi.platform import platform
-    from opbuild.runtime.host.tiling_context import TilingContextError, build_tiling_context
     from opbuild.codegen.tiling import tiling_struct_size
     from opbuild.keys.check import attr_samples
+    from opbuild.runtime.host.c_callbacks import _TILING_FN, CallbackError, TilingLibrary, _attr_items
+    from opbuild.runtime.host.op_proto import InferError, infer_outputs
+    from opbuild.runtime.host.tiling_context import TilingContextError, build_tiling_context
 
     library = TilingLibrary(tiling_lib)
     problems: list[str] = []

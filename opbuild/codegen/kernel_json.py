@@ -8,12 +8,12 @@ from typing import Any
 
 from opbuild.abi.ge_types import DTYPE_KERNEL_JSON_NAME
 from opbuild.abi.kernel_launch import kernel_list
-from opbuild.abi.vocabulary import CORE_TYPE, CORE_TYPE_NAMES, impl_mode_string, support_impl_mode  # noqa: F401 - re-exported
-from opbuild.nonfinite import to_json
 from opbuild.abi.package_layout import KERNEL_ROOT, kernel_json
+from opbuild.abi.vocabulary import CORE_TYPE, CORE_TYPE_NAMES, impl_mode_string, support_impl_mode  # noqa: F401 - re-exported
 from opbuild.codegen.naming import canonical, dumps
 from opbuild.codegen.tiling import tiling_struct_size
 from opbuild.keys.rules import binary_columns, binary_full_keys, binary_tensor_format
+from opbuild.nonfinite import to_json
 from opbuild.spec.model import Binary, OpSpec, Param
 
 CORE_TYPES = CORE_TYPE_NAMES

@@ -26,8 +26,8 @@ import platform
 import tarfile
 from pathlib import Path
 
-from opbuild.atomic import atomic_write
 from opbuild.abi import package_layout as layout
+from opbuild.atomic import atomic_write
 from opbuild.deploy.install import PAYLOAD_SCRIPTS, SCRIPTS, InstallError, check_vendor, is_vendor_package
 
 

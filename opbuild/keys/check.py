@@ -24,9 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Mapping
 
 from opbuild.keys.context import KeyContext
-
 from opbuild.keys.grammar import check_fragment, full_key
-from opbuild.nonfinite import same
 from opbuild.keys.rules import (
     FragmentFn,
     all_binary_keys,
@@ -34,6 +32,7 @@ from opbuild.keys.rules import (
     context_for_choices,
     describe_call,
 )
+from opbuild.nonfinite import same
 
 if TYPE_CHECKING:
     from opbuild.spec.model import Attr, Binary, OpSpec, TensorChoice

@@ -22,9 +22,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from opbuild.abi.vocabulary import DTYPE, FORMAT
+from opbuild.om.aclop import buffer_array
 from opbuild.runtime import acl_errors as E
 from opbuild.runtime.acl_errors import AclError
-from opbuild.om.aclop import buffer_array
 
 TRUST_ENV = "OPBUILD_OM_TRUST"
 """Set to 1 to let aclmdlLoadFromFile / FromMem load models that carry code."""

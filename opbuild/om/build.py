@@ -29,9 +29,9 @@ import numpy as np
 import opbuild
 from opbuild import safefile
 from opbuild.abi import package_layout as layout
-from opbuild.nonfinite import to_json
 from opbuild.abi.ge_types import numpy_dtype
 from opbuild.abi.vocabulary import DTYPE, IMPL_MODE_INDEX, SOC
+from opbuild.nonfinite import to_json
 from opbuild.om import format as omf
 from opbuild.om import ge_tiling, ge_weights, kernel_store, so_store, tables
 from opbuild.om import model_def as model_def_proto

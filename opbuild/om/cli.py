@@ -22,7 +22,6 @@ def run_om_command(args: argparse.Namespace) -> int:
     try:
         if args.om_command == "build":
             from opbuild.om.build import build_om
-
             from opbuild.om.model_def import ONNX_FRAMEWORK
 
             onnx = Path(args.model).suffix.lower() == ".onnx"
@@ -48,9 +47,8 @@ def run_om_command(args: argparse.Namespace) -> int:
             import numpy as np
 
             from opbuild.om.loader import load_om
-            from opbuild.om.run import OmRunner
-
             from opbuild.om.npy_input import read_npy
+            from opbuild.om.run import OmRunner
 
             runner = OmRunner(load_om(args.om, trust=args.trust))
             wanted = {i["name"]: i["dtype"] for i in runner.model.model_def["inputs"]}

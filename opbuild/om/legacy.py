@@ -29,8 +29,8 @@ _BUILT: dict[str, object] = {}  # sha256 of the source -> TilingLibrary (kept fo
 
 def op_proto_library(specs: list, vendor: str):
     """The op_proto library of `specs` (one vendor's ops of a format-1 model), built once."""
-    from opbuild.runtime.host.c_callbacks import CallbackError, TilingLibrary
     from opbuild.codegen.op_proto import render_op_proto_header, render_op_proto_source
+    from opbuild.runtime.host.c_callbacks import CallbackError, TilingLibrary
     from opbuild.runtime_paths import native_include_dir
 
     plain = []

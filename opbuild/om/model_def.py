@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from opbuild.runtime.host import op_proto
 from opbuild.abi.vocabulary import ATTR_TYPE, DTYPES
 from opbuild.nonfinite import dumps, from_json, to_json
 from opbuild.om import ge_ir
 from opbuild.om.errors import OmError, listed, shown
+from opbuild.runtime.host import op_proto
 
 FORMAT = "opbuild-om"
 FORMAT_VERSION = 3

@@ -16,17 +16,17 @@ from typing import Any
 
 import numpy as np
 
-from opbuild.runtime.host.c_callbacks import TilingResult
 from opbuild.abi.ge_types import dtype_name, numpy_dtype
 from opbuild.keys import KeyRuleError, check_fragment
 from opbuild.nonfinite import from_json
 from opbuild.om.errors import OmError, listed
 from opbuild.om.loader import OmModel
 from opbuild.om.static_check import check_static_node
-from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
 from opbuild.runtime.binaries.package import BinaryEntry, BinaryIndex
 from opbuild.runtime.binaries.selection import OpRuntime
 from opbuild.runtime.debug.context import CURRENT_MODEL, CURRENT_NODE
+from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
+from opbuild.runtime.host.c_callbacks import TilingResult
 from opbuild.spec.serialize import spec_from_dict
 
 _FD_ROOT = Path("/proc/self/fd")

@@ -17,8 +17,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from opbuild.om.errors import OmError
 from opbuild.abi.package_layout import vendor_name_problem
+from opbuild.om.errors import OmError
 
 SO_MAGIC = 0x5D776EFD
 _HEAD = struct.Struct("<IHHII")

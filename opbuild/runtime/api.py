@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from opbuild.abi.ge_types import dtype_name, numpy_dtype
+from opbuild.runtime.binaries.selection import OpRuntime
 from opbuild.runtime.call import aicpu as _aicpu
 from opbuild.runtime.call import executor as _executor
 from opbuild.runtime.errors import (
@@ -25,7 +26,6 @@ from opbuild.runtime.errors import (
     AclnnError,
     as_aclnn_error,
 )
-from opbuild.runtime.binaries.selection import OpRuntime
 from opbuild.runtime.infer import infer_outputs
 from opbuild.runtime.tensor import Tensor, as_array
 from opbuild.spec.serialize import spec_from_dict

@@ -19,8 +19,8 @@ from opbuild.abi.ge_types import DTYPE_TO_GE, FORMAT_TO_GE
 from opbuild.abi.vocabulary import ATTR_TYPE
 from opbuild.keys import KeyContext, describe_call
 from opbuild.runtime import settings
-from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from opbuild.runtime.binaries.selection import OpRuntime, Selection, current_soc, nearest_key_lines
+from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from opbuild.runtime.infer import infer_outputs
 
 _TENSOR_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<dtype>[a-z0-9]+)\[(?P<dims>[-0-9, ]*)\](?:@(?P<fmt>[A-Z]+))?$")

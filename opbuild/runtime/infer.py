@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from opbuild.runtime.host.op_proto import InferError, infer_outputs as _infer
 from opbuild.abi.platform import platform
 from opbuild.runtime.binaries.selection import OpRuntime, current_soc
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
-
+from opbuild.runtime.host.op_proto import InferError
+from opbuild.runtime.host.op_proto import infer_outputs as _infer
 
 _CACHE: dict[tuple, list] = {}
 CACHE_CAPACITY = 4096

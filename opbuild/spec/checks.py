@@ -18,10 +18,20 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from opbuild.abi.ascendc_bridge import bridge_symbol
-from opbuild.abi.vocabulary import (ATTR_TYPE, DEFAULT_CORE_TYPE, DEFAULT_FORMAT, DEFAULT_SOC, DTYPE_NAMES,
-                                    FORMAT_NAMES, MAX_SIMPLIFIED_KEY_LEN)
+from opbuild.abi.vocabulary import (
+    ATTR_TYPE,
+    DEFAULT_CORE_TYPE,
+    DEFAULT_FORMAT,
+    DEFAULT_SOC,
+    DTYPE_NAMES,
+    FORMAT_NAMES,
+    MAX_SIMPLIFIED_KEY_LEN,
+)
+from opbuild.suggest import closest, did_you_mean
 
+from . import csource
 from .errors import JsonPath, Problem
+from .fields import AICORE_ONLY, AICORE_REQUIRED, ASCENDC_REPLACES
 from .model import (
     DEFAULT_IMPL_MODES,
     DEFAULT_TILING_KEYS,
@@ -29,8 +39,8 @@ from .model import (
     Binary,
     Framework,
     KeyRule,
-    OnnxOrigin,
     Mark,
+    OnnxOrigin,
     OpSpec,
     Param,
     ShapeRule,
@@ -39,12 +49,9 @@ from .model import (
     TilingField,
     parse_bound,
 )
-from . import csource
 from .naming import snake_case
-from opbuild.suggest import closest, did_you_mean
-from .yaml_marks import Marks
 from .schema import schema  # its sections are declared in opbuild/spec/fields.py
-from .fields import AICORE_ONLY, AICORE_REQUIRED, ASCENDC_REPLACES
+from .yaml_marks import Marks
 
 MAX_KEY_FRAGMENT_BYTES = MAX_SIMPLIFIED_KEY_LEN
 """GenSimplifiedKey gets a 256-byte buffer (OPBUILD_MAX_SIMPLIFIED_KEY_LEN)."""

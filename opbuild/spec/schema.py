@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-
-from opbuild.runtime_paths import schemas_dir
 from typing import Any, Iterator
 
-from .errors import JsonPath, Problem
+from opbuild.runtime_paths import schemas_dir
 from opbuild.suggest import did_you_mean
+
+from .errors import JsonPath, Problem
 from .yaml_marks import Marks
 
 SCHEMA_PATH = schemas_dir() / "op_spec.schema.json"

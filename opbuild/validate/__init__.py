@@ -31,13 +31,12 @@ from typing import Iterable, Sequence
 
 from opbuild.abi.package_layout import AICPU_KERNELS_LIB
 from opbuild.abi.vocabulary import ATTR_TYPE
+from opbuild.spec import csource
 from opbuild.spec.errors import JsonPath, Problem
 from opbuild.spec.loader import load_specs, read_spec
 from opbuild.spec.model import Attr, OpSpec, Param
 from opbuild.spec.yaml_marks import Marks
 from opbuild.suggest import did_you_mean
-from opbuild.spec import csource
-
 
 AICPU_ATTR_FIELD = {"int": "i", "bool": "i", "float": "f", "str": "s"}
 """The AicpuAttr field (opbuild/aicpu.h) that holds an attribute of each scalar type."""
@@ -104,8 +103,8 @@ class _OpChecks:
 
     def compiled(self):
         if self._compiled is None:
-            from opbuild.builder.toolchain import ToolchainError
             from opbuild.builder.tiling_lib import Compiled, compile_tiling_source
+            from opbuild.builder.toolchain import ToolchainError
 
             try:
                 self._compiled = compile_tiling_source(self.spec, self.shown(self.spec.tiling_ref.source))

@@ -19,14 +19,19 @@ from typing import Any, Callable, Sequence
 
 from opbuild.abi import package_layout as layout
 from opbuild.abi.vocabulary import ATTR_TYPE, DEFAULT_SOC
-from opbuild.runtime.environ import decode, raw_reader
-from opbuild.runtime.settings import DEFAULT_P, FALLBACK_P
 from opbuild.keys import KeyContext, KeyRuleError, check_fragment, describe_call, full_key, make_fragment_fn
+from opbuild.runtime.binaries.package import (
+    BinaryEntry,
+    BinaryIndex,
+    binary_index,
+    find_op_package,
+    inside_package,
+    search_roots,
+)
+from opbuild.runtime.environ import decode, raw_reader
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
-from opbuild.runtime.binaries.package import (BinaryEntry, BinaryIndex, binary_index, find_op_package, inside_package,
-                                              search_roots)
+from opbuild.runtime.settings import DEFAULT_P, FALLBACK_P
 from opbuild.spec.model import OpSpec
-
 
 _OPS: "weakref.WeakSet[OpRuntime]" = weakref.WeakSet()
 """Every OpRuntime alive (forget_selections reaches their selection memos)."""

@@ -32,15 +32,21 @@ import numpy as np
 from opbuild import safefile
 from opbuild.abi import package_layout as layout
 from opbuild.abi.ge_types import dtype_name
-from opbuild.runtime.host.op_proto import UNKNOWN_RANK
 from opbuild.abi.vocabulary import ATTR_TYPE, DTYPE
 from opbuild.runtime import device
 from opbuild.runtime.binaries.package import inside_package, search_roots
 from opbuild.runtime.binaries.selection import OpRuntime
 from opbuild.runtime.call.arguments import normalize_attrs, normalize_tensors
 from opbuild.runtime.call.launch import LAUNCH_OBSERVERS, finish_observed, observe_aicpu
-from opbuild.runtime.errors import (ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR,
-                                    ACLNN_ERR_RUNTIME_ERROR, AclnnError, as_aclnn_error)
+from opbuild.runtime.errors import (
+    ACLNN_ERR_INNER,
+    ACLNN_ERR_PARAM_INVALID,
+    ACLNN_ERR_PARAM_NULLPTR,
+    ACLNN_ERR_RUNTIME_ERROR,
+    AclnnError,
+    as_aclnn_error,
+)
+from opbuild.runtime.host.op_proto import UNKNOWN_RANK
 from opbuild.runtime.infer import infer_outputs
 from opbuild.runtime.tensor import Tensor
 

@@ -16,9 +16,9 @@ import numpy as np
 
 from opbuild.abi.ge_types import FORMAT_TO_GE, dtype_name
 from opbuild.abi.vocabulary import ATTR_TYPES
+from opbuild.runtime.binaries.selection import OpRuntime
 from opbuild.runtime.call import cache_key
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
-from opbuild.runtime.binaries.selection import OpRuntime
 from opbuild.runtime.tensor import Tensor, as_array
 
 _DTYPE_NAMES: dict[np.dtype, str] = {}

@@ -19,8 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from opbuild.abi.ge_types import DTYPE_TO_GE, FORMAT_TO_GE, numpy_dtype
-from opbuild.abi.vocabulary import (ATTR_TYPE, ATTR_TYPES, CACHE_KEY_ENV_VARS, CACHE_KEY_SLOT_TAGS,
-                                    CACHE_KEY_VERSION)
+from opbuild.abi.vocabulary import ATTR_TYPE, ATTR_TYPES, CACHE_KEY_ENV_VARS, CACHE_KEY_SLOT_TAGS, CACHE_KEY_VERSION
 from opbuild.runtime.environ import raw_reader
 
 VERSION = CACHE_KEY_VERSION

@@ -37,6 +37,7 @@ import numpy as np
 
 from opbuild.env_vars import int_setting
 from opbuild.runtime import device, settings  # device: re-exported as before
+from opbuild.runtime.binaries.selection import OpRuntime
 from opbuild.runtime.call.arguments import (  # noqa: F401 - re-exported: opbuild.runtime.call.executor is the public module
     _ATTR_CHECK,
     _ATTR_CONVERT,
@@ -50,13 +51,6 @@ from opbuild.runtime.call.arguments import (  # noqa: F401 - re-exported: opbuil
     normalize_tensors,
     params_key,
     simple_key,
-)
-from opbuild.runtime.errors import (  # noqa: F401 - re-exported, as above
-    ACLNN_ERR_INNER,
-    ACLNN_ERR_PARAM_INVALID,
-    ACLNN_ERR_PARAM_NULLPTR,
-    ACLNN_ERR_RUNTIME_ERROR,
-    AclnnError,
 )
 from opbuild.runtime.call.launch import (  # noqa: F401 - re-exported, as above
     _DATA_OFFSET,
@@ -95,7 +89,13 @@ from opbuild.runtime.call.plans import (  # noqa: F401 - re-exported, as above
     load_kernel_info,
     plan_fresh,
 )
-from opbuild.runtime.binaries.selection import OpRuntime
+from opbuild.runtime.errors import (  # noqa: F401 - re-exported, as above
+    ACLNN_ERR_INNER,
+    ACLNN_ERR_PARAM_INVALID,
+    ACLNN_ERR_PARAM_NULLPTR,
+    ACLNN_ERR_RUNTIME_ERROR,
+    AclnnError,
+)
 from opbuild.runtime.tensor import Tensor
 
 # The plan cache's capacity per thread. Read here on every store (and by api's one-shot cache),

@@ -18,13 +18,13 @@ import inspect
 from typing import Any, Callable, Sequence
 
 from opbuild.runtime import device, settings
+from opbuild.runtime.binaries.selection import OpRuntime
 from opbuild.runtime.call import cache_key
-from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError, as_aclnn_error
 from opbuild.runtime.call.executor import Executor, execute, get_workspace_size
 from opbuild.runtime.call.launch import _FAST_POINTERS, LAUNCH_OBSERVERS, _launch_failed, _Native
 from opbuild.runtime.call.plan_cache import _fastpath
 from opbuild.runtime.call.plans import Plan, executor_record
-from opbuild.runtime.binaries.selection import OpRuntime
+from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError, as_aclnn_error
 
 
 def _signature(params: Sequence[str]) -> inspect.Signature:

@@ -21,8 +21,8 @@ import numpy as np
 
 from opbuild.abi.tensor_list import pack_tensor_list
 from opbuild.runtime import device
-from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_RUNTIME_ERROR, AclnnError
 from opbuild.runtime.call.plans import Plan
+from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_RUNTIME_ERROR, AclnnError
 
 if TYPE_CHECKING:
     from opbuild.runtime.call.executor import Executor

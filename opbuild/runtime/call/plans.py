@@ -10,7 +10,6 @@ Kept apart from the cache (plan_cache) and from launching (launch), which only r
 from __future__ import annotations
 
 import ctypes
-import json
 import struct
 import threading
 import time
@@ -19,22 +18,21 @@ from pathlib import Path
 from typing import Any
 
 from opbuild import safefile
-from opbuild.runtime.host import c_callbacks as _c_callbacks
-from opbuild.runtime.host.c_callbacks import TilingResult
 from opbuild.abi.ge_types import dtype_name
 from opbuild.abi.kernel_launch import kernel_list_keys, tiling_argument, tiling_data_size
-from opbuild.runtime.host.op_proto import InferError, infer_on_block
 from opbuild.abi.platform import platform
-from opbuild.runtime.host.tiling_context import fill_block
 from opbuild.codegen.op_proto import infer_shape_symbol
 from opbuild.runtime import device, fastpath_ext
+from opbuild.runtime.binaries.package import STAMP_INTERVAL_NS, file_stamp
+from opbuild.runtime.binaries.selection import OpRuntime, Selection, current_soc
 from opbuild.runtime.call.arguments import _DTYPE_NAMES
 from opbuild.runtime.call.tiling_bounds import check_tiling_result
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
-from opbuild.runtime.binaries.package import STAMP_INTERVAL_NS, file_stamp
-from opbuild.runtime.binaries.selection import OpRuntime, Selection, current_soc
+from opbuild.runtime.host import c_callbacks as _c_callbacks
+from opbuild.runtime.host.c_callbacks import TilingResult
+from opbuild.runtime.host.op_proto import InferError, infer_on_block
+from opbuild.runtime.host.tiling_context import fill_block
 from opbuild.runtime.infer import infer_instances, infer_with
-
 
 _fastpath = fastpath_ext.load()
 
@@ -178,12 +176,13 @@ def native_record(plan: Plan, itemsizes: bytes) -> bytes:
     tiling = bytes(plan.tiling_buffer) if plan.tiling_buffer is not None else b""
     stamp = plan.stamp
     path = plan.stamp_path.encode() if stamp is not None and plan.stamp_path else b""
+    stamp_words = tuple(stamp) if stamp is not None and path else (0, 0, 0)
     key = plan.selection.full_key.encode() if plan.selection is not None else b""
     kernel = plan.kernel.name.encode() if plan.kernel is not None else b""
     fn = (plan.fn.value or 0) if plan.fn is not None else 0
     flags = (_SYNC if plan.sync else 0) | (_EMPTY if plan.empty else 0)
     head = _RECORD_HEAD.pack(RECORD_MAGIC, fn, plan.block_dim, plan.nargs, flags, plan.workspace_size or 0,
-                             plan.tiling_addr, *(stamp if path else (0, 0, 0)), len(tiling), len(itemsizes),
+                             plan.tiling_addr, *stamp_words, len(tiling), len(itemsizes),
                              len(path), len(key), len(kernel))
     return b"".join((head, tiling, itemsizes, path, key, kernel))
 

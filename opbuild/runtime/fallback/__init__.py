@@ -39,14 +39,28 @@ from __future__ import annotations
 
 from opbuild.runtime.fallback.acllib import _get_acl, _recent_error  # noqa: F401 - re-exported (the package's API)
 from opbuild.runtime.fallback.context import (  # noqa: F401 - re-exported (the package's API)
-    GRAPH_FAILED, GRAPH_SUCCESS, PHASE2_PROTO, AclStream, OpApiParams, OpExecuteContext,
+    GRAPH_FAILED,
+    GRAPH_SUCCESS,
+    PHASE2_PROTO,
+    AclStream,
+    OpApiParams,
+    OpExecuteContext,
 )
 from opbuild.runtime.fallback.convert import ConversionError, OpApiAnyValue, _convert_args, _release  # noqa: F401 - re-exported (the package's API)
 from opbuild.runtime.fallback.dtypes import ACL_DTYPE, DEFAULT_ACL, DT_TO_ACL, NUMPY_TO_DT, acl_dtype  # noqa: F401 - re-exported (the package's API)
 from opbuild.runtime.fallback.execute import _resolve, asyn_exec_aclnn, clear_caches, syn_exec_aclnn  # noqa: F401 - re-exported (the package's API)
 from opbuild.runtime.fallback.search import (  # noqa: F401 - re-exported (the package's API)
-    BUILTIN_LIBS, CUSTOM_LIB, OP_API_LIB_DIR, RESET_CACHE, OpApiNotFound, SearchedLibrary, find_op_api,
-    get_op_api_addr, get_op_api_func, library_opens, search_path,
+    BUILTIN_LIBS,
+    CUSTOM_LIB,
+    OP_API_LIB_DIR,
+    RESET_CACHE,
+    OpApiNotFound,
+    SearchedLibrary,
+    find_op_api,
+    get_op_api_addr,
+    get_op_api_func,
+    library_opens,
+    search_path,
 )
 
 __all__ = [

@@ -20,6 +20,7 @@ from opbuild.runtime.fallback.acllib import _VP, _Acl, _recent_error
 from opbuild.runtime.fallback.dtypes import _ACL_FORMAT, _ACL_OF_DTYPE, ACL_DTYPE, acl_dtype
 from opbuild.runtime.tensor import Tensor
 
+
 class OpApiAnyValue(NamedTuple):
     """One converted argument: the acl object and its destroy function (None, None for values)."""
 

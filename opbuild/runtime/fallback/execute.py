@@ -14,15 +14,26 @@ import ctypes
 import os
 from typing import Any, Sequence
 
+from opbuild.runtime.call.plan_cache import _fastpath
 from opbuild.runtime.fallback import acllib
 from opbuild.runtime.fallback.acllib import _VP, _get_acl, _recent_error
 from opbuild.runtime.fallback.context import (
-    GRAPH_SUCCESS, PHASE2_PROTO, OpApiParams, _fail,
+    GRAPH_SUCCESS,
+    PHASE2_PROTO,
+    OpApiParams,
+    _fail,
 )
-from opbuild.runtime.call.plan_cache import _fastpath
 from opbuild.runtime.fallback.convert import ConversionError, _convert_args, _release
 from opbuild.runtime.fallback.dtypes import _ACL_OF_DTYPE
-from opbuild.runtime.fallback.search import RESET_CACHE, OpApiNotFound, _find, _forget_locked, _lock, recent_search_path, search_path
+from opbuild.runtime.fallback.search import (
+    RESET_CACHE,
+    OpApiNotFound,
+    _find,
+    _forget_locked,
+    _lock,
+    recent_search_path,
+    search_path,
+)
 
 _RESET_PROTO = ctypes.CFUNCTYPE(None)
 _PHASE1_PROTOS: dict[tuple[Any, ...], Any] = {}

@@ -18,8 +18,8 @@ import time
 from typing import Any, NamedTuple, Sequence
 
 from opbuild.abi import package_layout as layout
-from opbuild.runtime.call.cache_key import search_env
 from opbuild.runtime.binaries.package import STAMP_INTERVAL_NS, search_key
+from opbuild.runtime.call.cache_key import search_env
 from opbuild.runtime.errors import ACLNN_ERR_INNER, AclnnError
 
 log = logging.getLogger("opbuild.fallback")

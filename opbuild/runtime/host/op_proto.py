@@ -12,10 +12,16 @@ from __future__ import annotations
 import ctypes
 from typing import Any, Sequence
 
-from opbuild.runtime.host.c_callbacks import TilingLibrary, _attr_items
-from opbuild.runtime.host.tiling_context import GRAPH_SUCCESS, TensorDesc, TilingContextError, build_tiling_context, fill_block
 from opbuild.abi.vocabulary import DTYPE_BY_GE
 from opbuild.codegen.op_proto import infer_dtype_symbol, infer_shape_symbol
+from opbuild.runtime.host.c_callbacks import TilingLibrary, _attr_items
+from opbuild.runtime.host.tiling_context import (
+    GRAPH_SUCCESS,
+    TensorDesc,
+    TilingContextError,
+    build_tiling_context,
+    fill_block,
+)
 from opbuild.spec.model import OpSpec
 
 INFER_INVALID = 1
