@@ -342,7 +342,8 @@ def _finish(ex: AicpuExecutor, ctx: AicpuContext, outputs: list[np.ndarray], cop
     for dst, src in copy_back:
         np.copyto(dst, src)
     shapes = _real_shapes(ex, ctx, outputs)
-    for value, array, bound, shape in zip(ex.given, outputs, ex.bounds, shapes, strict=True):
+    # ex.given is empty for the C ABI's executors (capi.py publishes shapes through on_shapes)
+    for value, array, bound, shape in zip(ex.given, outputs, ex.bounds, shapes, strict=False):
         if bound is not None and isinstance(value, Tensor):
             value.array = array.reshape(-1)[:prod(shape)].reshape(shape)
     ex.view_shapes = shapes
