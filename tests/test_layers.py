@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 LAYERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("foundation", ("opbuild", "opbuild.atomic", "opbuild.safefile", "opbuild.runtime_paths",
-                    "opbuild.portable", "opbuild.fingerprint"),
-     "files written atomically, read safely, opbuild's own paths, cache-key hashing"),
+                    "opbuild.portable", "opbuild.fingerprint", "opbuild.generated_files"),
+     "files written atomically, read safely, opbuild's own paths, cache-key hashing, committed generated files"),
     ("abi", ("opbuild.abi",),
      "contract data: the vocabulary, GE types, the package layout, launch layout, platform, symbol and library names"),
     ("helpers", ("opbuild.suggest", "opbuild.nonfinite", "opbuild.env_vars", "opbuild.abi.generate_c"),

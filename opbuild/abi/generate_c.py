@@ -18,14 +18,11 @@ hook `opbuild-c-vocabulary` run `--check`.
 
 from __future__ import annotations
 
-import argparse
-import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 
-from opbuild import env_vars
+from opbuild import env_vars, generated_files
 from opbuild.abi import vocabulary as v
 
 DEFAULT_ROOT = Path(__file__).resolve().parents[2]
@@ -198,40 +195,14 @@ def expected_files(root: Path) -> dict[Path, str]:
 
 
 def stale_files(root: Path, files: dict[Path, str] | None = None) -> list[Path]:
-    """The generated files under `root` whose committed content differs from the sources'."""
-    files = expected_files(root) if files is None else files
-    return [rel for rel, text in files.items()
-            if not (root / rel).is_file() or (root / rel).read_text(encoding="utf-8") != text]
-
-
-def _write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    """The generated files under `root` whose committed content differs from the vocabulary's."""
+    return generated_files.stale_files(root, expected_files(root) if files is None else files)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=COMMAND, description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a generated file is stale")
-    parser.add_argument("--root", type=Path, default=DEFAULT_ROOT, help="the repository root (default: %(default)s)")
-    args = parser.parse_args(argv)
-    root: Path = args.root
-    try:
-        files = expected_files(root)
-    except (OSError, RegionError) as exc:
-        print(f"{COMMAND}: {exc}", file=sys.stderr)
-        return 2
-    changed = stale_files(root, files)
-    if args.check:
-        for rel in changed:
-            print(f"{COMMAND}: {rel} is stale: it differs from what {SOURCES} declare; run `{COMMAND}` and "
-                  f"commit the result", file=sys.stderr)
-        return 1 if changed else 0
-    for rel in changed:
-        _write(root / rel, files[rel])
-        print(f"wrote {rel}")
-    return 0
+    return generated_files.generator_main(
+        argv, command=COMMAND, description=(__doc__ or "").splitlines()[0], declared_by=f"{SOURCES} declare",
+        default_root=DEFAULT_ROOT, expected_files=expected_files, input_errors=(OSError, RegionError))
 
 
 if __name__ == "__main__":

@@ -9,12 +9,11 @@ Run it after changing a field declaration and commit the results; a test runs `-
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
-from opbuild.atomic import atomic_write
+from opbuild import generated_files
 
 from .field_docs import DocRegionError, fill_doc
 from .fields import REPO_SCHEMA, schema_document
@@ -39,32 +38,14 @@ def expected_files(root: Path) -> dict[Path, str]:
 
 def stale_files(root: Path, files: dict[Path, str] | None = None) -> list[Path]:
     """The generated files under `root` whose committed content differs from the declarations'."""
-    files = expected_files(root) if files is None else files
-    return [rel for rel, text in files.items()
-            if not (root / rel).is_file() or (root / rel).read_text(encoding="utf-8") != text]
+    return generated_files.stale_files(root, expected_files(root) if files is None else files)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m opbuild.spec.generate", description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a generated file is stale")
-    parser.add_argument("--root", type=Path, default=DEFAULT_ROOT, help="the repository root (default: %(default)s)")
-    args = parser.parse_args(argv)
-    root: Path = args.root
-    try:
-        files = expected_files(root)
-    except (OSError, DocRegionError) as exc:
-        print(f"opbuild.spec.generate: {exc}", file=sys.stderr)
-        return 2
-    changed = stale_files(root, files)
-    if args.check:
-        for rel in changed:
-            print(f"opbuild.spec.generate: {rel} is stale: it differs from what opbuild/spec/fields.py declares; "
-                  f"run `python -m opbuild.spec.generate` and commit the result", file=sys.stderr)
-        return 1 if changed else 0
-    for rel in changed:
-        atomic_write(root / rel, files[rel].encode("utf-8"))
-        print(f"wrote {rel}")
-    return 0
+    return generated_files.generator_main(
+        argv, command="python -m opbuild.spec.generate", description=(__doc__ or "").splitlines()[0],
+        declared_by="opbuild/spec/fields.py declares", default_root=DEFAULT_ROOT, expected_files=expected_files,
+        input_errors=(OSError, DocRegionError))
 
 
 if __name__ == "__main__":
