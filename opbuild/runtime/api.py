@@ -168,7 +168,7 @@ def call(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], determinist
         if specs is None:
             specs = _output_specs(op, inputs, attrs)
             if key is not None:
-                if len(cache) >= max(_executor.PARAM_CACHE_CAPACITY, 1):
+                if len(cache) >= _executor.capacity():
                     cache.clear()
                 cache[key] = specs
         try:

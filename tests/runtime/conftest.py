@@ -241,3 +241,13 @@ def sim_threads():
     """Set the simulator's thread count for a test; restored to the default afterwards."""
     yield device.set_threads
     device.set_threads(0)
+
+
+@pytest.fixture
+def cache_capacity():
+    """set(n): bound the plan tables by n plans for this test (plan_cache.set_capacity), restored after."""
+    from opbuild.runtime.call import plan_cache
+
+    old = plan_cache.capacity()
+    yield plan_cache.set_capacity
+    plan_cache.set_capacity(old)

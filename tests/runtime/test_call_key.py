@@ -187,7 +187,7 @@ for _ in range(2):
     ops.aclnnAddCustomTemplate(None, size, ex)
 assert (z == 2 * x).all() and executor.cache_size() == 1
 assert op.call_key.func is cache_key.plain_call_key  # made on first use
-(key,) = executor._CACHE.plans
+(key,) = executor._CACHE.table.keys()
 assert type(key) is bytes
 # an ND Tensor and numpy arrays are one call: the generic key (params_key) is the same bytes
 ops.aclnnAddCustomTemplate(None, *ops.aclnnAddCustomTemplateGetWorkspaceSize(Tensor(x), x, z))

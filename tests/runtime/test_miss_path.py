@@ -13,11 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import opbuild.runtime as rt
-from opbuild.runtime.host import tiling_context as tc
 from opbuild.runtime.binaries.package import STAMP_INTERVAL_NS
 from opbuild.runtime.call import plans
 from opbuild.runtime.call.arguments import _DTYPE_NAMES, _dtype_name
 from opbuild.runtime.errors import AclnnError
+from opbuild.runtime.host import tiling_context as tc
+from opbuild.runtime.reference import describe as reference_describe
+from opbuild.runtime.reference import executor as reference_executor
 
 DTYPES = [np.float32, np.float16, np.int32, np.int8, np.int64, np.uint8, np.bool_]
 for _d in DTYPES:
@@ -35,7 +37,7 @@ groups = st.lists(st.lists(array, max_size=3), max_size=4)
 @given(groups, groups)
 def test_describe_call_in_c_equals_the_python_reference(inputs, outputs):
     fast = plans._fastpath.describe_call(inputs, outputs, _DTYPE_NAMES)
-    slow = plans._describe_call_py(inputs, outputs, _DTYPE_NAMES)
+    slow = reference_describe.describe_call(inputs, outputs, _DTYPE_NAMES)
     assert fast == slow
     assert all(type(x) is bool for x in fast[3:])
 
@@ -43,7 +45,7 @@ def test_describe_call_in_c_equals_the_python_reference(inputs, outputs):
 @pytest.mark.skipif(plans._fastpath is None, reason="opbuild.runtime._fastpath is not built")
 def test_describe_call_refuses_an_unknown_dtype_as_the_reference():
     a = np.zeros(3, np.complex128)
-    for fn in (plans._fastpath.describe_call, plans._describe_call_py):
+    for fn in (plans._fastpath.describe_call, reference_describe.describe_call):
         with pytest.raises(KeyError):
             fn([[(a, "ND")]], [], _DTYPE_NAMES)
 
@@ -112,7 +114,5 @@ def _misaligned(n: int) -> np.ndarray:
 @given(st.lists(st.tuples(st.sampled_from(DTYPES), st.integers(0, 9), st.booleans()), max_size=6),
        st.integers(0, 2**64 - 1))
 def test_pack_direct_in_c_equals_the_python_reference(specs, tiling_addr):
-    from opbuild.runtime.call import executor
-
     arrays = [_misaligned(n) if bad else np.zeros(n, dt) for dt, n, bad in specs]
-    assert plans._fastpath.pack_direct(arrays, tiling_addr) == executor._direct_args_py(arrays, tiling_addr)
+    assert plans._fastpath.pack_direct(arrays, tiling_addr) == reference_executor.direct_args(arrays, tiling_addr)

@@ -209,8 +209,8 @@ def test_reset_cache_thread_local_keeps_the_cache(ops, tiling_calls):
     np.testing.assert_array_equal(z, 2 * x)
 
 
-def test_cache_is_bounded_and_keeps_recently_used_plans(ops, monkeypatch, tiling_calls):
-    monkeypatch.setattr(executor, "PARAM_CACHE_CAPACITY", 3)
+def test_cache_is_bounded_and_keeps_recently_used_plans(ops, cache_capacity, tiling_calls):
+    cache_capacity(3)
     arrays = {n: np.ones(n, np.float32) for n in (1, 2, 3, 4, 5)}
 
     def call(n):
@@ -292,8 +292,8 @@ def test_eight_threads_thousand_mixed_calls_each(ops, builtin_ops):
     assert counts == [1000] * 8
 
 
-def test_eviction_never_drops_the_plan_just_stored(ops, monkeypatch, tiling_calls):
-    monkeypatch.setattr(executor, "PARAM_CACHE_CAPACITY", 2)
+def test_eviction_never_drops_the_plan_just_stored(ops, cache_capacity, tiling_calls):
+    cache_capacity(2)
     a, b, c = (np.ones(n, np.float32) for n in (1, 2, 3))
     ops.add_custom_template(a, a)
     ops.add_custom_template(b, b)
@@ -365,3 +365,34 @@ def test_package_rebuild_selects_again(ops, package, tiling_calls, path):
     call(x, z)
     call(x, z)
     assert tiling_calls.calls == 2
+
+
+@pytest.mark.skipif(executor._fastpath is None, reason="the C fast path is disabled (OPBUILD_NO_FASTPATH)")
+def test_one_table_for_the_python_and_the_c_hit(ops, tiling_calls):
+    """The Python front end files its plans in the C hit's table (there is no second table): a plan
+    made by a call the C path does not take (a Tensor argument) is handed to the C path's miss of
+    the same key (no tiling again), which files it launchable; the next plain call is a C hit."""
+    fastpath = executor._fastpath
+    rt.clear_op_cache()
+    p1, p2 = ops.aclnnAddCustomTemplateGetWorkspaceSize, ops.aclnnAddCustomTemplate
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    z = np.zeros_like(x)
+    size, ex = p1(rt.Tensor(x), x, z)  # the Python path: a miss, filed for Python lookups
+    assert not ex.fast and tiling_calls.calls == 1
+    assert executor.cache_size() == fastpath.table_size() == 1
+    p2(None, size, ex)
+    np.testing.assert_array_equal(z, 2 * x)
+    before = fastpath.stats()
+    size, ex = p1(x, x, z)  # the C path finds that plan: the Python phase 1 uses it, C files it launchable
+    assert tiling_calls.calls == 1 and ex.fast
+    assert fastpath.stats()["phase1_misses"] - before["phase1_misses"] == 1
+    assert fastpath.stats()["registered"] - before["registered"] == 1
+    assert executor.cache_size() == 1
+    size, ex = p1(x, x, z)  # and now a C hit
+    assert tiling_calls.calls == 1 and ex.fast
+    assert fastpath.stats()["phase1_hits"] - before["phase1_hits"] == 1
+    z[:] = 0
+    p2(None, size, ex)
+    np.testing.assert_array_equal(z, 2 * x)
+    size, ex = p1(rt.Tensor(x), x, z)  # the Python path finds the launchable plan in the same table
+    assert tiling_calls.calls == 1 and executor.cache_size() == 1

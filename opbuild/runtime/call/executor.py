@@ -13,9 +13,10 @@ simulator's `sim_launch` directly. Every other call validates everything and cop
 non-contiguous or misaligned tensors.
 
 When the extension `opbuild.runtime._fastpath` is built, the per-op wrappers are C objects around
-those Python functions: a cache hit of plain numpy arrays (looked up in a per-thread C table of
-the same keys, filled from this module's misses and cleared with its cache) and its default-stream
-launch run in C; everything else calls the Python function (`wrapper.__wrapped__`).
+those Python functions: a cache hit of plain numpy arrays and its default-stream launch run in C;
+everything else calls the Python function (`wrapper.__wrapped__`). Both look plans up in the one
+per-thread table (plan_cache: the native plancache.c table, or its Python twin without the
+extension).
 
 This module holds the two phases themselves (`get_workspace_size`, `Executor`, `execute`); the
 rest lives in modules with one job each and is re-exported here, so `opbuild.runtime.call.executor`
@@ -23,7 +24,7 @@ stays the one public module:
 
   arguments      argument normalization and cache keys (normalize_tensors/attrs, simple_key)
   plans          Plan, KernelInfo, build_plan (a cache miss)
-  plan_cache     the thread-local plan cache (reset_cache_thread_local, cache_size) and `_fastpath`
+  plan_cache     the thread-local plan table's interface (find, store, capacity, clear_cache) and `_fastpath`
   launch         sim_launch binding, data pointers, argument packing, the phase-2 launches
   fast_wrappers  phase1_function / phase2_function and the C fast path hook (resolved lazily)
 """
@@ -35,9 +36,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from opbuild.env_vars import int_setting
 from opbuild.runtime import device, settings  # device: re-exported as before
 from opbuild.runtime.binaries.selection import OpRuntime
+from opbuild.runtime.call import plan_cache
 from opbuild.runtime.call.arguments import (  # noqa: F401 - re-exported: opbuild.runtime.call.executor is the public module
     _ATTR_CHECK,
     _ATTR_CONVERT,
@@ -72,19 +73,19 @@ from opbuild.runtime.call.launch import (  # noqa: F401 - re-exported, as above
 from opbuild.runtime.call.plan_cache import (  # noqa: F401 - re-exported, as above
     _CACHE,
     _fastpath,
-    _store,
     _thread_args,
     _ThreadState,
     cache_size,
+    capacity,
     clear_cache,
     reset_cache_thread_local,
+    set_capacity,
 )
 from opbuild.runtime.call.plans import (  # noqa: F401 - re-exported, as above
     _KERNELS,
     _KERNELS_LOCK,
     KernelInfo,
     Plan,
-    _instances,
     build_plan,
     load_kernel_info,
     plan_fresh,
@@ -96,11 +97,8 @@ from opbuild.runtime.errors import (  # noqa: F401 - re-exported, as above
     ACLNN_ERR_RUNTIME_ERROR,
     AclnnError,
 )
+from opbuild.runtime.reference import executor as reference_executor
 from opbuild.runtime.tensor import Tensor
-
-# The plan cache's capacity per thread. Read here on every store (and by api's one-shot cache),
-# so setting this module attribute bounds the cache.
-PARAM_CACHE_CAPACITY = int_setting("OPBUILD_PARAM_CACHE_SIZE")
 
 # Names of fast_wrappers, which imports this module: resolved on first access (PEP 562) so that
 # either module can be imported first.
@@ -117,68 +115,9 @@ def __getattr__(name: str) -> Any:
 
 # ---- phase 1 --------------------------------------------------------------------------------------
 
-class PyExecutor:
-    """The product of phase 1: a plan bound to this call's tensors. Runs once unless repeatable.
-
-    The pure-Python equivalent of `_fastpath.Executor`, the one Executor type when the extension
-    is built (see `Executor` below).
-
-    `args` is the launch-argument array as bytes (native uint64 tensor addresses, workspace
-    placeholder 0, tiling address) when every tensor can be passed as it is; None when phase 2 must prepare the
-    arguments (non-contiguous or misaligned tensors, tensor lists), from `inputs` and `outputs`.
-    """
-
-    __slots__ = ("plan", "op", "refs", "args", "inputs", "outputs", "repeatable", "used")
-
-    def __init__(self, plan: Plan, op: OpRuntime, refs: Any, args: bytes | None, inputs=None, outputs=None) -> None:
-        self.plan = plan
-        self.op = op
-        self.refs = refs  # keeps the call's arrays alive while the executor lives
-        self.args = args
-        self.inputs = inputs
-        self.outputs = outputs
-        self.repeatable = False
-        self.used = False
-
-    @property
-    def simplified_key(self) -> str:
-        return self.plan.selected.full_key
-
-    @property
-    def binary_name(self) -> str:
-        return self.plan.selected.entry.name
-
-    @property
-    def workspace_size(self) -> int:
-        return self.plan.workspace_size
-
-    def set_repeatable(self, repeatable: bool = True) -> "Executor":
-        """Allow phase 2 to run this executor more than once (aclSetAclOpExecutorRepeatable)."""
-        self.repeatable = repeatable
-        return self
-
-    def set_arg(self, slot: int, address: int) -> bool:
-        """Re-point tensor launch argument `slot` at `address` (aclSetInputTensorAddr & co); False
-        when phase 2 prepares the arguments (then the tensors cannot be re-pointed)."""
-        if self.args is None:
-            return False
-        n = len(self.args) // 8
-        if not 0 <= slot < n - 2:
-            raise IndexError(f"tensor slot {slot} out of range: the executor has {n - 2} tensors")
-        words = list(packer(n).unpack(self.args))
-        words[slot] = address
-        self.args = packer(n).pack(*words)
-        return True
-
-    fast = False  # launched by the C fast path (never, without it)
-
-    def __repr__(self) -> str:
-        return f"Executor({self.simplified_key} -> {self.binary_name}, workspace={self.plan.workspace_size})"
-
-
-Executor: Any = _fastpath.Executor if _fastpath is not None else PyExecutor
+Executor: Any = _fastpath.Executor if _fastpath is not None else reference_executor.PyExecutor
 """The executor type phase 1 returns: the extension's when it is built (so that its hits and
-Python's misses return the same type), else PyExecutor."""
+Python's misses return the same type), else the reference twin."""
 
 
 def _direct_args(plan: Plan, arrays: Sequence[np.ndarray]) -> bytes | None:
@@ -189,48 +128,36 @@ def _direct_args(plan: Plan, arrays: Sequence[np.ndarray]) -> bytes | None:
     return _pack_direct(arrays, plan.tiling_addr)
 
 
-def _direct_args_py(arrays: Sequence[np.ndarray], tiling_addr: int) -> bytes | None:
-    addrs = []
-    for a in arrays:
-        addr = data_pointer(a)
-        if addr % a.itemsize:
-            return None
-        addrs.append(addr)
-    return packer(len(addrs) + 2).pack(*addrs, 0, tiling_addr)
-
-
-_pack_direct = _fastpath.pack_direct if _fastpath is not None else _direct_args_py
+_pack_direct = _fastpath.pack_direct if _fastpath is not None else reference_executor.direct_args
 """Pack the launch arguments of arrays passed as they are (C: native/src/describe.c)."""
 
 
 def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any], outputs: Sequence[Any],
                        deterministic: bool | None = None, impl_mode: str | int | None = None,
-                       opkey: bytes | None = None) -> tuple[int, Executor]:
+                       opkey: bytes | None = None, known: Plan | None = None) -> tuple[int, Executor]:
     """Phase 1: (workspace_size, executor) for one call. `opkey`: the call's key, given by the C
-    fast path's miss (it built it: plain arrays, the process-wide d and p)."""
+    fast path's miss (it built it: plain arrays, the process-wide d and p), which looked it up
+    (`known`: the plan it found filed for Python lookups only, else None) and files the plan made
+    here: this function neither looks the key up nor stores it again."""
     d, p, fallback = settings.resolve(deterministic, impl_mode)
     dp = settings.dp_code(d, p, fallback)
-    plans = _CACHE.plans
     plan = None
     key: bytes | None
     arrays: list[Any] | None
-    if opkey is not None:  # the C fast path's miss: plain numpy arrays, keyed there
-        key, arrays = opkey, [*inputs, *outputs]  # (a list: the plain path's arrays)
+    if opkey is not None:  # the C fast path's miss: plain numpy arrays, keyed and looked up there
+        key, arrays, plan = opkey, [*inputs, *outputs], known  # (a list: the plain path's arrays)
     else:
         simple = simple_key(op, dp, inputs, attrs, outputs) if inputs is not None and outputs is not None and attrs is not None else None
         key, arrays = simple if simple is not None else (None, None)
-    if key is not None and arrays is not None:  # (both set or neither)
-        plan = plans.get(key)
-        if plan is not None and plan_fresh(plan):
+    if key is not None and arrays is not None and opkey is None:  # (both set or neither)
+        plan = plan_cache.find(key)
+        if plan is not None:
             for what, a in zip(op.output_what, arrays[op.n_inputs:], strict=True):
                 if not a.flags.writeable:
                     raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what} is read-only")
-            plan.hot = True
             args = _direct_args(plan, arrays)
             if args is not None:
                 return plan.workspace_size, Executor(plan, op, tuple(arrays), args)
-        else:
-            plan = None
     plain = normalize_plain(op, arrays) if arrays is not None else None
     if plain is not None and arrays is not None:
         in_params, out_params = plain
@@ -241,15 +168,11 @@ def get_workspace_size(op: OpRuntime, inputs: Sequence[Any], attrs: Sequence[Any
     attr_values = normalize_attrs(op, attrs)
     if key is None:
         key = params_key(op, dp, in_params, out_params, attr_values)
-        plan = plans.get(key) if key is not None else None
-        if plan is not None and not plan_fresh(plan):
-            plan = None
+        plan = plan_cache.find(key) if key is not None else None
     if plan is None:
         plan = build_plan(op, in_params, out_params, attr_values, d, p, fallback)
-        if key is not None:  # (no key: strides not in whole elements, planned on every call)
-            _store(key, plan, PARAM_CACHE_CAPACITY)
-    else:
-        plan.hot = True
+        if key is not None and opkey is None:  # (no key: strides not in whole elements, planned on every call)
+            plan_cache.store(key, plan)
     args = None
     if len(arrays) == plan.nargs - 2 and not op.has_dynamic:  # no absent optional, no list
         args = _direct_args(plan, arrays)

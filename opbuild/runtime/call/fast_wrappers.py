@@ -23,7 +23,7 @@ from opbuild.runtime.call import cache_key
 from opbuild.runtime.call.executor import Executor, execute, get_workspace_size
 from opbuild.runtime.call.launch import _FAST_POINTERS, LAUNCH_OBSERVERS, _launch_failed, _Native
 from opbuild.runtime.call.plan_cache import _fastpath
-from opbuild.runtime.call.plans import Plan, executor_record
+from opbuild.runtime.call.plans import executor_record
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError, as_aclnn_error
 
 
@@ -55,13 +55,13 @@ def phase1_function(op: OpRuntime, name: str, inputs: Sequence[str], attrs: Sequ
         aicpu_phase1.__signature__ = _signature(params)
         op.phase1 = aicpu_phase1
         return aicpu_phase1
-    def phase1(*args: Any, deterministic: Any = None, impl_mode: Any = None, _opkey: bytes | None = None
-               ) -> tuple[int, Executor]:
+    def phase1(*args: Any, deterministic: Any = None, impl_mode: Any = None, _opkey: bytes | None = None,
+               _plan: Any = None) -> tuple[int, Executor]:
         if len(args) != n_all:
             raise TypeError(f"{name}() takes {n_all} arguments ({', '.join(params)}), got {len(args)}")
         try:  # _guarded, inline: every miss of the C wrapper comes here (with the key it built)
             return get_workspace_size(op, args[:n_in], args[n_in:n_in + n_attr], args[n_in + n_attr:], deterministic,
-                                      impl_mode, _opkey)
+                                      impl_mode, _opkey, _plan)
         except AclnnError:
             raise
         except Exception as exc:  # the aclnn API raises AclnnError only
@@ -185,7 +185,7 @@ def _fastpath_ready() -> bool:
             try:
                 if _Native.launch is None:
                     _Native.bind()
-                _fastpath.configure(AclnnError, settings.DP, Executor, Plan, _launch_failed,
+                _fastpath.configure(AclnnError, settings.DP, Executor, _launch_failed,
                                     ctypes.cast(_Native.launch, ctypes.c_void_p).value, cache_key.numpy_dtype_codes(),
                                     ctypes.cast(_Native.isolated, ctypes.c_void_p).value, executor_record)
                 _fastpath.set_observed(len(LAUNCH_OBSERVERS))

@@ -1,10 +1,14 @@
 """The thread-local op-parameter cache (CANN's thread-local op cache; ResetCacheThreadLocal).
 
-Each thread keeps its own plans keyed by call signature, bounded and evicting approximately the
-least recently used (CLOCK: a hit only sets `plan.hot`), plus its reusable launch-argument
-arrays and api's one-shot entries. The optional C fast path (`_fastpath`, imported here) keeps a
-per-thread table of the same plans, so it is cleared whenever this cache forgets one: that is
-why the extension is imported by this module.
+Plans live in one table per thread. When the extension `_fastpath` is built that table is the
+native plan cache (native/src/plancache.c, through `_fastpath.plan_find` / `plan_store`): the C
+hit path and the Python path look plans up in the same table, with one eviction policy (least
+recently used, at OPBUILD_PARAM_CACHE_SIZE) and one package-stamp check. Without the extension
+(OPBUILD_NO_FASTPATH=1, or not built) the table is the reference twin in
+opbuild.runtime.reference.plan_table, which behaves the same way in Python.
+
+The thread state here also keeps the reusable launch-argument arrays and api's one-shot output
+specs.
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ import ctypes
 import threading
 from typing import Any
 
+from opbuild.env_vars import int_setting
 from opbuild.runtime import fastpath_ext
-from opbuild.runtime.call.plans import Plan
+from opbuild.runtime.call.plans import Plan, plan_fresh
+from opbuild.runtime.reference.plan_table import PlanTable
 
 # The cache-hit path in C (opbuild/runtime/native/src/fastpath_hit.c, fastpath.c); None when it is
 # not built or is disabled with OPBUILD_NO_FASTPATH=1. Configured by the first wrapper made
@@ -22,14 +28,58 @@ from opbuild.runtime.call.plans import Plan
 _fastpath = fastpath_ext.load()
 
 
+_CAPACITY = [0]
+"""The reference table's capacity, 0 until read: OPBUILD_PARAM_CACHE_SIZE, by the rule the native
+table reads it with (env_vars.int_setting; native/src/setting.h), when the table is this one."""
+
+
+def capacity() -> int:
+    """The plans a thread's table holds at most (OPBUILD_PARAM_CACHE_SIZE unless set_capacity)."""
+    if _fastpath is not None:
+        return _fastpath.cache_capacity()
+    if not _CAPACITY[0]:
+        _CAPACITY[0] = int_setting("OPBUILD_PARAM_CACHE_SIZE")
+    return _CAPACITY[0]
+
+
+def set_capacity(n: int) -> int:
+    """Bound every thread's table by `n` plans (at least 1) from its next store; the old bound."""
+    old = capacity()
+    _CAPACITY[0] = max(n, 1)
+    if _fastpath is not None:
+        _fastpath.cache_capacity(_CAPACITY[0])
+    return old
+
+
 class _ThreadState(threading.local):
     def __init__(self) -> None:
-        self.plans: dict[bytes, Plan] = {}
+        self.table = PlanTable(plan_fresh) if _fastpath is None else None  # (the native table otherwise)
         self.args: list[Any] = [None] * 65
         self.oneshot: dict[tuple, tuple] = {}
 
 
 _CACHE = _ThreadState()
+
+
+def find(key: bytes) -> Plan | None:
+    """The calling thread's plan for `key` (opkey.h words), or None; a plan whose package was
+    rebuilt since is dropped (None). A found plan becomes the most recently used."""
+    if _fastpath is not None:
+        return _fastpath.plan_find(key)
+    table = _CACHE.table
+    assert table is not None
+    return table.find(key)
+
+
+def store(key: bytes, plan: Plan) -> None:
+    """File a miss's plan under its key in the calling thread's table; a full table evicts its
+    least recently used plan."""
+    if _fastpath is not None:
+        _fastpath.plan_store(key, plan.op, plan)
+        return
+    table = _CACHE.table
+    assert table is not None
+    table.store(key, plan, capacity())
 
 
 def reset_cache_thread_local() -> None:
@@ -41,13 +91,14 @@ def reset_cache_thread_local() -> None:
 
 
 def clear_cache() -> None:
-    """Empty the calling thread's op-parameter cache: its plans, the one-shot output specs, the C
-    fast path's table of them and the aclnn C ABI's native cache of this thread (for tests, and
-    to give the memory back). The next call of each signature is a miss."""
-    _CACHE.plans.clear()
+    """Empty the calling thread's op-parameter cache: its plans, the one-shot output specs and the
+    aclnn C ABI's native cache of this thread (for tests, and to give the memory back). The next
+    call of each signature is a miss."""
     _CACHE.oneshot.clear()
     if _fastpath is not None:
         _fastpath.reset()
+    elif _CACHE.table is not None:
+        _CACHE.table.clear()
     for hook in CLEAR_HOOKS:
         hook()
 
@@ -58,30 +109,10 @@ CLEAR_HOOKS: list = []
 
 
 def cache_size() -> int:
-    return len(_CACHE.plans)
-
-
-def _store(key: bytes, plan: Plan, capacity: int) -> None:
-    """Insert a plan; over capacity, evict by the CLOCK (second chance) approximation of LRU: a
-    hit only sets `plan.hot` (no reordering on the hot path); eviction walks the plans oldest
-    first, gives each hot one a second chance at the end, and drops the first cold one.
-
-    `capacity` is the caller's executor.PARAM_CACHE_CAPACITY (read there on every store, so
-    patching that module attribute bounds the cache)."""
-    plans = _CACHE.plans
-    plans[key] = plan
-    capacity = max(capacity, 1)
-    # Oldest first (dict order): a hot plan moves to the end, cold, and the walk goes on; at most
-    # len(plans) steps, since every plan moved is cold when the walk comes back to it.
-    while len(plans) > capacity:
-        k = next(iter(plans))
-        p = plans.pop(k)
-        if k is key or p.hot:  # the plan just stored stays; a hot one gets its second chance
-            p.hot = False
-            plans[k] = p
-            continue
-        if _fastpath is not None:  # its table must not keep the evicted plan
-            _fastpath.forget(p)
+    """Plans in the calling thread's table."""
+    if _fastpath is not None:
+        return _fastpath.table_size()
+    return len(_CACHE.table) if _CACHE.table is not None else 0
 
 
 def _thread_args(n: int) -> Any:

@@ -33,6 +33,7 @@ from opbuild.runtime.host.c_callbacks import TilingResult
 from opbuild.runtime.host.op_proto import InferError, infer_on_block
 from opbuild.runtime.host.tiling_context import fill_block
 from opbuild.runtime.infer import infer_instances, infer_with
+from opbuild.runtime.reference import describe as reference_describe
 
 _fastpath = fastpath_ext.load()
 
@@ -99,12 +100,12 @@ def load_kernel_info(selection: Selection, spec: Any) -> KernelInfo:
 # ---- plans ----------------------------------------------------------------------------------------
 
 class Plan:
-    """Everything phase 2 needs, computed once per call signature (only the cache's `hot` flag
-    changes after the build)."""
+    """Everything phase 2 needs, computed once per call signature (unchanged after the build but
+    for its stamp's `checked_ns` and its native `record`, both made on first use)."""
 
     __slots__ = ("op", "selection", "kernel", "block_dim", "tiling_key", "workspace_size", "tiling_buffer", "empty",
-                 "contiguous", "nargs", "ws_index", "tiling_addr", "fn", "sync", "hot", "stamp_path", "stamp",
-                 "checked_ns", "native_hash", "attrs", "record")
+                 "contiguous", "nargs", "ws_index", "tiling_addr", "fn", "sync", "stamp_path", "stamp",
+                 "checked_ns", "attrs", "record")
 
     def __init__(self, op: OpRuntime, selection: Selection | None, kernel: KernelInfo | None, block_dim: int,
                  tiling_key: int, workspace_size: int, tiling_buffer: Any, empty: bool, contiguous: bool,
@@ -123,13 +124,11 @@ class Plan:
         self.tiling_addr = ctypes.addressof(tiling_buffer) if tiling_buffer is not None else 0
         self.fn = kernel.fn if kernel is not None else None
         self.sync = 1 if kernel is not None and kernel.intercore_sync else 0
-        self.hot = False  # cache metadata: used since the eviction clock last passed it
         # the package's binary_info_config.json and its stamp when selected: a hit checks it, so a
         # package rebuilt in place selects again (plan_fresh)
         self.stamp_path = selection.config if selection is not None else ""
         self.stamp = selection.stamp if selection is not None else None
         self.checked_ns = time.monotonic_ns()
-        self.native_hash = None  # the C fast path's key hash it was registered under (fastpath.c forget)
         self.attrs: tuple = ()  # the normalized attribute values it was planned for (part of its key): the dump's index
         self.record: bytes | None = None  # its native_record, made at its first registration in C
 
@@ -215,23 +214,11 @@ def plan_fresh(plan: Plan) -> bool:
     return True
 
 
-def _instances(params) -> tuple[tuple[tuple, ...], ...]:
-    names = _DTYPE_NAMES  # every dtype of a normalized argument is in it
-    return tuple([tuple([(names[a.dtype], f, a.shape, None) for a, f in g]) for g in params])
-
-
-def _describe_call_py(inputs, outputs, names) -> tuple:
-    in_inst, out_inst = _instances(inputs), _instances(outputs)
-    signature = tuple([i[:2] for g in in_inst + out_inst for i in g])
-    contiguous = all([a.flags.c_contiguous for g in inputs + outputs for a, _ in g])
-    return in_inst, out_inst, signature, contiguous, any([a.size for g in outputs for a, _ in g])
-
-
-describe_call = _fastpath.describe_call if _fastpath is not None else _describe_call_py
+describe_call = _fastpath.describe_call if _fastpath is not None else reference_describe.describe_call
 """describe_call(inputs, outputs, names) -> (in_inst, out_inst, signature, contiguous, nonempty).
 
 What a miss needs to know of a call's normalized tensors (per IR parameter, lists of (array,
-format)), read in one pass (in C: native/src/describe.c; this module's _describe_call_py is the
+format)), read in one pass (in C: native/src/describe.c; opbuild.runtime.reference.describe is the
 reference): per parameter the instances (dtype name, format name, shape, None) that tiling,
 inference and the key rule see (strides None: the kernel reads C-contiguous tensors, phase 2
 copies the others, and the context fills contiguous strides for None); the (dtype, format) of

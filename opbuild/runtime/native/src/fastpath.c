@@ -29,15 +29,15 @@ PyObject *g_aclnn_error;      /* opbuild.runtime.errors.AclnnError */
 PyObject *g_dp;               /* settings.DP: [dp code] */
 PyObject *g_py_executor;      /* executor.Executor (what the Python phase 1 returns) */
 PyObject *g_launch_failed;    /* executor._launch_failed(plan): raises the launch error */
-Py_ssize_t g_hot_offset = -1; /* offset of Plan.hot's slot */
 sim_launch_fn g_launch;
 sim_isolated_fn g_isolated;
 PyObject *g_table_key;        /* the thread-state-dict key of the plan table */
 static PyObject *g_executor_record; /* plans.executor_record: the plan record of a miss (plancache.h) */
 
-PyObject *s_opkey_kwnames; /* ("_opkey",) */
+PyObject *s_opkey_kwnames;      /* ("_opkey",) */
+PyObject *s_opkey_plan_kwnames; /* ("_opkey", "_plan") */
 PyObject *s_args, *s_plan, *s_workspace_size, *s_selection, *s_full_key, *s_entry, *s_name, *s_deterministic,
-    *s_impl_mode, *s_native_hash;
+    *s_impl_mode, *s_stamp, *s_stamp_path;
 
 PyObject *s_zero; /* 0, phase 2's result */
 
@@ -135,16 +135,86 @@ Executor *executor_alloc(Py_ssize_t items) {
 
 /* ---- the Python miss: its call, and the registration of the plan it made ---------------------- */
 
-/* Register the plan of `ex` (a Python executor that could launch directly) under the call's key:
- * its plan record (plans.executor_record) parsed by the one parser (plancache_plan_from_record);
- * 1 and the new entry in *registered, 0 when it is not one this path caches, -1 error (a
- * malformed record is a ValueError naming what is wrong). */
+/* File `plan` (the Python plan of `op`) in the calling thread's table under `words`: `e` is its
+ * native plan (one reference, taken over), launchable unless `python_only`. 0, or -1 error. */
+static int file_entry(Entry *e, PyObject *op, PyObject *plan, int python_only) {
+    Table *t = thread_table(1);
+    EntryFront *f = t != NULL ? PyMem_Calloc(1, sizeof(EntryFront)) : NULL;
+    if (f == NULL) {
+        plancache_plan_unref(e);
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        return -1;
+    }
+    f->op = Py_NewRef(op);
+    f->plan = Py_NewRef(plan);
+    f->python_only = python_only;
+    e->front = f;
+    e->front_free = front_free;
+    if (!python_only && (f->ws_obj = PyLong_FromUnsignedLongLong(e->ws_size)) == NULL) {
+        plancache_plan_unref(e);
+        return -1;
+    }
+    g_epoch++;
+    int rc = plancache_insert(t->core, e);
+    plancache_plan_unref(e); /* the table's reference remains */
+    if (rc < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+/* File the Python plan `plan` of `op` under `words` for Python lookups only (python_only: no
+ * launch data; the C hit hands it to the Python phase 1), with the plan's package stamp
+ * (plan.stamp_path, plan.stamp: checked like every other). 0 (not filed when the stamp cannot
+ * be kept), or -1 error. */
+static int file_python_plan(const uint64_t *words, size_t n, PyObject *op, PyObject *plan) {
+    PyObject *stamp = PyObject_GetAttr(plan, s_stamp);
+    if (stamp == NULL) return -1;
+    PyObject *path = stamp != Py_None ? PyObject_GetAttr(plan, s_stamp_path) : Py_NewRef(Py_None);
+    int64_t words3[3] = {0, 0, 0};
+    const char *cpath = NULL;
+    int rc = -1;
+    if (path == NULL) goto out;
+    if (stamp != Py_None) {
+        if (!PyTuple_Check(stamp) || PyTuple_GET_SIZE(stamp) != 3 || !PyUnicode_Check(path)) {
+            PyErr_SetString(PyExc_TypeError, "plan.stamp must be a 3-tuple and plan.stamp_path a str");
+            goto out;
+        }
+        for (int i = 0; i < 3; i++) {
+            words3[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(stamp, i));
+            if (PyErr_Occurred()) goto out;
+        }
+        if ((cpath = PyUnicode_AsUTF8(path)) == NULL) goto out;
+    }
+    Entry *e = plancache_plan_new(words, n);
+    if (e == NULL) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    if (cpath != NULL && plancache_plan_stamp(e, cpath, words3) < 0) {
+        plancache_plan_unref(e); /* a stamp that cannot be kept: the plan is not cached */
+        rc = 0;
+        goto out;
+    }
+    rc = file_entry(e, op, plan, 1);
+out:
+    Py_DECREF(stamp);
+    Py_XDECREF(path);
+    return rc;
+}
+
+/* Register the plan of `ex` (the executor of a miss this path keyed) under the call's key: its
+ * plan record (plans.executor_record, parsed by the one parser, plancache_plan_from_record) as a
+ * launchable entry, 1 and the entry in *registered; a plan whose calls cannot be launched from
+ * the key alone (no record) for Python lookups only, 0; -1 error (a malformed record is a
+ * ValueError naming what is wrong). */
 static int register_plan(Phase1 *self, Key *k, PyObject *ex, PyObject *plan, Entry **registered) {
     PyObject *rec = PyObject_CallOneArg(g_executor_record, ex);
     if (rec == NULL) return -1;
     if (rec == Py_None) {
         Py_DECREF(rec);
-        return 0;
+        return file_python_plan(k->words, (size_t)k->nwords, self->op, plan);
     }
     if (!PyBytes_Check(rec)) {
         PyErr_Format(PyExc_TypeError, "executor_record returned %.100s, not bytes", Py_TYPE(rec)->tp_name);
@@ -162,35 +232,9 @@ static int register_plan(Phase1 *self, Key *k, PyObject *ex, PyObject *plan, Ent
     }
     if (e->ntensors != (uint32_t)(self->n_in + self->n_out)) {
         plancache_plan_unref(e);
-        return 0;
+        return file_python_plan(k->words, (size_t)k->nwords, self->op, plan);
     }
-    Table *t = thread_table(1);
-    EntryFront *f = t != NULL ? PyMem_Calloc(1, sizeof(EntryFront)) : NULL;
-    if (f == NULL) {
-        plancache_plan_unref(e);
-        if (!PyErr_Occurred()) PyErr_NoMemory();
-        return -1;
-    }
-    f->op = Py_NewRef(self->op);
-    f->plan = Py_NewRef(plan);
-    f->ws_obj = PyLong_FromUnsignedLongLong(e->ws_size);
-    e->front = f;
-    e->front_free = front_free;
-    if (f->ws_obj == NULL) {
-        plancache_plan_unref(e);
-        return -1;
-    }
-    g_epoch++;
-    int rc = plancache_insert(t->core, e);
-    plancache_plan_unref(e); /* the table's reference remains */
-    if (rc < 0) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    /* forget(plan) looks in this bucket only (plans.Plan.native_hash) */
-    PyObject *h = PyLong_FromUnsignedLongLong((unsigned long long)k->hash);
-    if (h == NULL || PyObject_SetAttr(plan, s_native_hash, h) < 0) PyErr_Clear();
-    Py_XDECREF(h);
+    if (file_entry(e, self->op, plan, 0) < 0) return -1;
     st_p1_registered++;
     *registered = e;
     return 1;
@@ -217,22 +261,25 @@ static void make_fast(Executor *ex, Entry *e, Phase1 *self, PyObject *const *arg
 /* The Python phase 1 of a call this path keyed: its key words as the keyword argument `_opkey`
  * (bytes), so that the Python cache files the plan under the same key (executor.get_workspace_size).
  * Only calls whose deterministic/impl_mode keywords are absent or None get a key: they are dropped. */
-static PyObject *call_slow_with_key(Phase1 *self, PyObject *const *args, Py_ssize_t nargs, Key *k) {
-    PyObject *stack[MAX_TENSORS + MAX_ATTRS + 1];
+static PyObject *call_slow_with_key(Phase1 *self, PyObject *const *args, Py_ssize_t nargs, Key *k,
+                                    PyObject *python_plan) {
+    PyObject *stack[MAX_TENSORS + MAX_ATTRS + 2];
     PyObject *key = PyBytes_FromStringAndSize((const char *)k->words, k->nwords * (Py_ssize_t)sizeof(uint64_t));
     if (key == NULL) return NULL;
     memcpy(stack, args, (size_t)nargs * sizeof(PyObject *));
     stack[nargs] = key;
-    PyObject *res = PyObject_Vectorcall(self->slow, stack, (size_t)nargs, s_opkey_kwnames);
+    stack[nargs + 1] = python_plan;
+    PyObject *res = PyObject_Vectorcall(self->slow, stack, (size_t)nargs,
+                                        python_plan != NULL ? s_opkey_plan_kwnames : s_opkey_kwnames);
     Py_DECREF(key);
     return res;
 }
 
-PyObject *phase1_slow(Phase1 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames, Key *k,
-                             long dp) {
+PyObject *phase1_slow(Phase1 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames, Key *k, long dp,
+                      PyObject *python_plan) {
     st_p1_misses++;
     PyObject *res = k == NULL ? PyObject_Vectorcall(self->slow, args, nargsf, kwnames)
-                              : call_slow_with_key(self, args, PyVectorcall_NARGS(nargsf), k);
+                              : call_slow_with_key(self, args, PyVectorcall_NARGS(nargsf), k, python_plan);
     if (res == NULL || k == NULL) return res;
     if (!PyTuple_CheckExact(res) || PyTuple_GET_SIZE(res) != 2) return res;
     PyObject *ex = PyTuple_GET_ITEM(res, 1);
@@ -246,14 +293,17 @@ PyObject *phase1_slow(Phase1 *self, PyObject *const *args, size_t nargsf, PyObje
     }
     int direct = a != Py_None;
     Py_DECREF(a);
-    if (!direct) return res;
     PyObject *plan = PyObject_GetAttr(ex, s_plan);
     if (plan == NULL) {
         Py_DECREF(res);
         return NULL;
     }
+    /* This path keyed the call, so it files the plan (the Python phase 1 does not): launchable
+     * when the executor launches the call's arrays as they are, else for Python lookups only
+     * (unless that is the entry the plan came from). */
     Entry *e = NULL;
-    int rc = register_plan(self, k, ex, plan, &e);
+    int rc = direct ? register_plan(self, k, ex, plan, &e)
+                    : plan == python_plan ? 0 : file_python_plan(k->words, (size_t)k->nwords, self->op, plan);
     Py_DECREF(plan);
     if (rc < 0) {
         Py_DECREF(res);
@@ -639,12 +689,12 @@ static PyTypeObject Phase2Type = {
 
 static PyObject *fp_configure(PyObject *mod, PyObject *args, PyObject *kwds) {
     (void)mod;
-    PyObject *err, *dp, *py_executor, *plan_type, *launch_failed, *codes, *record;
+    PyObject *err, *dp, *py_executor, *launch_failed, *codes, *record;
     unsigned long long launch = 0, isolated = 0;
-    static char *kwlist[] = {"aclnn_error", "dp", "executor_type", "plan_type", "launch_failed", "sim_launch",
+    static char *kwlist[] = {"aclnn_error", "dp", "executor_type", "launch_failed", "sim_launch",
                              "dtype_codes", "sim_isolated", "executor_record", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!OO!OKO!KO:configure", kwlist, &err, &PyList_Type, &dp,
-                                     &py_executor, &PyType_Type, &plan_type, &launch_failed, &launch, &PyDict_Type,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!OOKO!KO:configure", kwlist, &err, &PyList_Type, &dp,
+                                     &py_executor, &launch_failed, &launch, &PyDict_Type,
                                      &codes, &isolated, &record))
         return NULL;
     if (!PyCallable_Check(record)) {
@@ -661,17 +711,10 @@ static PyObject *fp_configure(PyObject *mod, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_ValueError, "configure: dp must be a one-element list");
         return NULL;
     }
-    Py_ssize_t hot = -1;
-    PyObject *descr = PyDict_GetItemString(((PyTypeObject *)plan_type)->tp_dict, "hot");
-    if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
-        PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
-        if (m->type == T_OBJECT_EX || m->type == T_OBJECT) hot = m->offset;
-    }
     Py_XSETREF(g_aclnn_error, Py_NewRef(err));
     Py_XSETREF(g_dp, Py_NewRef(dp));
     Py_XSETREF(g_py_executor, Py_NewRef(py_executor));
     Py_XSETREF(g_launch_failed, Py_NewRef(launch_failed));
-    g_hot_offset = hot;
     g_launch = (sim_launch_fn)(uintptr_t)launch;
     g_isolated = (sim_isolated_fn)(uintptr_t)isolated;
     Py_RETURN_NONE;
@@ -890,35 +933,49 @@ static PyObject *fp_env_token(PyObject *mod, PyObject *unused) {
     return PyLong_FromUnsignedLongLong(t != NULL ? opkey_env_token_cached(&t->core->env) : opkey_env_token());
 }
 
-/* forget(plan): drop the calling thread's entries of `plan` (the Python cache evicted it). */
-static PyObject *fp_forget(PyObject *mod, PyObject *plan) {
+/* ---- the Python front end's lookups (plan_cache.NativePlanTable) ------------------------------ */
+
+/* The words of a key given as bytes (a whole number of words), or -1 with TypeError. */
+static Py_ssize_t key_of(PyObject *key, const uint64_t **words) {
+    if (!PyBytes_Check(key) || PyBytes_GET_SIZE(key) % (Py_ssize_t)sizeof(uint64_t) != 0 || PyBytes_GET_SIZE(key) == 0) {
+        PyErr_SetString(PyExc_TypeError, "a plan key is bytes of whole 64-bit words (opkey.h)");
+        return -1;
+    }
+    *words = (const uint64_t *)PyBytes_AS_STRING(key); /* (bytes data is aligned) */
+    return PyBytes_GET_SIZE(key) / (Py_ssize_t)sizeof(uint64_t);
+}
+
+/* plan_find(key) -> the Python plan filed under the key in the calling thread's table, or None.
+ * The one lookup of the Python front end when the extension is built: the same table, eviction
+ * and package-stamp check as the C hit (plancache_find; a stale plan is dropped). */
+static PyObject *fp_plan_find(PyObject *mod, PyObject *key) {
     (void)mod;
-    if (g_table_key == NULL) Py_RETURN_NONE;
+    const uint64_t *words;
+    Py_ssize_t n = key_of(key, &words);
+    if (n < 0) return NULL;
     Table *t = thread_table(0);
     if (t == NULL) {
         if (PyErr_Occurred()) return NULL;
         Py_RETURN_NONE;
     }
-    /* The bucket of the key the plan was last registered under (register_plan), else every plan.
-     * A plan registered under another key too keeps that entry until evicted or cleared: it
-     * stays a correct plan (its package stamp is still checked on every hit). */
-    plancache_table *core = t->core;
-    PyObject *h = PyObject_GetAttr(plan, s_native_hash);
-    unsigned long long hash = 0;
-    int hinted = 0;
-    if (h == NULL) PyErr_Clear();
-    else if (PyLong_Check(h)) {
-        hash = PyLong_AsUnsignedLongLong(h);
-        if (PyErr_Occurred()) PyErr_Clear();
-        else hinted = 1;
+    Entry *e = plancache_find(t->core, words, (size_t)n, opkey_hash(words, (size_t)n));
+    if (e == NULL) Py_RETURN_NONE;
+    return Py_NewRef(ENTRY_FRONT(e)->plan);
+}
+
+/* plan_store(key, op, plan): file a miss of the Python front end (a call this path
+ * did not key) under its key, for Python lookups (python_only: the C hit hands the entry's plan
+ * to the Python phase 1, whose miss then files it launchable). */
+static PyObject *fp_plan_store(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    (void)mod;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "plan_store(key, op, plan)");
+        return NULL;
     }
-    Py_XDECREF(h);
-    Entry *e = hinted ? core->buckets[hash & core->mask] : core->newest;
-    while (e != NULL) {
-        Entry *next = hinted ? e->next : e->older;
-        if (ENTRY_FRONT(e)->plan == plan) plancache_remove(core, e); /* (the caller holds `plan`) */
-        e = next;
-    }
+    const uint64_t *words;
+    Py_ssize_t n = key_of(args[0], &words);
+    if (n < 0) return NULL;
+    if (file_python_plan(words, (size_t)n, args[1], args[2]) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -1010,7 +1067,7 @@ extern PyTypeObject TilingBlockType;                                            
 
 static PyMethodDef fp_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))fp_configure, METH_VARARGS | METH_KEYWORDS,
-     "configure(aclnn_error, dp, executor_type, plan_type, launch_failed, sim_launch, dtype_codes, sim_isolated, "
+     "configure(aclnn_error, dp, executor_type, launch_failed, sim_launch, dtype_codes, sim_isolated, "
      "executor_record): "
      "bind to the runtime."},
     {"params_key", (PyCFunction)(void (*)(void))fp_params_key, METH_FASTCALL,
@@ -1036,7 +1093,10 @@ static PyMethodDef fp_methods[] = {
     {"reset", fp_reset, METH_NOARGS, "Forget the calling thread's plan table (ResetCacheThreadLocal)."},
     {"env_token", fp_env_token, METH_NOARGS,
      "The search environment's token (opkey.h), recomputed only when the environment may have changed."},
-    {"forget", fp_forget, METH_O, "Drop the calling thread's table entries of a plan (evicted by the Python cache)."},
+    {"plan_find", fp_plan_find, METH_O,
+     "plan_find(key) -> the Python plan filed under the key in the calling thread's table, or None."},
+    {"plan_store", (PyCFunction)(void (*)(void))fp_plan_store, METH_FASTCALL,
+     "plan_store(key, op, plan): file a Python miss's plan in the calling thread's table."},
     {"table_size", fp_table_size, METH_NOARGS, "Entries in the calling thread's plan table."},
     {"cache_stats", fp_cache_stats, METH_NOARGS,
      "The calling thread's plan table counters: hits, misses, inserts, stale, size, evictions (plancache.h)."},
@@ -1079,11 +1139,15 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     INTERN(s_name, "name");
     INTERN(s_deterministic, "deterministic");
     INTERN(s_impl_mode, "impl_mode");
-    INTERN(s_native_hash, "native_hash");
+    INTERN(s_stamp, "stamp");
+    INTERN(s_stamp_path, "stamp_path");
     {
-        PyObject *name = PyUnicode_InternFromString("_opkey");
-        if (name == NULL || (s_opkey_kwnames = PyTuple_Pack(1, name)) == NULL) return NULL;
+        PyObject *name = PyUnicode_InternFromString("_opkey"), *plan = PyUnicode_InternFromString("_plan");
+        if (name == NULL || plan == NULL || (s_opkey_kwnames = PyTuple_Pack(1, name)) == NULL ||
+            (s_opkey_plan_kwnames = PyTuple_Pack(2, name, plan)) == NULL)
+            return NULL;
         Py_DECREF(name);
+        Py_DECREF(plan);
     }
     PyObject *m = PyModule_Create(&fp_module);
     if (m == NULL) return NULL;

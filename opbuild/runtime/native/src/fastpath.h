@@ -44,7 +44,8 @@ typedef plancache_plan Entry;
 typedef struct {
     PyObject *op;     /* the op the plan was made for */
     PyObject *plan;   /* the Python plans.Plan */
-    PyObject *ws_obj; /* plan.workspace_size as an int */
+    PyObject *ws_obj; /* plan.workspace_size as an int (NULL when python_only) */
+    int python_only;  /* filed by the Python front end (plan_store): no launch data, the C hit skips it */
 } EntryFront;
 #define ENTRY_FRONT(e) ((EntryFront *)(e)->front)
 
@@ -123,12 +124,11 @@ typedef struct {
 /* ---- module state (fastpath.c; set by configure()) ---------------------------------------------- */
 
 extern PyObject *g_aclnn_error, *g_dp, *g_py_executor, *g_launch_failed, *g_table_key, *g_dtype_codes;
-extern Py_ssize_t g_hot_offset;
 extern sim_launch_fn g_launch;
 extern sim_isolated_fn g_isolated;
 extern long g_observed;  /* launch observers registered (fastpath_hit.c) */
 extern uint64_t g_epoch; /* bumped when any table entry is freed or inserted */
-extern PyObject *s_opkey_kwnames, *s_zero, *s_deterministic, *s_impl_mode;
+extern PyObject *s_opkey_kwnames, *s_opkey_plan_kwnames, *s_zero, *s_deterministic, *s_impl_mode;
 extern unsigned long long st_p1_hits, st_p1_misses, st_p1_registered, st_p2_fast, st_p2_slow;
 extern PyTypeObject ExecutorType;
 
@@ -139,7 +139,8 @@ void raise_aclnn(int status, PyObject *message);
 Table *thread_table(int create);
 Executor *executor_alloc(Py_ssize_t items);
 /* A call the hit path does not serve: the Python phase 1 (with the key `k` when it built one). */
-PyObject *phase1_slow(Phase1 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames, Key *k, long dp);
+PyObject *phase1_slow(Phase1 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames, Key *k, long dp,
+                      PyObject *python_plan);
 
 /* ---- fastpath_hit.c ------------------------------------------------------------------------------ */
 

@@ -130,10 +130,17 @@ int build_key(Phase1 *self, PyObject *const *args, Key *k, long dp, opkey_env_ca
     return 1;
 }
 
-/* The table's plan for this call's key (plancache_find: a stale plan is dropped), or NULL. */
-static inline Entry *lookup(Table *t, Phase1 *self, Key *k) {
+/* The table's plan for this call's key (plancache_find: a stale plan is dropped), or NULL; a
+ * plan the Python front end filed (python_only: no launch data) is handed out in *python_plan
+ * (borrowed) for the Python phase 1 to use, and NULL returned. */
+static inline Entry *lookup(Table *t, Phase1 *self, Key *k, PyObject **python_plan) {
     Entry *e = plancache_find(t->core, k->words, (size_t)k->nwords, k->hash);
-    return e != NULL && ENTRY_FRONT(e)->op == self->op ? e : NULL;
+    if (e == NULL || ENTRY_FRONT(e)->op != self->op) return NULL;
+    if (ENTRY_FRONT(e)->python_only) {
+        *python_plan = ENTRY_FRONT(e)->plan;
+        return NULL;
+    }
+    return e;
 }
 
 /* ---- the memo of the last hit (see Memo) ------------------------------------------------------ */
@@ -232,7 +239,7 @@ PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf, PyObje
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     Key k;
     if (nargs != self->n_in + self->n_attr + self->n_out || !kw_defaults_only(args, nargs, kwnames))
-        return phase1_slow(self, args, nargsf, kwnames, NULL, 0);
+        return phase1_slow(self, args, nargsf, kwnames, NULL, 0, NULL);
     PyObject *dpo = PyList_GET_ITEM(g_dp, 0);
     Entry *e = memo_match(self, args, dpo);
     if (e == NULL) {
@@ -241,9 +248,15 @@ PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf, PyObje
         Table *t = thread_table(1);
         if (t == NULL) return NULL;
         int rc = build_key(self, args, &k, dp, &t->core->env);
-        if (rc <= 0) return rc < 0 ? NULL : phase1_slow(self, args, nargsf, kwnames, NULL, 0);
-        e = lookup(t, self, &k);
-        if (e == NULL) return phase1_slow(self, args, nargsf, kwnames, &k, dp);
+        if (rc <= 0) return rc < 0 ? NULL : phase1_slow(self, args, nargsf, kwnames, NULL, 0, NULL);
+        PyObject *python_plan = NULL;
+        e = lookup(t, self, &k, &python_plan);
+        if (e == NULL) {
+            Py_XINCREF(python_plan); /* (the Python miss may drop its entry) */
+            PyObject *res = phase1_slow(self, args, nargsf, kwnames, &k, dp, python_plan);
+            Py_XDECREF(python_plan);
+            return res;
+        }
         memo_set(self, args, dpo, t, e);
     }
     Py_ssize_t n_in = self->n_in, ntensors = n_in + self->n_out;
@@ -255,9 +268,9 @@ PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf, PyObje
         uint64_t nbytes = (uint64_t)PyArray_ITEMSIZE(a); /* PyArray_NBYTES without its call */
         for (int d = 0; d < PyArray_NDIM(a); d++) nbytes *= (uint64_t)PyArray_DIMS(a)[d];
         bytes += nbytes;
-        if (i >= n_in && !PyArray_ISWRITEABLE(a)) return phase1_slow(self, args, nargsf, kwnames, NULL, 0);
+        if (i >= n_in && !PyArray_ISWRITEABLE(a)) return phase1_slow(self, args, nargsf, kwnames, NULL, 0, NULL);
     }
-    if (or_addr & 15) return phase1_slow(self, args, nargsf, kwnames, NULL, 0);
+    if (or_addr & 15) return phase1_slow(self, args, nargsf, kwnames, NULL, 0, NULL);
     Executor *ex = executor_alloc(ntensors + e->nargs);
     if (ex == NULL) return NULL;
     ex->plan = Py_NewRef(ENTRY_FRONT(e)->plan);
@@ -282,13 +295,6 @@ PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf, PyObje
     }
     launch_args[ntensors] = 0;
     launch_args[ntensors + 1] = (uint64_t)(uintptr_t)e->tiling;
-    if (g_hot_offset >= 0) {
-        PyObject **slot = (PyObject **)((char *)ENTRY_FRONT(e)->plan + g_hot_offset);
-        if (*slot != Py_True) Py_XSETREF(*slot, Py_NewRef(Py_True));
-    } else if (PyObject_SetAttrString(ENTRY_FRONT(e)->plan, "hot", Py_True) < 0) {
-        Py_DECREF(ex);
-        return NULL;
-    }
     st_p1_hits++;
     PyObject *res = PyTuple_New(2);
     if (res == NULL) {
