@@ -62,6 +62,11 @@ def _enum(rows: list[tuple[str, int, str]], indent: str = "    ") -> list[str]:
             for n, val, c in rows]
 
 
+def _x_macro(name: str, rows: list[str]) -> list[str]:
+    """`#define NAME(X)` expanding to the rows, one per line."""
+    return [f"#define {name}(X) \\", *[f"    {r} \\" for r in rows[:-1]], f"    {rows[-1]}"]
+
+
 def header_text() -> str:
     """The content of opbuild/vocabulary_gen.h."""
     out = [
@@ -122,6 +127,20 @@ def header_text() -> str:
         "/* A cached plan re-checks its package's stamp (one stat) at most this often, per plan and thread. */",
         f"#define OPKEY_STAMP_INTERVAL_NS {v.STAMP_INTERVAL_NS}ll",
         "",
+        _rule("aclDataType and aclFormat (vocabulary.CANN_DATA_TYPES, ACL_FORMATS): X-macro tables"),
+        "/* X(enumerator, aclDataTypeSize, whether an aclScalar can hold one) for every aclDataType. */",
+        *_x_macro("OPBUILD_ACL_DATA_TYPES", [f"X({t.acl_name}, {t.size}, {0 if t.sub_byte or not t.size else 1})"
+                                             for t in v.CANN_DATA_TYPES if t.acl is not None]),
+        "",
+        "/* X(enumerator) for every aclFormat the acl C ABI accepts. */",
+        *_x_macro("OPBUILD_ACL_FORMATS", [f"X({name})" for name, value in sorted(v.ACL_FORMATS.items(),
+                                                                             key=lambda kv: kv[1]) if value >= 0]),
+        "",
+        _rule("SoCs (vocabulary.SOCS)"),
+        "/* Short name (OPBUILD_SOC) -> CANN's full name (aclrtGetSocName), and the default. */",
+        "#define OPBUILD_SOC_VERSIONS {" + ", ".join(f'{{"{s.name}", "{s.soc_version}"}}' for s in v.SOCS) + "}",
+        f'#define OPBUILD_DEFAULT_SOC "{v.DEFAULT_SOC}"',
+        "",
         _rule("aclnn status codes (vocabulary.ACLNN_STATUSES; also in aclnn/acl_meta.h)"),
         *_aligned([(s.name, str(s.code), s.doc) for s in v.ACLNN_STATUSES]),
         "",
@@ -162,6 +181,7 @@ def regions() -> dict[Path, dict[str, str]]:
     formats = sorted(v.ACL_FORMATS.items(), key=lambda kv: kv[1])
     return {
         ACL_BASE: {
+            "aclError": "\n".join(f"#define {e.name} {e.code}" for e in v.ACL_ERRORS),
             "aclDataType": "\n".join(["typedef enum {", *_enum(data_types), "} aclDataType;"]),
             "aclFormat": "\n".join(["typedef enum {", *_enum([(n, val, "") for n, val in formats]), "} aclFormat;"]),
         },

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
-    "ACLNN_STATUS", "ACLNN_STATUSES", "ACL_DATA_TYPES", "ACL_FORMATS", "AclnnStatus", "CACHE_KEY_ENV_VARS",
+    "ACLNN_STATUS", "ACLNN_STATUSES", "ACL_ERROR", "ACL_ERRORS", "AclError", "ACL_DATA_TYPES", "ACL_FORMATS", "AclnnStatus", "CACHE_KEY_ENV_VARS",
     "CACHE_KEY_SLOT_TAGS", "CACHE_KEY_VERSION", "KeyTag", "STAMP_INTERVAL_NS", "ATTR_TYPE", "ATTR_TYPES", "ATTR_TYPE_NAMES", "AttrType",
     "CANN_DATA_TYPES", "CORE_TYPE", "CORE_TYPES", "CORE_TYPE_NAMES",
     "CannDataType", "CoreType", "DEFAULT_BINARY_IMPL_MODES", "DEFAULT_CORE_TYPE", "DEFAULT_FORMAT",
@@ -52,13 +52,17 @@ class CannDataType:
     """One CANN data type as the acl C ABI and op_fallback see it.
 
     ge_name: the ge::DataType enumerator (`DT_FLOAT16`); acl: the aclDataType value, None when
-    aclDataType has none; numpy: the numpy / ml_dtypes dtype name, None when there is none.
+    aclDataType has none; numpy: the numpy / ml_dtypes dtype name, None when there is none;
+    size: what aclDataTypeSize returns (bytes of one element; 1 for the sub-byte types, 0 for
+    strings); sub_byte: narrower than a byte (an aclScalar cannot hold one).
     The aclDataType enumerator is `ACL_` + the name after `DT_` (`acl_name`).
     """
 
     ge_name: str
     acl: int | None
     numpy: str | None
+    size: int
+    sub_byte: bool = False
 
     @property
     def acl_name(self) -> str:
@@ -66,36 +70,36 @@ class CannDataType:
 
 
 CANN_DATA_TYPES: Final[tuple[CannDataType, ...]] = (
-    CannDataType("DT_FLOAT", 0, "float32"),
-    CannDataType("DT_FLOAT16", 1, "float16"),
-    CannDataType("DT_INT8", 2, "int8"),
-    CannDataType("DT_INT32", 3, "int32"),
-    CannDataType("DT_UINT8", 4, "uint8"),
-    CannDataType("DT_INT16", 6, "int16"),
-    CannDataType("DT_UINT16", 7, "uint16"),
-    CannDataType("DT_UINT32", 8, "uint32"),
-    CannDataType("DT_INT64", 9, "int64"),
-    CannDataType("DT_UINT64", 10, "uint64"),
-    CannDataType("DT_DOUBLE", 11, "float64"),
-    CannDataType("DT_BOOL", 12, "bool"),
-    CannDataType("DT_STRING", 13, None),
-    CannDataType("DT_COMPLEX64", 16, "complex64"),
-    CannDataType("DT_COMPLEX128", 17, "complex128"),
-    CannDataType("DT_BF16", 27, "bfloat16"),
-    CannDataType("DT_INT4", 29, "int4"),
-    CannDataType("DT_UINT1", 30, "uint1"),
-    CannDataType("DT_INT2", None, "int2"),
-    CannDataType("DT_UINT2", None, "uint2"),
-    CannDataType("DT_UINT4", None, "uint4"),
-    CannDataType("DT_COMPLEX32", 33, "complex32"),
-    CannDataType("DT_HIFLOAT8", 34, None),
-    CannDataType("DT_FLOAT8_E5M2", 35, "float8_e5m2"),
-    CannDataType("DT_FLOAT8_E4M3FN", 36, "float8_e4m3fn"),
-    CannDataType("DT_FLOAT8_E8M0", 37, "float8_e8m0fnu"),
-    CannDataType("DT_FLOAT6_E3M2", 38, "float6_e3m2fn"),
-    CannDataType("DT_FLOAT6_E2M3", 39, "float6_e2m3fn"),
-    CannDataType("DT_FLOAT4_E2M1", 40, "float4_e2m1fn"),
-    CannDataType("DT_FLOAT4_E1M2", 41, None),
+    CannDataType("DT_FLOAT", 0, "float32", 4),
+    CannDataType("DT_FLOAT16", 1, "float16", 2),
+    CannDataType("DT_INT8", 2, "int8", 1),
+    CannDataType("DT_INT32", 3, "int32", 4),
+    CannDataType("DT_UINT8", 4, "uint8", 1),
+    CannDataType("DT_INT16", 6, "int16", 2),
+    CannDataType("DT_UINT16", 7, "uint16", 2),
+    CannDataType("DT_UINT32", 8, "uint32", 4),
+    CannDataType("DT_INT64", 9, "int64", 8),
+    CannDataType("DT_UINT64", 10, "uint64", 8),
+    CannDataType("DT_DOUBLE", 11, "float64", 8),
+    CannDataType("DT_BOOL", 12, "bool", 1),
+    CannDataType("DT_STRING", 13, None, 0),
+    CannDataType("DT_COMPLEX64", 16, "complex64", 8),
+    CannDataType("DT_COMPLEX128", 17, "complex128", 16),
+    CannDataType("DT_BF16", 27, "bfloat16", 2),
+    CannDataType("DT_INT4", 29, "int4", 1, sub_byte=True),
+    CannDataType("DT_UINT1", 30, "uint1", 1, sub_byte=True),
+    CannDataType("DT_INT2", None, "int2", 1, sub_byte=True),
+    CannDataType("DT_UINT2", None, "uint2", 1, sub_byte=True),
+    CannDataType("DT_UINT4", None, "uint4", 1, sub_byte=True),
+    CannDataType("DT_COMPLEX32", 33, "complex32", 4),
+    CannDataType("DT_HIFLOAT8", 34, None, 1),
+    CannDataType("DT_FLOAT8_E5M2", 35, "float8_e5m2", 1),
+    CannDataType("DT_FLOAT8_E4M3FN", 36, "float8_e4m3fn", 1),
+    CannDataType("DT_FLOAT8_E8M0", 37, "float8_e8m0fnu", 1),
+    CannDataType("DT_FLOAT6_E3M2", 38, "float6_e3m2fn", 1, sub_byte=True),
+    CannDataType("DT_FLOAT6_E2M3", 39, "float6_e2m3fn", 1, sub_byte=True),
+    CannDataType("DT_FLOAT4_E2M1", 40, "float4_e2m1fn", 1, sub_byte=True),
+    CannDataType("DT_FLOAT4_E1M2", 41, None, 1, sub_byte=True),
 )
 """Every data type the conversions know, in aclDataType order (numpy names: ml_dtypes' for the
 narrow floats and ints). opbuild's ops take only the DTYPES below."""
@@ -514,6 +518,73 @@ ACLNN_STATUSES: Final[tuple[AclnnStatus, ...]] = (
 """The aclnn status codes (CANN's numbers): the C ABI returns them, AclnnError carries them."""
 
 ACLNN_STATUS: Final[dict[str, int]] = {s.name: s.code for s in ACLNN_STATUSES}
+
+
+# ---- aclError codes -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AclError:
+    """An aclError value: its CANN macro name (acl/acl_base.h, rt_error_codes.h) and number."""
+
+    name: str
+    code: int
+
+
+ACL_ERRORS: Final[tuple[AclError, ...]] = (
+    AclError("ACL_SUCCESS", 0),
+    AclError("ACL_ERROR_NONE", 0),
+    AclError("ACL_ERROR_INVALID_PARAM", 100000),
+    AclError("ACL_ERROR_UNINITIALIZE", 100001),
+    AclError("ACL_ERROR_REPEAT_INITIALIZE", 100002),
+    AclError("ACL_ERROR_INVALID_FILE", 100003),
+    AclError("ACL_ERROR_WRITE_FILE", 100004),
+    AclError("ACL_ERROR_INVALID_FILE_SIZE", 100005),
+    AclError("ACL_ERROR_PARSE_FILE", 100006),
+    AclError("ACL_ERROR_FILE_MISSING_ATTR", 100007),
+    AclError("ACL_ERROR_FILE_ATTR_INVALID", 100008),
+    AclError("ACL_ERROR_INVALID_DUMP_CONFIG", 100009),
+    AclError("ACL_ERROR_INVALID_PROFILING_CONFIG", 100010),
+    AclError("ACL_ERROR_INVALID_MODEL_ID", 100011),
+    AclError("ACL_ERROR_DESERIALIZE_MODEL", 100012),
+    AclError("ACL_ERROR_PARSE_MODEL", 100013),
+    AclError("ACL_ERROR_READ_MODEL_FAILURE", 100014),
+    AclError("ACL_ERROR_MODEL_SIZE_INVALID", 100015),
+    AclError("ACL_ERROR_MODEL_MISSING_ATTR", 100016),
+    AclError("ACL_ERROR_MODEL_INPUT_NOT_MATCH", 100017),
+    AclError("ACL_ERROR_MODEL_OUTPUT_NOT_MATCH", 100018),
+    AclError("ACL_ERROR_MODEL_NOT_DYNAMIC", 100019),
+    AclError("ACL_ERROR_OP_TYPE_NOT_MATCH", 100020),
+    AclError("ACL_ERROR_OP_INPUT_NOT_MATCH", 100021),
+    AclError("ACL_ERROR_OP_OUTPUT_NOT_MATCH", 100022),
+    AclError("ACL_ERROR_OP_ATTR_NOT_MATCH", 100023),
+    AclError("ACL_ERROR_OP_NOT_FOUND", 100024),
+    AclError("ACL_ERROR_OP_LOAD_FAILED", 100025),
+    AclError("ACL_ERROR_UNSUPPORTED_DATA_TYPE", 100026),
+    AclError("ACL_ERROR_FORMAT_NOT_MATCH", 100027),
+    AclError("ACL_ERROR_REPEAT_FINALIZE", 100037),
+    AclError("ACL_ERROR_BAD_ALLOC", 200000),
+    AclError("ACL_ERROR_API_NOT_SUPPORT", 200001),
+    AclError("ACL_ERROR_INVALID_DEVICE", 200002),
+    AclError("ACL_ERROR_MEMORY_ADDRESS_UNALIGNED", 200003),
+    AclError("ACL_ERROR_RESOURCE_NOT_MATCH", 200004),
+    AclError("ACL_ERROR_INVALID_RESOURCE_HANDLE", 200005),
+    AclError("ACL_ERROR_FEATURE_UNSUPPORTED", 200006),
+    AclError("ACL_ERROR_INTERNAL_ERROR", 500000),
+    AclError("ACL_ERROR_FAILURE", 500001),
+    AclError("ACL_ERROR_RT_FAILURE", 500003),
+    AclError("ACL_ERROR_RT_PARAM_INVALID", 107000),
+    AclError("ACL_ERROR_RT_INVALID_DEVICEID", 107001),
+    AclError("ACL_ERROR_RT_CONTEXT_NULL", 107002),
+    AclError("ACL_ERROR_RT_MEMORY_ALLOCATION", 207001),
+    AclError("ACL_ERROR_RT_INTERNAL_ERROR", 507000),
+    AclError("ACL_ERROR_RT_AICORE_EXCEPTION", 507015),
+    AclError("ACL_ERROR_RT_STREAM_SYNC_TIMEOUT", 507046),
+    AclError("ACL_ERROR_RT_EVENT_SYNC_TIMEOUT", 507047),
+)
+"""The aclError codes of the acl C API (CANN's numbers), in the order acl/acl_base.h lists them:
+its region is generated from this table, runtime/acl_errors.py reads the ones Python returns."""
+
+ACL_ERROR: Final[dict[str, int]] = {e.name: e.code for e in ACL_ERRORS}
 
 
 # ---- the op-parameter cache key ----------------------------------------------------------------------

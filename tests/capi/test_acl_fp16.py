@@ -57,3 +57,19 @@ def test_data_type_size(acl):
         assert acl.aclDataTypeSize(d.acl) == d.itemsize, d.name
     assert acl.aclDataTypeSize(v.ACL_DATA_TYPES["ACL_FLOAT8_E4M3FN"]) == 1
     assert acl.aclDataTypeSize(v.ACL_DATA_TYPES["ACL_STRING"]) == 0
+
+
+def test_the_size_table_agrees_with_numpy_and_ml_dtypes(acl):
+    """vocabulary.CANN_DATA_TYPES' sizes (the acl library's table is generated from them) are the
+    item sizes numpy / ml_dtypes give whole-byte types; sub-byte types count 1, as CANN's."""
+    import ml_dtypes  # noqa: F401 - registers the narrow dtypes' names with numpy
+
+    for t in v.CANN_DATA_TYPES:
+        if t.acl is None:
+            continue
+        assert acl.aclDataTypeSize(t.acl) == t.size, t.ge_name
+        if t.sub_byte:
+            assert t.size == 1, t.ge_name
+        elif t.numpy is not None and t.numpy != "complex32":
+            assert np.dtype(getattr(ml_dtypes, t.numpy, t.numpy)).itemsize == t.size, t.ge_name
+    assert acl.aclDataTypeSize(-1) == 0 and acl.aclDataTypeSize(999) == 0

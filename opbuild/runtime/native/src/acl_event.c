@@ -386,14 +386,8 @@ aclError aclrtGetRunMode(aclrtRunMode *runMode) {
     return ACL_SUCCESS;
 }
 
-/* Short name (OPBUILD_SOC) -> full name; equal to opbuild.abi.vocabulary.SOCS (held by
- * tests/capi/test_acl_api.py). */
-static const struct { const char *name, *full; } SOC_VERSIONS[] = {
-    {"ascend910b", "Ascend910B1"},
-    {"ascend910_93", "Ascend910_9391"},
-    {"ascend310p", "Ascend310P3"},
-};
-#define DEFAULT_SOC "ascend910b"
+/* Short name (OPBUILD_SOC) -> full name: opbuild.abi.vocabulary.SOCS (opbuild/vocabulary_gen.h). */
+static const struct { const char *name, *full; } SOC_VERSIONS[] = OPBUILD_SOC_VERSIONS;
 
 int32_t rtGetSocVersion(char *version, const uint32_t maxLen) {
     if (version == NULL || maxLen == 0)
@@ -409,16 +403,9 @@ int32_t rtGetSocVersion(char *version, const uint32_t maxLen) {
 
 const char *aclrtGetSocName(void) {
     const char *soc = getenv(OPBUILD_ENV_SOC);
-    if (soc == NULL || *soc == '\0') soc = DEFAULT_SOC;
+    if (soc == NULL || *soc == '\0') soc = OPBUILD_DEFAULT_SOC;
     for (size_t i = 0; i < sizeof SOC_VERSIONS / sizeof SOC_VERSIONS[0]; i++)
         if (strcmp(SOC_VERSIONS[i].name, soc) == 0) return SOC_VERSIONS[i].full;
     acl_fail(ACL_ERROR_RT_PARAM_INVALID, "aclrtGetSocName: OPBUILD_SOC=%s is not a known SoC", soc);
     return NULL;
-}
-
-/* opbuild: the SoC table, for the test that holds it equal to opbuild.abi.vocabulary.SOCS. */
-const char *opbuild_acl_soc_version(uint32_t index, const char **name) {
-    if (index >= sizeof SOC_VERSIONS / sizeof SOC_VERSIONS[0]) return NULL;
-    if (name) *name = SOC_VERSIONS[index].name;
-    return SOC_VERSIONS[index].full;
 }

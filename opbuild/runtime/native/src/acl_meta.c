@@ -10,13 +10,12 @@
 
 #include "acl_internal.h"
 
+/* The tables are opbuild/vocabulary_gen.h's (from opbuild.abi.vocabulary). */
+#define CASE_OF(name, ...) case name:
+
 static int dtype_known(int64_t dt) {
     switch (dt) {
-    case ACL_FLOAT: case ACL_FLOAT16: case ACL_INT8: case ACL_INT32: case ACL_UINT8: case ACL_INT16:
-    case ACL_UINT16: case ACL_UINT32: case ACL_INT64: case ACL_UINT64: case ACL_DOUBLE: case ACL_BOOL:
-    case ACL_STRING: case ACL_COMPLEX64: case ACL_COMPLEX128: case ACL_BF16: case ACL_INT4: case ACL_UINT1:
-    case ACL_COMPLEX32: case ACL_HIFLOAT8: case ACL_FLOAT8_E5M2: case ACL_FLOAT8_E4M3FN: case ACL_FLOAT8_E8M0:
-    case ACL_FLOAT6_E3M2: case ACL_FLOAT6_E2M3: case ACL_FLOAT4_E2M1: case ACL_FLOAT4_E1M2:
+    OPBUILD_ACL_DATA_TYPES(CASE_OF)
         return 1;
     default:
         return 0;
@@ -25,10 +24,7 @@ static int dtype_known(int64_t dt) {
 
 static int format_known(int64_t f) {
     switch (f) {
-    case ACL_FORMAT_NCHW: case ACL_FORMAT_NHWC: case ACL_FORMAT_ND: case ACL_FORMAT_NC1HWC0:
-    case ACL_FORMAT_FRACTAL_Z: case ACL_FORMAT_NC1HWC0_C04: case ACL_FORMAT_HWCN: case ACL_FORMAT_NDHWC:
-    case ACL_FORMAT_FRACTAL_NZ: case ACL_FORMAT_NCDHW: case ACL_FORMAT_NDC1HWC0: case ACL_FRACTAL_Z_3D:
-    case ACL_FORMAT_NC: case ACL_FORMAT_NCL:
+    OPBUILD_ACL_FORMATS(CASE_OF)
         return 1;
     default:
         return 0;
@@ -37,15 +33,12 @@ static int format_known(int64_t f) {
 
 /* Bytes of one scalar value of `dt`; 0 for types a scalar cannot hold. */
 static size_t scalar_size(int64_t dt) {
+#define SCALAR_SIZE(name, size, scalar) case name: return (scalar) ? (size) : 0;
     switch (dt) {
-    case ACL_INT8: case ACL_UINT8: case ACL_BOOL: case ACL_HIFLOAT8: case ACL_FLOAT8_E5M2: case ACL_FLOAT8_E4M3FN:
-    case ACL_FLOAT8_E8M0: return 1;
-    case ACL_FLOAT16: case ACL_INT16: case ACL_UINT16: case ACL_BF16: return 2;
-    case ACL_FLOAT: case ACL_INT32: case ACL_UINT32: case ACL_COMPLEX32: return 4;
-    case ACL_INT64: case ACL_UINT64: case ACL_DOUBLE: case ACL_COMPLEX64: return 8;
-    case ACL_COMPLEX128: return 16;
+    OPBUILD_ACL_DATA_TYPES(SCALAR_SIZE)
     default: return 0;
     }
+#undef SCALAR_SIZE
 }
 
 /* ---- tensors -------------------------------------------------------------------------------- */
@@ -507,12 +500,12 @@ float aclFloat16ToFloat(aclFloat16 value) {
 }
 
 size_t aclDataTypeSize(aclDataType dataType) {
+#define DTYPE_SIZE(name, size, scalar) case name: return (size);
     switch (dataType) {
-    case ACL_STRING: case ACL_DT_UNDEFINED: return 0;
-    case ACL_INT4: case ACL_UINT1: case ACL_FLOAT6_E3M2: case ACL_FLOAT6_E2M3: case ACL_FLOAT4_E2M1:
-    case ACL_FLOAT4_E1M2: return 1;
-    default: return dtype_known(dataType) ? scalar_size(dataType) : 0;
+    OPBUILD_ACL_DATA_TYPES(DTYPE_SIZE)
+    default: return 0;
     }
+#undef DTYPE_SIZE
 }
 
 /* ---- layout for the Python side ------------------------------------------------------------- */

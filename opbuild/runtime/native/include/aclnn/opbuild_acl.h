@@ -49,9 +49,6 @@ ACL_FUNC_VISIBILITY int64_t opbuild_acl_live_objects(int kind);
 ACL_FUNC_VISIBILITY const char *opbuild_acl_sim_library(void);
 /* The "dump" object of the acl.json aclInit read, as JSON text, or NULL (none, or no aclInit). */
 ACL_FUNC_VISIBILITY const char *opbuild_acl_dump_config(void);
-/* Entry `index` of the acl library's SoC table (full name, *name the short one), or NULL past
- * its end: what rtGetSocVersion answers, held equal to opbuild.abi.vocabulary.SOCS by a test. */
-ACL_FUNC_VISIBILITY const char *opbuild_acl_soc_version(uint32_t index, const char **name);
 
 /* One field of a struct the Python side (opbuild/runtime/capi.py) reads; the table ends with
  * a NULL struct_name. */

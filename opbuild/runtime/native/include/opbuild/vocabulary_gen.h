@@ -88,6 +88,59 @@ enum {
 /* A cached plan re-checks its package's stamp (one stat) at most this often, per plan and thread. */
 #define OPKEY_STAMP_INTERVAL_NS 1000000ll
 
+/* ---- aclDataType and aclFormat (vocabulary.CANN_DATA_TYPES, ACL_FORMATS): X-macro tables ---- */
+/* X(enumerator, aclDataTypeSize, whether an aclScalar can hold one) for every aclDataType. */
+#define OPBUILD_ACL_DATA_TYPES(X) \
+    X(ACL_FLOAT, 4, 1) \
+    X(ACL_FLOAT16, 2, 1) \
+    X(ACL_INT8, 1, 1) \
+    X(ACL_INT32, 4, 1) \
+    X(ACL_UINT8, 1, 1) \
+    X(ACL_INT16, 2, 1) \
+    X(ACL_UINT16, 2, 1) \
+    X(ACL_UINT32, 4, 1) \
+    X(ACL_INT64, 8, 1) \
+    X(ACL_UINT64, 8, 1) \
+    X(ACL_DOUBLE, 8, 1) \
+    X(ACL_BOOL, 1, 1) \
+    X(ACL_STRING, 0, 0) \
+    X(ACL_COMPLEX64, 8, 1) \
+    X(ACL_COMPLEX128, 16, 1) \
+    X(ACL_BF16, 2, 1) \
+    X(ACL_INT4, 1, 0) \
+    X(ACL_UINT1, 1, 0) \
+    X(ACL_COMPLEX32, 4, 1) \
+    X(ACL_HIFLOAT8, 1, 1) \
+    X(ACL_FLOAT8_E5M2, 1, 1) \
+    X(ACL_FLOAT8_E4M3FN, 1, 1) \
+    X(ACL_FLOAT8_E8M0, 1, 1) \
+    X(ACL_FLOAT6_E3M2, 1, 0) \
+    X(ACL_FLOAT6_E2M3, 1, 0) \
+    X(ACL_FLOAT4_E2M1, 1, 0) \
+    X(ACL_FLOAT4_E1M2, 1, 0)
+
+/* X(enumerator) for every aclFormat the acl C ABI accepts. */
+#define OPBUILD_ACL_FORMATS(X) \
+    X(ACL_FORMAT_NCHW) \
+    X(ACL_FORMAT_NHWC) \
+    X(ACL_FORMAT_ND) \
+    X(ACL_FORMAT_NC1HWC0) \
+    X(ACL_FORMAT_FRACTAL_Z) \
+    X(ACL_FORMAT_NC1HWC0_C04) \
+    X(ACL_FORMAT_HWCN) \
+    X(ACL_FORMAT_NDHWC) \
+    X(ACL_FORMAT_FRACTAL_NZ) \
+    X(ACL_FORMAT_NCDHW) \
+    X(ACL_FORMAT_NDC1HWC0) \
+    X(ACL_FRACTAL_Z_3D) \
+    X(ACL_FORMAT_NC) \
+    X(ACL_FORMAT_NCL)
+
+/* ---- SoCs (vocabulary.SOCS) ----------------------------------------------------------------- */
+/* Short name (OPBUILD_SOC) -> CANN's full name (aclrtGetSocName), and the default. */
+#define OPBUILD_SOC_VERSIONS {{"ascend910b", "Ascend910B1"}, {"ascend910_93", "Ascend910_9391"}, {"ascend310p", "Ascend310P3"}}
+#define OPBUILD_DEFAULT_SOC "ascend910b"
+
 /* ---- aclnn status codes (vocabulary.ACLNN_STATUSES; also in aclnn/acl_meta.h) --------------- */
 #define ACLNN_SUCCESS           0      /* the call succeeded */
 #define ACLNN_ERR_PARAM_NULLPTR 161001 /* a required pointer argument is NULL */
