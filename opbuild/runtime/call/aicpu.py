@@ -32,6 +32,7 @@ import numpy as np
 from opbuild import safefile
 from opbuild.abi import package_layout as layout
 from opbuild.abi.ge_types import dtype_name
+from opbuild.abi.symbols import AICPU_FUNCTION_NAME, AICPU_REGISTRY_SYMBOL
 from opbuild.abi.vocabulary import ATTR_TYPE, DTYPE
 from opbuild.runtime import device
 from opbuild.runtime.binaries.package import inside_package, search_roots
@@ -90,13 +91,13 @@ class AicpuLibrary:
             raise AclnnError(ACLNN_ERR_INNER, str(exc)) from None
         try:
             self.dll = ctypes.CDLL(str(loaded), mode=ctypes.RTLD_LOCAL)
-            run = self.dll.RunCpuKernel
-            table = self.dll.opbuild_aicpu_kernels
+            run = getattr(self.dll, AICPU_FUNCTION_NAME)
+            table = getattr(self.dll, AICPU_REGISTRY_SYMBOL)
         except (OSError, AttributeError) as exc:
             raise AclnnError(ACLNN_ERR_INNER, f"cannot load the AI CPU kernels {path}: {exc}") from None
         fn = ctypes.cast(run, ctypes.c_void_p).value
         if fn is None:
-            raise AclnnError(ACLNN_ERR_INNER, f"the AI CPU kernels {path}: RunCpuKernel is at address 0")
+            raise AclnnError(ACLNN_ERR_INNER, f"the AI CPU kernels {path}: {AICPU_FUNCTION_NAME} is at address 0")
         self.fn = fn
         table.restype = ctypes.c_void_p
         table.argtypes = [ctypes.POINTER(ctypes.c_uint32)]
@@ -207,7 +208,7 @@ class AicpuExecutor:
         return self.view_shapes[index]
 
     def __repr__(self) -> str:
-        return f"AicpuExecutor({self.op.name} -> {self.library.path.name}:RunCpuKernel)"
+        return f"AicpuExecutor({self.op.name} -> {self.library.path.name}:{AICPU_FUNCTION_NAME})"
 
 
 def _column(op: OpRuntime, arrays: list[np.ndarray | None]) -> None:
@@ -381,7 +382,7 @@ def execute(workspace: Any, workspace_size: Any, ex: AicpuExecutor, stream: Any 
     except device.DeviceError as exc:
         finish_observed(afters, False)
         raise AclnnError(ACLNN_ERR_RUNTIME_ERROR, f"{ex.op.name}: AI CPU kernel failed: {exc} "
-                                                  f"[{ex.library.path.name}:RunCpuKernel]") from None
+                                                  f"[{ex.library.path.name}:{AICPU_FUNCTION_NAME}]") from None
     if synchronous:
         _finish(ex, ctx, outputs, copy_back)
         finish_observed(afters, True)
