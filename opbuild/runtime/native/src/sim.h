@@ -185,7 +185,8 @@ SIM_API int sim_stream_enqueue_host(sim_stream *stream, sim_host_fn fn, void *ar
 SIM_API int sim_launch_then(sim_stream *stream, opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs,
                             uint32_t block_dim, int intercore_sync, sim_host_fn then_fn, void *then_arg, char *err,
                             uint32_t errlen);
-/* Number of tasks enqueued and not finished yet. */
+/* Number of tasks enqueued and not finished yet (the stream's thread runs its queue in batches: a
+ * batch's tasks count until the whole batch has run). */
 SIM_API uint64_t sim_stream_pending(sim_stream *stream);
 
 #ifdef __cplusplus
