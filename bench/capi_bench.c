@@ -3,10 +3,14 @@
  *   capi_bench <iterations> <repeats> <threads>...
  *   capi_bench hits <iterations>     only <iterations> cache hits (bench/hit_ir.py counts their
  *                                    instructions under callgrind)
+ *   capi_bench stream_hits <iterations>  the same on a created stream (a synchronize per 1,000)
  *
- * A C program calling aclnnAddCustomTemplate (1 fp32 element, default stream) through the
- * generated aclnn C ABI, as CANN's samples do. Prints, one per line ("name: value"):
- *   hit_us          best-of-<repeats> microseconds per two-phase call, cache hit (native path)
+ * A C program calling aclnnAddCustomTemplate (1 fp32 element) through the generated aclnn C ABI,
+ * as CANN's samples do. Prints, one per line ("name: value"):
+ *   hit_us          best-of-<repeats> microseconds per two-phase call, cache hit (native path),
+ *                   default stream
+ *   stream_hit_us   the same on a stream of aclrtCreateStream, one aclrtSynchronizeStream per
+ *                   STREAM_BATCH calls (included in the time)
  *   native_miss_us  the same after opbuild_aclnn_clear_cache() each call: the native miss path
  *                   (Python runtime's cache hit, the plan cached natively again)
  *   calls_per_s_<n> two-phase calls per second of <n> threads calling concurrently, each on its
@@ -52,11 +56,34 @@ static int make(operands *o) {
     return o->tx && o->ty && o->tz ? 0 : -1;
 }
 
-static int call(const operands *o) {
+static int call_on(const operands *o, aclrtStream stream) {
     uint64_t ws = 0;
     aclOpExecutor *ex = NULL;
     if (aclnnAddCustomTemplateGetWorkspaceSize(o->tx, o->ty, o->tz, &ws, &ex) != ACLNN_SUCCESS) return -1;
-    return aclnnAddCustomTemplate(NULL, ws, ex, NULL) == ACLNN_SUCCESS ? 0 : -1;
+    return aclnnAddCustomTemplate(NULL, ws, ex, stream) == ACLNN_SUCCESS ? 0 : -1;
+}
+
+static int call(const operands *o) { return call_on(o, NULL); }
+
+#define STREAM_BATCH 1000 /* calls per aclrtSynchronizeStream (issue 24's row) */
+
+/* best-of-`repeats` seconds per call on `stream`, a synchronize after every STREAM_BATCH calls
+ * and at the end (in the time); -1 when a call or a synchronize fails or the result is wrong */
+static double per_call_stream(operands *o, aclrtStream stream, long n, int repeats) {
+    double best = 1e30;
+    for (int r = 0; r < repeats; r++) {
+        o->z[0] = 0.0f;
+        double t0 = now();
+        for (long i = 0; i < n; i++) {
+            if (call_on(o, stream)) return -1;
+            if ((i + 1) % STREAM_BATCH == 0 && aclrtSynchronizeStream(stream) != ACL_SUCCESS) return -1;
+        }
+        if (aclrtSynchronizeStream(stream) != ACL_SUCCESS) return -1;
+        double t = (now() - t0) / (double)n;
+        if (o->z[0] != 3.0f) return -1;
+        if (t < best) best = t;
+    }
+    return best;
 }
 
 static double per_call(const operands *o, long n, int repeats, int clear) {
@@ -128,7 +155,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s <iterations> <repeats> <threads>...\n", argv[0]);
         return 2;
     }
-    int hits_only = strcmp(argv[1], "hits") == 0;
+    int stream_only = strcmp(argv[1], "stream_hits") == 0;
+    int hits_only = stream_only || strcmp(argv[1], "hits") == 0;
     long n = atol(argv[hits_only ? 2 : 1]);
     int repeats = hits_only ? 1 : atoi(argv[2]);
     if (aclInit(NULL) != ACL_SUCCESS || aclrtSetDevice(0) != ACL_SUCCESS) return 1;
@@ -136,6 +164,20 @@ int main(int argc, char **argv) {
     if (make(&o) || call(&o) || o.z[0] != 3.0f) {
         fprintf(stderr, "first call failed: %s\n", aclGetRecentErrMsg());
         return 1;
+    }
+    aclrtStream stream = NULL;
+    if (aclrtCreateStream(&stream) != ACL_SUCCESS) {
+        fprintf(stderr, "aclrtCreateStream failed: %s\n", aclGetRecentErrMsg());
+        return 1;
+    }
+    if (stream_only) {
+        double hit = per_call_stream(&o, stream, n, 1);
+        if (hit < 0) {
+            fprintf(stderr, "call on a stream failed: %s\n", aclGetRecentErrMsg());
+            return 1;
+        }
+        printf("stream_hit_us: %.4f\n", hit * 1e6);
+        return aclrtDestroyStream(stream) == ACL_SUCCESS ? 0 : 1;
     }
     if (hits_only) {
         double hit = per_call(&o, n, 1, 0);
@@ -147,12 +189,14 @@ int main(int argc, char **argv) {
         return 0;
     }
     double hit = per_call(&o, n, repeats, 0);
+    double stream_hit = per_call_stream(&o, stream, n, repeats);
     double miss = per_call(&o, n / 20 + 1, repeats, 1);
-    if (hit < 0 || miss < 0) {
+    if (hit < 0 || stream_hit < 0 || miss < 0 || aclrtDestroyStream(stream) != ACL_SUCCESS) {
         fprintf(stderr, "call failed: %s\n", aclGetRecentErrMsg());
         return 1;
     }
     printf("hit_us: %.4f\n", hit * 1e6);
+    printf("stream_hit_us: %.4f\n", stream_hit * 1e6);
     printf("native_miss_us: %.4f\n", miss * 1e6);
     for (int i = 3; i < argc; i++) {
         int threads = atoi(argv[i]);

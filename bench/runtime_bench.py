@@ -1,12 +1,14 @@
 """Runtime benchmarks: host overhead of a call (Python and C callers), C threads, fp32 add
 throughput, binary lookup.
 
-    scons ops && python bench/runtime_bench.py [--package out/opp/vendors/customize] [--quick]
+    scons ops && python bench/runtime_bench.py [--package out/opp/vendors/customize] [--quick] [--issue24]
 
 Prints, side by side in one run (nothing is asserted; issue 11's goals in brackets):
   0. issue 11's table, 1-element fp32 AddCustomTemplate on the default stream:
        C ABI two-phase call, cache hit, from a C program (bench/capi_bench.c, compiled here)
                                                            [<= 3x numpy.add(out=)]
+         the same on a created stream, one aclrtSynchronizeStream per 1,000 calls
+                                                           [<= 1.5x numpy.add(out=), issue 24]
        Python two-phase, cache hit                         [<= 0.3x torch.add(out=)]
        Python one-shot ops.add_custom_template(x, y)       [<= 1.0x torch.add(x, y)]
        cache miss (first call, clear_op_cache before each) [<= 25 us]: the first call of a
@@ -20,6 +22,9 @@ Prints, side by side in one run (nothing is asserted; issue 11's goals in bracke
   4. cost per launch of OPBUILD_ISOLATION=process (a worker process per launch) against the
      default in-process launch, interleaved: 1-element add (the launch overhead) and a
      1M-element add (the worker runs the blocks one after another)
+--issue24 prints issue 24's rows only (from section 0's measurements, one run): the created-stream
+C ABI hit [<= 1.5x numpy.add(out=)], Python two-phase [<= 0.3x torch.add(out=)], one-shot
+[<= 0.7x torch.add], cache miss [<= 15 us].
 torch is optional (`pip install torch`); without it its column says n/a. A C compiler is needed
 for the C rows (without one they say n/a). Timings are best-of-N in this run; compare the ratios,
 not the absolute numbers, on a shared machine.
@@ -175,7 +180,9 @@ def syn_exec_call(number: int):
     return lambda: fb.syn_exec_aclnn(ctx, "aclnnAddCustomTemplate", x, y, z)
 
 
-def issue_table(ops, package: Path, torch, number: int, repeat: int) -> None:
+def measure_table(ops, package: Path, torch, number: int, repeat: int) -> dict[str, float | None]:
+    """Section 0's timings (seconds per call), Python rows interleaved, then the C program and
+    numpy.add(out=) again right after it (the C rows' baseline from the same minutes)."""
     (x, y, z), two_phase, one_shot, miss = add_calls(ops)
 
     two_phase()
@@ -195,42 +202,76 @@ def issue_table(ops, package: Path, torch, number: int, repeat: int) -> None:
     counts = {name: number // 5 if name == "syn" else number for name in fns}
     fns["miss"], counts["miss"] = miss, max(number // 50, 20)
     fns["miss_sig"], counts["miss_sig"] = signature_miss(ops), max(number // 50, 20)
-    best = {name: float("inf") for name in fns}
+    best: dict[str, float | None] = {name: float("inf") for name in fns}
     for _ in range(repeat):
         for name, fn in fns.items():
-            best[name] = min(best[name], timeit.timeit(fn, number=counts[name]) / counts[name])
+            best[name] = min(best[name], timeit.timeit(fn, number=counts[name]) / counts[name])  # type: ignore[type-var]
     restore_env(saved_env)
-    numpy_out, t_two, t_one = best["numpy_out"], best["two"], best["one"]
-    torch_out, torch_new = best.get("torch_out"), best.get("torch_new")
-    t_miss, t_syn = best["miss"], best.get("syn")
     rt.clear_op_cache()
-    threads = (1, 2, 8)
-    c = c_rows(package, number, repeat, threads)
-    # numpy.add(out=) again right after the C program, for the C row's ratio (best of both)
-    numpy_out_c = min(numpy_out, per_call(fns["numpy_out"], number, repeat))
+    c = c_rows(package, number, repeat, C_THREADS)
+    # numpy.add(out=) again right after the C program, for the C rows' ratio (best of both)
+    best["numpy_out_c"] = min(best["numpy_out"], per_call(fns["numpy_out"], number, repeat))  # type: ignore[type-var]
+    for name in ("hit_us", "stream_hit_us", "native_miss_us"):
+        best[f"c_{name[:-3]}"] = c[name] * 1e-6 if c and name in c else None
+    for n in C_THREADS:
+        best[f"cps_{n}"] = c[f"calls_per_s_{n}"] if c else None
+    return best
 
-    def row(name: str, t: float | None, base: float | None, base_name: str, goal: str) -> None:
-        print(f"   {name:52s} {fmt_us(t):>12s}  {ratio(t, base):>8s} {base_name:24s} {goal}")
 
-    print("0. issue 11: 1-element fp32 add, cache hit unless said, default stream")
+C_THREADS = (1, 2, 8)
+
+
+def row(name: str, t: float | None, base: float | None, base_name: str, goal: str) -> None:
+    print(f"   {name:52s} {fmt_us(t):>12s}  {ratio(t, base):>8s} {base_name:24s} {goal}")
+
+
+def print_issue11(m: dict[str, float | None]) -> None:
+    numpy_out_c = m["numpy_out_c"]
+    print("0. issue 11: 1-element fp32 add, cache hit unless said, default stream unless said")
     print(f"   {'':52s} {'time/call':>12s}  {'ratio':>8s} {'of':24s} goal")
-    row("C ABI two-phase, from a C program (native hit)", c and c["hit_us"] * 1e-6, numpy_out_c, "numpy.add(out=)",
+    row("C ABI two-phase, from a C program (native hit)", m["c_hit"], numpy_out_c, "numpy.add(out=)",
         "<= 3x numpy.add(out=)")
-    row("Python two-phase (generated wrapper)", t_two, torch_out, "torch.add(out=)", "<= 0.3x torch.add(out=)")
-    row("Python one-shot ops.add_custom_template(x, y)", t_one, torch_new, "torch.add(x, y)", "<= 1.0x torch.add")
+    row("  the same on a created stream (sync per 1,000)", m["c_stream_hit"], numpy_out_c, "numpy.add(out=)",
+        "<= 1.5x (issue 24)")
+    row("Python two-phase (generated wrapper)", m["two"], m.get("torch_out"), "torch.add(out=)",
+        "<= 0.3x torch.add(out=)")
+    row("Python one-shot ops.add_custom_template(x, y)", m["one"], m.get("torch_new"), "torch.add(x, y)",
+        "<= 1.0x torch.add")
     # The two µs goals with their ratio to the interleaved Python two-phase (a gauge of the load).
-    row("cache miss (first call of a shape: infer + tile)", t_miss, t_two, "Python two-phase", "<= 25 us")
-    row("  first call of a signature (+ select: key, lookup)", best["miss_sig"], t_two, "Python two-phase", "")
-    row("op_fallback syn_exec_aclnn", t_syn, t_two, "Python two-phase", "<= 5 us")
-    row("  C ABI native miss (Python cache hit)", c and c["native_miss_us"] * 1e-6, numpy_out_c, "numpy.add(out=)", "")
-    row("  numpy.add(x, y, out=z)", numpy_out, numpy_out, "numpy.add(out=)", "")
-    row("  torch.add(x, y, out=z)", torch_out, torch_out, "torch.add(out=)", "")
-    row("  torch.add(x, y)", torch_new, torch_new, "torch.add(x, y)", "")
-    if c:
-        base = c["calls_per_s_1"]
-        cells = ", ".join(f"{n}: {c[f'calls_per_s_{n}']:,.0f}/s ({c[f'calls_per_s_{n}'] / base:.2f}x)" for n in threads)
+    row("cache miss (first call of a shape: infer + tile)", m["miss"], m["two"], "Python two-phase", "<= 25 us")
+    row("  first call of a signature (+ select: key, lookup)", m["miss_sig"], m["two"], "Python two-phase", "")
+    row("op_fallback syn_exec_aclnn", m.get("syn"), m["two"], "Python two-phase", "<= 5 us")
+    row("  C ABI native miss (Python cache hit)", m["c_native_miss"], numpy_out_c, "numpy.add(out=)", "")
+    row("  numpy.add(x, y, out=z)", m["numpy_out"], m["numpy_out"], "numpy.add(out=)", "")
+    row("  torch.add(x, y, out=z)", m.get("torch_out"), m.get("torch_out"), "torch.add(out=)", "")
+    row("  torch.add(x, y)", m.get("torch_new"), m.get("torch_new"), "torch.add(x, y)", "")
+    base = m["cps_1"]
+    if base:
+        cells = ", ".join(f"{n}: {m[f'cps_{n}']:,.0f}/s ({m[f'cps_{n}'] / base:.2f}x)" for n in C_THREADS)  # type: ignore[operator]
         print(f"   C ABI calls/s by C threads: {cells}   (machine: {os.cpu_count()} CPUs)")
     print()
+
+
+def print_issue24(m: dict[str, float | None]) -> None:
+    """Issue 24's four rows, side by side from one run."""
+    print("issue 24: 1-element fp32 AddCustomTemplate, cache hit unless said")
+    print(f"   {'':52s} {'time/call':>12s}  {'ratio':>8s} {'of':24s} goal")
+    row("C ABI two-phase, created stream, sync per 1,000", m["c_stream_hit"], m["numpy_out_c"], "numpy.add(out=)",
+        "<= 1.5x numpy.add(out=)")
+    row("  (the same on the default stream)", m["c_hit"], m["numpy_out_c"], "numpy.add(out=)", "")
+    row("Python two-phase (generated wrapper)", m["two"], m.get("torch_out"), "torch.add(out=)",
+        "<= 0.3x torch.add(out=)")
+    row("Python one-shot ops.add_custom_template(x, y)", m["one"], m.get("torch_new"), "torch.add(x, y)",
+        "<= 0.7x torch.add")
+    row("cache miss (first call of a shape: infer + tile)", m["miss"], m["two"], "Python two-phase", "<= 15 us")
+    row("  numpy.add(x, y, out=z) (after the C program)", m["numpy_out_c"], m["numpy_out_c"], "numpy.add(out=)", "")
+    row("  torch.add(x, y, out=z)", m.get("torch_out"), m.get("torch_out"), "torch.add(out=)", "")
+    row("  torch.add(x, y)", m.get("torch_new"), m.get("torch_new"), "torch.add(x, y)", "")
+    print()
+
+
+def issue_table(ops, package: Path, torch, number: int, repeat: int) -> None:
+    print_issue11(measure_table(ops, package, torch, number, repeat))
 
 
 # ---- 1. host overhead -----------------------------------------------------------------------------
@@ -398,6 +439,7 @@ def main() -> int:
     parser.add_argument("--elements", type=int, default=16 * 1024 * 1024, help="elements of the throughput add")
     parser.add_argument("--binaries", type=int, default=100_000, help="binaries of the lookup package")
     parser.add_argument("--only", choices=("isolation",), help="run one section only")
+    parser.add_argument("--issue24", action="store_true", help="only issue 24's rows (section 0's measurements)")
     args = parser.parse_args()
     package = Path(args.package)
     if not (package / "op_api/python/aclnn_ops.py").is_file():
@@ -409,6 +451,9 @@ def main() -> int:
     print(f"python {platform.python_version()}, numpy {np.__version__}, torch {torch.__version__ if torch else 'not installed'}, "
           f"{os.cpu_count()} CPUs, simulator threads {device.threads()}, fast pointers {executor._FAST_POINTERS}, "
           f"C fast path {'on' if isinstance(ops.aclnnAddCustomTemplate, _fastpath_type()) else 'off'}\n")
+    if args.issue24:
+        print_issue24(measure_table(ops, package, torch, number, repeat))
+        return 0
     if args.only == "isolation":
         isolation(ops, number, repeat)
         return 0

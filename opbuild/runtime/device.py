@@ -482,7 +482,8 @@ class Stream:
             _raise(rc)
 
     def pending(self) -> int:
-        """Tasks enqueued and not finished."""
+        """Tasks enqueued and not finished (those of a batch the stream's thread runs count until
+        the batch is done: sim.h)."""
         return _L().sim_stream_pending(self._live())
 
     def destroy(self) -> None:

@@ -137,6 +137,24 @@ def test_hit_executor_repeatable_and_streams(acl, add):
     assert acl.aclrtDestroyStream(stream) == 0
 
 
+def test_many_hits_on_a_stream_keep_their_plans(acl, add):
+    """Hits on a created stream queue the kernel with the plan's release (sim_launch_then): plans
+    dropped from the cache while launches are queued stay alive until those ran."""
+    add.call()
+    stream = VP()
+    assert acl.aclrtCreateStream(ctypes.byref(stream)) == 0
+    before = stats(acl)
+    for i in range(1500):
+        ws, ex = add.phase1()
+        assert add.opapi.aclnnAddCustomTemplate(None, ws, ex, stream) == 0, recent_error(acl)
+        if i % 500 == 499:
+            acl.opbuild_aclnn_clear_cache()  # the next call is a miss; the queued hits keep their plan
+    assert acl.aclrtSynchronizeStream(stream) == 0, recent_error(acl)
+    np.testing.assert_array_equal(add.z, add.x + add.y)
+    assert delta(acl, before) == {"hits": 1498, "misses": 2, "inserts": 2, "stale": 0}
+    assert acl.aclrtDestroyStream(stream) == 0
+
+
 def test_hit_executor_runs_once(acl, add):
     add.call()
     ws, ex = add.phase1()

@@ -109,6 +109,14 @@ KERNEL_ENTRY void syncsum(GM_ADDR buf, GM_ADDR out, GM_ADDR tiling) {
     "nothing": (0, r"""
 KERNEL_ENTRY void nothing(void) {}
 """),
+    # log[0]: how many records so far; log[1 + log[0]++] = tag. tiling: uint64 tag (stream order tests)
+    "record": (2, r"""
+KERNEL_ENTRY void record(GM_ADDR log, GM_ADDR tiling) {
+    uint64_t tag, *l = (uint64_t *)log;
+    memcpy(&tag, tiling, sizeof tag);
+    l[1 + l[0]++] = tag;
+}
+"""),
 }
 
 
@@ -321,6 +329,107 @@ def test_stream_host_functions_and_async_free(kernels):
         out.free()
     assert order == ["first", 1]
     assert device.mem_in_use() == base
+
+
+# ---- the stream queue (sim.c: reused task records, batches, the worker's naps) ----------------------
+
+
+def records(log: device.DeviceBuffer) -> list[int]:
+    a = log.as_array(np.uint64)
+    return a[1:1 + int(a[0])].tolist()
+
+
+def record_launches(kernels, log: device.DeviceBuffer, tags: device.DeviceBuffer, first: int, n: int, s) -> None:
+    """Launch `record` n times on stream s with tags first .. first + n - 1 (tags[i] == i)."""
+    for i in range(first, first + n):
+        device.launch(kernels["record"], [log.address, tags.address + 8 * i], 1, stream=s)
+
+
+def test_stream_many_launches_and_host_functions_in_order(kernels):
+    # more tasks than a stream keeps records for (1,024) and than wake a napping worker (256)
+    n = 3000
+    log, tags = device.upload(np.zeros(n + 6, np.uint64)), device.upload(np.arange(n, dtype=np.uint64))
+    seen = []
+    with device.Stream() as s:
+        for first in range(0, n, 100):
+            record_launches(kernels, log, tags, first, 100, s)
+            s.enqueue_host(lambda: seen.append(len(records(log))))  # runs after exactly the launches before it
+        s.synchronize()
+        assert s.pending() == 0
+        assert records(log) == list(range(n))
+        assert seen == list(range(100, n + 1, 100))
+        record_launches(kernels, log, tags, 0, 5, s)  # the stream goes on after a synchronize
+        s.synchronize()
+    assert records(log)[n:] == list(range(5))
+
+
+def test_stream_runs_without_a_synchronize(kernels):
+    # the worker runs queued work on its own (a nap after a batch, or woken from sleep): a host
+    # function signals this thread with no synchronize, right after work and after an idle spell
+    log, tags = device.upload(np.zeros(64, np.uint64)), device.upload(np.arange(64, dtype=np.uint64))
+    with device.Stream() as s:
+        for round_ in range(3):
+            done = threading.Event()
+            record_launches(kernels, log, tags, 10 * round_, 10, s)
+            s.enqueue_host(done.set)
+            assert done.wait(30), f"round {round_}: the stream did not run its work without a synchronize"
+            if round_ == 1:
+                threading.Event().wait(0.1)  # idle past the worker's naps: it sleeps until a push wakes it
+        assert records(log) == list(range(30))
+
+
+def test_stream_error_in_a_batch_surfaces_at_synchronize(kernels):
+    log, tags = device.upload(np.zeros(512, np.uint64)), device.upload(np.arange(512, dtype=np.uint64))
+    out = device.malloc(4 * 4)
+    bad = device.upload(np.array([0], dtype=np.uint32))
+    with device.Stream() as s:
+        record_launches(kernels, log, tags, 0, 200, s)
+        device.launch(kernels["failing"], [out.address, bad.address], 4, stream=s)
+        record_launches(kernels, log, tags, 200, 200, s)  # work after the failure still runs, in order
+        with pytest.raises(DeviceError, match=r"failing\.so: block 0: bad block 0 of 4"):
+            s.synchronize()
+        assert records(log) == list(range(400))
+        s.synchronize()  # reported once
+
+
+def test_many_streams_from_many_threads(kernels):
+    n_streams, n = 12, 400
+    tags = device.upload(np.arange(n, dtype=np.uint64))
+    logs = [device.upload(np.zeros(n + 1, np.uint64)) for _ in range(n_streams)]
+    streams = [device.Stream() for _ in range(n_streams)]
+    errors = []
+
+    def work(k):
+        try:
+            for j in range(k, n_streams, 3):
+                record_launches(kernels, logs[j], tags, 0, n, streams[j])
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(3)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    for s in streams:
+        s.synchronize()
+    assert all(records(log) == list(range(n)) for log in logs)
+    for s in streams:
+        s.destroy()
+
+
+def test_destroy_runs_pending_work(kernels):
+    n = 2000
+    log, tags = device.upload(np.zeros(n + 1, np.uint64)), device.upload(np.arange(n, dtype=np.uint64))
+    gate = threading.Event()
+    s = device.Stream()
+    s.enqueue_host(lambda: gate.wait(30))
+    record_launches(kernels, log, tags, 0, n, s)
+    assert s.pending() == n + 1
+    gate.set()
+    s.destroy()  # drains: every launch ran
+    assert records(log) == list(range(n))
 
 
 # ---- errors ----------------------------------------------------------------------------------------

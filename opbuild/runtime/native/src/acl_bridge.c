@@ -578,15 +578,19 @@ static aclnnStatus native_run(aclOpExecutor *e, void *workspace, uint64_t worksp
     memcpy(args, e->args, e->nargs * sizeof(void *));
     args[plan->ntensors] = workspace;
     char err[SIM_ERROR_LEN] = "";
-    int rc = sim->launch((sim_stream *)stream, (opbuild_kernel_launch_fn)plan->fn, args, e->nargs, plan->block_dim,
-                         plan->sync, err, sizeof err);
-    if (args != args_buf) free(args);
-    if (rc == 0 && stream != NULL) {
-        /* the kernel runs later: its tiling argument (in the plan) must outlive it */
+    int rc;
+    if (stream == NULL) {
+        rc = sim->launch(NULL, (opbuild_kernel_launch_fn)plan->fn, args, e->nargs, plan->block_dim, plan->sync, err,
+                         sizeof err);
+    } else {
+        /* the kernel runs later: its tiling argument (in the plan) must outlive it; the stream's
+         * thread releases the plan right after the kernel (one enqueue, sim_launch_then) */
         opcache_plan_ref(e->plan);
-        if (sim->stream_enqueue_host((sim_stream *)stream, unref_plan_host_fn, e->plan) != 0)
-            opcache_plan_unref(e->plan); /* cannot happen on a live stream */
+        rc = sim->launch_then((sim_stream *)stream, (opbuild_kernel_launch_fn)plan->fn, args, e->nargs,
+                              plan->block_dim, plan->sync, unref_plan_host_fn, e->plan, err, sizeof err);
+        if (rc != 0) opcache_plan_unref(e->plan);
     }
+    if (args != args_buf) free(args);
     if (rc != 0) {
         snprintf(text, sizeof text, "%s: kernel %s failed: %s", plan->key_text, plan->kernel, err);
         *msg = strdup(text);

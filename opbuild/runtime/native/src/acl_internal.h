@@ -154,6 +154,9 @@ typedef struct sim_api {
     int (*stream_enqueue_host)(sim_stream *stream, sim_host_fn fn, void *arg);
     int (*launch)(sim_stream *stream, opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs, uint32_t block_dim,
                   int intercore_sync, char *err, uint32_t errlen);
+    int (*launch_then)(sim_stream *stream, opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs,
+                       uint32_t block_dim, int intercore_sync, sim_host_fn then_fn, void *then_arg, char *err,
+                       uint32_t errlen);
     int (*allocation)(const void *ptr, uint64_t *start, uint64_t *size);
     const uint64_t *(*allocation_generation)(void);
 } sim_api;

@@ -73,6 +73,7 @@ static void load_sim(void) {
         {"sim_stream_destroy", (void **)&g_sim.stream_destroy},
         {"sim_stream_enqueue_host", (void **)&g_sim.stream_enqueue_host},
         {"sim_launch", (void **)&g_sim.launch},
+        {"sim_launch_then", (void **)&g_sim.launch_then},
         {"sim_allocation", (void **)&g_sim.allocation},
         {"sim_allocation_generation", (void **)&g_sim.allocation_generation},
     };

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <time.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1043,7 +1044,8 @@ static int validate(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nar
 }
 
 static int stream_enqueue_launch(sim_stream *s, opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs,
-                                 uint32_t block_dim, int intercore_sync, char *msg);
+                                 uint32_t block_dim, int intercore_sync, sim_host_fn then_fn, void *then_arg,
+                                 char *msg);
 
 /* ---- interrupts ---------------------------------------------------------------------------- */
 
@@ -1140,13 +1142,23 @@ SIM_API int sim_launch(sim_stream *stream, opbuild_kernel_launch_fn fn, void *co
     int rc = validate(fn, args, nargs, block_dim, intercore_sync, msg);
     if (rc == SIM_OK) {
         if (stream)
-            rc = stream_enqueue_launch(stream, fn, args, nargs, block_dim, intercore_sync, msg);
+            rc = stream_enqueue_launch(stream, fn, args, nargs, block_dim, intercore_sync, NULL, NULL, msg);
         else if (!intercore_sync && atomic_load_explicit(&interrupt_ready, memory_order_relaxed) && !cur.jmp &&
                  pthread_equal(pthread_self(), interrupt_thread) && !isolation_config(&process, msg) && !process)
             rc = execute_interruptible(fn, args, nargs, block_dim, msg);
         else
             rc = execute(fn, args, nargs, block_dim, intercore_sync, msg);
     }
+    return rc == SIM_OK ? SIM_OK : report(rc, err, errlen, msg);
+}
+
+SIM_API int sim_launch_then(sim_stream *stream, opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs,
+                            uint32_t block_dim, int intercore_sync, sim_host_fn then_fn, void *then_arg, char *err,
+                            uint32_t errlen) {
+    char msg[SIM_ERROR_LEN];
+    if (!stream) return report(SIM_EINVAL, err, errlen, "sim_launch_then: stream is NULL (a created stream only)");
+    int rc = validate(fn, args, nargs, block_dim, intercore_sync, msg);
+    if (rc == SIM_OK) rc = stream_enqueue_launch(stream, fn, args, nargs, block_dim, intercore_sync, then_fn, then_arg, msg);
     return rc == SIM_OK ? SIM_OK : report(rc, err, errlen, msg);
 }
 
@@ -1283,7 +1295,28 @@ SIM_API uint64_t sim_aicpu_tasks(void) {
 
 /* ---- streams ------------------------------------------------------------------------------ */
 
+/* A created stream: an in-order queue of task records served by one worker thread.
+ * The hot path (a launch per call, a synchronize per many calls) costs one uncontended lock,
+ * no allocation and, most of the time, no system call:
+ *   - task records are reused: the worker hands them back to the stream's free list (at most
+ *     STREAM_FREE_MAX kept), a push takes one from there (malloc only while the list is empty);
+ *   - the worker takes every queued task at once (a batch), runs them in order without the lock
+ *     and takes the lock once per batch to record the first error and lower `pending`;
+ *   - the worker does not sleep right after a batch: for STREAM_ACTIVE_NS after its last batch it
+ *     naps (a timed wait of STREAM_NAP_NS) and runs what was queued meanwhile. A push wakes a
+ *     napping worker only when STREAM_WAKE_PENDING tasks are pending; a synchronize, a wait or a
+ *     destroy wakes it at once, and so does a push to a worker asleep for good (idle longer than
+ *     STREAM_ACTIVE_NS). So a caller launching back to back pays no wakeup (a futex call and a
+ *     context switch) per launch, and an idle stream costs no CPU. A task may so start up to
+ *     STREAM_NAP_NS after its push: the queue is asynchronous; who waits for it wakes the worker.
+ * A kernel's failure is recorded as the stream's error (the first one since the last
+ * synchronize) and reported by the next synchronize or destroy. */
+
 #define TASK_INLINE_ARGS 16
+#define STREAM_FREE_MAX 1024     /* task records a stream keeps for reuse */
+#define STREAM_NAP_NS 200000L        /* a worker's nap after a batch */
+#define STREAM_ACTIVE_NS 20000000L    /* naps after the last batch before the worker sleeps until woken */
+#define STREAM_WAKE_PENDING 256u      /* pending tasks that wake a napping worker */
 
 typedef struct sim_task {
     struct sim_task *next;
@@ -1296,22 +1329,27 @@ typedef struct sim_task {
     uint32_t nargs;
     uint32_t block_dim;
     int intercore_sync;
-    sim_host_fn host_fn;
+    sim_host_fn host_fn; /* a host task's function; on a kernel task, sim_launch_then's (or NULL) */
     void *host_arg;
     void *inline_args[TASK_INLINE_ARGS];
 } sim_task;
 
 struct sim_stream {
     pthread_mutex_t mu;
-    pthread_cond_t cv_work; /* task queued or stop */
+    pthread_cond_t cv_work; /* task queued or stop (signalled only while `sleeping`) */
     pthread_cond_t cv_idle; /* pending reached 0 */
-    sim_task *head, *tail;
-    uint64_t pending; /* queued + running */
+    sim_task *head, *tail;  /* queued, not taken by the worker yet */
+    sim_task *free_list;    /* records for reuse */
+    uint32_t nfree;
+    int sleeping;           /* the worker waits on cv_work: WORKER_NAPS or WORKER_SLEEPS */
+    uint64_t pending;       /* queued + running */
     int stop;
     pthread_t thread;
     int err_code;
     char error[SIM_ERROR_LEN];
 };
+
+enum { WORKER_RUNS, WORKER_NAPS, WORKER_SLEEPS };
 
 /* The stream's error, reported at its next synchronize: a kernel launch's message after the
  * kernel's registered label ("op X, binary Y (path)", sim_register_kernel), since the launch that
@@ -1326,35 +1364,98 @@ static void stream_error(sim_stream *s, opbuild_kernel_launch_fn fn, const char 
         copy_msg(s->error, sizeof s->error, msg);
 }
 
+static int64_t mono_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+/* Wake the worker if it waits (caller holds s->mu): `now` 1 for a synchronize, a wait, a destroy;
+ * 0 for a push, which wakes a napping worker only once enough work is pending. */
+static void stream_wake_locked(sim_stream *s, int now) {
+    if (s->sleeping == WORKER_SLEEPS || (s->sleeping == WORKER_NAPS && (now || s->pending >= STREAM_WAKE_PENDING))) {
+        s->sleeping = WORKER_RUNS; /* (one signal is enough) */
+        pthread_cond_signal(&s->cv_work);
+    }
+}
+
+/* The worker waits for work (s->mu held): naps while it was active lately, else sleeps. */
+static void stream_wait_work(sim_stream *s, int64_t last_batch) {
+    while (s->head == NULL && !s->stop) {
+        int64_t now = mono_ns();
+        if (now - last_batch < STREAM_ACTIVE_NS) {
+            int64_t until = now + STREAM_NAP_NS;
+            struct timespec ts = {.tv_sec = until / 1000000000L, .tv_nsec = until % 1000000000L};
+            s->sleeping = WORKER_NAPS;
+            pthread_cond_timedwait(&s->cv_work, &s->mu, &ts);
+        } else {
+            s->sleeping = WORKER_SLEEPS;
+            pthread_cond_wait(&s->cv_work, &s->mu);
+        }
+        s->sleeping = WORKER_RUNS;
+    }
+}
+
+/* Runs one task in the worker; its status, msg the error. */
+static int stream_run(sim_task *t, char *msg) {
+    if (t->is_host) {
+        t->host_fn(t->host_arg);
+        return SIM_OK;
+    }
+    if (t->aicpu_fn) return aicpu_run(t->aicpu_fn, t->aicpu_ctx, t->aicpu_errmsg, msg);
+    int rc = execute(t->fn, (void *const *)t->args, t->nargs, t->block_dim, t->intercore_sync, msg);
+    if (t->host_fn) t->host_fn(t->host_arg); /* sim_launch_then's function */
+    return rc;
+}
+
 static void *stream_worker(void *arg) {
     sim_stream *s = arg;
-    char msg[SIM_ERROR_LEN];
+    char msg[SIM_ERROR_LEN], first_msg[SIM_ERROR_LEN];
+    int64_t last_batch = 0;
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        while (s->head == NULL && !s->stop) pthread_cond_wait(&s->cv_work, &s->mu);
+        stream_wait_work(s, last_batch);
         if (s->head == NULL) break; /* stop, drained */
-        sim_task *t = s->head;
-        s->head = t->next;
-        if (!s->head) s->tail = NULL;
+        sim_task *batch = s->head, *last = NULL;
+        s->head = s->tail = NULL;
         pthread_mutex_unlock(&s->mu);
 
-        int rc = SIM_OK;
-        opbuild_kernel_launch_fn fn = t->is_host || t->aicpu_fn ? NULL : t->fn;
-        if (t->is_host)
-            t->host_fn(t->host_arg);
-        else if (t->aicpu_fn)
-            rc = aicpu_run(t->aicpu_fn, t->aicpu_ctx, t->aicpu_errmsg, msg);
-        else
-            rc = execute(t->fn, (void *const *)t->args, t->nargs, t->block_dim, t->intercore_sync, msg);
-        if (t->args != t->inline_args) free(t->args);
-        free(t);
+        int first_rc = SIM_OK;
+        opbuild_kernel_launch_fn first_fn = NULL;
+        uint64_t n = 0;
+        for (sim_task *t = batch; t != NULL; t = t->next) {
+            int rc = stream_run(t, msg);
+            if (rc != SIM_OK && first_rc == SIM_OK) {
+                first_rc = rc;
+                first_fn = t->is_host || t->aicpu_fn ? NULL : t->fn;
+                copy_msg(first_msg, sizeof first_msg, msg);
+            }
+            if (t->args != t->inline_args) {
+                free(t->args);
+                t->args = t->inline_args;
+            }
+            n++;
+            last = t;
+        }
 
         pthread_mutex_lock(&s->mu);
-        if (rc != SIM_OK && s->err_code == SIM_OK) {
-            s->err_code = rc;
-            stream_error(s, fn, msg);
+        if (first_rc != SIM_OK && s->err_code == SIM_OK) {
+            s->err_code = first_rc;
+            stream_error(s, first_fn, first_msg);
         }
-        if (--s->pending == 0) pthread_cond_broadcast(&s->cv_idle);
+        if (s->nfree + n <= STREAM_FREE_MAX) {
+            last->next = s->free_list;
+            s->free_list = batch;
+            s->nfree += (uint32_t)n;
+        } else {
+            for (sim_task *t = batch, *next; t != NULL; t = next) {
+                next = t->next;
+                free(t);
+            }
+        }
+        s->pending -= n;
+        if (s->pending == 0) pthread_cond_broadcast(&s->cv_idle);
+        last_batch = mono_ns();
     }
     pthread_mutex_unlock(&s->mu);
     release_altstack();
@@ -1368,7 +1469,11 @@ SIM_API sim_stream *sim_stream_create(void) {
         return NULL;
     }
     pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv_work, NULL);
+    pthread_condattr_t monotonic;
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC); /* the worker's naps (stream_wait_work) */
+    pthread_cond_init(&s->cv_work, &monotonic);
+    pthread_condattr_destroy(&monotonic);
     pthread_cond_init(&s->cv_idle, NULL);
     int e = start_thread(&s->thread, stream_worker, s, 0);
     if (e != 0) {
@@ -1382,66 +1487,67 @@ SIM_API sim_stream *sim_stream_create(void) {
     return s;
 }
 
-static int stream_push(sim_stream *s, sim_task *t, char *msg) {
+/* Queue a copy of task `proto` (its arguments from `args`, nargs of them) at the stream's tail. */
+static int stream_push(sim_stream *s, const sim_task *proto, void *const *args, char *msg) {
+    uint32_t nargs = proto->nargs;
+    void **big = NULL;
+    if (nargs > TASK_INLINE_ARGS) {
+        big = malloc(nargs * sizeof(void *));
+        if (!big) {
+            snprintf(msg, SIM_ERROR_LEN, "out of memory copying %u launch arguments", nargs);
+            return SIM_ENOMEM;
+        }
+        memcpy(big, args, nargs * sizeof(void *));
+    }
     pthread_mutex_lock(&s->mu);
     if (s->stop) {
         pthread_mutex_unlock(&s->mu);
+        free(big);
         snprintf(msg, SIM_ERROR_LEN, "stream is being destroyed");
         return SIM_ESTATE;
     }
-    if (s->tail) s->tail->next = t; else s->head = t;
+    sim_task *t = s->free_list;
+    if (t != NULL) {
+        s->free_list = t->next;
+        s->nfree--;
+    } else if ((t = malloc(sizeof *t)) == NULL) {
+        pthread_mutex_unlock(&s->mu);
+        free(big);
+        snprintf(msg, SIM_ERROR_LEN, "out of memory enqueueing a task");
+        return SIM_ENOMEM;
+    }
+    memcpy(t, proto, offsetof(sim_task, inline_args));
+    t->next = NULL;
+    if (big != NULL) {
+        t->args = big;
+    } else {
+        t->args = t->inline_args;
+        if (nargs) memcpy(t->inline_args, args, nargs * sizeof(void *));
+    }
+    if (s->tail) s->tail->next = t;
+    else s->head = t;
     s->tail = t;
     s->pending++;
-    pthread_cond_signal(&s->cv_work);
+    stream_wake_locked(s, 0);
     pthread_mutex_unlock(&s->mu);
     return SIM_OK;
 }
 
 static int stream_enqueue_launch(sim_stream *s, opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs,
-                                 uint32_t block_dim, int intercore_sync, char *msg) {
-    sim_task *t = malloc(sizeof *t);
-    if (!t) {
-        snprintf(msg, SIM_ERROR_LEN, "out of memory enqueueing a launch");
-        return SIM_ENOMEM;
-    }
-    t->next = NULL;
-    t->is_host = 0;
-    t->aicpu_fn = NULL;
-    t->fn = fn;
-    t->nargs = nargs;
-    t->block_dim = block_dim;
-    t->intercore_sync = intercore_sync;
-    t->args = nargs <= TASK_INLINE_ARGS ? t->inline_args : malloc(nargs * sizeof(void *));
-    if (!t->args) {
-        free(t);
-        snprintf(msg, SIM_ERROR_LEN, "out of memory copying %u launch arguments", nargs);
-        return SIM_ENOMEM;
-    }
-    if (nargs) memcpy(t->args, args, nargs * sizeof(void *));
-    int rc = stream_push(s, t, msg);
-    if (rc != SIM_OK) {
-        if (t->args != t->inline_args) free(t->args);
-        free(t);
-    }
-    return rc;
+                                 uint32_t block_dim, int intercore_sync, sim_host_fn then_fn, void *then_arg,
+                                 char *msg) {
+    sim_task t = {.fn = fn, .nargs = nargs, .block_dim = block_dim, .intercore_sync = intercore_sync,
+                  .host_fn = then_fn, .host_arg = then_arg};
+    return stream_push(s, &t, args, msg);
 }
 
 SIM_API int sim_stream_enqueue_host(sim_stream *s, sim_host_fn fn, void *arg) {
     char msg[SIM_ERROR_LEN];
     if (!s) return report(SIM_EINVAL, NULL, 0, "sim_stream_enqueue_host: stream is NULL");
     if (!fn) return report(SIM_EINVAL, NULL, 0, "sim_stream_enqueue_host: function is NULL");
-    sim_task *t = calloc(1, sizeof *t);
-    if (!t) return report(SIM_ENOMEM, NULL, 0, "out of memory enqueueing a host function");
-    t->is_host = 1;
-    t->host_fn = fn;
-    t->host_arg = arg;
-    t->args = t->inline_args;
-    int rc = stream_push(s, t, msg);
-    if (rc != SIM_OK) {
-        free(t);
-        return report(rc, NULL, 0, msg);
-    }
-    return SIM_OK;
+    sim_task t = {.is_host = 1, .host_fn = fn, .host_arg = arg};
+    int rc = stream_push(s, &t, NULL, msg);
+    return rc == SIM_OK ? SIM_OK : report(rc, NULL, 0, msg);
 }
 
 SIM_API int sim_aicpu_launch(sim_stream *s, sim_aicpu_fn fn, void *ctx, const char *errmsg, char *err,
@@ -1452,24 +1558,18 @@ SIM_API int sim_aicpu_launch(sim_stream *s, sim_aicpu_fn fn, void *ctx, const ch
         int rc = aicpu_run(fn, ctx, errmsg, msg);
         return rc == SIM_OK ? SIM_OK : report(rc, err, errlen, msg);
     }
-    sim_task *t = calloc(1, sizeof *t);
-    if (!t) return report(SIM_ENOMEM, err, errlen, "out of memory enqueueing an AI CPU task");
-    t->aicpu_fn = fn;
-    t->aicpu_ctx = ctx;
-    t->aicpu_errmsg = errmsg;
-    t->args = t->inline_args;
-    int rc = stream_push(s, t, msg);
-    if (rc != SIM_OK) {
-        free(t);
-        return report(rc, err, errlen, msg);
-    }
-    return SIM_OK;
+    sim_task t = {.aicpu_fn = fn, .aicpu_ctx = ctx, .aicpu_errmsg = errmsg};
+    int rc = stream_push(s, &t, NULL, msg);
+    return rc == SIM_OK ? SIM_OK : report(rc, err, errlen, msg);
 }
 
 /* Wait for the queue to drain and take the recorded error. */
 static int stream_drain(sim_stream *s, char *msg, int stop) {
     pthread_mutex_lock(&s->mu);
-    while (s->pending > 0) pthread_cond_wait(&s->cv_idle, &s->mu);
+    while (s->pending > 0) {
+        stream_wake_locked(s, 1);
+        pthread_cond_wait(&s->cv_idle, &s->mu);
+    }
     int rc = s->err_code;
     if (rc != SIM_OK) copy_msg(msg, SIM_ERROR_LEN, s->error);
     s->err_code = SIM_OK;
@@ -1494,7 +1594,10 @@ SIM_API int sim_stream_wait(sim_stream *s, uint32_t timeout_ms) {
     }
     pthread_mutex_lock(&s->mu);
     int rc = 0;
-    while (s->pending > 0 && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&s->cv_idle, &s->mu, &until);
+    while (s->pending > 0 && rc != ETIMEDOUT) {
+        stream_wake_locked(s, 1);
+        rc = pthread_cond_timedwait(&s->cv_idle, &s->mu, &until);
+    }
     int busy = s->pending > 0;
     pthread_mutex_unlock(&s->mu);
     return busy ? SIM_EBUSY : SIM_OK;
@@ -1516,6 +1619,10 @@ SIM_API int sim_stream_destroy(sim_stream *s, char *err, uint32_t errlen) {
     char msg[SIM_ERROR_LEN];
     int rc = stream_drain(s, msg, 1);
     pthread_join(s->thread, NULL);
+    for (sim_task *t = s->free_list, *next; t != NULL; t = next) {
+        next = t->next;
+        free(t);
+    }
     pthread_cond_destroy(&s->cv_idle);
     pthread_cond_destroy(&s->cv_work);
     pthread_mutex_destroy(&s->mu);

@@ -21,7 +21,9 @@
  *     arguments, copies the args array, enqueues and returns 0. Every task runs even after an
  *     earlier one failed; the first error is kept and returned (and cleared) by
  *     sim_stream_synchronize / sim_stream_destroy. The default stream does not synchronize with
- *     created streams.
+ *     created streams. The worker runs queued tasks in batches and, after a batch, naps briefly
+ *     rather than being woken per task (sim.c "streams"): a task may start up to 0.2 ms after
+ *     its push; a synchronize, a wait or a destroy wakes the worker at once.
  *
  * Errors: functions returning int return 0 on success or a SIM_E* code, write the message to
  * err[0..errlen) when err is not NULL, and always keep it as the calling thread's sim_last_error().
@@ -176,7 +178,15 @@ SIM_API int sim_stream_synchronize(sim_stream *stream, char *err, uint32_t errle
 SIM_API int sim_stream_destroy(sim_stream *stream, char *err, uint32_t errlen);
 /* Run fn(arg) on the stream's thread after every task enqueued before it. */
 SIM_API int sim_stream_enqueue_host(sim_stream *stream, sim_host_fn fn, void *arg);
-/* Number of tasks enqueued and not finished yet. */
+/* sim_launch on a created stream (not NULL) with then_fn(then_arg) run on the stream's thread
+ * right after the kernel (failed or not), as one task: one enqueue where a launch and a
+ * sim_stream_enqueue_host would take two (the C ABI's hit releases its plan so). then_fn may be
+ * NULL; it is not called when the launch is not enqueued (an error is returned). */
+SIM_API int sim_launch_then(sim_stream *stream, opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs,
+                            uint32_t block_dim, int intercore_sync, sim_host_fn then_fn, void *then_arg, char *err,
+                            uint32_t errlen);
+/* Number of tasks enqueued and not finished yet (the stream's thread runs its queue in batches: a
+ * batch's tasks count until the whole batch has run). */
 SIM_API uint64_t sim_stream_pending(sim_stream *stream);
 
 #ifdef __cplusplus
