@@ -423,7 +423,7 @@ static int install_filter(void) {
 }
 
 /* Does watched call nr with these arguments change the worker's state (not a query)? */
-static int changes_state(int nr, const uint64_t *args) {
+static int changes_state(int nr, const __u64 *args) {
     if (nr == __NR_rt_sigaction) return args[1] != 0;  /* a new action, not a read of one */
     if (nr == __NR_sigaltstack) return args[0] != 0;   /* a new signal stack */
     if (nr == __NR_prlimit64) return args[2] != 0;     /* a new limit */
@@ -450,7 +450,7 @@ static void answer(int listener, iso_job *j, tls_host *h) {
         }
         resp.error = -ISO_REFUSED_ERRNO;
     } else {
-        if ((pid_t)req.pid == h->pid && changes_state(req.data.nr, (const uint64_t *)req.data.args)) h->dirty = 1;
+        if ((pid_t)req.pid == h->pid && changes_state(req.data.nr, req.data.args)) h->dirty = 1;
         resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
     }
     ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
