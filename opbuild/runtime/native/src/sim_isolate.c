@@ -453,7 +453,13 @@ static void answer(int listener, iso_job *j, tls_host *h) {
         if ((pid_t)req.pid == h->pid && changes_state(req.data.nr, req.data.args)) h->dirty = 1;
         resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
     }
-    ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+    if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) != 0 && errno == EINVAL && resp.flags) {
+        /* before Linux 5.5 a call cannot be let run: it fails (ENOSYS) rather than wait for good */
+        h->dirty = 1;
+        resp.flags = 0;
+        resp.error = -ENOSYS;
+        ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+    }
 }
 
 /* ---- exit handlers are not run: the exit trap ----------------------------------------------- */
