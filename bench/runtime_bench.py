@@ -19,9 +19,10 @@ Prints, side by side in one run (nothing is asserted; issue 11's goals in bracke
   1. more host-overhead rows (the Python path without the C fast path, phases alone)
   2. fp32 add of 16M elements against numpy.add                  [>= 1.0x numpy's throughput]
   3. binary lookup in a package with 100,000 binaries            [<= 2 us per lookup]
-  4. cost per launch of OPBUILD_ISOLATION=process (a worker process per launch) against the
+  4. cost per launch of OPBUILD_ISOLATION=process (a kept worker process) against the
      default in-process launch, interleaved: 1-element add (the launch overhead) and a
-     1M-element add (the worker runs the blocks one after another)
+     1M-element add (the worker runs the blocks one after another); and a 1-element launch that
+     needs a new worker (as after a failed launch: made, filter installed, then retired)
 --issue24 prints issue 24's rows only (from section 0's measurements, one run): the created-stream
 C ABI hit [<= 1.5x numpy.add(out=)], Python two-phase [<= 0.3x torch.add(out=)], one-shot
 [<= 0.7x torch.add], cache miss [<= 15 us].
@@ -395,7 +396,9 @@ def lookup(n: int, repeat: int) -> None:
 # ---- 4. process isolation ---------------------------------------------------------------------
 
 def isolation(ops, number: int, repeat: int) -> None:
-    """Two-phase AddCustomTemplate calls (cache hits) in-process and isolated, round robin."""
+    """Two-phase AddCustomTemplate calls (cache hits) in-process and isolated, round robin; then
+    isolated calls that each need a new worker (isolation turned off and on again before each:
+    that retires the worker), against the same toggling in-process."""
     rows = []
     for n, calls in ((1, number // 10), (1 << 20, max(number // 2000, 5))):
         x = np.ones(n, np.float32)
@@ -411,17 +414,31 @@ def isolation(ops, number: int, repeat: int) -> None:
         for _ in range(repeat):
             for mode in best:
                 device.set_isolation(mode)
-                call()  # warm (the plan cache, the worker's stack)
+                call()  # warm (the plan cache, the worker)
                 best[mode] = min(best[mode], timeit.timeit(call, number=calls) / calls)
         device.set_isolation()
         assert (z == 2).all()
         rows.append((n, best["in-process"], best["process"]))
+        if n == 1:
+            fresh = {"in-process": float("inf"), "process": float("inf")}
+            for _ in range(repeat):
+                for mode in fresh:
+                    def fresh_call(mode=mode):
+                        device.set_isolation("in-process")
+                        device.set_isolation(mode)
+                        call()
+                    fresh[mode] = min(fresh[mode], timeit.timeit(fresh_call, number=calls // 10) / (calls // 10))
+            device.set_isolation()
+            new_worker = (fresh["in-process"], fresh["process"])
     print(f"\n4. process isolation (OPBUILD_ISOLATION=process): fp32 AddCustomTemplate two-phase call, cache hit, "
           f"simulator threads {device.threads()}")
     print(f"   {'elements':>10s} {'in-process':>14s} {'isolated':>14s} {'ratio':>8s} {'isolation cost/launch':>22s}")
     for n, t_in, t_iso in rows:
         print(f"   {n:>10,d} {fmt_us(t_in):>14s} {fmt_us(t_iso):>14s} {ratio(t_iso, t_in):>8s} "
               f"{fmt_us(t_iso - t_in):>22s}")
+    t_in, t_iso = new_worker
+    print(f"   {'1, new worker':>10s} {fmt_us(t_in):>14s} {fmt_us(t_iso):>14s} {ratio(t_iso, t_in):>8s} "
+          f"{fmt_us(t_iso - t_in):>22s}  (set_isolation twice per call in both columns)")
 
 
 def _fastpath_type() -> tuple[type, ...]:

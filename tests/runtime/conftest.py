@@ -49,6 +49,11 @@ PROBE_MODES = {
     -20.0: "the kernel waits until a second launch of it runs at the same time (a rendezvous in shared memory)",
     -21.0: "the kernel forks a child that sleeps forever and writes the child's pid to y[0]",
     -22.0: "the kernel starts a thread that sleeps forever (and writes no output)",
+    -23.0: "the kernel writes its process id (getpid()) to y[0]",
+    -24.0: "the kernel sets a SIGSEGV handler that calls _exit(0), then computes y as usual",
+    -25.0: "the kernel forks a child that forks a grandchild sleeping forever and exits; the kernel waits for "
+           "the child and writes the grandchild's pid to y[0]",
+    -26.0: "the kernel sends its process SIGUSR1 (blocked in an isolated worker: left pending), then computes y",
 }
 """ProbeCustom's `scale` attribute values that make its tiling misbehave."""
 
@@ -70,8 +75,10 @@ _PROBE_TILING_MODES = """    tiling_set_workspace_size(ctx, 0);
 
 _PROBE_INCLUDES = """#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 """
 _PROBE_RECURSE = """static int probe_recurse(int depth) {
@@ -83,6 +90,26 @@ static _Atomic unsigned probe_arrivals;
 static void probe_rendezvous(void) { /* launches meet in pairs: the 2k-1st waits for the 2k-th */
     unsigned n = atomic_fetch_add(&probe_arrivals, 1) + 1, pair_end = (n + 1) / 2 * 2;
     while (atomic_load(&probe_arrivals) < pair_end) sched_yield();
+}
+static void probe_quiet_exit(int sig) { _exit(sig - sig); }
+static pid_t probe_grandchild(void) { /* a grandchild left by a child that ended (and was waited for) */
+    int fds[2];
+    pid_t grandchild = 0;
+    if (pipe(fds) != 0) return 0;
+    pid_t child = fork();
+    if (child == 0) {
+        pid_t g = fork();
+        if (g == 0)
+            for (;;) pause();
+        _exit(write(fds[1], &g, sizeof g) == (ssize_t)sizeof g ? 0 : 1);
+    }
+    if (child > 0) {
+        waitpid(child, NULL, 0);
+        if (read(fds[0], &grandchild, sizeof grandchild) != (ssize_t)sizeof grandchild) grandchild = 0;
+    }
+    close(fds[0]);
+    close(fds[1]);
+    return grandchild;
 }
 static void *probe_sleeper(void *unused) {
     (void)unused;
@@ -118,6 +145,16 @@ _PROBE_KERNEL_MODES = """    const float scale = td.scale;
     if (scale == -22.0f) {
         pthread_t thread;
         if (pthread_create(&thread, NULL, probe_sleeper, NULL) == 0) pthread_detach(thread);
+        return;
+    }
+    if (scale == -23.0f) {
+        if (GetBlockIdx() == 0) yp[0] = (DTYPE_Y)getpid();
+        return;
+    }
+    if (scale == -24.0f) signal(SIGSEGV, probe_quiet_exit);
+    if (scale == -26.0f && GetBlockIdx() == 0) kill(getpid(), SIGUSR1);
+    if (scale == -25.0f) {
+        if (GetBlockIdx() == 0) yp[0] = (DTYPE_Y)probe_grandchild();
         return;
     }
 """

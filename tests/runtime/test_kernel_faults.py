@@ -624,3 +624,168 @@ def test_memcheck_instruments_ai_cpu_code(tmp_path):
                         "except rt.AclnnError as e:\n    print(e.status, e.message)\n", str(package)],
                        capture_output=True, text=True, timeout=120)
     assert "AI CPU kernel library" in r.stdout and "whose runtime is not loaded" in r.stdout, r.stdout + r.stderr
+
+
+# ---- the worker serves launch after launch (issue 24) -----------------------------------------
+
+def _worker_pid(probe) -> int:
+    """The process id the -23 kernel reports: the isolated worker that ran the launch."""
+    pid = int(probe.probe_custom(np.zeros(16, np.float32), scale=-23.0)[0])
+    assert pid > 0
+    return pid
+
+
+def _two_phase_worker_pid(probe) -> int:
+    x = np.zeros(16, np.float32)
+    y = np.empty_like(x)
+    size, executor = probe.aclnnProbeCustomGetWorkspaceSize(x, -23.0, y)
+    probe.aclnnProbeCustom(None, size, executor, None)
+    return int(y[0])
+
+
+def test_isolated_worker_serves_launch_after_launch(probe_package, isolated):
+    """One worker process (not the caller) runs the launches one after another, whichever path
+    (one-shot, two-phase, the C fast path's hits) and computes in the shared memory each time."""
+    probe = rt.import_ops(probe_package)
+    first = _worker_pid(probe)
+    assert first != os.getpid()
+    for _ in range(3):
+        assert _worker_pid(probe) == first
+        assert _two_phase_worker_pid(probe) == first
+        _ok(probe, np.arange(16, dtype=np.float32))
+    assert _worker_pid(probe) == first
+
+
+@pytest.mark.parametrize("scale", [-10.0, -12.0, -18.0, -19.0, -22.0, -4.0], ids=lambda s: f"scale{s:g}")
+def test_failed_launch_retires_the_worker(probe_package, isolated, scale):
+    """A launch that crashes, exits, starts a thread or fails: its worker (the one that served the
+    launches before, named in the message when it ended) is reaped, and the next launch runs
+    correctly in a new worker."""
+    probe = rt.import_ops(probe_package)
+    before = _worker_pid(probe)
+    with pytest.raises(rt.AclnnError) as exc:
+        probe.probe_custom(np.arange(16, dtype=np.float32), scale=scale)
+    assert exc.value.status == 361001
+    if scale in ISOLATED_CASES and "(pid" in ISOLATED_CASES[scale]:
+        assert f"(pid {before})" in exc.value.message, exc.value.message
+    assert not Path(f"/proc/{before}").exists(), f"the failed worker {before} was not reaped"
+    _ok(probe, np.arange(16, dtype=np.float32))
+    after = _worker_pid(probe)
+    assert after != before
+    assert _worker_pid(probe) == after
+
+
+def test_timed_out_worker_is_replaced(probe_package, isolated):
+    """The endless kernel's worker is killed after OPBUILD_KERNEL_TIMEOUT; the next launch has a new one."""
+    probe = rt.import_ops(probe_package)
+    before = _worker_pid(probe)
+    with pytest.raises(rt.AclnnError, match=rf"OPBUILD_KERNEL_TIMEOUT=1 s; the isolated worker \(pid {before}\) was"):
+        probe.probe_custom(np.arange(16, dtype=np.float32), scale=-11.0)
+    assert not Path(f"/proc/{before}").exists()
+    assert _worker_pid(probe) not in (before, os.getpid())
+    _ok(probe, np.arange(16, dtype=np.float32))
+
+
+@pytest.mark.parametrize("scale", [-21.0, -25.0], ids=["child", "grandchild"])
+def test_processes_a_kernel_started_end_with_its_launch(probe_package, isolated, scale):
+    """A process a kernel leaves behind (its child, or a grandchild whose parent it waited for)
+    is killed when the launch ends, not when the worker would have ended: the worker that had it
+    is retired and the next launch has a new one."""
+    probe = rt.import_ops(probe_package)
+    before = _worker_pid(probe)
+    left = int(probe.probe_custom(np.zeros(16, np.float32), scale=scale)[0])
+    assert left > 0
+    try:
+        assert _wait_gone(left), f"the kernel's process {left} still runs"
+    finally:
+        if not _wait_gone_now(left):
+            os.kill(left, signal.SIGKILL)
+    assert _worker_pid(probe) != before
+    _ok(probe, np.arange(16, dtype=np.float32))
+
+
+def test_signal_action_set_by_a_kernel_does_not_reach_the_next_launch(probe_package, isolated):
+    """A kernel that replaces the worker's SIGSEGV action (-24: a handler calling _exit(0)) runs
+    correctly; the next launch that crashes is still reported as the SIGSEGV it is (its worker is
+    a new one, with the worker's own actions), not as an _exit of the kernel."""
+    probe = rt.import_ops(probe_package)
+    before = _worker_pid(probe)
+    x = np.arange(16, dtype=np.float32)
+    np.testing.assert_array_equal(probe.probe_custom(x, scale=-24.0), -24.0 * x)
+    with pytest.raises(rt.AclnnError) as exc:
+        probe.probe_custom(x, scale=-10.0)
+    assert re.fullmatch(_FAILED + ISOLATED_CASES[-10.0] + r" \[kernel .*\]", exc.value.message), exc.value.message
+    assert f"(pid {before})" not in exc.value.message
+    _ok(probe, x)
+
+
+def test_signal_left_pending_by_a_kernel_does_not_reach_the_next_launch(probe_package, isolated):
+    """A kernel that sends its worker a signal the worker blocks (-26: SIGUSR1, whose default
+    action would end the worker when a later kernel unblocks it) runs correctly; its worker is
+    retired, the next launch has a new one."""
+    probe = rt.import_ops(probe_package)
+    before = _worker_pid(probe)
+    x = np.arange(16, dtype=np.float32)
+    np.testing.assert_array_equal(probe.probe_custom(x, scale=-26.0), -26.0 * x)
+    assert _worker_pid(probe) != before
+    _ok(probe, x)
+
+
+def test_worker_outlives_the_thread_that_first_launched(probe_package, isolated):
+    """A worker made for a launch of a thread that then ends keeps serving (it is not that
+    thread's child: its parent-death signal is not sent when the thread ends)."""
+    import threading
+
+    probe = rt.import_ops(probe_package)
+    pids: list[int] = []
+    t = threading.Thread(target=lambda: pids.append(_worker_pid(probe)))
+    t.start()
+    t.join()
+    assert len(pids) == 1
+    assert _worker_pid(probe) == pids[0]
+    _ok(probe, np.arange(16, dtype=np.float32))
+
+
+def test_no_worker_is_left_when_isolation_is_turned_off(probe_package):
+    """set_isolation("in-process") ends the idle workers and reaps them (no zombie)."""
+    probe = rt.import_ops(probe_package)
+    device.set_isolation("process", 5)
+    try:
+        pid = _worker_pid(probe)
+        assert Path(f"/proc/{pid}").exists()
+    finally:
+        device.set_isolation("in-process")
+    assert not Path(f"/proc/{pid}").exists(), f"worker {pid} is left: {_proc_state(pid)}"
+    assert _worker_pid(probe) == os.getpid()  # in-process now
+    device.set_isolation()
+
+
+def _proc_state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+_EXIT_WITH_WORKER = """
+import os, sys
+import numpy as np
+import opbuild.runtime as rt
+from opbuild.runtime import device
+probe = rt.import_ops(sys.argv[1])
+device.set_isolation("process", 5)
+print(int(probe.probe_custom(np.zeros(16, np.float32), scale=-23.0)[0]), flush=True)
+if sys.argv[2] == "_exit":
+    os._exit(0)
+"""
+
+
+@pytest.mark.parametrize("how", ["exit", "_exit"])
+def test_workers_end_with_the_process(probe_package, how):
+    """A process that ends (normally: its idle workers are reaped; os._exit: their parent-death
+    signal) leaves no worker running."""
+    r = subprocess.run([sys.executable, "-c", _EXIT_WITH_WORKER, str(probe_package), how], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    pid = int(r.stdout)
+    assert _wait_gone(pid), f"worker {pid} of an ended process still runs"

@@ -53,11 +53,13 @@ extern atomic_int main_in_launch;
  * OPBUILD_ISOLATION=process), or SIM_EINVAL with msg (a bad OPBUILD_ISOLATION /
  * OPBUILD_KERNEL_TIMEOUT / OPBUILD_MEMCHECK). */
 SIM_HIDDEN int isolation_config(int *process, char *msg);
-/* Runs a validated non-sync launch in a worker process; a crash or timeout is SIM_EKERNEL. */
+/* Runs a validated non-sync launch in a worker process (kept from launch to launch, retired after
+ * a failure); a crash or timeout is SIM_EKERNEL. */
 SIM_HIDDEN int execute_isolated(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs, uint32_t block_dim,
                                 char *msg);
-/* In a child of fork(): the isolation's locks made fresh (another thread may have held one) and
- * its host threads forgotten (they do not exist there: new ones are started). */
+/* In a child of fork(): the isolation's locks made fresh (another thread may have held one), its
+ * host threads, their workers and the spawner thread forgotten (they are the parent's: new ones
+ * are started). */
 SIM_HIDDEN void isolation_atfork_child(void);
 /* on_sigint: is the main thread waiting for an isolated worker (then it kills the worker)? */
 SIM_HIDDEN int isolated_wait_interrupt(void);

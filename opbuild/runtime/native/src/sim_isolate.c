@@ -1,17 +1,29 @@
 /* sim_isolate.c: kernel launches in a worker process (OPBUILD_ISOLATION=process, with
  * OPBUILD_KERNEL_TIMEOUT) and the kernel memory checker (OPBUILD_MEMCHECK=1, AddressSanitizer).
  *
- * The worker is a process made by clone(CLONE_VM) for each launch: it shares the caller's memory
- * (device memory, host arrays, tiling data, loaded kernels: nothing is copied or mapped again) but
- * is a process of its own, so a signal that kills it (a NULL write, abort(), a stack overflow on
- * its own guarded stack) or SIGKILL after the timeout ends the worker and not the caller, which
- * reports the block it was running. The worker runs the blocks one after another in its single
- * thread, on the thread-local storage of a host thread (tls_host: a thread of the caller parked
- * for good, lent to one worker at a time), never the caller thread's: that one's TLS (errno, its
- * malloc cache, C++ thread_local destructors that exit() would run) stays the caller's. That is
- * why the worker has no threads of its own and why intercore_sync kernels (whose blocks must run
- * at once) are not isolated. Memory is shared, so a stray write can still corrupt the
- * caller: finding those is the memory checker's job.
+ * The worker is a process made by clone(CLONE_VM): it shares the caller's memory (device memory,
+ * host arrays, tiling data, loaded kernels: nothing is copied or mapped again) but is a process of
+ * its own, so a signal that kills it (a NULL write, abort(), a stack overflow on its own guarded
+ * stack) or SIGKILL after the timeout ends the worker and not the caller, which reports the block
+ * it was running. The worker runs the blocks one after another in its single thread, on the
+ * thread-local storage of a host thread (tls_host: a thread of the caller parked for good, whose
+ * TLS is its worker's), never the caller thread's: that one's TLS (errno, its malloc cache, C++
+ * thread_local destructors that exit() would run) stays the caller's. That is why the worker has
+ * no threads of its own and why intercore_sync kernels (whose blocks must run at once) are not
+ * isolated. Memory is shared, so a stray write can still corrupt the caller: finding those is the
+ * memory checker's job.
+ *
+ * A worker is made once per host (by the spawner thread, its parent for good) with its signal
+ * handlers, process group, filter and guarded stack, and then serves launch after launch: the
+ * caller hands a launch over through a shared word (futex) and waits, as long as the timeout
+ * allows, for the worker's eventfd, its end (pidfd) or its filter's questions (listener). A worker
+ * is retired (killed with its process group, reaped; the next launch makes a new one) when it
+ * crashed, was killed (timeout, Ctrl-C), exited, when its launch failed or left processes or
+ * pending signals behind,
+ * when the kernel changed state of the worker's own that would reach the next launch (signal
+ * actions, the signal stack, limits, prctl: the filter lets those run and tells the caller), and
+ * when isolation is turned off or the process exits. Restored after every launch instead: the
+ * signal mask (one system call) and errno (set to 0 before it).
  *
  * What the worker must not do to its caller (docs/runtime.md, "What isolation protects against"):
  * - run the caller's exit handlers: exit() in the worker would run the process's atexit list,
@@ -22,8 +34,10 @@
  * - start threads: a thread of the worker would outlive it and link itself into the caller's libc
  *   bookkeeping. A seccomp filter makes clone with CLONE_THREAD fail (EPERM) and the launch with it.
  * - leave processes behind: the worker leads a process group of its own that its children cannot
- *   leave (setsid and setpgid fail); the group is killed when the launch ends.
- */
+ *   leave (setsid and setpgid fail) and is the subreaper of its descendants; a launch that ends
+ *   with any of them left retires the worker, which kills the group.
+ * - outlive the caller: its parent-death signal (SIGKILL) comes when the spawner thread ends, at
+ *   the process's end; a normal exit retires the idle workers first (isolation_fini). */
 #define _GNU_SOURCE
 #include "opbuild/vocabulary_gen.h" /* OPBUILD_ENV_* */
 
@@ -42,6 +56,7 @@
 #include <linux/futex.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -144,11 +159,15 @@ static int parse_config(const char *mode, const char *timeout, const char *memch
     return 1;
 }
 
+static void retire_idle_workers(int at_exit);
+
 SIM_API int sim_set_isolation(const char *mode, const char *timeout, const char *memcheck) {
     pthread_mutex_lock(&cfg_mu);
     int state = parse_config(mode, timeout, memcheck);
     atomic_store(&cfg_state, state);
+    int process = cfg_process;
     pthread_mutex_unlock(&cfg_mu);
+    if (state == 1 && !process) retire_idle_workers(0); /* isolation off: no worker stays */
     if (state == 1) return SIM_OK;
     copy_msg((char *)sim_last_error(), SIM_ERROR_LEN, cfg_error);
     return SIM_EINVAL;
@@ -186,25 +205,25 @@ SIM_API int sim_isolated(void) {
 #define ISO_ALTSTACK ((size_t)64 << 10)
 #define ISO_MAP (ISO_GUARD + ISO_STACK + ISO_ALTSTACK)
 
+/* One launch, on its caller's stack; the worker reaches it through its TLS (iso_current). */
 typedef struct iso_job {
     opbuild_kernel_launch_fn fn;
     void *const *args;
     uint32_t nargs;
     uint32_t block_dim;
-    char *altstack;
     int rc;
     char msg[SIM_ERROR_LEN];
     volatile sig_atomic_t fault_sig;
     volatile int has_addr;
     volatile uintptr_t fault_addr;
     pid_t caller_pid;              /* the caller's process: exit traps there are not the worker's */
-    volatile int finished;         /* the worker ran the launch to its end (else it exited early) */
+    atomic_int finished;           /* the worker ran the launch to its end (else it ended early) */
+    volatile int left_behind;      /* at its end: processes the kernel started, or pending signals */
     volatile int exit_called;      /* exit(exit_status) was called in the worker (iso_exit_trap) */
     volatile int exit_status;
     volatile int refused_thread;   /* the kernel tried to start a thread (refused) */
     volatile uint32_t refused_idx; /* ... in this block (refused_in_block: in a block at all) */
     volatile int refused_in_block;
-    atomic_int listener;           /* the worker's filter's listener (install_filter), -1: none yet */
 } iso_job;
 
 /* The job of the worker running on this thread's TLS (a host's: the worker's), and whether this
@@ -212,17 +231,30 @@ typedef struct iso_job {
 static __thread iso_job *iso_current __attribute__((tls_model("initial-exec")));
 static __thread int iso_waiting __attribute__((tls_model("initial-exec")));
 
-/* ---- TLS hosts: the thread-local storage a worker runs on ------------------------------------ */
+/* ---- TLS hosts: the thread-local storage a worker runs on, and the worker kept with it ------- */
 
-/* A thread of the caller that never runs again after it started: its TLS is lent to one worker at
- * a time (CLONE_SETTLS). Made on demand, one per launch running at once, and kept (a worker that
- * crashed leaves it as a crash would leave the caller's own thread's). */
+/* A thread of the caller that never runs again after it started: its TLS is lent to its worker
+ * (CLONE_SETTLS). Made on demand, one per launch running at once, and kept with its worker (a
+ * worker that crashed leaves the TLS as a crash would leave the caller's own thread's). The
+ * worker is made at the first launch the host serves and then serves launch after launch until
+ * it is retired (worker_end): it crashed, was killed, exited, its launch failed, or the launch
+ * left state that could reach the next one (children, changed signal actions: host_retire_after). */
 typedef struct tls_host {
     struct tls_host *next; /* hosts_mu: the free list */
     void *tp;              /* its thread pointer */
     current_block *cur;    /* its `cur` and `iso_current` (what the caller reads and sets) */
     iso_job **job;
     atomic_int ready;
+    /* Its worker (pid 0: none yet, or retired). */
+    pid_t pid;
+    int pidfd;             /* -1: none (kernels before 5.2: its end is polled) */
+    atomic_int listener;   /* its filter's listener (install_filter), -1: not made yet */
+    int donefd;            /* eventfd the worker writes when a launch finished (the caller polls it) */
+    char *stack;           /* guard, stack, signal stack (ISO_MAP), the host's for good */
+    pid_t caller_pid;
+    atomic_uint seq;       /* launches handed to the worker (it waits on this word: futex) */
+    volatile pid_t alive;  /* nonzero until the worker ended (CLONE_CHILD_CLEARTID clears it) */
+    volatile int dirty;    /* the worker changed its own state (answer): retire it after the launch */
 } tls_host;
 
 static pthread_mutex_t hosts_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -240,6 +272,24 @@ static void *host_main(void *arg) {
     return NULL;
 }
 
+/* Starts a thread with every signal blocked (the process's signals are not its to take). */
+static int start_blocked_thread(void *(*fn)(void *), void *arg, size_t stack) {
+    pthread_attr_t attr;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int e = pthread_attr_init(&attr);
+    if (e == 0) {
+        pthread_attr_setstacksize(&attr, stack);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_t tid;
+        e = pthread_create(&tid, &attr, fn, arg);
+        pthread_attr_destroy(&attr);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return e;
+}
+
 static tls_host *host_get(char *msg) {
     pthread_mutex_lock(&hosts_mu);
     tls_host *h = free_hosts;
@@ -251,20 +301,17 @@ static tls_host *host_get(char *msg) {
         snprintf(msg, SIM_ERROR_LEN, "out of memory starting a host thread for the isolated worker");
         return NULL;
     }
-    pthread_attr_t attr;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* the host starts with every signal blocked */
-    int e = pthread_attr_init(&attr);
-    if (e == 0) {
-        pthread_attr_setstacksize(&attr, (size_t)64 << 10);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        pthread_t tid;
-        e = pthread_create(&tid, &attr, host_main, h);
-        pthread_attr_destroy(&attr);
+    h->pidfd = -1;
+    h->listener = -1;
+    h->donefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (h->donefd < 0) {
+        snprintf(msg, SIM_ERROR_LEN, "cannot make an eventfd for the isolated worker: %s", strerror(errno));
+        free(h);
+        return NULL;
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int e = start_blocked_thread(host_main, h, (size_t)64 << 10);
     if (e != 0) {
+        close(h->donefd);
         free(h);
         snprintf(msg, SIM_ERROR_LEN, "cannot start a host thread for the isolated worker: %s", strerror(e));
         return NULL;
@@ -273,8 +320,15 @@ static tls_host *host_get(char *msg) {
     return h;
 }
 
+static void worker_end(tls_host *h, int kill_worker, int *status);
+
+/* Back to the free list; its worker retired if isolation was turned off meanwhile (read under
+ * hosts_mu: sim_set_isolation writes the setting before it retires the listed hosts' workers). */
 static void host_put(tls_host *h) {
     pthread_mutex_lock(&hosts_mu);
+    int process = 0;
+    char msg[SIM_ERROR_LEN];
+    if (h->pid && (isolation_config(&process, msg) != SIM_OK || !process)) worker_end(h, 1, NULL);
     h->next = free_hosts;
     free_hosts = h;
     pthread_mutex_unlock(&hosts_mu);
@@ -285,7 +339,9 @@ SIM_HIDDEN int isolated_wait_interrupt(void) { return iso_waiting; }
 static const int worker_fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 #define N_WORKER_FATAL (sizeof worker_fatal / sizeof worker_fatal[0])
 
-/* In the worker: note the signal and its address, then die of it (default action). */
+/* In the worker: note the signal and its address, then die of it (the default action: the
+ * handler is installed with SA_RESETHAND, so no sigaction call is needed, which the filter would
+ * hand to the caller). */
 static void worker_on_fatal(int sig, siginfo_t *info, void *uctx) {
     (void)uctx;
     iso_job *j = iso_current;
@@ -296,10 +352,6 @@ static void worker_on_fatal(int sig, siginfo_t *info, void *uctx) {
         }
         j->fault_sig = sig;
     }
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigaction(sig, &dfl, NULL);
     if (sig == SIGABRT || !info || info->si_code <= 0) /* sent, not a fault: send again */
         syscall(SYS_tgkill, (pid_t)syscall(SYS_getpid), (pid_t)syscall(SYS_gettid), sig);
 }
@@ -316,53 +368,98 @@ static void worker_on_fatal(int sig, siginfo_t *info, void *uctx) {
 
 #define ISO_REFUSED_ERRNO EPERM
 
+/* System calls that change state of the worker's own that would outlive the launch (signal
+ * actions, the signal stack, timers that send it signals later, resource limits, prctl settings,
+ * unshared file tables...): the filter hands them to the caller, which lets them run
+ * (SECCOMP_USER_NOTIF_FLAG_CONTINUE) and retires the worker after the launch (answer). */
+static const int iso_watched[] = {
+    __NR_rt_sigaction, __NR_sigaltstack, __NR_setitimer, __NR_timer_create, __NR_prlimit64, __NR_setrlimit,
+    __NR_prctl, __NR_unshare, __NR_setns, __NR_personality,
+#ifdef __NR_alarm
+    __NR_alarm,
+#endif
+};
+#define ISO_N_WATCHED (sizeof iso_watched / sizeof iso_watched[0])
+#define ISO_FILTER_MAX 40 /* install_filter's instructions: 16 and one per watched call */
+_Static_assert(16 + ISO_N_WATCHED <= ISO_FILTER_MAX, "install_filter: ISO_FILTER_MAX too small");
+
 /* Installed in the worker (and inherited by its children); returns its listener (a file
  * descriptor, shared with the caller by CLONE_FILES) or -1. clone3 fails with ENOSYS (libc then
  * uses clone, whose flags a filter can read); clone with CLONE_THREAD waits for the caller
- * (SECCOMP_RET_USER_NOTIF: answer_refused notes it and makes it fail with EPERM); setsid and
- * setpgid fail with EPERM (the process group is the worker's to the end); system calls of
- * another table (another architecture's, x32) fail with ENOSYS. */
+ * (SECCOMP_RET_USER_NOTIF: answer notes it and makes it fail with EPERM); the iso_watched calls
+ * wait for the caller too (it notes them and lets them run); setsid and setpgid fail with EPERM
+ * (the process group is the worker's to the end); system calls of another table (another
+ * architecture's, x32) fail with ENOSYS. */
 static int install_filter(void) {
-    struct sock_filter filter[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ISO_AUDIT_ARCH, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+    struct sock_filter f[ISO_FILTER_MAX];
+    unsigned short n = 0;
+#define PUT(insn) f[n++] = (struct sock_filter)insn
+    PUT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
+    PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ISO_AUDIT_ARCH, 1, 0));
+    PUT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS));
+    PUT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
 #ifdef __x86_64__
-        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1), /* an x32 system call (__X32_SYSCALL_BIT) */
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+    PUT(BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1)); /* an x32 system call (__X32_SYSCALL_BIT) */
+    PUT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS));
 #endif
 #ifdef __NR_clone3
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+    PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1));
+    PUT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS));
 #endif
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_setsid, 1, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_setpgid, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ISO_REFUSED_ERRNO),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 3),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])), /* flags (low word) */
-        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = {.len = (unsigned short)(sizeof filter / sizeof filter[0]), .filter = filter};
+    PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_setsid, 1, 0));
+    PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_setpgid, 0, 1));
+    PUT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ISO_REFUSED_ERRNO));
+    for (unsigned i = 0; i < ISO_N_WATCHED; ++i) /* to the RET_USER_NOTIF: the jumps left, then 3 */
+        PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)iso_watched[i], (unsigned char)(ISO_N_WATCHED - 1 - i + 3), 0));
+    PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 3));
+    PUT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]))); /* flags (low word) */
+    PUT(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1));
+    PUT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));
+    PUT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+#undef PUT
+    struct sock_fprog prog = {.len = n, .filter = f};
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
     return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
 }
 
-/* In the caller: a thread the worker (or a child of it) tried to start: note it (the block the
- * worker is in: worker_cur, its host's) and make its clone fail with EPERM. */
-static void answer_refused(int listener, iso_job *j, const current_block *worker_cur) {
+/* Does watched call nr with these arguments change the worker's state (not a query)? */
+static int changes_state(int nr, const __u64 *args) {
+    if (nr == __NR_rt_sigaction) return args[1] != 0;  /* a new action, not a read of one */
+    if (nr == __NR_sigaltstack) return args[0] != 0;   /* a new signal stack */
+    if (nr == __NR_prlimit64) return args[2] != 0;     /* a new limit */
+#ifdef __NR_alarm
+    if (nr == __NR_alarm) return args[0] != 0;         /* alarm(0) cancels */
+#endif
+    return 1;
+}
+
+/* In the caller: a filtered system call of the worker (or a child of it), answered. A thread
+ * (clone with CLONE_THREAD): noted (the block the worker is in: its host's `cur`) and made to fail
+ * with EPERM. A watched call: run; when the worker itself changes its state, it is retired after
+ * the launch. */
+static void answer(int listener, iso_job *j, tls_host *h) {
     struct seccomp_notif req;
     memset(&req, 0, sizeof req);
     if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) return;
-    if (!j->refused_thread) {
-        j->refused_in_block = worker_cur->fn != NULL;
-        j->refused_idx = worker_cur->idx;
-        j->refused_thread = 1;
+    struct seccomp_notif_resp resp = {.id = req.id, .val = 0, .error = 0, .flags = 0};
+    if (req.data.nr == __NR_clone) {
+        if (!j->refused_thread) {
+            j->refused_in_block = h->cur->fn != NULL;
+            j->refused_idx = h->cur->idx;
+            j->refused_thread = 1;
+        }
+        resp.error = -ISO_REFUSED_ERRNO;
+    } else {
+        if ((pid_t)req.pid == h->pid && changes_state(req.data.nr, req.data.args)) h->dirty = 1;
+        resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
     }
-    struct seccomp_notif_resp resp = {.id = req.id, .val = 0, .error = -ISO_REFUSED_ERRNO, .flags = 0};
-    ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+    if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) != 0 && errno == EINVAL && resp.flags) {
+        /* before Linux 5.5 a call cannot be let run: it fails (ENOSYS) rather than wait for good */
+        h->dirty = 1;
+        resp.flags = 0;
+        resp.error = -ENOSYS;
+        ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+    }
 }
 
 /* ---- exit handlers are not run: the exit trap ----------------------------------------------- */
@@ -384,77 +481,142 @@ static void iso_exit_trap(void *arg, int status) {
     syscall(SYS_exit, status & 0xff);
 }
 
+/* The worker: set up once (signals, process group, subreaper, parent-death signal, filter), then
+ * one launch after another, each handed over by the caller through h->seq and iso_current. After
+ * each launch it restores its signal mask, notes whether the kernel left processes (they are its
+ * children: it is their subreaper) or pending signals behind, and tells the caller (finished,
+ * then donefd). */
 static int worker_main(void *arg) {
-    iso_job *j = arg;
+    tls_host *h = arg;
     sigset_t mask; /* SIGINT & co. are the caller's to handle: it kills the worker */
     sigfillset(&mask);
     for (size_t i = 0; i < N_WORKER_FATAL; ++i) sigdelset(&mask, worker_fatal[i]);
     sigprocmask(SIG_SETMASK, &mask, NULL);
-    stack_t st = {.ss_sp = j->altstack, .ss_size = ISO_ALTSTACK, .ss_flags = 0};
+    stack_t st = {.ss_sp = h->stack + ISO_GUARD + ISO_STACK, .ss_size = ISO_ALTSTACK, .ss_flags = 0};
     sigaltstack(&st, NULL);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = worker_on_fatal;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
     sigemptyset(&sa.sa_mask);
     for (size_t i = 0; i < N_WORKER_FATAL; ++i) sigaction(worker_fatal[i], &sa, NULL);
     cur.altstack = 1; /* its host's TLS */
     cur.jmp = NULL;
     cur.job = NULL;
-    /* A process group of its own, killed with the worker; then the filter (children inherit it). */
-    int listener = setpgid(0, 0) == 0 ? install_filter() : -1;
+    /* A process group of its own (killed with the worker), the subreaper of what its kernels start
+     * (an orphaned grandchild becomes its child: seen at the launch's end), SIGKILL when the thread
+     * that made it (the spawner, which lives as long as the process) ends; then the filter. */
+    int listener = -1;
+    if (setpgid(0, 0) == 0 && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 &&
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0) {
+        if (getppid() != h->caller_pid) return 0; /* the caller ended meanwhile */
+        listener = install_filter();
+    }
+    int setup_errno = errno;
     if (listener >= 0) {
         fcntl(listener, F_SETFD, FD_CLOEXEC); /* the caller's fd table: not for its exec'd children */
-        atomic_store(&j->listener, listener);
+        atomic_store(&h->listener, listener);
     }
-    if (listener < 0) {
-        snprintf(j->msg, SIM_ERROR_LEN, "cannot set up the isolated worker (process group, system-call filter): %s",
-                 strerror(errno));
-        j->rc = SIM_ESTATE;
-    } else {
+    unsigned seen = 0;
+    for (;;) {
+        unsigned s;
+        while ((s = atomic_load_explicit(&h->seq, memory_order_acquire)) == seen)
+            syscall(SYS_futex, &h->seq, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+        seen = s;
+        iso_job *j = iso_current;
+        if (listener < 0) {
+            snprintf(j->msg, SIM_ERROR_LEN,
+                     "cannot set up the isolated worker (process group, system-call filter): %s", strerror(setup_errno));
+            j->rc = SIM_ESTATE;
+            atomic_store_explicit(&j->finished, 1, memory_order_release);
+            return 0;
+        }
+        errno = 0;
         j->rc = run_inline(j->fn, j->args, j->nargs, j->block_dim, j->msg);
+        sigprocmask(SIG_SETMASK, &mask, NULL);
+        siginfo_t info;
+        sigset_t pending;
+        j->left_behind = waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT | __WALL) == 0 ||
+                         (sigpending(&pending) == 0 && !sigisemptyset(&pending));
+        atomic_store_explicit(&j->finished, 1, memory_order_release);
+        uint64_t one = 1;
+        if (write(h->donefd, &one, sizeof one) < 0) { /* cannot fail: the caller drains it */
+        }
     }
-    j->finished = 1;
-    return 0;
 }
 
-/* Worker stacks of normally ended workers are kept for the next launches (a crashed worker's
- * is unmapped). */
-#define ISO_KEEP 4
-static pthread_mutex_t stacks_mu = PTHREAD_MUTEX_INITIALIZER;
-static char *kept_stacks[ISO_KEEP];
-static uint32_t nkept;
+/* ---- the spawner: the thread workers are made by --------------------------------------------- */
 
-static char *stack_get(void) {
-    char *base = NULL;
-    pthread_mutex_lock(&stacks_mu);
-    if (nkept) base = kept_stacks[--nkept];
-    pthread_mutex_unlock(&stacks_mu);
-    if (base) return base;
-    base = mmap(NULL, ISO_MAP, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-    if (base == MAP_FAILED) return NULL;
-    mprotect(base, ISO_GUARD, PROT_NONE);
-    return base;
+/* A worker's parent is the thread that made it, and its parent-death signal (SIGKILL) comes when
+ * that thread ends: so workers are made by one thread that lives as long as the process (a
+ * worker made by a launching thread would be killed when that thread ends). */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int started;
+    tls_host *req; /* the host whose worker is to be made (NULL: none asked) */
+    int done, err;
+} spawner = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, NULL, 0, 0};
+
+static void *spawner_main(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&spawner.mu);
+    for (;;) {
+        while (!spawner.req || spawner.done) pthread_cond_wait(&spawner.cv, &spawner.mu);
+        tls_host *h = spawner.req;
+        int pidfd = -1;
+        int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SETTLS | CLONE_CHILD_CLEARTID; /* exit signal 0 */
+        char *top = h->stack + ISO_GUARD + ISO_STACK; /* the stack grows down from the signal stack's start */
+        h->alive = -1;
+        pid_t pid = clone(worker_main, top, flags | CLONE_PIDFD, h, &pidfd, h->tp, &h->alive);
+        if (pid < 0 && errno == EINVAL) /* before 5.2 */
+            pid = clone(worker_main, top, flags, h, NULL, h->tp, &h->alive);
+        spawner.err = pid < 0 ? errno : 0;
+        h->pid = pid < 0 ? 0 : pid;
+        h->pidfd = pid < 0 ? -1 : pidfd;
+        spawner.done = 1;
+        pthread_cond_broadcast(&spawner.cv);
+    }
+    return NULL;
 }
 
-static void stack_put(char *base, int reuse) {
-    /* A worker that died in instrumented frames left their redzones poisoned in the (shared)
-     * shadow memory: clear them, or the next mapping there trips AddressSanitizer. */
-    if (!reuse && asan.unpoison) asan.unpoison(base + ISO_GUARD, ISO_STACK + ISO_ALTSTACK);
-    pthread_mutex_lock(&stacks_mu);
-    if (reuse && nkept < ISO_KEEP) {
-        kept_stacks[nkept++] = base;
-        base = NULL;
+/* Makes h's worker (in the spawner thread); 0, or an errno value. */
+static int spawn(tls_host *h) {
+    pthread_mutex_lock(&spawner.mu);
+    int e = 0;
+    if (!spawner.started) {
+        e = start_blocked_thread(spawner_main, NULL, (size_t)256 << 10);
+        spawner.started = e == 0;
     }
-    pthread_mutex_unlock(&stacks_mu);
-    if (base) munmap(base, ISO_MAP);
+    if (e == 0) {
+        while (spawner.req) pthread_cond_wait(&spawner.cv, &spawner.mu);
+        h->caller_pid = (pid_t)syscall(SYS_getpid);
+        atomic_store(&h->listener, -1);
+        h->dirty = 0;
+        atomic_store(&h->seq, 0);
+        spawner.req = h;
+        spawner.done = 0;
+        pthread_cond_broadcast(&spawner.cv);
+        while (!spawner.done) pthread_cond_wait(&spawner.cv, &spawner.mu);
+        e = spawner.err;
+        spawner.req = NULL;
+        spawner.done = 0;
+        pthread_cond_broadcast(&spawner.cv);
+    }
+    pthread_mutex_unlock(&spawner.mu);
+    return e;
 }
 
 SIM_HIDDEN void isolation_atfork_child(void) {
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t fresh_cv = PTHREAD_COND_INITIALIZER;
     hosts_mu = fresh;
-    free_hosts = NULL; /* leaked: their threads are the parent's */
-    stacks_mu = fresh;
+    free_hosts = NULL; /* leaked: their threads and workers are the parent's */
+    spawner.mu = fresh;
+    spawner.cv = fresh_cv;
+    spawner.started = 0;
+    spawner.req = NULL;
+    spawner.done = 0;
 }
 
 static uint64_t now_ms(void) {
@@ -480,13 +642,40 @@ static int worker_ended(pid_t pid) {
     return info.si_pid == pid;
 }
 
-/* The worker has ended or is killed: kill what is left of its process group (the kernel's
- * children), then reap the worker. */
-static void end_worker(pid_t pid, int *status, int kill_worker) {
-    if (kill_worker) syscall(SYS_kill, pid, SIGKILL);
-    syscall(SYS_kill, -pid, SIGKILL);
-    reap(pid, status);
+/* Retires h's worker: kills it (unless it ended) and what is left of its process group (the
+ * kernel's children), reaps it (its status in *status) and closes its descriptors. The host keeps
+ * its stack for the next worker (cleared for AddressSanitizer: a worker that died in instrumented
+ * frames left their redzones poisoned in the shared shadow memory). */
+static void worker_end(tls_host *h, int kill_worker, int *status) {
+    int ignored;
+    if (!status) status = &ignored;
+    if (kill_worker) syscall(SYS_kill, h->pid, SIGKILL);
+    syscall(SYS_kill, -h->pid, SIGKILL);
+    reap(h->pid, status);
+    if (h->pidfd >= 0) close(h->pidfd);
+    int listener = atomic_load(&h->listener);
+    if (listener >= 0) close(listener);
+    h->pid = 0;
+    h->pidfd = -1;
+    atomic_store(&h->listener, -1);
+    uint64_t drained;
+    if (read(h->donefd, &drained, sizeof drained) < 0) { /* nothing written: nothing to drain */
+    }
+    if (asan.unpoison) asan.unpoison(h->stack + ISO_GUARD, ISO_STACK + ISO_ALTSTACK);
 }
+
+/* Retires the workers of the hosts no launch uses now (isolation turned off, the process ends);
+ * those in use are retired when their launch ends (it reads the setting after set_isolation wrote
+ * it, or its host is back in the list before this takes the lock). At exit the lock is only tried
+ * (another thread may hold it for good): a worker left is killed by its parent-death signal. */
+static void retire_idle_workers(int at_exit) {
+    if (at_exit ? pthread_mutex_trylock(&hosts_mu) != 0 : pthread_mutex_lock(&hosts_mu) != 0) return;
+    for (tls_host *h = free_hosts; h; h = h->next)
+        if (h->pid) worker_end(h, 1, NULL);
+    pthread_mutex_unlock(&hosts_mu);
+}
+
+__attribute__((destructor)) static void isolation_fini(void) { retire_idle_workers(1); }
 
 static void describe_block(char *out, size_t len, int in_block, uint32_t idx, uint32_t block_dim) {
     if (in_block)
@@ -497,44 +686,44 @@ static void describe_block(char *out, size_t len, int in_block, uint32_t idx, ui
 
 SIM_HIDDEN int execute_isolated(opbuild_kernel_launch_fn fn, void *const *args, uint32_t nargs, uint32_t block_dim,
                                 char *msg) {
-    char *base = stack_get();
-    if (!base) {
-        snprintf(msg, SIM_ERROR_LEN, "cannot map a stack for the isolated worker: %s", strerror(errno));
-        return SIM_ENOMEM;
+    tls_host *host = host_get(msg);
+    if (!host) return SIM_ENOMEM;
+    if (host->pid && !host->alive) worker_end(host, 0, NULL); /* ended between launches (killed): a new one */
+    if (!host->stack) {
+        char *base = mmap(NULL, ISO_MAP, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
+                          -1, 0);
+        if (base == MAP_FAILED) {
+            snprintf(msg, SIM_ERROR_LEN, "cannot map a stack for the isolated worker: %s", strerror(errno));
+            host_put(host);
+            return SIM_ENOMEM;
+        }
+        mprotect(base, ISO_GUARD, PROT_NONE);
+        host->stack = base;
+    }
+    if (!host->pid) {
+        int e = spawn(host);
+        if (e != 0) {
+            host_put(host);
+            snprintf(msg, SIM_ERROR_LEN, "cannot start the isolated worker process: %s", strerror(e));
+            return SIM_ENOMEM;
+        }
     }
     iso_job job = {.fn = fn, .args = args, .nargs = nargs, .block_dim = block_dim,
-                   .altstack = base + ISO_GUARD + ISO_STACK, .caller_pid = (pid_t)syscall(SYS_getpid), .listener = -1};
-    char *top = job.altstack; /* the stack grows down from the signal stack's start */
+                   .caller_pid = host->caller_pid};
 
     /* The exit trap, newest of the exit handlers; removed (not run) by __cxa_finalize(&job). */
     void (*trap)(void *) = (void (*)(void *))(void (*)(void))iso_exit_trap;
     if (__cxa_atexit(trap, NULL, &job) != 0 || __cxa_at_quick_exit(trap, &job) != 0) {
         __cxa_finalize(&job);
-        stack_put(base, 1);
+        host_put(host);
         snprintf(msg, SIM_ERROR_LEN, "cannot register the isolated worker's exit trap");
-        return SIM_ENOMEM;
-    }
-    tls_host *host = host_get(msg);
-    if (!host) {
-        __cxa_finalize(&job);
-        stack_put(base, 1);
         return SIM_ENOMEM;
     }
     *host->job = &job; /* the worker's TLS: its host's */
     host->cur->fn = NULL;
-    int pidfd = -1;
-    int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SETTLS; /* exit signal 0: reaped with __WALL only */
-    pid_t pid = clone(worker_main, top, flags | CLONE_PIDFD, &job, &pidfd, host->tp);
-    if (pid < 0 && errno == EINVAL) pid = clone(worker_main, top, flags, &job, NULL, host->tp); /* before 5.2 */
-    if (pid < 0) {
-        int e = errno;
-        *host->job = NULL;
-        host_put(host);
-        __cxa_finalize(&job);
-        stack_put(base, 1);
-        snprintf(msg, SIM_ERROR_LEN, "cannot start the isolated worker process: %s", strerror(e));
-        return SIM_ENOMEM;
-    }
+    pid_t pid = host->pid;
+    atomic_fetch_add_explicit(&host->seq, 1, memory_order_release); /* the launch is the worker's */
+    syscall(SYS_futex, &host->seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 
     int main_thread = atomic_load(&interrupt_ready) && pthread_equal(pthread_self(), interrupt_thread);
     if (main_thread) {
@@ -544,51 +733,60 @@ SIM_HIDDEN int execute_isolated(opbuild_kernel_launch_fn fn, void *const *args, 
     }
     uint32_t timeout_ms = cfg_timeout_ms;
     uint64_t deadline = timeout_ms ? now_ms() + timeout_ms : 0;
-    int status = 0, outcome = 0; /* 0 ended, 1 timed out, 2 interrupted */
+    int status = 0, outcome = 0; /* 0 finished or ended, 1 timed out, 2 interrupted */
+    int ended = 0;               /* the worker ended during the launch */
     for (;;) {
-        if (worker_ended(pid)) {
-            end_worker(pid, &status, 0);
+        if (atomic_load_explicit(&job.finished, memory_order_acquire)) break;
+        if (ended || !host->alive || (host->pidfd < 0 && worker_ended(pid))) {
+            ended = 1;
             break;
         }
         if (main_thread && atomic_load(&interrupt_requested)) outcome = 2;
         else if (deadline && now_ms() >= deadline) outcome = 1;
-        if (outcome) {
-            end_worker(pid, &status, 1);
-            break;
-        }
-        /* Wait for the worker's end (pidfd; polled without one, kernels before 5.2) and answer its
-         * filter (listener): until the worker has made its filter, in slices of 1 ms. */
-        int listener = atomic_load(&job.listener);
+        if (outcome) break;
+        /* Wait for the launch's end (donefd), the worker's end (pidfd; polled without one, kernels
+         * before 5.2) and answer its filter (listener): until the worker has made its filter, in
+         * slices of 1 ms. */
+        int listener = atomic_load(&host->listener);
         int64_t wait_ms = deadline ? (int64_t)(deadline - now_ms()) : -1;
         if (deadline && wait_ms < 0) wait_ms = 0;
-        if ((listener < 0 || pidfd < 0) && (wait_ms < 0 || wait_ms > 1)) wait_ms = 1;
-        struct pollfd p[2];
+        if ((listener < 0 || host->pidfd < 0) && (wait_ms < 0 || wait_ms > 1)) wait_ms = 1;
+        struct pollfd p[3];
         nfds_t n = 0;
-        if (pidfd >= 0) p[n++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
+        p[n++] = (struct pollfd){.fd = host->donefd, .events = POLLIN};
+        if (host->pidfd >= 0) p[n++] = (struct pollfd){.fd = host->pidfd, .events = POLLIN};
         if (listener >= 0) p[n++] = (struct pollfd){.fd = listener, .events = POLLIN};
-        poll(p, n, (int)wait_ms); /* a signal (SIGINT) ends it early: EINTR */
-        if (listener >= 0 && (p[n - 1].revents & POLLIN)) answer_refused(listener, &job, host->cur);
+        if (poll(p, n, (int)wait_ms) <= 0) continue; /* a signal (SIGINT) ends it early: EINTR */
+        if (p[0].revents & POLLIN) {
+            uint64_t drained;
+            if (read(host->donefd, &drained, sizeof drained) < 0) { /* another thread drained it: none */
+            }
+        }
+        if (host->pidfd >= 0 && (p[1].revents & POLLIN)) ended = 1;
+        if (listener >= 0 && (p[n - 1].revents & POLLIN)) answer(listener, &job, host);
     }
     if (main_thread) {
         iso_waiting = 0;
         atomic_store(&main_in_launch, 0);
     }
-    if (pidfd >= 0) close(pidfd);
-    if (atomic_load(&job.listener) >= 0) close(atomic_load(&job.listener));
+    int finished = atomic_load(&job.finished);
+    int ok = outcome == 0 && !ended && finished && job.rc == SIM_OK && !job.refused_thread;
+    /* Retire the worker unless its launch went well and left nothing behind (host_put: and
+     * isolation is still on). */
+    if (!ok || job.left_behind || host->dirty) worker_end(host, !ended, &status);
     int in_block = host->cur->fn != NULL;
     uint32_t idx = host->cur->idx;
+    char *stack = host->stack;
     *host->job = NULL;
     host_put(host);
     __cxa_finalize(&job); /* this launch's traps: ef_free, their slots reused by the next launch */
 
-    char where[64];
-    describe_block(where, sizeof where, in_block, idx, block_dim);
-    int ended = outcome == 0 && job.finished && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    stack_put(base, ended);
-    if (ended && !job.refused_thread) {
+    if (outcome == 0 && finished && !job.refused_thread) {
         copy_msg(msg, SIM_ERROR_LEN, job.msg);
         return job.rc;
     }
+    char where[64];
+    describe_block(where, sizeof where, in_block, idx, block_dim);
     if (outcome == 2) {
         snprintf(msg, SIM_ERROR_LEN, "launch interrupted (SIGINT) %s; the isolated worker was killed", where);
         return SIM_EINTR;
@@ -598,27 +796,24 @@ SIM_HIDDEN int execute_isolated(opbuild_kernel_launch_fn fn, void *const *args, 
         snprintf(what, sizeof what,
                  "%s: still running after OPBUILD_KERNEL_TIMEOUT=%g s; the isolated worker (pid %d) was killed", where,
                  cfg_timeout_s, (int)pid);
+    } else if (finished) {
+        what[0] = '\0'; /* only the refused thread to report */
     } else if (WIFSIGNALED(status)) {
         int sig = WTERMSIG(status);
         char addr[64] = "";
         if (job.fault_sig == sig && job.has_addr)
             snprintf(addr, sizeof addr, " at address 0x%lx%s", (unsigned long)job.fault_addr,
-                     job.fault_addr - (uintptr_t)base < ISO_GUARD ? " (stack overflow)" : "");
+                     job.fault_addr - (uintptr_t)stack < ISO_GUARD ? " (stack overflow)" : "");
         snprintf(what, sizeof what, "%s: %s%s; the isolated worker (pid %d) died of it", where,
                  sig == SIGKILL ? "SIGKILL (killed)" : signal_name(sig), addr, (int)pid);
     } else if (job.exit_called) {
         snprintf(what, sizeof what,
                  "%s: the kernel called exit(%d); the isolated worker (pid %d) ended without running the caller's "
                  "exit handlers", where, job.exit_status, (int)pid);
-    } else if (!job.finished) {
+    } else {
         snprintf(what, sizeof what,
                  "%s: the isolated worker (pid %d) ended with status %d before the launch finished (_exit() or the "
                  "exit system call in the kernel)", where, (int)pid, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    } else if (ended) {
-        what[0] = '\0'; /* only the refused thread to report */
-    } else {
-        snprintf(what, sizeof what, "%s: the isolated worker (pid %d) exited with status %d", where, (int)pid,
-                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     }
     if (job.refused_thread) {
         char block[64];
