@@ -5,9 +5,9 @@ its phase 1 once on arrays of a memory plan and keeps the executor (repeatable,
 aclSetAclOpExecutorRepeatable); every run then launches those executors (phase 2, a C call) and
 re-points only the tensors that change between runs (`Executor.set_arg`, aclSetInputTensorAddr):
 the model's inputs (the caller's arrays), its outputs (new arrays each run, so what `run` returned
-is never overwritten by a later run) and the outputs of nodes that cannot be planned (an AI CPU
-node, a dynamic input, an executor the C path does not launch), which run the one-shot call as
-before.
+is never overwritten by a later run; one of at most COPY_OUT_BYTES is written in a planned buffer
+and copied out instead) and the outputs of nodes that cannot be planned (an AI CPU node, a
+dynamic input, an executor the C path does not launch), which run the one-shot call as before.
 
 Why: the one-shot call per node (output specs, allocation, the phase-1 hit) cost ~9 us of
 interpreter work per node, and fresh multi-MB outputs page-faulted on every run. The memory plan
@@ -61,6 +61,11 @@ def _address(a: np.ndarray) -> int:
     return a.ctypes.data
 
 
+COPY_OUT_BYTES = 1 << 16
+"""A model output up to this size is written into a planned buffer and copied out at the end of the
+run (a copy of a small array is cheaper than re-pointing an executor at a new one: its address
+costs an `ndarray.ctypes`); a larger one is a new array each run that the kernel writes directly."""
+
 LAUNCH = "launch"
 """The kind of a planned node's action: ("launch", phase2, executor, node name)."""
 CALL = "call"
@@ -104,6 +109,8 @@ class StaticPlan:
     fixed: the tensors whose arrays never change (weights, planned intermediates);
     slots: per tensor re-pointed at each run, the (executor, launch-argument slot) pairs naming it;
     fresh: the model outputs made by planned nodes: a new array each run (name, shape, dtype);
+    copied: the model outputs made by planned nodes in a planned buffer, copied out at each run;
+    outputs: the model's output names;
     pool_bytes: the memory the plan holds for intermediates.
     """
 
@@ -111,6 +118,8 @@ class StaticPlan:
     fixed: dict[str, np.ndarray]
     slots: dict[str, list[tuple[Any, int]]]
     fresh: list[tuple[str, tuple[int, ...], np.dtype]]
+    copied: list[str]
+    outputs: list[str]
     pool_bytes: int
     planned: int
     calls: int
@@ -203,13 +212,16 @@ def build(steps: Sequence[Any], md: dict[str, Any], weights: dict[str, np.ndarra
                 last[name] = i
     model_inputs = [t["name"] for t in md["inputs"]]
     model_outputs = set(md["outputs"])
-    rebound = set(model_inputs) | model_outputs  # re-pointed at each run
+    small = {n for n in model_outputs - set(model_inputs)
+             if n in descs and np.prod(descs[n][0], dtype=np.int64) * descs[n][1].itemsize <= COPY_OUT_BYTES}
+    rebound = set(model_inputs) | (model_outputs - small)  # re-pointed at each run
     pool = _Pool()
     live: dict[str, np.ndarray] = {name: pool.take(name, *descs[name]) for name in model_inputs}
     actions: list[tuple[Any, ...]] = []
     slots: dict[str, list[tuple[Any, int]]] = {}
     fixed: dict[str, np.ndarray] = dict(weights)
     fresh: list[tuple[str, tuple[int, ...], np.dtype]] = []
+    copied: list[str] = []
     planned = 0
     for i, (step, node) in enumerate(zip(steps, md["nodes"], strict=True)):
         plain = all(type(t) is str for t in step.inputs)
@@ -232,7 +244,10 @@ def build(steps: Sequence[Any], md: dict[str, Any], weights: dict[str, np.ndarra
             actions.append((LAUNCH, step.op.phase2, executor, step.name))
             planned += 1
             for name, arr in zip(step.outputs, outs, strict=True):
-                if name in model_outputs:
+                if name in small:
+                    copied.append(name)  # its buffer is held to the end of the run
+                    fixed[name] = arr
+                elif name in model_outputs:
                     fresh.append((name, *descs[name]))
                 else:
                     fixed[name] = arr
@@ -241,7 +256,8 @@ def build(steps: Sequence[Any], md: dict[str, Any], weights: dict[str, np.ndarra
             rebound.update(step.outputs)
         live.update(zip(step.outputs, outs, strict=True))
         for name in [*{n for t in step.inputs for n in _names(t)}, *step.outputs]:
-            if last.get(name, -1) <= i and name in live:
+            if last.get(name, -1) <= i and name in live and name not in copied:
                 del live[name]
                 pool.give(name)
-    return StaticPlan(actions, fixed, slots, fresh, pool.total, planned, len(actions) - planned)
+    return StaticPlan(actions, fixed, slots, fresh, copied, list(md["outputs"]), pool.total, planned,
+                      len(actions) - planned)

@@ -324,6 +324,19 @@ class OmRunner:
             tensors[name] = a
             plan.rebind(name, a)
         observed = bool(LAUNCH_OBSERVERS)  # a dump or profiler: it reads which model and node launched
+        if not observed and not plan.calls:  # nothing reads the debug context: no ContextVar set
+            for action in plan.actions:
+                action[1](None, 0, action[2])
+        else:
+            self._run_actions(plan, tensors, observed)
+        fixed = plan.fixed
+        for name in plan.copied:
+            tensors[name] = fixed[name].copy()
+        return {name: tensors[name] if name in tensors else fixed[name] for name in plan.outputs}
+
+    def _run_actions(self, plan: om_plan.StaticPlan, tensors: dict[str, Any], observed: bool) -> None:
+        """The plan's actions with the debug context set (the model; the node: while observed, and
+        for one-shot calls), and the one-shot calls of unplanned nodes."""
         token = CURRENT_MODEL.set(self.model.name)
         node_token = CURRENT_NODE.set(None)
         try:
@@ -345,8 +358,6 @@ class OmRunner:
         finally:
             CURRENT_NODE.reset(node_token)
             CURRENT_MODEL.reset(token)
-        fixed = plan.fixed
-        return {name: tensors[name] if name in tensors else fixed[name] for name in self.model.model_def["outputs"]}
 
     def _run_calls(self, given: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """One run by the one-shot call of each node (a dynamic model, or a concurrent run)."""

@@ -15,7 +15,8 @@ from opbuild.om.run import OmRunner
 from opbuild.runtime.call.launch import LaunchHook, add_launch_hook
 from opbuild.runtime.debug.context import CURRENT_MODEL, CURRENT_NODE
 
-SHAPE = (16, 1024)
+SHAPE = (16, 1024)  # 64 KiB a tensor: model outputs copied out of planned buffers (COPY_OUT_BYTES)
+BIG = (17, 1024)    # above it: a new output array each run, the executors re-pointed at it
 
 
 def _chain(shape=SHAPE) -> dict:
@@ -40,14 +41,19 @@ def _want(x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
     return {"t1": t1, "t3": _leaky(t1 * y)}
 
 
-def _inputs(seed: int) -> dict[str, np.ndarray]:
+def _inputs(seed: int, shape=SHAPE) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
-    return {"x": rng.standard_normal(SHAPE).astype(np.float32), "y": rng.standard_normal(SHAPE).astype(np.float32)}
+    return {"x": rng.standard_normal(shape).astype(np.float32), "y": rng.standard_normal(shape).astype(np.float32)}
 
 
 @pytest.fixture(scope="module")
 def chain_om(opp) -> bytes:
     return build(opp, _chain())
+
+
+@pytest.fixture(scope="module", params=[SHAPE, BIG], ids=["copied-out", "new-arrays"])
+def chain_of(opp, request) -> tuple[bytes, tuple[int, int]]:
+    return build(opp, _chain(request.param)), request.param
 
 
 def _check(got: dict[str, np.ndarray], inputs: dict[str, np.ndarray]) -> None:
@@ -57,22 +63,30 @@ def _check(got: dict[str, np.ndarray], inputs: dict[str, np.ndarray]) -> None:
         np.testing.assert_array_equal(got[name], want[name], err_msg=name)
 
 
-def test_static_model_is_planned_and_reuses_its_buffers(chain_om):
-    runner = OmRunner(load_om(chain_om, trust=True))
+def test_static_model_is_planned_and_reuses_its_buffers(chain_of):
+    om, shape = chain_of
+    runner = OmRunner(load_om(om, trust=True))
     assert runner.plan is None  # made at the first run
-    a = _inputs(1)
+    a = _inputs(1, shape)
     _check(runner.run(a), a)
     plan = runner.plan
     assert plan is not None and plan.planned == 4 and plan.calls == 0
-    # six tensors of 64 KiB (x, y, t0..t3), at most three live at once: x, y, t0 at mul0; then
-    # each output takes a buffer its node's input gave back (t3 and t1 go to new arrays each run)
-    assert plan.pool_bytes == 3 * 4 * SHAPE[0] * SHAPE[1]
-    assert sorted(plan.slots) == ["t1", "t3", "x", "y"]  # re-pointed at each run; t0, t2 are fixed
+    nbytes = 4 * shape[0] * shape[1]
+    # six tensors (x, y, t0..t3), at most three live at once: x, y, t0 at mul0; then each output
+    # takes a buffer its node's input gave back
+    assert plan.pool_bytes == 3 * nbytes
+    if nbytes <= om_plan.COPY_OUT_BYTES:  # t1, t3 in planned buffers, copied out
+        assert (sorted(plan.copied), plan.fresh) == (["t1", "t3"], [])
+        assert sorted(plan.slots) == ["x", "y"]
+    else:  # t1, t3 new arrays each run: re-pointed, as x and y are
+        assert (plan.copied, sorted(f[0] for f in plan.fresh)) == ([], ["t1", "t3"])
+        assert sorted(plan.slots) == ["t1", "t3", "x", "y"]
 
 
-def test_two_runs_give_independent_outputs(chain_om):
-    runner = OmRunner(load_om(chain_om, trust=True))
-    a, b = _inputs(2), _inputs(3)
+def test_two_runs_give_independent_outputs(chain_of):
+    om, shape = chain_of
+    runner = OmRunner(load_om(om, trust=True))
+    a, b = _inputs(2, shape), _inputs(3, shape)
     first = runner.run(a)
     kept = {k: v.copy() for k, v in first.items()}
     second = runner.run(b)
@@ -81,6 +95,7 @@ def test_two_runs_give_independent_outputs(chain_om):
         np.testing.assert_array_equal(first[name], kept[name], err_msg=name)
         assert not np.shares_memory(first[name], second[name])
     first["t1"][...] = np.nan  # the caller owns what run() returned: writing it changes no later run
+    first["t3"][...] = np.nan
     _check(runner.run(a), a)
 
 
@@ -192,3 +207,10 @@ def test_pool_reuses_a_freed_buffer_only():
     d = pool.take("d", (512,), np.float32)  # larger than every free buffer: a new one
     assert not np.shares_memory(d, a) and not np.shares_memory(d, b)
     assert pool.total == 4 * (256 + 256 + 512)
+
+
+def test_docs_state_the_copy_out_size():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "om-format.md").read_text()
+    assert f"at most {om_plan.COPY_OUT_BYTES // 1024} KiB (`plan.COPY_OUT_BYTES`)" in doc
