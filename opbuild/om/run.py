@@ -4,11 +4,13 @@ Each node gets an `OpRuntime` built from the op definition embedded in MODEL_DEF
 `NodeProvider`: the package-provider hook of opbuild.runtime.binaries.selection (binary_index,
 tiling_library, fragment_fn) and of executor.build_plan (precomputed_tiling). Kernels are the
 memfd-backed TBE_KERNELS items; tiling comes from TILING_DATA (static nodes), the SpaceRegistry
-.so (dynamic models) or the OpMasterDevice .so (preprocess nodes).
+.so (dynamic models) or the OpMasterDevice .so (preprocess nodes). A static model runs through its
+plan (opbuild/om/plan.py, docs/om-format.md "Static models: the run plan").
 """
 
 from __future__ import annotations
 
+import threading
 import types
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,11 +21,13 @@ import numpy as np
 from opbuild.abi.ge_types import dtype_name, numpy_dtype
 from opbuild.keys import KeyRuleError, check_fragment
 from opbuild.nonfinite import from_json
+from opbuild.om import plan as om_plan
 from opbuild.om.errors import OmError, listed
 from opbuild.om.loader import OmModel
 from opbuild.om.static_check import check_static_node
 from opbuild.runtime.binaries.package import BinaryEntry, BinaryIndex
 from opbuild.runtime.binaries.selection import OpRuntime
+from opbuild.runtime.call.launch import LAUNCH_OBSERVERS
 from opbuild.runtime.debug.context import CURRENT_MODEL, CURRENT_NODE
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
 from opbuild.runtime.host.c_callbacks import TilingResult
@@ -209,7 +213,13 @@ class _Step:
 
 
 class OmRunner:
-    """Runs a loaded model: `run({input name: array}) -> {output name: array}`."""
+    """Runs a loaded model: `run({input name: array}) -> {output name: array}`.
+
+    A static model runs through its plan (opbuild/om/plan.py), made at the first run: executors
+    made once, intermediates in buffers allocated once. The arrays `run` returns are new at each
+    run (never a buffer a later run writes). Dynamic models, and a run while another thread runs
+    the same runner, take the one-shot call per node.
+    """
 
     def __init__(self, model: OmModel, *, trust: bool = False) -> None:
         model.load(trust=trust)  # a model loaded (trusted) before is kept as it is
@@ -243,13 +253,47 @@ class OmRunner:
                 dt = numpy_dtype(item.meta["dtype"])
                 shape = tuple(int(x) for x in item.meta["shape"])
                 arr = np.frombuffer(item.data, dtype=dt)
-                self.weights[name] = arr.reshape(shape)
+                self.weights[name] = om_plan.aligned(arr.reshape(shape))  # the C fast path wants aligned data
             except (KeyError, TypeError, ValueError) as exc:
                 raise OmError(f"weight {name}: {exc}", "WEIGHTS_DATA") from None
 
+        self._input_checks = [(t["name"], np.dtype(numpy_dtype(t["dtype"])), tuple(t["shape"])) for t in md["inputs"]]
+        self._plan: om_plan.StaticPlan | None = None
+        self._planned = bool(md["dynamic"])  # True once the plan was made (or is not to be made)
+        self._lock = threading.Lock()
+
+    @property
+    def plan(self) -> om_plan.StaticPlan | None:
+        """The plan of a static model (None before the first run, and for a dynamic model)."""
+        return self._plan
+
     def run(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+        given = self._checked_inputs(inputs)
+        if not self._lock.acquire(blocking=False):
+            return self._run_calls(given)
+        try:
+            if not self._planned:
+                self._plan = om_plan.build(self.steps, self.model.model_def, self.weights, self.d, self.p)
+                self._planned = True
+            if self._plan is None:
+                return self._run_calls(given)
+            return self._run_plan(self._plan, given)
+        finally:
+            self._lock.release()
+
+    def _checked_inputs(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+        """The model inputs as arrays, each checked against the model's dtype and shape."""
+        tensors: dict[str, np.ndarray] = {}
+        for name, dt, shape in self._input_checks:
+            a = inputs.get(name)
+            if type(a) is not np.ndarray or a.dtype != dt or a.shape != shape:
+                break  # not the model's exact dtype and static shape: the full check says what differs
+            tensors[name] = a
+        else:
+            if len(inputs) == len(tensors):
+                return tensors
         md = self.model.model_def
-        tensors: dict[str, Any] = dict(self.weights)
+        tensors = {}
         for spec_in in md["inputs"]:
             name = spec_in["name"]
             if name not in inputs:
@@ -268,6 +312,58 @@ class OmRunner:
         extra = set(inputs) - {i["name"] for i in md["inputs"]}
         if extra:
             raise OmError(f"unknown model input(s) {listed(sorted(extra))}")
+        return tensors
+
+    def _run_plan(self, plan: om_plan.StaticPlan, given: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """One run of a planned static model (the caller holds the runner's lock)."""
+        tensors: dict[str, Any] = dict(plan.fixed) if plan.calls else {}
+        for name, a in given.items():
+            tensors[name] = plan.bind_input(name, a)
+        for name, shape, dtype in plan.fresh:
+            a = np.empty(shape, dtype)
+            tensors[name] = a
+            plan.rebind(name, a)
+        observed = bool(LAUNCH_OBSERVERS)  # a dump or profiler: it reads which model and node launched
+        if not observed and not plan.calls:  # nothing reads the debug context: no ContextVar set
+            for action in plan.actions:
+                action[1](None, 0, action[2])
+        else:
+            self._run_actions(plan, tensors, observed)
+        fixed = plan.fixed
+        for name in plan.copied:
+            tensors[name] = fixed[name].copy()
+        return {name: tensors[name] if name in tensors else fixed[name] for name in plan.outputs}
+
+    def _run_actions(self, plan: om_plan.StaticPlan, tensors: dict[str, Any], observed: bool) -> None:
+        """The plan's actions with the debug context set (the model; the node: while observed, and
+        for one-shot calls), and the one-shot calls of unplanned nodes."""
+        token = CURRENT_MODEL.set(self.model.name)
+        node_token = CURRENT_NODE.set(None)
+        try:
+            d, p = self.d, self.p
+            for action in plan.actions:
+                if action[0] is om_plan.LAUNCH:
+                    if observed:
+                        CURRENT_NODE.set(action[3])
+                    action[1](None, 0, action[2])
+                    continue
+                step = action[1]
+                CURRENT_NODE.set(step.name)
+                args = [None if t is None else tensors[t] if type(t) is str else [tensors[x] for x in t]
+                        for t in step.inputs]
+                result = step.call(step.op, args, step.attrs, d, p)
+                for name, value in zip(step.outputs, (result,) if step.single else result, strict=True):
+                    tensors[name] = value
+                    plan.rebind(name, value)
+        finally:
+            CURRENT_NODE.reset(node_token)
+            CURRENT_MODEL.reset(token)
+
+    def _run_calls(self, given: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """One run by the one-shot call of each node (a dynamic model, or a concurrent run)."""
+        md = self.model.model_def
+        tensors: dict[str, Any] = dict(self.weights)
+        tensors.update(given)
         token, node_token = CURRENT_MODEL.set(self.model.name), CURRENT_NODE.set(None)  # the dump's selection and index
         try:
             d, p = self.d, self.p
