@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "oneshot_api.h"
 
@@ -39,6 +40,7 @@
 namespace {
 
 constexpr int kMaxTensors = 64;
+constexpr int kMaxHitOutputs = 8;  // outputs the hit path allocates on the stack (more: the Python kernel)
 constexpr int kScalarTypes = static_cast<int>(c10::ScalarType::NumOptions);
 
 const oneshot_api *g_api = nullptr;
@@ -62,14 +64,14 @@ c10::ScalarType scalar_type_of(PyObject *descr) {
 
 // The outputs of one call, allocated by alloc_output.
 struct Outputs {
-    at::Tensor tensors[kMaxTensors];
-    int64_t strides[kMaxTensors][ONESHOT_API_MAX_DIMS];
+    at::Tensor tensors[kMaxHitOutputs];
+    int64_t strides[kMaxHitOutputs][ONESHOT_API_MAX_DIMS];
 };
 
 int alloc_output(void *ctx, int index, PyObject *descr, int ndim, const int64_t *dims, oneshot_tensor *out) {
     auto *outs = static_cast<Outputs *>(ctx);
     c10::ScalarType type = scalar_type_of(descr);
-    if (index < 0 || index >= kMaxTensors || type == c10::ScalarType::Undefined) return -1;
+    if (index < 0 || index >= kMaxHitOutputs || type == c10::ScalarType::Undefined) return -1;
     try {
         at::Tensor t = at::empty(c10::IntArrayRef(dims, static_cast<size_t>(ndim)), at::TensorOptions().dtype(type));
         int64_t itemsize = static_cast<int64_t>(t.element_size());
@@ -137,7 +139,7 @@ class OpKernel final : public c10::OperatorKernel {
     bool hit(c10::ArrayRef<c10::IValue> args, PyObject *attrs, torch::jit::Stack *stack) {
         oneshot_tensor inputs[kMaxTensors];
         int64_t strides[kMaxTensors][ONESHOT_API_MAX_DIMS];
-        if (n_in_ > kMaxTensors || n_out_ > kMaxTensors) return false;
+        if (n_in_ > kMaxTensors || n_out_ > kMaxHitOutputs) return false;
         for (int i = 0; i < n_in_; i++) {
             const c10::IValue &v = args[static_cast<size_t>(i)];
             if (!v.isTensor()) return false;
@@ -181,17 +183,17 @@ class OpKernel final : public c10::OperatorKernel {
         PyObject *result = PyObject_Call(python_kernel_, py_args, nullptr);
         Py_DECREF(py_args);
         if (result == nullptr) throw pybind11::error_already_set();
-        at::Tensor outs[kMaxTensors];
-        bool ok = n_out_ <= kMaxTensors;
-        if (ok && n_out_ == 1) {
+        std::vector<at::Tensor> outs(static_cast<size_t>(n_out_));
+        bool ok = true;
+        if (n_out_ == 1) {
             ok = THPVariable_Check(result);
             if (ok) outs[0] = THPVariable_Unpack(result);
-        } else if (ok) {
+        } else {
             ok = PyTuple_Check(result) && PyTuple_GET_SIZE(result) == n_out_;
             for (int i = 0; ok && i < n_out_; i++) {
                 PyObject *o = PyTuple_GET_ITEM(result, i);
                 ok = THPVariable_Check(o);
-                if (ok) outs[i] = THPVariable_Unpack(o);
+                if (ok) outs[static_cast<size_t>(i)] = THPVariable_Unpack(o);
             }
         }
         Py_DECREF(result);
@@ -200,7 +202,7 @@ class OpKernel final : public c10::OperatorKernel {
             throw pybind11::error_already_set();
         }
         torch::jit::drop(*stack, static_cast<size_t>(n_in_ + n_attr_));
-        for (int i = 0; i < n_out_; i++) torch::jit::push(*stack, std::move(outs[i]));
+        for (auto &t : outs) torch::jit::push(*stack, std::move(t));
     }
 
     std::string name_;
