@@ -8,8 +8,10 @@
   through the plugins (onnx_model), `build` = build_om (inference, and for the static model
   key selection and tiling of every node); static (--input-shape x:4,16) and dynamic (N left -1).
 * torch: torch.ops.customize.add_custom_template on two 1-element float32 tensors vs torch.add
-  on the same tensors, best of several rounds, in the same process; the numpy one-shot wrapper
-  for reference. Goal: <= 2x torch.add.
+  on the same tensors, best of several rounds, in the same process: with its C++ CPU kernel
+  (torch_kernel.cpp; the time of register_torch() includes building it when not cached) and,
+  as the baseline, the same op registered with the Python kernel only; the numpy one-shot
+  wrapper and a no-op Python-kernel op for reference. Goal: <= 2x torch.add.
 """
 
 from __future__ import annotations
@@ -73,26 +75,40 @@ def bench_torch(opp: str, calls: int, rounds: int) -> None:
     import torch
 
     import opbuild.runtime as rt
+    from opbuild.runtime import torch_build
+    from opbuild.runtime.torch_ops import register
 
     ops = rt.import_ops(f"{opp}/vendors/customize")
-    ops.register_torch()
-    op = torch.ops.customize.add_custom_template
+    t0 = time.perf_counter()
+    ops.register_torch()  # the C++ kernel: built on first use (cached after), loaded
+    t_register = time.perf_counter() - t0
+    register(ops._OPS, "customize_py", cpp=False)  # the same ops with the Python kernel only
+    op, op_py = torch.ops.customize.add_custom_template, torch.ops.customize_py.add_custom_template
     a, b = torch.ones(1), torch.full((1,), 2.0)
     na, nb = a.numpy(), b.numpy()
-    assert torch.equal(op(a, b), torch.add(a, b))
-    for _ in range(1000):  # warm both paths (runtime caches, dispatcher)
+    assert torch.equal(op(a, b), torch.add(a, b)) and torch.equal(op_py(a, b), torch.add(a, b))
+    for _ in range(1000):  # warm every path (runtime caches, dispatcher)
         op(a, b)
+        op_py(a, b)
         torch.add(a, b)
+    hits0 = torch_build.stats()[0]
     t_add = _per_call(lambda: torch.add(a, b), calls, rounds)
     t_op = _per_call(lambda: op(a, b), calls, rounds)
+    served = torch_build.stats()[0] - hits0
+    t_py = _per_call(lambda: op_py(a, b), calls, rounds)
     t_np = _per_call(lambda: ops.add_custom_template(na, nb), calls, rounds)
     # the floor: PyTorch's dispatch to a Python kernel that does nothing
     lib = torch.library.Library("opbuild_bench", "FRAGMENT")
     lib.define("noop(Tensor x, Tensor y) -> Tensor")
     lib.impl("noop", lambda x, y: x, "CPU")
     t_noop = _per_call(lambda: torch.ops.opbuild_bench.noop(a, b), calls, rounds)
+    kernel = "C++" if torch_build.stats() != (0, 0) else "Python: the C++ kernel is not built, see the warning"
+    print(f"register_torch() (C++ kernel {'built/loaded' if kernel == 'C++' else 'unavailable'})  "
+          f"{1e3 * t_register:8.1f} ms")
     print(f"torch.add (1 element)                      {1e6 * t_add:6.2f} us/call")
-    print(f"torch.ops.customize.add_custom_template    {1e6 * t_op:6.2f} us/call  ({t_op / t_add:.1f}x torch.add)")
+    print(f"torch.ops.customize.add_custom_template    {1e6 * t_op:6.2f} us/call  ({t_op / t_add:.1f}x torch.add; "
+          f"{kernel} kernel, {served} of {calls * rounds} calls its hit path)")
+    print(f"  same op, Python kernel (the baseline)    {1e6 * t_py:6.2f} us/call  ({t_py / t_add:.1f}x torch.add)")
     print(f"  of which the runtime's numpy one-shot    {1e6 * t_np:6.2f} us/call")
     print(f"a no-op torch.library op (dispatch floor)   {1e6 * t_noop:6.2f} us/call  ({t_noop / t_add:.1f}x torch.add)")
 

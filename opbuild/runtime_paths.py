@@ -36,3 +36,12 @@ def templates_dir() -> Path:
 def schemas_dir() -> Path:
     """The JSON schemas (op specs, models)."""
     return _data_dir("schemas")
+
+
+def user_cache_dir() -> Path:
+    """opbuild's per-user cache directory ($XDG_CACHE_HOME/opbuild, default ~/.cache/opbuild):
+    what the runtime builds on first use (the torch ops' C++ kernel) is kept under it."""
+    import os
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "opbuild"

@@ -5,7 +5,10 @@ What: `register(ops, namespace)` (called by a generated module's `register_torch
 torch.library operator per op, with a schema derived from the spec (inputs, then attrs with
 their defaults), a CPU kernel and a fake (meta) kernel:
 
-* the CPU kernel hands the tensors to the runtime's one-shot call (`api.call`) as numpy views of
+* the CPU kernel of the ops the one-shot C path serves is C++ (native/src/torch_kernel.cpp, built
+  on first use: torch_build): a cache hit goes from the tensors' memory to the runtime's one-shot
+  call and plan table without Python objects; anything else calls the Python kernel below;
+* the Python CPU kernel hands the tensors to the runtime's one-shot call (`api.call`) as numpy views of
   the same memory (zero-copy; bfloat16 through an int16 view) and returns the outputs as torch
   tensors over the runtime's arrays (zero-copy again). Key selection, the caches and the errors
   (AclnnError) are the runtime's own;
@@ -201,24 +204,41 @@ def _fake_kernel(torch: Any, op: OpRuntime):
     return fake
 
 
+def no_backward_message(qualified: str, op: OpRuntime) -> str:
+    """What a backward through an op says (its Python and its C++ autograd kernel)."""
+    return (f"{qualified} ({op.spec.op}) has no backward: opbuild ops are forward-only, so no gradient flows "
+            f"through it. Call it under torch.no_grad(), or on detached inputs, when no gradient is needed")
+
+
 def _no_backward(qualified: str, op: OpRuntime):
     """The op's autograd formula: a backward that says the op has none. Without one torch only
     warns and leaves the inputs' .grad None, a silently wrong training step; with it, a backward
     through the op is a RuntimeError naming it (the forward, and anything under no_grad, run as
     before)."""
 
+    message = no_backward_message(qualified, op)
+
     def backward(ctx: Any, *grads: Any) -> Any:
-        raise RuntimeError(f"{qualified} ({op.spec.op}) has no backward: opbuild ops are forward-only, so no "
-                           f"gradient flows through it. Call it under torch.no_grad(), or on detached inputs, "
-                           f"when no gradient is needed")
+        raise RuntimeError(message)
 
     return backward
 
 
-def register(ops: dict[str, OpRuntime], namespace: str | None = None) -> Any:
+def cpp_kernel_serves(op: OpRuntime) -> bool:
+    """Whether the op's CPU kernel is the C++ one (torch_kernel.cpp): the ops the one-shot C path
+    serves -- simple (required tensors, scalar attrs), not AI CPU (api.call_aicpu is Python)."""
+    return bool(op.simple) and not op.spec.is_aicpu
+
+
+def register(ops: dict[str, OpRuntime], namespace: str | None = None, cpp: bool = True) -> Any:
     """Define every op of `ops` (one package's) as torch.ops.<namespace>.<op_snake>; the
     namespace defaults to the package's directory name. Registering a namespace again returns
-    the library made the first time."""
+    the library made the first time.
+
+    The CPU kernel of an op `cpp_kernel_serves` is the C++ one (built on first use,
+    torch_build.kernel_library) unless `cpp` is false or it cannot be built (one warning says
+    why); it calls the Python kernel for what its hit path does not serve. Other ops, and every
+    op then, have the Python kernel."""
     try:
         import torch
     except ImportError:
@@ -231,12 +251,22 @@ def register(ops: dict[str, OpRuntime], namespace: str | None = None) -> Any:
         if lib is not None:
             return lib
         lib = torch.library.Library(namespace, "FRAGMENT")
+        native = None
+        if cpp and any(cpp_kernel_serves(op) for op in ops.values()):
+            from opbuild.runtime import torch_build
+
+            native = torch_build.kernel_library(torch)
         for op in ops.values():
             name = op.spec.snake
             lib.define(f"{name}{schema(op.spec)}")
-            lib.impl(name, _cpu_kernel(torch, op), "CPU")
-            torch.library.register_fake(f"{namespace}::{name}", _fake_kernel(torch, op), lib=lib)
-            torch.library.register_autograd(f"{namespace}::{name}", _no_backward(f"{namespace}::{name}", op),
-                                            lib=lib)
+            qualified = f"{namespace}::{name}"
+            torch.library.register_fake(qualified, _fake_kernel(torch, op), lib=lib)
+            if native is not None and cpp_kernel_serves(op):  # the CPU and autograd kernels in C++
+                native.opbuild_torch_register(namespace.encode(), name.encode(), op, _cpu_kernel(torch, op),
+                                              op.n_inputs, op.n_attrs, op.n_outputs,
+                                              no_backward_message(qualified, op).encode())
+            else:
+                lib.impl(name, _cpu_kernel(torch, op), "CPU")
+                torch.library.register_autograd(qualified, _no_backward(qualified, op), lib=lib)
         _LIBRARIES[namespace] = lib
         return lib

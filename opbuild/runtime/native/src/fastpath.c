@@ -1060,6 +1060,7 @@ static PyObject *fp_reset_stats(PyObject *mod, PyObject *unused) {
 PyObject *fp_syn_exec(PyObject *self, PyObject *const *args, Py_ssize_t nargs); /* fallback_exec.c */
 PyObject *fp_oneshot(PyObject *self, PyObject *const *args, Py_ssize_t nargs);  /* oneshot.c */
 extern PyTypeObject OneShotType;                                                /* oneshot.c */
+PyObject *oneshot_api_capsule(void);                                            /* oneshot.c */
 PyObject *fp_fill_tiling_context(PyObject *self, PyObject *const *args, Py_ssize_t nargs); /* tiling_fill.c */
 PyObject *fp_describe_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs);       /* describe.c */
 PyObject *fp_pack_direct(PyObject *self, PyObject *const *args, Py_ssize_t nargs);         /* describe.c */
@@ -1155,6 +1156,13 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
         PyModule_AddObjectRef(m, "Phase2", (PyObject *)&Phase2Type) < 0 ||
         PyModule_AddObjectRef(m, "Executor", (PyObject *)&ExecutorType) < 0 ||
         PyModule_AddObjectRef(m, "OneShot", (PyObject *)&OneShotType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyObject *api = oneshot_api_capsule(); /* the torch kernel's entry (oneshot_api.h) */
+    int added = api != NULL ? PyModule_AddObjectRef(m, "oneshot_api", api) : -1;
+    Py_XDECREF(api);
+    if (added < 0) {
         Py_DECREF(m);
         return NULL;
     }

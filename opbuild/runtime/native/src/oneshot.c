@@ -18,8 +18,11 @@
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 
+#include "oneshot_api.h"
+
 #define ONESHOT_MAX_ARGS 64
 
+static PyObject *s_oneshot;
 static PyObject *s_simple, *s_n_inputs, *s_n_attrs, *s_phase1, *s_phase2;
 
 static int intern_names(void) {
@@ -42,14 +45,15 @@ static long attr_long(PyObject *op, PyObject *name) {
     return r;
 }
 
-/* api.call's key: (op, attr0, type(attr0), ..., x.dtype, x.shape, ...); NULL with no exception when
- * an input is not an exact ndarray or an attribute is unhashable. */
-static PyObject *oneshot_key(PyObject *op, PyObject *inputs, PyObject *attrs) {
-    Py_ssize_t n_in = PyTuple_GET_SIZE(inputs), n_attr = PyTuple_GET_SIZE(attrs);
-    for (Py_ssize_t i = 0; i < n_in; i++)
-        if (!PyArray_CheckExact(PyTuple_GET_ITEM(inputs, i))) return NULL;
+/* api.call's key: (op, attr0, type(attr0), ..., x.dtype, x.shape, ...) with the tensors' slots
+ * left empty (key_tensor fills them); NULL with no exception when out of memory. */
+static PyObject *key_begin(PyObject *op, PyObject *attrs, Py_ssize_t n_in) {
+    Py_ssize_t n_attr = PyTuple_GET_SIZE(attrs);
     PyObject *key = PyTuple_New(1 + 2 * n_attr + 2 * n_in);
-    if (key == NULL) return NULL;
+    if (key == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
     Py_ssize_t k = 0;
     PyTuple_SET_ITEM(key, k++, Py_NewRef(op));
     for (Py_ssize_t i = 0; i < n_attr; i++) {
@@ -57,101 +61,76 @@ static PyObject *oneshot_key(PyObject *op, PyObject *inputs, PyObject *attrs) {
         PyTuple_SET_ITEM(key, k++, Py_NewRef(v));
         PyTuple_SET_ITEM(key, k++, Py_NewRef((PyObject *)Py_TYPE(v)));
     }
-    for (Py_ssize_t i = 0; i < n_in; i++) {
-        PyArrayObject *a = (PyArrayObject *)PyTuple_GET_ITEM(inputs, i);
-        PyObject *shape = PyTuple_New(PyArray_NDIM(a));
-        if (shape == NULL) goto fail;
-        for (int d = 0; d < PyArray_NDIM(a); d++) {
-            PyObject *dim = PyLong_FromSsize_t(PyArray_DIMS(a)[d]);
-            if (dim == NULL) {
-                Py_DECREF(shape);
-                goto fail;
-            }
-            PyTuple_SET_ITEM(shape, d, dim);
-        }
-        PyTuple_SET_ITEM(key, k++, Py_NewRef((PyObject *)PyArray_DESCR(a)));
-        PyTuple_SET_ITEM(key, k++, shape);
-    }
-    if (PyObject_Hash(key) == -1) { /* an unhashable attribute: api.call says what is wrong */
-        PyErr_Clear();
-        Py_DECREF(key);
-        return NULL;
-    }
     return key;
-fail:
-    Py_DECREF(key);
-    return NULL;
 }
 
-static PyObject *oneshot_run(PyObject *cache, PyObject *op, PyObject *inputs, PyObject *attrs);
+/* Input i's slots of the key: its dtype and its shape (a tuple of ints); -1 (no exception) when out
+ * of memory. */
+static int key_tensor(PyObject *key, Py_ssize_t n_attr, Py_ssize_t i, PyObject *descr, int nd,
+                      const npy_intp *dims) {
+    PyObject *shape = PyTuple_New(nd);
+    if (shape == NULL) goto fail;
+    for (int d = 0; d < nd; d++) {
+        PyObject *dim = PyLong_FromSsize_t(dims[d]);
+        if (dim == NULL) {
+            Py_DECREF(shape);
+            goto fail;
+        }
+        PyTuple_SET_ITEM(shape, d, dim);
+    }
+    PyTuple_SET_ITEM(key, 1 + 2 * n_attr + 2 * i, Py_NewRef(descr));
+    PyTuple_SET_ITEM(key, 2 + 2 * n_attr + 2 * i, shape);
+    return 0;
+fail:
+    PyErr_Clear();
+    return -1;
+}
 
-/* oneshot(cache, op, inputs, attrs): the output(s) of the call, or NotImplemented (nothing ran). */
-PyObject *fp_oneshot(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "oneshot(cache, op, inputs, attrs)");
+/* The specs cached under `key` (a new reference; the key is released), or NULL with no exception
+ * (not cached, an unhashable attribute: api.call says what is wrong). */
+static PyObject *cached_specs(PyObject *cache, PyObject *key) {
+    PyObject *specs = NULL;
+    if (PyObject_Hash(key) != -1) specs = PyDict_GetItemWithError(cache, key); /* borrowed */
+    Py_DECREF(key);
+    if (specs == NULL || !PyTuple_CheckExact(specs) || PyTuple_GET_SIZE(specs) < 1) {
+        PyErr_Clear();
         return NULL;
     }
-    return oneshot_run(args[0], args[1], args[2], args[3]);
+    return Py_NewRef(specs); /* the cache may be cleared by the phases */
 }
 
-/* The work of oneshot(); NotImplemented (no exception) when it cannot do the call before anything
- * ran, an exception only from the phase functions (AclnnError: they raise nothing else). */
-static PyObject *oneshot_run(PyObject *cache, PyObject *op, PyObject *inputs, PyObject *attrs) {
-    if (intern_names() < 0) goto not_here;
-    if (!PyTuple_CheckExact(inputs) || !PyTuple_CheckExact(attrs) || !PyDict_Check(cache)) goto not_here;
-    Py_ssize_t n_in = PyTuple_GET_SIZE(inputs), n_attr = PyTuple_GET_SIZE(attrs);
-    PyObject *simple = PyObject_GetAttr(op, s_simple);
-    if (simple == NULL) goto not_here;
-    int is_simple = PyObject_IsTrue(simple);
-    Py_DECREF(simple);
-    long want_in = attr_long(op, s_n_inputs), want_attr = attr_long(op, s_n_attrs);
-    if (PyErr_Occurred() || is_simple != 1 || want_in != n_in || want_attr != n_attr) goto not_here;
-
-    PyObject *key = oneshot_key(op, inputs, attrs);
-    if (key == NULL) goto not_here;
-    PyObject *specs = PyDict_GetItemWithError(cache, key); /* borrowed */
-    Py_DECREF(key);
-    if (specs == NULL) goto not_here;
-    if (!PyTuple_CheckExact(specs)) Py_RETURN_NOTIMPLEMENTED;
-    Py_ssize_t n_out = PyTuple_GET_SIZE(specs);
-    if (n_out < 1 || n_in + n_attr + n_out > ONESHOT_MAX_ARGS) Py_RETURN_NOTIMPLEMENTED;
-    Py_INCREF(specs); /* the cache may be cleared by the phases below */
-
-    PyObject *phase1 = NULL, *phase2 = NULL, *result = NULL, *ret = NULL;
-    PyObject *outputs[ONESHOT_MAX_ARGS];
-    Py_ssize_t made = 0;
-    for (; made < n_out; made++) {
-        PyObject *spec = PyTuple_GET_ITEM(specs, made);
-        PyArray_Descr *descr = NULL;
-        npy_intp dims[NPY_MAXDIMS];
-        PyObject *shape = PyTuple_Check(spec) && PyTuple_GET_SIZE(spec) == 2 ? PyTuple_GET_ITEM(spec, 0) : NULL;
-        if (shape == NULL || !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) > NPY_MAXDIMS) break;
-        int nd = (int)PyTuple_GET_SIZE(shape);
-        for (int d = 0; d < nd; d++) dims[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
-        if (PyErr_Occurred() || !PyArray_DescrConverter(PyTuple_GET_ITEM(spec, 1), &descr)) {
-            PyErr_Clear();
-            break;
-        }
-        outputs[made] = PyArray_Empty(nd, dims, descr, 0); /* steals descr */
-        if (outputs[made] == NULL) { /* too large: api.call says which output */
-            PyErr_Clear();
-            break;
-        }
+/* Output spec `spec` = (shape, dtype): its dims in `dims` and its descriptor (a new reference), or
+ * NULL with no exception when it is not one. */
+static PyArray_Descr *spec_parts(PyObject *spec, int *nd, npy_intp *dims) {
+    PyArray_Descr *descr = NULL;
+    PyObject *shape = PyTuple_Check(spec) && PyTuple_GET_SIZE(spec) == 2 ? PyTuple_GET_ITEM(spec, 0) : NULL;
+    if (shape == NULL || !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) > NPY_MAXDIMS) return NULL;
+    *nd = (int)PyTuple_GET_SIZE(shape);
+    for (int d = 0; d < *nd; d++) dims[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
+    if (PyErr_Occurred() || !PyArray_DescrConverter(PyTuple_GET_ITEM(spec, 1), &descr)) {
+        PyErr_Clear();
+        return NULL;
     }
-    if (made < n_out) {
-        ret = Py_NewRef(Py_NotImplemented);
-        goto done;
-    }
-    phase1 = PyObject_GetAttr(op, s_phase1);
-    phase2 = phase1 != NULL ? PyObject_GetAttr(op, s_phase2) : NULL;
+    return descr;
+}
+
+/* The op's phase 1 then phase 2 on these arrays: 1 ran, 0 not served (the op has no phase
+ * functions; nothing ran, no exception), -1 an exception (the phases raise AclnnError only). */
+static int run_phases(PyObject *op, PyObject *const *inputs, Py_ssize_t n_in, PyObject *attrs,
+                      PyObject *const *outputs, Py_ssize_t n_out) {
+    Py_ssize_t n_attr = PyTuple_GET_SIZE(attrs);
+    PyObject *phase1 = PyObject_GetAttr(op, s_phase1);
+    PyObject *phase2 = phase1 != NULL ? PyObject_GetAttr(op, s_phase2) : NULL;
+    PyObject *result = NULL;
+    int rc = -1;
     if (phase2 == NULL || phase1 == Py_None || phase2 == Py_None) {
         PyErr_Clear();
-        ret = Py_NewRef(Py_NotImplemented);
+        rc = 0;
         goto done;
     }
     PyObject *call_args[ONESHOT_MAX_ARGS];
     Py_ssize_t k = 0;
-    for (Py_ssize_t i = 0; i < n_in; i++) call_args[k++] = PyTuple_GET_ITEM(inputs, i);
+    for (Py_ssize_t i = 0; i < n_in; i++) call_args[k++] = inputs[i];
     for (Py_ssize_t i = 0; i < n_attr; i++) call_args[k++] = PyTuple_GET_ITEM(attrs, i);
     for (Py_ssize_t i = 0; i < n_out; i++) call_args[k++] = outputs[i];
     result = PyObject_Vectorcall(phase1, call_args, (size_t)k, NULL);
@@ -175,23 +154,170 @@ static PyObject *oneshot_run(PyObject *cache, PyObject *op, PyObject *inputs, Py
     Py_DECREF(workspace);
     if (status == NULL) goto done;
     Py_DECREF(status);
-    if (n_out == 1) {
+    rc = 1;
+done:
+    Py_XDECREF(result);
+    Py_XDECREF(phase1);
+    Py_XDECREF(phase2);
+    return rc;
+}
+
+/* Whether api.call with these arguments may be served here: a simple op with its numbers of
+ * inputs and attributes (0 with no exception otherwise). */
+static int served(PyObject *op, Py_ssize_t n_in, PyObject *attrs) {
+    if (intern_names() < 0 || !PyTuple_CheckExact(attrs)) goto no;
+    PyObject *simple = PyObject_GetAttr(op, s_simple);
+    if (simple == NULL) goto no;
+    int is_simple = PyObject_IsTrue(simple);
+    Py_DECREF(simple);
+    long want_in = attr_long(op, s_n_inputs), want_attr = attr_long(op, s_n_attrs);
+    if (PyErr_Occurred() || is_simple != 1 || want_in != n_in || want_attr != PyTuple_GET_SIZE(attrs)) goto no;
+    return 1;
+no:
+    PyErr_Clear();
+    return 0;
+}
+
+static PyObject *oneshot_run(PyObject *cache, PyObject *op, PyObject *inputs, PyObject *attrs);
+
+/* oneshot(cache, op, inputs, attrs): the output(s) of the call, or NotImplemented (nothing ran). */
+PyObject *fp_oneshot(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "oneshot(cache, op, inputs, attrs)");
+        return NULL;
+    }
+    return oneshot_run(args[0], args[1], args[2], args[3]);
+}
+
+/* The work of oneshot(); NotImplemented (no exception) when it cannot do the call before anything
+ * ran, an exception only from the phase functions (AclnnError: they raise nothing else). */
+static PyObject *oneshot_run(PyObject *cache, PyObject *op, PyObject *inputs, PyObject *attrs) {
+    if (!PyTuple_CheckExact(inputs) || !PyDict_Check(cache)) Py_RETURN_NOTIMPLEMENTED;
+    Py_ssize_t n_in = PyTuple_GET_SIZE(inputs), n_attr;
+    if (!served(op, n_in, attrs)) Py_RETURN_NOTIMPLEMENTED;
+    n_attr = PyTuple_GET_SIZE(attrs);
+    for (Py_ssize_t i = 0; i < n_in; i++)
+        if (!PyArray_CheckExact(PyTuple_GET_ITEM(inputs, i))) Py_RETURN_NOTIMPLEMENTED;
+    PyObject *key = key_begin(op, attrs, n_in);
+    if (key == NULL) Py_RETURN_NOTIMPLEMENTED;
+    for (Py_ssize_t i = 0; i < n_in; i++) {
+        PyArrayObject *a = (PyArrayObject *)PyTuple_GET_ITEM(inputs, i);
+        if (key_tensor(key, n_attr, i, (PyObject *)PyArray_DESCR(a), PyArray_NDIM(a), PyArray_DIMS(a)) < 0) {
+            Py_DECREF(key);
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+    }
+    PyObject *specs = cached_specs(cache, key);
+    if (specs == NULL) Py_RETURN_NOTIMPLEMENTED;
+    Py_ssize_t n_out = PyTuple_GET_SIZE(specs);
+    if (n_in + n_attr + n_out > ONESHOT_MAX_ARGS) {
+        Py_DECREF(specs);
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+
+    PyObject *ret = NULL;
+    PyObject *outputs[ONESHOT_MAX_ARGS];
+    Py_ssize_t made = 0;
+    for (; made < n_out; made++) {
+        npy_intp dims[NPY_MAXDIMS];
+        int nd;
+        PyArray_Descr *descr = spec_parts(PyTuple_GET_ITEM(specs, made), &nd, dims);
+        if (descr == NULL) break;
+        outputs[made] = PyArray_Empty(nd, dims, descr, 0); /* steals descr */
+        if (outputs[made] == NULL) { /* too large: api.call says which output */
+            PyErr_Clear();
+            break;
+        }
+    }
+    int rc = made < n_out ? 0 : run_phases(op, ((PyTupleObject *)inputs)->ob_item, n_in, attrs, outputs, n_out);
+    if (rc == 0) {
+        ret = Py_NewRef(Py_NotImplemented);
+    } else if (rc == 1 && n_out == 1) {
         ret = Py_NewRef(outputs[0]);
-    } else {
+    } else if (rc == 1) {
         ret = PyTuple_New(n_out);
         if (ret != NULL)
             for (Py_ssize_t i = 0; i < n_out; i++) PyTuple_SET_ITEM(ret, i, Py_NewRef(outputs[i]));
     }
-done:
     for (Py_ssize_t i = 0; i < made; i++) Py_DECREF(outputs[i]);
-    Py_XDECREF(result);
-    Py_XDECREF(phase1);
-    Py_XDECREF(phase2);
     Py_DECREF(specs);
     return ret;
+}
+
+/* ---- the C entry of tensors given as raw memory (oneshot_api.h) ------------------------------ */
+
+/* An ndarray over a tensor's memory (no copy, not owning it): what the phase functions take. */
+static PyObject *array_over(const oneshot_tensor *t) {
+    npy_intp dims[NPY_MAXDIMS], strides[NPY_MAXDIMS];
+    if (t->ndim < 0 || t->ndim > NPY_MAXDIMS || t->ndim > ONESHOT_API_MAX_DIMS) return NULL;
+    for (int d = 0; d < t->ndim; d++) {
+        dims[d] = (npy_intp)t->dims[d];
+        strides[d] = (npy_intp)t->strides[d];
+    }
+    PyArray_Descr *descr = (PyArray_Descr *)t->descr;
+    Py_INCREF(descr); /* stolen */
+    PyObject *a = PyArray_NewFromDescr(&PyArray_Type, descr, t->ndim, dims, strides, t->data, NPY_ARRAY_WRITEABLE,
+                                       NULL);
+    if (a == NULL) PyErr_Clear();
+    return a;
+}
+
+static int views_run(PyObject *state, PyObject *op, int n_in, const oneshot_tensor *inputs, PyObject *attrs,
+                     oneshot_alloc_fn alloc, void *ctx) {
+    if (n_in < 0 || !served(op, n_in, attrs)) return 0;
+    Py_ssize_t n_attr = PyTuple_GET_SIZE(attrs);
+    if (s_oneshot == NULL && (s_oneshot = PyUnicode_InternFromString("oneshot")) == NULL) goto not_here;
+    PyObject *cache = PyObject_GetAttr(state, s_oneshot);
+    if (cache == NULL) goto not_here;
+    PyObject *key = PyDict_Check(cache) ? key_begin(op, attrs, n_in) : NULL;
+    for (int i = 0; key != NULL && i < n_in; i++) {
+        npy_intp dims[ONESHOT_API_MAX_DIMS];
+        int nd = inputs[i].ndim;
+        if (nd < 0 || nd > ONESHOT_API_MAX_DIMS || !PyArray_DescrCheck(inputs[i].descr)) {
+            Py_CLEAR(key);
+            break;
+        }
+        for (int d = 0; d < nd; d++) dims[d] = (npy_intp)inputs[i].dims[d];
+        if (key_tensor(key, n_attr, i, inputs[i].descr, nd, dims) < 0) Py_CLEAR(key);
+    }
+    PyObject *specs = key != NULL ? cached_specs(cache, key) : NULL;
+    Py_DECREF(cache);
+    if (specs == NULL) goto not_here;
+    Py_ssize_t n_out = PyTuple_GET_SIZE(specs);
+    PyObject *arrays[2 * ONESHOT_MAX_ARGS];
+    Py_ssize_t made = 0;
+    int rc = 0;
+    if (n_in + n_attr + n_out > ONESHOT_MAX_ARGS) goto done;
+    for (; made < n_in; made++)
+        if ((arrays[made] = array_over(&inputs[made])) == NULL) goto done;
+    for (Py_ssize_t i = 0; i < n_out; i++) {
+        npy_intp dims[NPY_MAXDIMS];
+        int64_t dims64[NPY_MAXDIMS];
+        int nd;
+        PyArray_Descr *descr = spec_parts(PyTuple_GET_ITEM(specs, i), &nd, dims);
+        if (descr == NULL) goto done;
+        for (int d = 0; d < nd; d++) dims64[d] = dims[d];
+        oneshot_tensor out;
+        int ok = nd <= ONESHOT_API_MAX_DIMS && alloc(ctx, (int)i, (PyObject *)descr, nd, dims64, &out) == 0;
+        Py_DECREF(descr);
+        if (!ok || (arrays[made] = array_over(&out)) == NULL) goto done;
+        made++;
+    }
+    rc = run_phases(op, arrays, n_in, attrs, arrays + n_in, n_out);
+done:
+    for (Py_ssize_t i = 0; i < made; i++) Py_DECREF(arrays[i]);
+    Py_DECREF(specs);
+    return rc;
 not_here:
     PyErr_Clear();
-    Py_RETURN_NOTIMPLEMENTED;
+    return 0;
+}
+
+static const oneshot_api g_oneshot_api = {ONESHOT_API_VERSION, views_run};
+
+/* The capsule of oneshot_api (the module's `oneshot_api`). */
+PyObject *oneshot_api_capsule(void) {
+    return PyCapsule_New((void *)&g_oneshot_api, ONESHOT_API_CAPSULE, NULL);
 }
 
 /* ---- OneShot: api.call with this in front ---------------------------------------------------- */
@@ -204,7 +330,6 @@ typedef struct {
     PyObject *dict;
 } OneShot;
 
-static PyObject *s_oneshot;
 
 /* call(op, inputs, attrs, deterministic=None, impl_mode=None, stream=None) */
 static PyObject *oneshot_vectorcall(OneShot *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
