@@ -7,11 +7,13 @@ Counts, with valgrind's callgrind, the instructions (Ir) of one two-phase cache 
   Python  `size, ex = ops.aclnnAddCustomTemplateGetWorkspaceSize(x, y, z);
            ops.aclnnAddCustomTemplate(None, size, ex, None)` (bench/runtime_bench.py's row), counted
           from after a warm-up (valgrind --instr-atstart=no, then callgrind_control -i on)
-  C ABI   the same two calls from a C program (bench/capi_bench.c hits)
+  C ABI   the same two calls from a C program (bench/capi_bench.c hits), and on a created
+          stream with a synchronize per 1,000 (capi_bench stream_hits; the stream's thread runs
+          the kernels: its instructions count too; a wakeup's cost is mostly outside Ir)
 Each is run with N and 2N hits; (Ir(2N) - Ir(N)) / N is the cost of one hit, start-up and
 warm-up cancelled. Wall-clock times on a shared machine swing 2x; the Python count repeats to
 the instruction, the C one within ~1-2% (its process's other threads are counted too). Needs valgrind; OPENBLAS_NUM_THREADS=1 is set (numpy's BLAS threads would count).
-Takes a few minutes (four runs under valgrind; the C program starts the embedded interpreter
+Takes a few minutes (six runs under valgrind; the C program starts the embedded interpreter
 for its first call).
 """
 
@@ -100,7 +102,9 @@ def main() -> int:
             print(f"C ABI two-phase hit:  n/a ({problem})")
             return 0
         c_abi = per_hit(lambda k: [str(exe), "hits", str(k)], args.n, True, env)
+        c_stream = per_hit(lambda k: [str(exe), "stream_hits", str(k)], args.n, True, env)
     print(f"C ABI two-phase hit:  {c_abi:8.0f} Ir")
+    print(f"  on a created stream: {c_stream:7.0f} Ir (both threads: the caller's and the stream's)")
     return 0
 
 
