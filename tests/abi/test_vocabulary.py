@@ -1,5 +1,5 @@
 """The vocabulary (opbuild/abi/vocabulary.py) is consistent, and every table not derived from it
-equals it: the C sources' switches, the JSON schemas, the spec model's Literals.
+equals it: the JSON schemas, the spec model's Literals (the C tables are generated from it).
 
 The C headers' codes are generated from it (tests/abi/test_generate_c.py checks they are current
 and compile); the tables here are hand-written, and these tests read them and fail on any difference.
