@@ -14,6 +14,7 @@ import re
 import shutil
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -426,6 +427,46 @@ def test_concurrent_installs_of_two_vendors_both_stay_in_load_priority(make_pack
     line = (opp / "vendors" / "config.ini").read_text()
     assert line.startswith("load_priority=") and set(line.strip().split("=")[1].split(",")) == {"alpha", "beta", "customize"}
     assert _leftovers(tmp_path, opp / "vendors") == []
+
+
+def _zombie() -> subprocess.Popen:
+    """A child that has ended and is not reaped yet: /proc/PID still exists (state Z), as for an
+    installer killed in a container whose init reaps late."""
+    proc = subprocess.Popen(["true"])
+    state_file = Path(f"/proc/{proc.pid}/stat")
+    for _ in range(2000):
+        if state_file.read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            return proc
+        time.sleep(0.005)
+    raise AssertionError(f"pid {proc.pid} did not end")
+
+
+def test_a_lock_held_or_waited_for_by_a_killed_unreaped_installer_is_broken(run_file, tmp_path):
+    """A SIGKILLed installer not yet reaped is a zombie: its lock is broken at once (no 5-minute
+    wait) and its waiter directory is removed, for install and uninstall alike."""
+    opp = tmp_path / "opp"
+    vendors = opp / "vendors"
+    holder, waiter = _zombie(), _zombie()
+    try:
+        for pid in (holder.pid, None):
+            lock = vendors / ".opbuild.lock"
+            (lock if pid else vendors / f".opbuild.lock.{waiter.pid}").mkdir(parents=True)
+            if pid:
+                (lock / "pid").write_text(f"{pid}\n")
+                (vendors / f".opbuild.lock.{waiter.pid}").mkdir()
+            started = time.monotonic()
+            done = _run(run_file, f"--install-path={opp}", "--replace", cwd=tmp_path)
+            assert done.returncode == 0, done.stderr
+            assert time.monotonic() - started < 60, "waited for a dead holder"
+            assert sorted(p.name for p in vendors.iterdir() if p.name.startswith(".opbuild.lock")) == []
+        (vendors / f".opbuild.lock.{waiter.pid}").mkdir()
+        gone = subprocess.run(["bash", str(vendors / "customize/scripts/uninstall.sh"), "--quiet"],
+                              capture_output=True, text=True, cwd=tmp_path, timeout=120)
+        assert gone.returncode == 0, gone.stderr
+        assert not (vendors / f".opbuild.lock.{waiter.pid}").exists()
+    finally:
+        holder.wait()
+        waiter.wait()
 
 
 def test_install_and_uninstall_take_the_same_lock():

@@ -38,11 +38,17 @@ locked=n
 take_lock() {  # one install or uninstall at a time in vendors/: the lock directory holds its pid,
     # made whole aside and renamed into place (atomic; bash + coreutils only); a dead holder's is broken
     local owner waited=0 mine=$lock_dir.$$ p
+    running() {  # PID -> true while it runs; a killed one its parent has not reaped yet (a zombie) does not
+        local stat
+        read -r stat 2>/dev/null <"/proc/$1/stat" || return 1
+        stat=${stat##*) }
+        [[ ${stat%% *} != [ZX] ]]
+    }
     rm -rf -- "$mine"
     mkdir -- "$mine" && printf '%s\n' "$$" >"$mine/pid" || die "cannot write in $vendors_dir"
     until mv -T -- "$mine" "$lock_dir" 2>/dev/null; do
         owner=$(cat -- "$lock_dir/pid" 2>/dev/null)
-        if [ -z "$owner" ] || [ ! -d "/proc/$owner" ]; then
+        if [ -z "$owner" ] || ! running "$owner"; then
             if mv -T -- "$lock_dir" "$lock_dir.stale-$$" 2>/dev/null; then rm -rf -- "$lock_dir.stale-$$"; fi
             continue
         fi
@@ -52,7 +58,7 @@ take_lock() {  # one install or uninstall at a time in vendors/: the lock direct
     done
     locked=y
     for p in "$lock_dir".[0-9]*; do  # (killed waiters')
-        [ -d "/proc/${p##*.}" ] || rm -rf -- "$p"
+        running "${p##*.}" || rm -rf -- "$p"
     done
 }
 trap 'rm -rf -- "$lock_dir.$$"; [ "$locked" = y ] && rm -rf -- "$lock_dir"' EXIT
