@@ -17,7 +17,7 @@ a MIX entry with taskRation "tilingKey" also carries `tilingKey`). `kernel_list`
 from __future__ import annotations
 
 import struct
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 TILING_KEY_MAX = (1 << 64) - 1
 """The largest tiling key: a key is a uint64 (the last 8 bytes of the tiling argument)."""
@@ -36,10 +36,25 @@ def tiling_key_offset(op_para_size: int) -> int:
 
 def tiling_argument(tiling_data: bytes, op_para_size: int, tiling_key: int) -> bytes:
     """The bytes of the tiling argument: the data, zero-padded, then the key."""
+    return tiling_argument_packer(op_para_size)(tiling_data, tiling_key)
+
+
+def tiling_argument_packer(op_para_size: int) -> Callable[[bytes, int], bytes]:
+    """tiling_argument for kernels of one op_para_size, its sizes worked out once (a call
+    signature's cache misses keep one: runtime/call/plans.SignatureTiling)."""
     size = tiling_data_size(op_para_size)
-    if len(tiling_data) > size:
-        raise ValueError(f"{len(tiling_data)} bytes of tiling data, more than the kernel's {size}")
-    return tiling_data.ljust(tiling_key_offset(op_para_size), b"\0") + struct.pack("=Q", tiling_key)
+    offset = tiling_key_offset(op_para_size)
+    pack_key = _TILING_KEY.pack
+
+    def pack(tiling_data: bytes, tiling_key: int) -> bytes:
+        if len(tiling_data) > size:
+            raise ValueError(f"{len(tiling_data)} bytes of tiling data, more than the kernel's {size}")
+        return tiling_data.ljust(offset, b"\0") + pack_key(tiling_key)
+
+    return pack
+
+
+_TILING_KEY = struct.Struct("=Q")
 
 
 def kernel_list(kernel_name: str, keys: Iterable[int]) -> list[dict[str, str]]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from opbuild.env_vars import int_setting
 from opbuild.runtime import fastpath_ext
@@ -61,14 +61,16 @@ class _ThreadState(threading.local):
 _CACHE = _ThreadState()
 
 
-def find(key: bytes) -> Plan | None:
-    """The calling thread's plan for `key` (opkey.h words), or None; a plan whose package was
-    rebuilt since is dropped (None). A found plan becomes the most recently used."""
-    if _fastpath is not None:
-        return _fastpath.plan_find(key)
+def _reference_find(key: bytes) -> Plan | None:
     table = _CACHE.table
     assert table is not None
     return table.find(key)
+
+
+find: Callable[[bytes], Plan | None] = _fastpath.plan_find if _fastpath is not None else _reference_find
+"""find(key) -> the calling thread's plan for `key` (opkey.h words), or None; a plan whose package
+was rebuilt since is dropped (None). A found plan becomes the most recently used. The native
+table's own function when the extension is built (the Python hit path calls it directly)."""
 
 
 def store(key: bytes, plan: Plan) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from opbuild import safefile
 from opbuild.abi.ge_types import dtype_name
-from opbuild.abi.kernel_launch import kernel_list_keys, tiling_argument, tiling_data_size
+from opbuild.abi.kernel_launch import kernel_list_keys, tiling_argument_packer, tiling_data_size, tiling_key_offset
 from opbuild.abi.platform import platform
 from opbuild.codegen.op_proto import infer_shape_symbol
 from opbuild.runtime import device, fastpath_ext
@@ -105,7 +105,7 @@ class Plan:
 
     __slots__ = ("op", "selection", "kernel", "block_dim", "tiling_key", "workspace_size", "tiling_buffer", "empty",
                  "contiguous", "nargs", "ws_index", "tiling_addr", "fn", "sync", "stamp_path", "stamp",
-                 "checked_ns", "attrs", "record")
+                 "checked_ns", "attrs", "record", "record_parts")
 
     def __init__(self, op: OpRuntime, selection: Selection | None, kernel: KernelInfo | None, block_dim: int,
                  tiling_key: int, workspace_size: int, tiling_buffer: Any, empty: bool, contiguous: bool,
@@ -131,6 +131,7 @@ class Plan:
         self.checked_ns = time.monotonic_ns()
         self.attrs: tuple = ()  # the normalized attribute values it was planned for (part of its key): the dump's index
         self.record: bytes | None = None  # its native_record, made at its first registration in C
+        self.record_parts: tuple | None = None  # record_parts(self), when its call signature keeps them
 
     @property
     def selected(self) -> Selection:
@@ -167,12 +168,9 @@ _RECORD_HEAD = struct.Struct("=7Q3q5Q")  # plancache.h: PLANCACHE_RECORD_WORDS w
 _SYNC, _EMPTY = 1, 2  # PLANCACHE_SYNC, PLANCACHE_EMPTY
 
 
-def native_record(plan: Plan, itemsizes: bytes) -> bytes:
-    """The plan record (native/src/plancache.h) of `plan` for calls whose tensors have these item
-    sizes: the one form in which both native front ends (the aclnn C ABI, the _fastpath wrappers)
-    receive a Python miss's plan, parsed by the one C parser (plancache_plan_from_record). A
-    change to what a native plan holds is made here and there."""
-    tiling = bytes(plan.tiling_buffer) if plan.tiling_buffer is not None else b""
+def record_parts(plan: Plan) -> tuple:
+    """What of a plan's record (native_record) every plan of its call signature shares: the
+    kernel's entry, the flags, the package stamp and its path, the full key, the kernel's name."""
     stamp = plan.stamp
     path = plan.stamp_path.encode() if stamp is not None and plan.stamp_path else b""
     stamp_words = tuple(stamp) if stamp is not None and path else (0, 0, 0)
@@ -180,6 +178,16 @@ def native_record(plan: Plan, itemsizes: bytes) -> bytes:
     kernel = plan.kernel.name.encode() if plan.kernel is not None else b""
     fn = (plan.fn.value or 0) if plan.fn is not None else 0
     flags = (_SYNC if plan.sync else 0) | (_EMPTY if plan.empty else 0)
+    return fn, flags, stamp_words, path, key, kernel
+
+
+def native_record(plan: Plan, itemsizes: bytes) -> bytes:
+    """The plan record (native/src/plancache.h) of `plan` for calls whose tensors have these item
+    sizes: the one form in which both native front ends (the aclnn C ABI, the _fastpath wrappers)
+    receive a Python miss's plan, parsed by the one C parser (plancache_plan_from_record). A
+    change to what a native plan holds is made here (and record_parts) and there."""
+    tiling = bytes(plan.tiling_buffer) if plan.tiling_buffer is not None else b""
+    fn, flags, stamp_words, path, key, kernel = plan.record_parts or record_parts(plan)
     head = _RECORD_HEAD.pack(RECORD_MAGIC, fn, plan.block_dim, plan.nargs, flags, plan.workspace_size or 0,
                              plan.tiling_addr, *stamp_words, len(tiling), len(itemsizes),
                              len(path), len(key), len(kernel))
@@ -294,7 +302,8 @@ class SignatureTiling:
     `run_tiling` take the ctypes path of the same functions)."""
 
     __slots__ = ("op", "spec", "soc", "attrs", "d", "p", "info", "kernel", "package", "precomputed",
-                 "fill_args", "tiling_fn", "proto", "shape_fns", "shape_symbols")
+                 "fill_args", "tiling_fn", "proto", "shape_fns", "shape_symbols", "pack_argument", "argument_type",
+                 "record_parts")
 
     def __init__(self, op: OpRuntime, prepared: Prepared, soc: str, attrs: tuple, d: int) -> None:
         spec = op.spec
@@ -314,6 +323,10 @@ class SignatureTiling:
         self.proto = prepared.proto
         self.shape_symbols = (infer_shape_symbol(spec),)
         self.shape_fns = None if prepared.proto is None else prepared.proto.addresses(self.shape_symbols)
+        # the tiling argument's layout for this kernel, and what its plans' records share: worked out once
+        self.pack_argument = tiling_argument_packer(kernel.op_para_size)
+        self.argument_type = ctypes.c_uint8 * (tiling_key_offset(kernel.op_para_size) + 8)
+        self.record_parts: tuple | None = None  # (made from its first plan: record_parts)
 
     def context(self, in_inst, out_inst) -> Any:
         """The call's filled TilingBlock (tiling_context.fill_block), or None."""
@@ -454,11 +467,13 @@ def _build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fa
         _phase_done("tiling", op, start)
     else:
         result = tiling.tile(in_inst, out_inst, block, selection.full_key)
-    kernel = tiling.kernel
     try:
-        argument = tiling_argument(result.tiling_data, kernel.op_para_size, result.tiling_key)
+        argument = tiling.pack_argument(result.tiling_data, result.tiling_key)
     except ValueError as exc:
         raise AclnnError(ACLNN_ERR_INNER, f"{spec.op}: tiling function {spec.tiling_ref.symbol}: {exc}") from None
-    buffer = (ctypes.c_uint8 * len(argument)).from_buffer_copy(argument)
-    return Plan(op, selection, kernel, result.block_dim, result.tiling_key, result.workspace_size, buffer, False,
-                contiguous, nargs)
+    plan = Plan(op, selection, tiling.kernel, result.block_dim, result.tiling_key, result.workspace_size,
+                tiling.argument_type.from_buffer_copy(argument), False, contiguous, nargs)
+    parts = tiling.record_parts
+    plan.record_parts = parts if parts is not None else record_parts(plan)
+    tiling.record_parts = plan.record_parts
+    return plan
