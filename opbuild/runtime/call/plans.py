@@ -204,7 +204,7 @@ def executor_record(executor: Any) -> bytes | None:
         refs = executor.refs
         if executor.args is None or not plan.contiguous or len(refs) != plan.nargs - 2:
             return None
-        record = plan.record = native_record(plan, bytes(a.itemsize for a in refs))
+        record = plan.record = native_record(plan, bytes([a.itemsize for a in refs]))
     return record
 
 
@@ -302,7 +302,7 @@ class SignatureTiling:
     `run_tiling` take the ctypes path of the same functions)."""
 
     __slots__ = ("op", "spec", "soc", "attrs", "d", "p", "info", "kernel", "package", "precomputed",
-                 "fill_args", "tiling_fn", "proto", "shape_fns", "shape_symbols", "pack_argument", "argument_type",
+                 "fill_args", "tiling_fn", "symbol", "proto", "shape_fns", "shape_symbols", "pack_argument", "argument_type",
                  "record_parts")
 
     def __init__(self, op: OpRuntime, prepared: Prepared, soc: str, attrs: tuple, d: int) -> None:
@@ -320,6 +320,7 @@ class SignatureTiling:
         self.precomputed = getattr(package, "precomputed_tiling", None)
         self.fill_args = (spec.op, _c_callbacks._attr_items(spec, attrs), soc, info.core_num, info.ub_size, d, self.p, kernel.op_para_size)
         self.tiling_fn: int | None = None  # the tiling function's address, found on first use
+        self.symbol = spec.tiling_ref.symbol  # the tiling function's name
         self.proto = prepared.proto
         self.shape_symbols = (infer_shape_symbol(spec),)
         self.shape_fns = None if prepared.proto is None else prepared.proto.addresses(self.shape_symbols)
@@ -356,7 +357,7 @@ class SignatureTiling:
         `block`: the call's context when the shape check filled one (else filled here; through
         ctypes without the extension)."""
         spec = self.spec
-        symbol = spec.tiling_ref.symbol
+        symbol = self.symbol
         if self.precomputed is not None:
             result = self.precomputed(spec, full_key, in_inst, out_inst, self.attrs)
             if result is not None:
@@ -380,7 +381,7 @@ class SignatureTiling:
         """AclnnError 561000 when the result is out of what the kernel and the SoC take
         (tiling_bounds.check_tiling_result)."""
         kernel = self.kernel
-        check_tiling_result(self.spec.op, self.spec.tiling_ref.symbol, result.block_dim, result.workspace_size, self.info,
+        check_tiling_result(self.spec.op, self.symbol, result.block_dim, result.workspace_size, self.info,
                             kernel.intercore_sync, result.tiling_key, kernel.tiling_keys)
 
 
@@ -470,7 +471,7 @@ def _build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fa
     try:
         argument = tiling.pack_argument(result.tiling_data, result.tiling_key)
     except ValueError as exc:
-        raise AclnnError(ACLNN_ERR_INNER, f"{spec.op}: tiling function {spec.tiling_ref.symbol}: {exc}") from None
+        raise AclnnError(ACLNN_ERR_INNER, f"{spec.op}: tiling function {tiling.symbol}: {exc}") from None
     plan = Plan(op, selection, tiling.kernel, result.block_dim, result.tiling_key, result.workspace_size,
                 tiling.argument_type.from_buffer_copy(argument), False, contiguous, nargs)
     parts = tiling.record_parts
