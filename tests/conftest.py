@@ -9,6 +9,7 @@ a test module that builds in its own code says so itself with `pytestmark = pyte
 from __future__ import annotations
 
 import pytest
+from ccompiler import cc  # noqa: F401  (the fixture, for the tests of the C/Python border)
 
 BUILDING_FIXTURES = frozenset({
     "project", "clean_build",  # tests/builder: `scons ops` in throw-away projects

@@ -1,4 +1,5 @@
-"""Helpers for the ABI tests: compile small C programs and shared libraries against the headers."""
+"""CCompiler: compile small C programs and shared libraries against opbuild's public C headers
+(tests of the C/Python border: tests/abi, tests/runtime's host-context tests)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 INCLUDE = REPO / "opbuild" / "runtime" / "native" / "include"
 
 
@@ -37,5 +38,6 @@ class CCompiler:
 
 
 @pytest.fixture(scope="session")
-def cc(tmp_path_factory) -> CCompiler:
-    return CCompiler(tmp_path_factory.mktemp("abi_cc"))
+def cc(tmp_path_factory: pytest.TempPathFactory) -> CCompiler:
+    """A CCompiler working in a session temp dir (made available to every test by tests/conftest.py)."""
+    return CCompiler(tmp_path_factory.mktemp("cc"))
