@@ -12,7 +12,7 @@ the rows that read no spec, of ops/add_custom_template/op.yaml.
 | spec load (`load_spec`), per sample | < 5 ms | tests/spec/test_spec_samples.py::test_load_time_per_sample |
 | code generation (all artefacts of one op), per sample | < 5 ms | tests/codegen/test_codegen_json.py::test_codegen_is_fast |
 | table key rule, per call | < 50 us | tests/keys/test_keys_rules.py::test_table_fn_is_fast |
-| tiling context build (3 tensors) | < 200 us (target ~10 us) | tests/abi/test_tiling_context.py::test_build_is_fast |
+| tiling context build (3 tensors) | < 200 us (target ~10 us) | tests/runtime/test_tiling_context.py::test_build_is_fast (then under tests/abi) |
 | binary index: load of 100 000 binaries; lookup among 200 000 keys vs among 200 | load < 20 s; lookup ratio < 10 | tests/runtime/test_runtime_package.py (timing part) |
 """
 
