@@ -138,6 +138,36 @@ def test_observed_launches_are_seen_and_transposed_inputs_stay_correct(tops):
     assert (hits, misses, raw) == (0, 1, 0) and torch.equal(out, xt + yt)
 
 
+def test_raw_hits_across_threads_and_unaligned_views(tops):
+    import threading
+
+    custom, *_ = tops
+    clear_cache()
+    x = torch.arange(40, dtype=torch.float32)
+    shifted = x[1:]  # contiguous, its data 4 bytes past a 16-byte boundary: launched as phase 2 launches it
+    for _ in range(3):
+        assert torch.equal(custom.add_custom_template(shifted, shifted), 2 * shifted)
+    errors: list = []
+
+    def worker(n: int) -> None:  # each thread has its own tables: the op's remembered hit is re-keyed
+        a = torch.full((n,), float(n))
+        try:
+            for _ in range(50):
+                out = custom.add_custom_template(a, a)
+                if not torch.equal(out, 2 * a):
+                    errors.append((n, out))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append((n, exc))
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in (5, 9)]
+    for t in threads:
+        t.start()
+    worker(7)
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
 def test_ops_the_one_shot_path_does_not_serve_keep_the_python_kernel(tops, ops, builtin_ops):
     # SortCustom (AI CPU, two outputs) and AddNCustom (a list input): not registered in C++
     pkg, ns = (ops, "customize") if "SortCustom" in ops._OPS else (builtin_ops, "built_in")
