@@ -27,8 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 LAYERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("foundation", ("opbuild", "opbuild.atomic", "opbuild.safefile", "opbuild.runtime_paths",
-                    "opbuild.portable", "opbuild.fingerprint", "opbuild.generated_files"),
-     "files written atomically, read safely, opbuild's own paths, cache-key hashing, committed generated files"),
+                    "opbuild.portable", "opbuild.fingerprint", "opbuild.generated_files", "opbuild.compilers"),
+     "files written atomically, read safely, opbuild's own paths, cache-key hashing, committed generated files, "
+     "the host compilers' choice"),
     ("abi", ("opbuild.abi",),
      "contract data: the vocabulary, GE types, the package layout, launch layout, platform, symbol and library names"),
     ("helpers", ("opbuild.suggest", "opbuild.nonfinite", "opbuild.env_vars", "opbuild.abi.generate_c"),

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 from opbuild import nonfinite
 from opbuild.abi.vocabulary import DEFAULT_BINARY_IMPL_MODES, SOCS, impl_mode_string
+from opbuild.compilers import cc_command, cxx_command
 from opbuild.portable import prefix_map_flags
 
 
@@ -199,15 +200,6 @@ AICPU_LINK_FLAGS = ("-Wl,-z,defs", "-lm")
 """Every undefined symbol of libcust_aicpu_kernels.so is a link error (libc and libm are linked)."""
 
 
-def _cxx_for(cc: str) -> str:
-    """The C++ driver beside a C compiler: gcc -> g++, cc -> c++, clang -> clang++, else c++."""
-    name = Path(cc).name
-    for c_name, cxx_name in (("gcc", "g++"), ("clang", "clang++"), ("cc", "c++")):
-        if name == c_name or name.endswith("-" + c_name):
-            return str(Path(cc).with_name(name[: -len(c_name)] + cxx_name)) if "/" in cc else name[: -len(c_name)] + cxx_name
-    return "c++"
-
-
 class HostToolchain(Toolchain):
     """The host C compiler (`CC`, default `cc`): kernels become `.so` files for the simulator
     (instrumented by AddressSanitizer when OPBUILD_MEMCHECK=1: `memcheck_flags`)."""
@@ -217,7 +209,7 @@ class HostToolchain(Toolchain):
     common_flags = ("-std=gnu11", "-O2", "-fPIC", "-fvisibility=hidden", "-Wall")
 
     def __init__(self, cc: str | None = None, root: str | None = None) -> None:
-        self.cc = shlex.split(cc or os.environ.get("CC") or "cc")
+        self.cc = shlex.split(cc) if cc else cc_command()
         if shutil.which(self.cc[0]) is None:
             raise ToolchainError(
                 f"C compiler '{self.cc[0]}' not found on PATH (toolchain 'host'); install gcc or set CC=<compiler>"
@@ -226,7 +218,7 @@ class HostToolchain(Toolchain):
         self._identity: str | None = None
         self.memcheck = memcheck_flags()
         self.kernel_flags = (*self.common_flags, *self.memcheck)
-        self.cxx = shlex.split(os.environ.get("CXX") or _cxx_for(self.cc[0]))
+        self.cxx = cxx_command(self.cc[0])
         self.objcopy = os.environ.get("OBJCOPY") or "objcopy"
         self.ld = os.environ.get("LD") or "ld"
         self.ascendc_flags = (*ASCENDC_KERNEL_FLAGS, *self.memcheck)

@@ -3,14 +3,14 @@
 What: `kernel_library(torch)` compiles torch_kernel.cpp with the host C++ compiler against the
 installed torch's headers and libraries (its C++ ABI: `-D_GLIBCXX_USE_CXX11_ABI` as torch was
 built), keeps the library in opbuild's user cache directory (`runtime_paths.user_cache_dir()`,
-`torch_kernel/`) under a name keyed by torch's version, the sources' hash and the compiler's
-identity (written atomically, so concurrent first uses never load a partial file), loads it with
+`torch_kernel/`) under a name keyed by contents and versions, never a path (`cache_key`: two
+checkouts share it; written atomically, so concurrent first uses never load a partial file), loads it with
 `torch.ops.load_library` and binds it to the runtime (`_fastpath.oneshot_api`). It returns None,
 after one warning naming why and what to install, when there is no compiler, the build fails or
 the runtime has no native fast path: the ops then keep their Python kernel.
 
-The compiler is the builder's rule (builder/toolchain.py HostToolchain.cxx): `CXX`, else the C++
-driver beside `CC` (default `cc` -> `c++`); tests/runtime/test_torch_kernel.py asserts the two agree.
+The compiler is the builder's (opbuild/compilers.py `cxx_command`, which builder/toolchain.py's
+HostToolchain uses too): `CXX`, else the C++ driver beside `CC` (default `cc` -> `c++`).
 
 Why here (the runtime layer): the kernel serves runtime calls; torch is optional, so setup.py
 cannot build it, and nothing imports this module unless torch ops are registered.
@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import os
+import re
 import shlex
 import shutil
 import subprocess
+import sys
 import sysconfig
 import tempfile
 import threading
@@ -32,11 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from opbuild.atomic import atomic_write
+from opbuild.compilers import cxx_command
+from opbuild.portable import prefix_map_flags
 from opbuild.runtime_paths import runtime_dir, user_cache_dir
 
 SOURCE_DIR = runtime_dir() / "native" / "src"
-SOURCES = ("torch_kernel.cpp", "oneshot_api.h")
-"""The kernel's source and the C ABI header it shares with _fastpath (both in the cache key)."""
+SOURCE = "torch_kernel.cpp"
+"""The kernel's source; it and the headers of SOURCE_DIR it includes (oneshot_api.h, the C ABI it
+shares with _fastpath) are keyed by content (`sources`)."""
 BUILD_TIMEOUT_S = 600
 
 _LOCK = threading.Lock()
@@ -48,32 +52,41 @@ class TorchKernelWarning(RuntimeWarning):
     """The C++ kernel is not used (no compiler, a failed build): the ops run their Python kernel."""
 
 
-def cxx_command() -> list[str]:
-    """The host C++ compiler as the builder picks it: CXX, else the C++ driver beside CC."""
-    explicit = os.environ.get("CXX")
-    if explicit:
-        return shlex.split(explicit)
-    cc = shlex.split(os.environ.get("CC") or "cc")[0]
-    name = Path(cc).name
-    for c_name, cxx_name in (("gcc", "g++"), ("clang", "clang++"), ("cc", "c++")):
-        if name == c_name or name.endswith("-" + c_name):
-            driver = name[: -len(c_name)] + cxx_name
-            return [str(Path(cc).with_name(driver)) if "/" in cc else driver]
-    return ["c++"]
+OPTIONS = ("-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra")
+LIBRARIES = ("-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python")
+_INCLUDE = re.compile(rb'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def sources() -> dict[str, bytes]:
+    """The kernel's source and every header of SOURCE_DIR it includes (transitively, `#include
+    "..."`), by file name: what its build reads of opbuild's own files."""
+    found: dict[str, bytes] = {}
+    pending = [SOURCE]
+    while pending:
+        name = pending.pop()
+        path = SOURCE_DIR / name
+        if name in found or not path.is_file():
+            continue  # (a quoted include found elsewhere: none today)
+        found[name] = path.read_bytes()
+        pending += [m.decode() for m in _INCLUDE.findall(found[name])]
+    return dict(sorted(found.items()))
+
+
+def _abi_define(torch: Any) -> str:
+    return f"-D_GLIBCXX_USE_CXX11_ABI={int(bool(torch._C._GLIBCXX_USE_CXX11_ABI))}"
 
 
 def _compile_flags(torch: Any) -> list[str]:
     root = Path(torch.__file__).parent
     includes = [sysconfig.get_paths()["include"], str(root / "include"),
                 str(root / "include" / "torch" / "csrc" / "api" / "include")]
-    abi = int(bool(torch._C._GLIBCXX_USE_CXX11_ABI))
-    return ["-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra",
-            f"-D_GLIBCXX_USE_CXX11_ABI={abi}", *(f for d in includes for f in ("-isystem", d)), f"-I{SOURCE_DIR}"]
+    return [*OPTIONS, _abi_define(torch), *prefix_map_flags(), *(f for d in includes for f in ("-isystem", d)),
+            f"-I{SOURCE_DIR}"]
 
 
 def _link_flags(torch: Any) -> list[str]:
     lib = Path(torch.__file__).parent / "lib"
-    return [f"-L{lib}", "-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python", f"-Wl,-rpath,{lib}"]
+    return [f"-L{lib}", *LIBRARIES, f"-Wl,-rpath,{lib}"]
 
 
 def _identity(cxx: list[str]) -> str:
@@ -82,14 +95,24 @@ def _identity(cxx: list[str]) -> str:
     return (done.stdout.splitlines() or [""])[0]
 
 
+def cache_key(torch: Any, cxx: list[str]) -> str:
+    """The kernel's cache key (decision 0007: no checkout or install path): the sources' and
+    included headers' contents, torch's version and C++ ABI, the Python ABI, the compiler (its
+    command and identity) and the flags that are not paths. The include and library directories
+    are not in it: they follow from torch's and Python's versions, and may lie in a checkout's
+    virtualenv."""
+    h = hashlib.sha256()
+    for name, text in sources().items():
+        h.update(name.encode() + b"\0" + hashlib.sha256(text).digest())
+    for part in (torch.__version__, _abi_define(torch), sys.implementation.cache_tag, shlex.join(cxx), _identity(cxx),
+                 shlex.join(OPTIONS), shlex.join(LIBRARIES)):
+        h.update(b"\0" + part.encode())
+    return h.hexdigest()[:20]
+
+
 def library_path(torch: Any, cxx: list[str]) -> Path:
     """Where the kernel built by `cxx` for this torch is cached."""
-    h = hashlib.sha256()
-    for name in SOURCES:
-        h.update((SOURCE_DIR / name).read_bytes())
-    for part in (torch.__version__, _identity(cxx), shlex.join([*cxx, *_compile_flags(torch), *_link_flags(torch)])):
-        h.update(b"\0" + part.encode())
-    return user_cache_dir() / "torch_kernel" / f"torch_kernel-{torch.__version__.replace('+', '_')}-{h.hexdigest()[:20]}.so"
+    return user_cache_dir() / "torch_kernel" / f"torch_kernel-{torch.__version__.replace('+', '_')}-{cache_key(torch, cxx)}.so"
 
 
 def build(torch: Any) -> Path:
@@ -105,7 +128,7 @@ def build(torch: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=path.parent, prefix=".build-") as tmp:
         out = Path(tmp) / path.name
-        command = [*cxx, *_compile_flags(torch), str(SOURCE_DIR / "torch_kernel.cpp"), *_link_flags(torch),
+        command = [*cxx, *_compile_flags(torch), str(SOURCE_DIR / SOURCE), *_link_flags(torch),
                    "-o", str(out)]
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False)

@@ -72,6 +72,102 @@ def test_hits_equal_the_python_kernel(tops):
     torch.testing.assert_close(out, py_builtin.leaky_relu_custom(xb))
 
 
+def _raw_hits() -> int:
+    from opbuild.runtime.call.executor import _fastpath
+
+    return _fastpath.stats()["oneshot_raw"]
+
+
+def _served(fn):
+    """(result, C++ kernel hits, its misses, launches of oneshot.c's raw hit) of one call."""
+    raw = _raw_hits()
+    result, hits, misses = _hits_after(fn)
+    return result, hits, misses, _raw_hits() - raw
+
+
+def test_a_hit_is_the_raw_entry_from_memory_to_the_plan(tops):
+    custom, builtin, py_custom, py_builtin = tops
+    clear_cache()
+    g = torch.Generator().manual_seed(2)
+    x, y = torch.randn(3, 5, generator=g), torch.randn(3, 5, generator=g)
+    _, hits, misses, raw = _served(lambda: custom.add_custom_template(x, y))
+    assert (hits, misses, raw) == (0, 1, 0)  # the Python kernel: specs and plan filed
+    for _ in range(3):  # the first keys the call, the next ones are the remembered hit
+        out, hits, misses, raw = _served(lambda: custom.add_custom_template(x, y))
+        assert (hits, misses, raw) == (1, 0, 1) and torch.equal(out, py_custom.add_custom_template(x, y))
+    u, v = torch.randn(7, generator=g), torch.randn(7, generator=g)  # a new shape: a miss, then hits
+    assert _served(lambda: custom.add_custom_template(u, v))[1:] == (0, 1, 0)
+    out, *counts = _served(lambda: custom.add_custom_template(u, v))
+    assert counts == [1, 0, 1] and torch.equal(out, u + v)
+    out, *counts = _served(lambda: custom.add_custom_template(x, y))  # the first shape again: keyed again
+    assert counts == [1, 0, 1] and torch.equal(out, x + y) and out.shape == (3, 5)
+    clear_cache()  # the specs and the plans go: a miss again, never a stale remembered plan
+    assert _served(lambda: custom.add_custom_template(x, y))[1:] == (0, 1, 0)
+
+
+def test_raw_hits_with_attributes_follow_each_value(tops):
+    _, builtin, _, py_builtin = tops
+    clear_cache()
+    x = torch.randn(4, 9, generator=torch.Generator().manual_seed(3))
+    for slope in (0.2, 0.5):
+        builtin.leaky_relu_custom(x, negative_slope=slope)  # each value's first call fills the caches
+    for slope in (0.2, 0.5, 0.2, 0.5):  # alternating values: each call keyed by its own value
+        out, hits, misses, raw = _served(lambda: builtin.leaky_relu_custom(x, negative_slope=slope))  # noqa: B023
+        assert (hits, misses, raw) == (1, 0, 1)
+        torch.testing.assert_close(out, torch.nn.functional.leaky_relu(x, slope))
+        assert torch.equal(out, py_builtin.leaky_relu_custom(x, negative_slope=slope))
+
+
+def test_observed_launches_are_seen_and_transposed_inputs_stay_correct(tops):
+    from opbuild.runtime.call.launch import observe_launches
+
+    custom, *_ = tops
+    clear_cache()
+    x, y = torch.randn(6, 4), torch.randn(6, 4)
+    custom.add_custom_template(x, y)
+    seen: list = []
+    stop = observe_launches(seen.append)
+    try:  # an observer sees every launch: the raw hit leaves it to the phase functions
+        out, hits, _, raw = _served(lambda: custom.add_custom_template(x, y))
+    finally:
+        stop()
+    assert (hits, raw) == (1, 0) and len(seen) == 1 and torch.equal(out, x + y)
+    assert _served(lambda: custom.add_custom_template(x, y))[1:] == (1, 0, 1)
+    xt, yt = x.t(), y.t()  # non-contiguous: the Python kernel, the right result
+    out, hits, misses, raw = _served(lambda: custom.add_custom_template(xt, yt))
+    assert (hits, misses, raw) == (0, 1, 0) and torch.equal(out, xt + yt)
+
+
+def test_raw_hits_across_threads_and_unaligned_views(tops):
+    import threading
+
+    custom, *_ = tops
+    clear_cache()
+    x = torch.arange(40, dtype=torch.float32)
+    shifted = x[1:]  # contiguous, its data 4 bytes past a 16-byte boundary: launched as phase 2 launches it
+    for _ in range(3):
+        assert torch.equal(custom.add_custom_template(shifted, shifted), 2 * shifted)
+    errors: list = []
+
+    def worker(n: int) -> None:  # each thread has its own tables: the op's remembered hit is re-keyed
+        a = torch.full((n,), float(n))
+        try:
+            for _ in range(50):
+                out = custom.add_custom_template(a, a)
+                if not torch.equal(out, 2 * a):
+                    errors.append((n, out))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append((n, exc))
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in (5, 9)]
+    for t in threads:
+        t.start()
+    worker(7)
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
 def test_ops_the_one_shot_path_does_not_serve_keep_the_python_kernel(tops, ops, builtin_ops):
     # SortCustom (AI CPU, two outputs) and AddNCustom (a list input): not registered in C++
     pkg, ns = (ops, "customize") if "SortCustom" in ops._OPS else (builtin_ops, "built_in")

@@ -41,7 +41,7 @@ PyObject *s_args, *s_plan, *s_workspace_size, *s_selection, *s_full_key, *s_entr
 
 PyObject *s_zero; /* 0, phase 2's result */
 
-unsigned long long st_p1_hits, st_p1_misses, st_p1_registered, st_p2_fast, st_p2_slow;
+unsigned long long st_p1_hits, st_p1_misses, st_p1_registered, st_p2_fast, st_p2_slow, st_raw_hits;
 
 int configured(void) {
     if (g_aclnn_error == NULL) {
@@ -375,9 +375,11 @@ static PyMethodDef phase1_methods[] = {
 };
 
 static int phase1_traverse(Phase1 *self, visitproc visit, void *arg) {
-    Py_VISIT(self->memo.dp);
-    for (Py_ssize_t i = 0; self->memo.objs != NULL && i < self->n_in + self->n_out + self->n_attr; i++)
-        Py_VISIT(self->memo.objs[i]);
+    for (Memo *m = &self->memo; m != NULL; m = m == &self->memo ? &self->oneshot_memo : NULL) {
+        Py_VISIT(m->dp);
+        for (Py_ssize_t i = 0; m->objs != NULL && i < self->n_in + self->n_out + self->n_attr; i++)
+            Py_VISIT(m->objs[i]);
+    }
     Py_VISIT(self->op);
     Py_VISIT(self->slow);
     Py_VISIT(self->dict);
@@ -397,6 +399,8 @@ static void phase1_dealloc(Phase1 *self) {
     phase1_clear(self);
     PyMem_Free(self->memo.objs);
     PyMem_Free(self->memo.shape);
+    PyMem_Free(self->oneshot_memo.objs);
+    PyMem_Free(self->oneshot_memo.shape);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -408,7 +412,7 @@ static PyMemberDef phase1_members[] = {
     {NULL},
 };
 
-static PyTypeObject Phase1Type = {
+PyTypeObject Phase1Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "opbuild.runtime._fastpath.Phase1",
     .tp_basicsize = sizeof(Phase1),
@@ -669,7 +673,7 @@ static PyMemberDef phase2_members[] = {
     {NULL},
 };
 
-static PyTypeObject Phase2Type = {
+PyTypeObject Phase2Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "opbuild.runtime._fastpath.Phase2",
     .tp_basicsize = sizeof(Phase2),
@@ -1046,14 +1050,15 @@ static PyObject *fp_parse_plan_record(PyObject *mod, PyObject *record) {
 static PyObject *fp_stats(PyObject *mod, PyObject *unused) {
     (void)mod;
     (void)unused;
-    return Py_BuildValue("{sKsKsKsKsK}", "phase1_hits", st_p1_hits, "phase1_misses", st_p1_misses,
-                         "registered", st_p1_registered, "phase2_fast", st_p2_fast, "phase2_slow", st_p2_slow);
+    return Py_BuildValue("{sKsKsKsKsKsK}", "phase1_hits", st_p1_hits, "phase1_misses", st_p1_misses,
+                         "registered", st_p1_registered, "phase2_fast", st_p2_fast, "phase2_slow", st_p2_slow,
+                         "oneshot_raw", st_raw_hits);
 }
 
 static PyObject *fp_reset_stats(PyObject *mod, PyObject *unused) {
     (void)mod;
     (void)unused;
-    st_p1_hits = st_p1_misses = st_p1_registered = st_p2_fast = st_p2_slow = 0;
+    st_p1_hits = st_p1_misses = st_p1_registered = st_p2_fast = st_p2_slow = st_raw_hits = 0;
     Py_RETURN_NONE;
 }
 

@@ -23,6 +23,9 @@
 #endif
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
+#if NPY_ABI_VERSION < 0x02000000 /* numpy 1.x: the descriptor's item size is a field */
+#define PyDataType_ELSIZE(descr) ((descr)->elsize)
+#endif
 
 #define MAX_KEY_WORDS 512
 #define MAX_TENSORS 60
@@ -87,6 +90,8 @@ typedef struct {
     uint64_t key_id;            /* the op's id in the key (opkey.h) */
     uint8_t attr_kind[MAX_ATTRS]; /* per attribute, its opkey tag (OPKEY_INT ...) */
     Memo memo;
+    Memo oneshot_memo; /* the last hit of oneshot.c's raw entry (tensors as memory): filled only
+                        * there, from a call whose outputs were allocated by the one-shot specs */
 } Phase1;
 
 typedef struct {
@@ -130,7 +135,8 @@ extern long g_observed;  /* launch observers registered (fastpath_hit.c) */
 extern uint64_t g_epoch; /* bumped when any table entry is freed or inserted */
 extern PyObject *s_opkey_kwnames, *s_opkey_plan_kwnames, *s_zero, *s_deterministic, *s_impl_mode;
 extern unsigned long long st_p1_hits, st_p1_misses, st_p1_registered, st_p2_fast, st_p2_slow;
-extern PyTypeObject ExecutorType;
+extern unsigned long long st_raw_hits; /* launches of oneshot.c's raw hit (counted in p1 hits and p2 fast too) */
+extern PyTypeObject ExecutorType, Phase1Type, Phase2Type;
 
 /* ---- fastpath.c ---------------------------------------------------------------------------------- */
 
@@ -145,8 +151,13 @@ PyObject *phase1_slow(Phase1 *self, PyObject *const *args, size_t nargsf, PyObje
 /* ---- fastpath_hit.c ------------------------------------------------------------------------------ */
 
 int dtype_code(PyObject *descr);
+int key_put_tensor(opkey *key, PyObject *descr, int nd, const int64_t *dims, const int64_t *byte_strides);
+int key_put_attrs(Phase1 *self, opkey *key, PyObject *const *attrs);
+int key_finish(opkey *key, int ok, Key *k);
 int build_key(Phase1 *self, PyObject *const *args, Key *k, long dp, opkey_env_cache *env);
 void memo_release(Phase1 *self);
+void memo_clear(Memo *m, Py_ssize_t n);
+int memo_same_attr(PyObject *a, PyObject *b);
 PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 PyObject *phase2_call(Phase2 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 

@@ -54,6 +54,75 @@ int dtype_code(PyObject *descr) {
     return code;
 }
 
+/* One tensor slot's words (opkey_tensor) from its dtype descriptor, dims and byte strides: 1, or
+ * 0 for a tensor the C path does not key (a dtype without a code, byte-swapped, more than 64
+ * dims, a stride not a multiple of the item size). Shared by build_key (arrays) and the one-shot
+ * raw entry (oneshot.c: tensors given as memory), so the key has one rule. */
+int key_put_tensor(opkey *key, PyObject *descr, int nd, const int64_t *dims, const int64_t *byte_strides) {
+    PyArray_Descr *d = (PyArray_Descr *)descr;
+    int64_t itemsize = (int64_t)PyDataType_ELSIZE(d);
+    int code = PyArray_ISNBO(d->byteorder) ? dtype_code(descr) : -1;
+    if (code < 0 || nd < 0 || nd > 64 || itemsize <= 0) return 0;
+    int64_t strides[64];
+    for (int d_ = 0; d_ < nd; d_++) {
+        if (byte_strides[d_] % itemsize) return 0;
+        strides[d_] = byte_strides[d_] / itemsize;
+    }
+    opkey_tensor(key, code, 2 /* ND */, (uint64_t)nd, dims, strides, 0);
+    return 1;
+}
+
+/* The attributes' words (per self->attr_kind): 1, or 0 for a value the C path does not key. */
+int key_put_attrs(Phase1 *self, opkey *key, PyObject *const *attrs) {
+    for (Py_ssize_t i = 0; i < self->n_attr; i++) {
+        PyObject *v = attrs[i];
+        switch (self->attr_kind[i]) {
+        case OPKEY_INT: {
+            if (!PyLong_CheckExact(v)) return 0;
+            int overflow;
+            long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+            if (overflow || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); return 0; }
+            opkey_int(key, x);
+            break;
+        }
+        case OPKEY_FLOAT:
+            if (PyFloat_CheckExact(v)) opkey_float(key, PyFloat_AS_DOUBLE(v));
+            else if (PyLong_CheckExact(v)) {
+                double x = PyLong_AsDouble(v);
+                if (x == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+                opkey_float(key, x);
+            } else return 0;
+            break;
+        case OPKEY_BOOL:
+            if (!PyBool_Check(v)) return 0;
+            opkey_bool(key, v == Py_True);
+            break;
+        case OPKEY_STR: {
+            Py_ssize_t len;
+            const char *text = PyUnicode_CheckExact(v) ? PyUnicode_AsUTF8AndSize(v, &len) : NULL;
+            if (text == NULL) { PyErr_Clear(); return 0; }
+            opkey_str(key, text, (size_t)len);
+            break;
+        }
+        default: return 0; /* lists: not a simple op */
+        }
+    }
+    return 1;
+}
+
+/* `key` (released here) as the table's Key `k` when `ok`: 1, or 0 (not ok, out of memory, too long). */
+int key_finish(opkey *key, int ok, Key *k) {
+    if (!ok || key->failed || key->n > MAX_KEY_WORDS) {
+        opkey_free(key);
+        return 0;
+    }
+    memcpy(k->words, key->w, key->n * sizeof(uint64_t));
+    k->nwords = (Py_ssize_t)key->n;
+    k->hash = opkey_hash(key->w, key->n);
+    opkey_free(key);
+    return 1;
+}
+
 /* The call's key (opkey.h: the same words as cache_key.key_words of the call) in `k`; 1 built,
  * 0 not a call this path handles (the Python path validates it), -1 error. */
 int build_key(Phase1 *self, PyObject *const *args, Key *k, long dp, opkey_env_cache *env) {
@@ -71,63 +140,19 @@ int build_key(Phase1 *self, PyObject *const *args, Key *k, long dp, opkey_env_ca
         }
         PyArrayObject *a = (PyArrayObject *)o;
         int nd = PyArray_NDIM(a);
-        npy_intp itemsize = PyArray_ITEMSIZE(a);
-        int code = PyArray_ISBYTESWAPPED(a) ? -1 : dtype_code((PyObject *)PyArray_DESCR(a));
-        if (code < 0 || nd > 64 || itemsize <= 0) {
+        if (nd > 64) {
             ok = 0;
             break;
         }
         int64_t dims[64], strides[64];
         for (int d = 0; d < nd; d++) {
             dims[d] = PyArray_DIMS(a)[d];
-            npy_intp st = PyArray_STRIDES(a)[d];
-            if (st % itemsize) ok = 0;
-            strides[d] = st / itemsize;
+            strides[d] = PyArray_STRIDES(a)[d];
         }
-        opkey_tensor(&key, code, 2 /* ND */, (uint64_t)nd, dims, strides, 0);
+        ok = key_put_tensor(&key, (PyObject *)PyArray_DESCR(a), nd, dims, strides);
     }
-    for (Py_ssize_t i = 0; i < n_attr && ok; i++) {
-        PyObject *v = args[n_in + i];
-        switch (self->attr_kind[i]) {
-        case OPKEY_INT: {
-            if (!PyLong_CheckExact(v)) { ok = 0; break; }
-            int overflow;
-            long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-            if (overflow || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); ok = 0; break; }
-            opkey_int(&key, x);
-            break;
-        }
-        case OPKEY_FLOAT:
-            if (PyFloat_CheckExact(v)) opkey_float(&key, PyFloat_AS_DOUBLE(v));
-            else if (PyLong_CheckExact(v)) {
-                double x = PyLong_AsDouble(v);
-                if (x == -1.0 && PyErr_Occurred()) { PyErr_Clear(); ok = 0; break; }
-                opkey_float(&key, x);
-            } else ok = 0;
-            break;
-        case OPKEY_BOOL:
-            if (!PyBool_Check(v)) ok = 0;
-            else opkey_bool(&key, v == Py_True);
-            break;
-        case OPKEY_STR: {
-            Py_ssize_t len;
-            const char *text = PyUnicode_CheckExact(v) ? PyUnicode_AsUTF8AndSize(v, &len) : NULL;
-            if (text == NULL) { PyErr_Clear(); ok = 0; break; }
-            opkey_str(&key, text, (size_t)len);
-            break;
-        }
-        default: ok = 0; /* lists: not a simple op */
-        }
-    }
-    if (!ok || key.failed || key.n > MAX_KEY_WORDS) {
-        opkey_free(&key);
-        return 0;
-    }
-    memcpy(k->words, key.w, key.n * sizeof(uint64_t));
-    k->nwords = (Py_ssize_t)key.n;
-    k->hash = opkey_hash(key.w, key.n);
-    opkey_free(&key);
-    return 1;
+    ok = ok && key_put_attrs(self, &key, args + n_in);
+    return key_finish(&key, ok, k);
 }
 
 /* The table's plan for this call's key (plancache_find: a stale plan is dropped), or NULL; a
@@ -146,15 +171,19 @@ static inline Entry *lookup(Table *t, Phase1 *self, Key *k, PyObject **python_pl
 /* ---- the memo of the last hit (see Memo) ------------------------------------------------------ */
 
 void memo_release(Phase1 *self) {
-    Memo *m = &self->memo;
-    Py_ssize_t n = self->n_in + self->n_out + self->n_attr;
+    memo_clear(&self->memo, self->n_in + self->n_out + self->n_attr);
+    memo_clear(&self->oneshot_memo, self->n_in + self->n_out + self->n_attr);
+}
+
+/* Empty memo `m` of `n` objects (its buffers stay for the next fill). */
+void memo_clear(Memo *m, Py_ssize_t n) {
     m->epoch = 0;
     Py_CLEAR(m->dp);
     for (Py_ssize_t i = 0; m->objs != NULL && i < n; i++) Py_CLEAR(m->objs[i]);
 }
 
 /* Whether attribute values a (this call's) and b (the memo's) give the same key words. */
-static inline int memo_same_attr(PyObject *a, PyObject *b) {
+int memo_same_attr(PyObject *a, PyObject *b) {
     if (a == b) return 1;
     if (Py_TYPE(a) != Py_TYPE(b)) return 0;
     if (PyFloat_CheckExact(a)) {
@@ -203,7 +232,7 @@ static void memo_set(Phase1 *self, PyObject *const *args, PyObject *dpo, Table *
     Py_ssize_t nshape = 0;
     for (Py_ssize_t i = 0; i < ntensors; i++)
         nshape += 1 + 2 * PyArray_NDIM((PyArrayObject *)args[i < n_in ? i : i + n_attr]);
-    memo_release(self);
+    memo_clear(m, ntensors + n_attr);
     if (m->objs == NULL) {
         m->objs = PyMem_Calloc((size_t)(ntensors + n_attr) + 1, sizeof(PyObject *));
         if (m->objs == NULL) return; /* no memo: every hit builds its key */

@@ -9,14 +9,8 @@
  * Why: the Python branch built the key, allocated and called both phases in ~1 us of interpreter
  * work per call, more than the two phases cost; the one-shot call was slower than torch.add.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "fastpath.h" /* Python, numpy; the plan table, Phase1/Phase2, the launch (the raw hit) */
 #include <structmember.h>
-
-#define NO_IMPORT_ARRAY
-#define PY_ARRAY_UNIQUE_SYMBOL opbuild_fastpath_ARRAY_API
-#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
-#include <numpy/arrayobject.h>
 
 #include "oneshot_api.h"
 
@@ -262,58 +256,297 @@ static PyObject *array_over(const oneshot_tensor *t) {
     return a;
 }
 
-static int views_run(PyObject *state, PyObject *op, int n_in, const oneshot_tensor *inputs, PyObject *attrs,
-                     oneshot_alloc_fn alloc, void *ctx) {
-    if (n_in < 0 || !served(op, n_in, attrs)) return 0;
+/* The op's phase functions over ndarrays of these tensors (inputs then outputs): run_phases's
+ * 1 / 0 / -1; 0 too when a view cannot be made. */
+static int phases_over(PyObject *op, const oneshot_tensor *tensors, Py_ssize_t n_in, Py_ssize_t n_out,
+                       PyObject *attrs) {
+    PyObject *arrays[2 * ONESHOT_MAX_ARGS];
+    Py_ssize_t made = 0;
+    int rc = 0;
+    if (n_in + PyTuple_GET_SIZE(attrs) + n_out > ONESHOT_MAX_ARGS) return 0; /* run_phases's bound */
+    for (; made < n_in + n_out; made++)
+        if ((arrays[made] = array_over(&tensors[made])) == NULL) goto done;
+    rc = run_phases(op, arrays, n_in, attrs, arrays + n_in, n_out);
+done:
+    for (Py_ssize_t i = 0; i < made; i++) Py_DECREF(arrays[i]);
+    return rc;
+}
+
+/* The output specs api.call cached for these inputs and attributes (a new reference), or NULL
+ * with no exception: the one-shot specs cache of the calling thread, under api.call's key. */
+static PyObject *raw_specs(PyObject *state, PyObject *op, int n_in, const oneshot_tensor *inputs, PyObject *attrs) {
     Py_ssize_t n_attr = PyTuple_GET_SIZE(attrs);
-    if (s_oneshot == NULL && (s_oneshot = PyUnicode_InternFromString("oneshot")) == NULL) goto not_here;
+    if (s_oneshot == NULL && (s_oneshot = PyUnicode_InternFromString("oneshot")) == NULL) goto fail;
     PyObject *cache = PyObject_GetAttr(state, s_oneshot);
-    if (cache == NULL) goto not_here;
+    if (cache == NULL) goto fail;
     PyObject *key = PyDict_Check(cache) ? key_begin(op, attrs, n_in) : NULL;
     for (int i = 0; key != NULL && i < n_in; i++) {
         npy_intp dims[ONESHOT_API_MAX_DIMS];
         int nd = inputs[i].ndim;
-        if (nd < 0 || nd > ONESHOT_API_MAX_DIMS || !PyArray_DescrCheck(inputs[i].descr)) {
-            Py_CLEAR(key);
-            break;
-        }
         for (int d = 0; d < nd; d++) dims[d] = (npy_intp)inputs[i].dims[d];
         if (key_tensor(key, n_attr, i, inputs[i].descr, nd, dims) < 0) Py_CLEAR(key);
     }
     PyObject *specs = key != NULL ? cached_specs(cache, key) : NULL;
     Py_DECREF(cache);
-    if (specs == NULL) goto not_here;
-    Py_ssize_t n_out = PyTuple_GET_SIZE(specs);
-    PyObject *arrays[2 * ONESHOT_MAX_ARGS];
-    Py_ssize_t made = 0;
-    int rc = 0;
-    if (n_in + n_attr + n_out > ONESHOT_MAX_ARGS) goto done;
-    for (; made < n_in; made++)
-        if ((arrays[made] = array_over(&inputs[made])) == NULL) goto done;
+    return specs;
+fail:
+    PyErr_Clear();
+    return NULL;
+}
+
+/* Allocate the outputs of `specs` into tensors[0..n_out) through `alloc`: 1, or 0 (a spec that
+ * is not one, an allocation refused). */
+static int alloc_from_specs(PyObject *specs, Py_ssize_t n_out, oneshot_alloc_fn alloc, void *ctx,
+                            oneshot_tensor *tensors) {
     for (Py_ssize_t i = 0; i < n_out; i++) {
         npy_intp dims[NPY_MAXDIMS];
         int64_t dims64[NPY_MAXDIMS];
         int nd;
         PyArray_Descr *descr = spec_parts(PyTuple_GET_ITEM(specs, i), &nd, dims);
-        if (descr == NULL) goto done;
+        if (descr == NULL) return 0;
         for (int d = 0; d < nd; d++) dims64[d] = dims[d];
-        oneshot_tensor out;
-        int ok = nd <= ONESHOT_API_MAX_DIMS && alloc(ctx, (int)i, (PyObject *)descr, nd, dims64, &out) == 0;
+        int ok = nd <= ONESHOT_API_MAX_DIMS && alloc(ctx, (int)i, (PyObject *)descr, nd, dims64, &tensors[i]) == 0;
         Py_DECREF(descr);
-        if (!ok || (arrays[made] = array_over(&out)) == NULL) goto done;
-        made++;
+        if (!ok) return 0;
     }
-    rc = run_phases(op, arrays, n_in, attrs, arrays + n_in, n_out);
-done:
-    for (Py_ssize_t i = 0; i < made; i++) Py_DECREF(arrays[i]);
-    Py_DECREF(specs);
-    return rc;
-not_here:
-    PyErr_Clear();
-    return 0;
+    return 1;
 }
 
-static const oneshot_api g_oneshot_api = {ONESHOT_API_VERSION, views_run};
+/* The entry of the views: api.call's hit over ndarray views of the tensors (the way of an op
+ * whose phase functions are not _fastpath's, and of a call the raw hit does not take). */
+static int views_run(PyObject *state, PyObject *op, int n_in, const oneshot_tensor *inputs, PyObject *attrs,
+                     oneshot_alloc_fn alloc, void *ctx) {
+    if (n_in < 0 || n_in > ONESHOT_MAX_ARGS || !served(op, n_in, attrs)) return 0;
+    for (int i = 0; i < n_in; i++)
+        if (inputs[i].ndim < 0 || inputs[i].ndim > ONESHOT_API_MAX_DIMS || !PyArray_DescrCheck(inputs[i].descr))
+            return 0;
+    PyObject *specs = raw_specs(state, op, n_in, inputs, attrs);
+    if (specs == NULL) return 0;
+    Py_ssize_t n_out = PyTuple_GET_SIZE(specs);
+    oneshot_tensor tensors[2 * ONESHOT_MAX_ARGS];
+    int rc = 0;
+    if (n_in + PyTuple_GET_SIZE(attrs) + n_out <= ONESHOT_MAX_ARGS &&
+        alloc_from_specs(specs, n_out, alloc, ctx, tensors + n_in)) {
+        memcpy(tensors, inputs, (size_t)n_in * sizeof *inputs);
+        rc = phases_over(op, tensors, n_in, n_out, attrs);
+    }
+    Py_DECREF(specs);
+    return rc;
+}
+
+/* ---- the raw hit: from the tensors' memory to the plan table and the launch -------------------- *
+ *
+ * The hit of phase 1 (fastpath_hit.c phase1_call) and of phase 2 (phase2_call) for tensors given
+ * as memory, without ndarrays, Executors or calls of the phase objects: the key words come from
+ * the tensors (key_put_tensor / key_put_attrs: build_key's rule), the plan from the thread's
+ * table, the launch is phase2_call's. The outputs' specs are the one-shot specs cache's; the
+ * Phase1's `oneshot_memo` remembers the last hit (what its key was built from, the outputs the
+ * specs gave and the plan found), so that the same call again skips the specs lookup, the key
+ * and the table (as Phase1's memo does for arrays): it is filled only here, only from a call
+ * whose outputs the specs cache sized, and it is void when any plan is filed or freed (g_epoch),
+ * in another thread, dp or search environment, or once the plan's package changed. */
+
+/* The op's Phase1 (a new reference) when the raw hit may serve the call: _fastpath's Phase1 and
+ * Phase2 of this op with these numbers of inputs and attributes, launches not observed; else
+ * NULL (no exception). */
+static Phase1 *raw_phase1(PyObject *op, int n_in, Py_ssize_t n_attr) {
+    if (g_observed || g_launch == NULL || g_dp == NULL) return NULL;
+    PyObject *p1 = PyObject_GetAttr(op, s_phase1);
+    PyObject *p2 = p1 != NULL ? PyObject_GetAttr(op, s_phase2) : NULL;
+    int ok = p2 != NULL && Py_TYPE(p1) == &Phase1Type && Py_TYPE(p2) == &Phase2Type && ((Phase1 *)p1)->op == op &&
+             ((Phase2 *)p2)->op == op && ((Phase1 *)p1)->n_in == n_in && ((Phase1 *)p1)->n_attr == n_attr &&
+             n_in + ((Phase1 *)p1)->n_out <= MAX_TENSORS;
+    if (p2 == NULL) PyErr_Clear();
+    Py_XDECREF(p2);
+    if (!ok) Py_CLEAR(p1);
+    return (Phase1 *)p1;
+}
+
+/* Whether this call is made of what the raw memo remembers (and its plan may still launch). */
+static int raw_memo_match(Phase1 *p1, const oneshot_tensor *in, PyObject *const *attrs, PyObject *dpo) {
+    Memo *m = &p1->oneshot_memo;
+    if (m->epoch != g_epoch || m->dp != dpo) return 0;
+    PyThreadState *ts = PyThreadState_Get();
+    if (ts != m->ts || ts->id != m->ts_id) return 0;
+    const npy_intp *shape = m->shape;
+    for (Py_ssize_t i = 0; i < p1->n_in; i++) {
+        int nd = in[i].ndim;
+        if (in[i].descr != m->objs[i] || nd != shape[0]) return 0;
+        for (int d = 0; d < nd; d++)
+            if (in[i].dims[d] != shape[1 + d] || in[i].strides[d] != shape[1 + nd + d]) return 0;
+        shape += 1 + 2 * nd;
+    }
+    Py_ssize_t ntensors = p1->n_in + p1->n_out;
+    for (Py_ssize_t i = 0; i < p1->n_attr; i++)
+        if (!memo_same_attr(attrs[i], m->objs[ntensors + i])) return 0;
+    if (opkey_env_token_cached(&m->table->core->env) != m->env_token) return 0;
+    if (!plancache_plan_fresh(m->entry)) return 0; /* the next lookup drops it */
+    plancache_touch(m->table->core, m->entry);
+    return 1;
+}
+
+/* Output j of the memo: its descriptor (borrowed), ndim, dims and byte strides. */
+static const npy_intp *raw_memo_output(Phase1 *p1, Py_ssize_t j, PyObject **descr) {
+    Memo *m = &p1->oneshot_memo;
+    const npy_intp *shape = m->shape;
+    for (Py_ssize_t i = 0; i < p1->n_in + j; i++) shape += 1 + 2 * shape[0];
+    *descr = m->objs[p1->n_in + j];
+    return shape;
+}
+
+/* Remember this call (all its tensors, attributes) and the plan `e` found for it in `t`. */
+static void raw_memo_set(Phase1 *p1, const oneshot_tensor *tensors, PyObject *const *attrs, PyObject *dpo, Table *t,
+                         Entry *e) {
+    Memo *m = &p1->oneshot_memo;
+    Py_ssize_t ntensors = p1->n_in + p1->n_out, n_attr = p1->n_attr, nshape = 0;
+    for (Py_ssize_t i = 0; i < ntensors; i++) nshape += 1 + 2 * tensors[i].ndim;
+    memo_clear(m, ntensors + n_attr);
+    if (m->objs == NULL && (m->objs = PyMem_Calloc((size_t)(ntensors + n_attr) + 1, sizeof(PyObject *))) == NULL)
+        return;
+    if (nshape > m->cap) {
+        npy_intp *shape = PyMem_Realloc(m->shape, (size_t)nshape * sizeof(npy_intp));
+        if (shape == NULL) return;
+        m->shape = shape;
+        m->cap = nshape;
+    }
+    npy_intp *out = m->shape;
+    for (Py_ssize_t i = 0; i < ntensors; i++) {
+        int nd = tensors[i].ndim;
+        m->objs[i] = Py_NewRef(tensors[i].descr);
+        *out++ = nd;
+        for (int d = 0; d < nd; d++) out[d] = (npy_intp)tensors[i].dims[d];
+        for (int d = 0; d < nd; d++) out[nd + d] = (npy_intp)tensors[i].strides[d];
+        out += 2 * nd;
+    }
+    for (Py_ssize_t i = 0; i < n_attr; i++) m->objs[ntensors + i] = Py_NewRef(attrs[i]);
+    m->nshape = nshape;
+    m->dp = Py_NewRef(dpo);
+    m->ts = PyThreadState_Get();
+    m->ts_id = m->ts->id;
+    m->table = t;
+    m->entry = e;
+    m->env_token = t->core->env.token; /* the key was just built through the table's env */
+    m->epoch = g_epoch;
+}
+
+/* The plan of the thread's table for these tensors and attributes (raw_memo_set remembers it),
+ * or NULL (not keyed here, not filed, filed by the Python front end; no exception). */
+static Entry *raw_lookup(Phase1 *p1, const oneshot_tensor *tensors, PyObject *const *attrs, PyObject *dpo) {
+    long dp = PyLong_AsLong(dpo);
+    Table *t = dp == -1 && PyErr_Occurred() ? NULL : thread_table(1);
+    if (t == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    Py_ssize_t ntensors = p1->n_in + p1->n_out;
+    opkey key;
+    Key k;
+    opkey_begin(&key, p1->key_id, opkey_env_token_cached(&t->core->env), (uint64_t)dp, (uint32_t)ntensors,
+                (uint32_t)p1->n_attr);
+    int ok = 1;
+    for (Py_ssize_t i = 0; i < ntensors && ok; i++)
+        ok = key_put_tensor(&key, tensors[i].descr, tensors[i].ndim, tensors[i].dims, tensors[i].strides);
+    ok = ok && key_put_attrs(p1, &key, attrs);
+    if (!key_finish(&key, ok, &k)) return NULL;
+    Entry *e = plancache_find(t->core, k.words, (size_t)k.nwords, k.hash);
+    if (e == NULL || ENTRY_FRONT(e)->op != p1->op || ENTRY_FRONT(e)->python_only) return NULL;
+    raw_memo_set(p1, tensors, attrs, dpo, t, e);
+    return e;
+}
+
+/* Launch plan `e` on these tensors as phase2_call launches a Phase1 hit's executor: 1 ran, -1 an
+ * exception (the launch failed: launch.py's _launch_failed says how). */
+static int raw_launch(Entry *e, const oneshot_tensor *tensors, Py_ssize_t ntensors, uint64_t bytes) {
+    void *args[MAX_TENSORS + 2];
+    for (Py_ssize_t i = 0; i < ntensors; i++) args[i] = tensors[i].data;
+    args[ntensors] = NULL; /* no workspace */
+    args[ntensors + 1] = e->tiling;
+    st_p1_hits++;
+    st_p2_fast++;
+    st_raw_hits++;
+    if (e->empty) return 1;
+    PyObject *plan = Py_NewRef(ENTRY_FRONT(e)->plan); /* (the entry may go while the GIL is released) */
+    void *fn = e->fn;
+    uint32_t nargs = e->nargs, block_dim = e->block_dim;
+    int sync = e->sync, rc;
+    if (block_dim > 1 || bytes >= RELEASE_GIL_BYTES || g_isolated()) {
+        plancache_plan_ref(e); /* its tiling stays while another thread may reset the tables */
+        Py_BEGIN_ALLOW_THREADS
+        rc = g_launch(NULL, fn, args, nargs, block_dim, sync, NULL, 0);
+        Py_END_ALLOW_THREADS
+        plancache_plan_unref(e);
+    } else {
+        rc = g_launch(NULL, fn, args, nargs, block_dim, sync, NULL, 0);
+    }
+    if (rc) {
+        PyObject *r = PyObject_CallOneArg(g_launch_failed, plan);
+        Py_XDECREF(r);
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "kernel launch failed");
+        Py_DECREF(plan);
+        return -1;
+    }
+    Py_DECREF(plan);
+    return 1;
+}
+
+static int raw_run(PyObject *state, PyObject *op, int n_in, const oneshot_tensor *inputs, PyObject *attrs,
+                   oneshot_alloc_fn alloc, void *ctx) {
+    if (n_in < 0 || !PyTuple_CheckExact(attrs) || intern_names() < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    Phase1 *p1 = raw_phase1(op, n_in, PyTuple_GET_SIZE(attrs));
+    if (p1 == NULL) return views_run(state, op, n_in, inputs, attrs, alloc, ctx);
+    for (int i = 0; i < n_in; i++)
+        if (inputs[i].ndim < 0 || inputs[i].ndim > ONESHOT_API_MAX_DIMS || !PyArray_DescrCheck(inputs[i].descr)) {
+            Py_DECREF(p1);
+            return 0;
+        }
+    Py_ssize_t n_out = p1->n_out, ntensors = n_in + n_out;
+    PyObject *const *attr_items = ((PyTupleObject *)attrs)->ob_item;
+    PyObject *dpo = PyList_GET_ITEM(g_dp, 0);
+    oneshot_tensor tensors[MAX_TENSORS];
+    memcpy(tensors, inputs, (size_t)n_in * sizeof *inputs);
+    Entry *e = NULL;
+    int rc = 0;
+    if (raw_memo_match(p1, inputs, attr_items, dpo)) {
+        e = p1->oneshot_memo.entry;
+        for (Py_ssize_t j = 0; j < n_out; j++) {
+            PyObject *descr;
+            const npy_intp *shape = raw_memo_output(p1, j, &descr);
+            int nd = (int)shape[0];
+            int64_t dims[ONESHOT_API_MAX_DIMS];
+            for (int d = 0; d < nd; d++) dims[d] = shape[1 + d];
+            if (alloc(ctx, (int)j, descr, nd, dims, &tensors[n_in + j]) != 0) goto done;
+            for (int d = 0; d < nd; d++)
+                if (tensors[n_in + j].strides[d] != shape[1 + nd + d]) e = NULL; /* keyed again below */
+        }
+    } else {
+        PyObject *specs = raw_specs(state, op, n_in, inputs, attrs);
+        if (specs == NULL) goto done;
+        int ok = PyTuple_GET_SIZE(specs) == n_out && alloc_from_specs(specs, n_out, alloc, ctx, tensors + n_in);
+        Py_DECREF(specs);
+        if (!ok) goto done;
+    }
+    if (e == NULL) e = raw_lookup(p1, tensors, attr_items, dpo);
+    uintptr_t or_addr = 0;
+    uint64_t bytes = 0;
+    for (Py_ssize_t i = 0; e != NULL && i < ntensors; i++) {
+        or_addr |= (uintptr_t)tensors[i].data;
+        uint64_t nbytes = (uint64_t)PyDataType_ELSIZE((PyArray_Descr *)tensors[i].descr);
+        for (int d = 0; d < tensors[i].ndim; d++) nbytes *= (uint64_t)tensors[i].dims[d];
+        bytes += nbytes;
+    }
+    if (e == NULL || (or_addr & 15) || e->ws_size != 0 || e->nargs != (uint32_t)ntensors + 2)
+        rc = phases_over(op, tensors, n_in, n_out, attrs); /* a miss (it files the plan), or a call to prepare */
+    else
+        rc = raw_launch(e, tensors, ntensors, bytes);
+done:
+    Py_DECREF(p1);
+    return rc;
+}
+
+static const oneshot_api g_oneshot_api = {ONESHOT_API_VERSION, raw_run};
 
 /* The capsule of oneshot_api (the module's `oneshot_api`). */
 PyObject *oneshot_api_capsule(void) {

@@ -3,9 +3,13 @@
  * What: _fastpath exports one `oneshot_api` in a PyCapsule (`_fastpath.oneshot_api`, named
  * ONESHOT_API_CAPSULE); the torch ops' C++ CPU kernel (torch_kernel.cpp, compiled on first use
  * against the installed torch) calls `run` with its tensors' data pointers, shapes and byte
- * strides. `run` is api.call's cache hit (oneshot.c) for them: the same one-shot key and output
- * specs cache, outputs allocated by the caller (`alloc`, e.g. at::empty), the op's phase functions
- * (so the same native plan table, plancache.h, and the same launch). Nothing here is a second cache.
+ * strides. `run` is api.call's cache hit (oneshot.c) for them: the output specs of the one-shot
+ * specs cache (api.call's key), outputs allocated by the caller (`alloc`, e.g. at::empty), then
+ * the plan of the thread's native plan table (plancache.h) under the key built from the tensors'
+ * memory by the one key rule (fastpath_hit.c key_put_tensor, opkey.h) and phase 2's launch; the
+ * last hit is remembered on the op's Phase1 (its oneshot_memo) so that the same call again
+ * skips the specs lookup and the key. A miss, or an op whose phase functions are not
+ * _fastpath's, runs the phase functions over ndarray views. Nothing here is a second cache.
  * Why a C ABI and not Python objects: the kernel's tensors never become numpy arrays or torch
  * Python objects on a hit (that was most of a torch.ops call's time).
  *

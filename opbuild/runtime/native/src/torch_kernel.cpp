@@ -4,9 +4,9 @@
 // autograd kernel whose backward raises, NoBackward) by
 // opbuild/runtime/torch_ops.py (through `opbuild_torch_register`, called with ctypes). Its hit
 // path reads the tensors' data pointers, shapes, strides and dtypes and hands them to the
-// runtime's one-shot call through _fastpath's C entry (oneshot_api.h): the same output-spec cache,
-// the same native plan table and the same launch as `api.call`; the outputs are at::empty
-// tensors of the cached specs. A call that path does not serve -- no cached specs yet, a
+// runtime's one-shot call through _fastpath's C entry (oneshot_api.h, oneshot.c's raw hit): the
+// same output-spec cache, the same native plan table (keyed from the tensors' memory, no numpy
+// arrays) and the same launch as `api.call`; the outputs are at::empty tensors of the cached specs. A call that path does not serve -- no cached specs yet, a
 // non-contiguous tensor, a dtype numpy has no view of, an op without phase functions -- calls the
 // op's Python kernel (torch_ops._cpu_kernel), the reference, which also fills the caches so that
 // the next such call is a hit. Errors are the Python kernel's and the phases' own (AclnnError):
@@ -48,6 +48,16 @@ PyObject *g_state = nullptr;              // the runtime's plan cache state (own
 PyObject *g_descrs[kScalarTypes] = {};    // per torch dtype, the numpy dtype its numpy view has (owned)
 std::atomic<unsigned long long> g_hits{0}, g_misses{0};
 std::map<std::string, std::unique_ptr<torch::Library>> g_libraries;  // namespace -> its CPU IMPL block
+
+// The GIL for the scope: torch calls a kernel with it released (invokeOperatorFromPython), or held
+// (from C++ code called by Python). PyGILState's own check, without pybind11's internals lookup.
+struct Gil {
+    PyGILState_STATE state;
+    Gil() : state(PyGILState_Ensure()) {}
+    ~Gil() { PyGILState_Release(state); }
+    Gil(const Gil &) = delete;
+    Gil &operator=(const Gil &) = delete;
+};
 
 // The torch dtype of a numpy dtype (g_descrs' inverse), or Undefined.
 c10::ScalarType scalar_type_of(PyObject *descr) {
@@ -112,7 +122,7 @@ class OpKernel final : public c10::OperatorKernel {
     void operator()(const c10::OperatorHandle &, c10::DispatchKeySet, torch::jit::Stack *stack) {
         const size_t n_args = static_cast<size_t>(n_in_ + n_attr_);
         auto args = torch::jit::last(*stack, n_args);
-        pybind11::gil_scoped_acquire gil;
+        Gil gil;
         PyObject *attrs = PyTuple_New(n_attr_);
         if (attrs == nullptr) throw pybind11::error_already_set();
         bool fast = g_api != nullptr;
@@ -220,15 +230,17 @@ class NoBackward final : public c10::OperatorKernel {
         : message_(std::move(message)), n_in_(n_in), n_attr_(n_attr), n_out_(n_out) {}
 
     void operator()(const c10::OperatorHandle &op, c10::DispatchKeySet ks, torch::jit::Stack *stack) {
-        std::vector<at::Tensor> inputs;
+        std::vector<at::Tensor> inputs;  // (filled only when a gradient is wanted: no allocation per call)
         bool wanted = false;
         if (at::GradMode::is_enabled()) {
             auto args = torch::jit::last(*stack, static_cast<size_t>(n_in_ + n_attr_));
-            for (int i = 0; i < n_in_; i++) {
+            for (int i = 0; i < n_in_ && !wanted; i++) {
                 const c10::IValue &v = args[static_cast<size_t>(i)];
-                if (!v.isTensor()) continue;
-                inputs.push_back(v.toTensor());
-                wanted = wanted || (inputs.back().defined() && inputs.back().requires_grad());
+                wanted = v.isTensor() && v.toTensor().defined() && v.toTensor().requires_grad();
+            }
+            for (int i = 0; wanted && i < n_in_; i++) {
+                const c10::IValue &v = args[static_cast<size_t>(i)];
+                if (v.isTensor()) inputs.push_back(v.toTensor());
             }
         }
         {
