@@ -413,7 +413,8 @@ def test_one_shot_hits_run_in_c_and_match_the_python_call(ops):
     assert len({id(a) for a in hits}) == 3  # a new output each call
     before = stats()
     ops.add_custom_template(x, y)
-    assert delta(before)["phase1_hits"] == 1  # the C phase 1 ran, called by the C one-shot
+    # the hit of phase 1 and 2 in C, from the arrays' memory (oneshot.c raw_call, the torch kernel's)
+    assert delta(before)["phase1_hits"] == 1 and delta(before)["oneshot_raw"] == 1
     # a Tensor input, a per-call setting, an unknown signature: the Python call
     t = ops.add_custom_template(Tensor(x), y)
     assert isinstance(t, Tensor)
@@ -426,6 +427,22 @@ def test_one_shot_hits_run_in_c_and_match_the_python_call(ops):
         out = call(*args)
         assert python_calls[-1] == args
         np.testing.assert_array_equal(out.array if isinstance(out, Tensor) else out, args[1][0] + args[1][1])
+
+
+def test_one_shot_arrays_the_memory_hit_does_not_take_are_still_right(ops):
+    """The numpy one-shot's C hit launches from the arrays' memory; a transposed input (its key
+    has other strides) and an input off 16-byte alignment go the phases' way: the same results,
+    never a launch on the wrong memory."""
+    rt.clear_op_cache()
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    y = np.full((4, 3), 0.25, np.float32)
+    for _ in range(3):
+        np.testing.assert_array_equal(ops.add_custom_template(x.T, y), x.T + y)
+    raw = np.zeros(13, np.float32)
+    a, b = raw[1:], np.arange(12, dtype=np.float32)  # a is 4 bytes off its buffer's alignment
+    a[:] = 2.0
+    for _ in range(3):
+        np.testing.assert_array_equal(ops.add_custom_template(a, b), a + b)
 
 
 def test_eviction_keeps_the_table_as_small_as_the_cache(ops, cache_capacity):

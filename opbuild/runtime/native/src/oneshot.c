@@ -173,6 +173,7 @@ no:
 }
 
 static PyObject *oneshot_run(PyObject *cache, PyObject *op, PyObject *inputs, PyObject *attrs);
+static PyObject *oneshot_raw(PyObject *cache, PyObject *op, PyObject *inputs, PyObject *attrs);
 
 /* oneshot(cache, op, inputs, attrs): the output(s) of the call, or NotImplemented (nothing ran). */
 PyObject *fp_oneshot(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
@@ -192,6 +193,9 @@ static PyObject *oneshot_run(PyObject *cache, PyObject *op, PyObject *inputs, Py
     n_attr = PyTuple_GET_SIZE(attrs);
     for (Py_ssize_t i = 0; i < n_in; i++)
         if (!PyArray_CheckExact(PyTuple_GET_ITEM(inputs, i))) Py_RETURN_NOTIMPLEMENTED;
+    PyObject *raw = oneshot_raw(cache, op, inputs, attrs);
+    if (raw != Py_NotImplemented) return raw;
+    Py_DECREF(raw); /* (not served there: the arrays' way below, e.g. more dims than oneshot_api takes) */
     PyObject *key = key_begin(op, attrs, n_in);
     if (key == NULL) Py_RETURN_NOTIMPLEMENTED;
     for (Py_ssize_t i = 0; i < n_in; i++) {
@@ -273,12 +277,17 @@ done:
 }
 
 /* The output specs api.call cached for these inputs and attributes (a new reference), or NULL
- * with no exception: the one-shot specs cache of the calling thread, under api.call's key. */
-static PyObject *raw_specs(PyObject *state, PyObject *op, int n_in, const oneshot_tensor *inputs, PyObject *attrs) {
+ * with no exception: the one-shot specs cache of the calling thread (`cache`, or when NULL the
+ * `.oneshot` of the plan cache state `state`), under api.call's key. */
+static PyObject *raw_specs(PyObject *state, PyObject *cache, PyObject *op, int n_in, const oneshot_tensor *inputs,
+                           PyObject *attrs) {
     Py_ssize_t n_attr = PyTuple_GET_SIZE(attrs);
-    if (s_oneshot == NULL && (s_oneshot = PyUnicode_InternFromString("oneshot")) == NULL) goto fail;
-    PyObject *cache = PyObject_GetAttr(state, s_oneshot);
-    if (cache == NULL) goto fail;
+    if (cache != NULL) {
+        Py_INCREF(cache);
+    } else {
+        if (s_oneshot == NULL && (s_oneshot = PyUnicode_InternFromString("oneshot")) == NULL) goto fail;
+        if ((cache = PyObject_GetAttr(state, s_oneshot)) == NULL) goto fail;
+    }
     PyObject *key = PyDict_Check(cache) ? key_begin(op, attrs, n_in) : NULL;
     for (int i = 0; key != NULL && i < n_in; i++) {
         npy_intp dims[ONESHOT_API_MAX_DIMS];
@@ -314,13 +323,13 @@ static int alloc_from_specs(PyObject *specs, Py_ssize_t n_out, oneshot_alloc_fn 
 
 /* The entry of the views: api.call's hit over ndarray views of the tensors (the way of an op
  * whose phase functions are not _fastpath's, and of a call the raw hit does not take). */
-static int views_run(PyObject *state, PyObject *op, int n_in, const oneshot_tensor *inputs, PyObject *attrs,
-                     oneshot_alloc_fn alloc, void *ctx) {
+static int views_run(PyObject *state, PyObject *cache, PyObject *op, int n_in, const oneshot_tensor *inputs,
+                     PyObject *attrs, oneshot_alloc_fn alloc, void *ctx) {
     if (n_in < 0 || n_in > ONESHOT_MAX_ARGS || !served(op, n_in, attrs)) return 0;
     for (int i = 0; i < n_in; i++)
         if (inputs[i].ndim < 0 || inputs[i].ndim > ONESHOT_API_MAX_DIMS || !PyArray_DescrCheck(inputs[i].descr))
             return 0;
-    PyObject *specs = raw_specs(state, op, n_in, inputs, attrs);
+    PyObject *specs = raw_specs(state, cache, op, n_in, inputs, attrs);
     if (specs == NULL) return 0;
     Py_ssize_t n_out = PyTuple_GET_SIZE(specs);
     oneshot_tensor tensors[2 * ONESHOT_MAX_ARGS];
@@ -489,14 +498,16 @@ static int raw_launch(Entry *e, const oneshot_tensor *tensors, Py_ssize_t ntenso
     return 1;
 }
 
-static int raw_run(PyObject *state, PyObject *op, int n_in, const oneshot_tensor *inputs, PyObject *attrs,
-                   oneshot_alloc_fn alloc, void *ctx) {
+/* oneshot_api.run and the numpy one-shot's hit (oneshot_run): the specs cache is `cache`, or when
+ * NULL the `.oneshot` of `state`. */
+static int raw_call(PyObject *state, PyObject *cache, PyObject *op, int n_in, const oneshot_tensor *inputs,
+                    PyObject *attrs, oneshot_alloc_fn alloc, void *ctx) {
     if (n_in < 0 || !PyTuple_CheckExact(attrs) || intern_names() < 0) {
         PyErr_Clear();
         return 0;
     }
     Phase1 *p1 = raw_phase1(op, n_in, PyTuple_GET_SIZE(attrs));
-    if (p1 == NULL) return views_run(state, op, n_in, inputs, attrs, alloc, ctx);
+    if (p1 == NULL) return views_run(state, cache, op, n_in, inputs, attrs, alloc, ctx);
     for (int i = 0; i < n_in; i++)
         if (inputs[i].ndim < 0 || inputs[i].ndim > ONESHOT_API_MAX_DIMS || !PyArray_DescrCheck(inputs[i].descr)) {
             Py_DECREF(p1);
@@ -522,7 +533,7 @@ static int raw_run(PyObject *state, PyObject *op, int n_in, const oneshot_tensor
                 if (tensors[n_in + j].strides[d] != shape[1 + nd + d]) e = NULL; /* keyed again below */
         }
     } else {
-        PyObject *specs = raw_specs(state, op, n_in, inputs, attrs);
+        PyObject *specs = raw_specs(state, cache, op, n_in, inputs, attrs);
         if (specs == NULL) goto done;
         int ok = PyTuple_GET_SIZE(specs) == n_out && alloc_from_specs(specs, n_out, alloc, ctx, tensors + n_in);
         Py_DECREF(specs);
@@ -546,7 +557,67 @@ done:
     return rc;
 }
 
+static int raw_run(PyObject *state, PyObject *op, int n_in, const oneshot_tensor *inputs, PyObject *attrs,
+                   oneshot_alloc_fn alloc, void *ctx) {
+    return raw_call(state, NULL, op, n_in, inputs, attrs, alloc, ctx);
+}
+
 static const oneshot_api g_oneshot_api = {ONESHOT_API_VERSION, raw_run};
+
+/* The outputs a numpy one-shot's raw hit made (ndarrays). */
+typedef struct {
+    PyObject *arrays[ONESHOT_MAX_ARGS];
+    int made;
+} NumpyOutputs;
+
+static int numpy_alloc(void *ctx, int index, PyObject *descr, int ndim, const int64_t *dims, oneshot_tensor *out) {
+    NumpyOutputs *outs = ctx;
+    npy_intp shape[ONESHOT_API_MAX_DIMS];
+    if (index != outs->made || index >= ONESHOT_MAX_ARGS || ndim < 0 || ndim > ONESHOT_API_MAX_DIMS) return -1;
+    for (int d = 0; d < ndim; d++) shape[d] = (npy_intp)dims[d];
+    Py_INCREF(descr); /* stolen */
+    PyObject *a = PyArray_Empty(ndim, shape, (PyArray_Descr *)descr, 0);
+    if (a == NULL) { /* too large: api.call says which output */
+        PyErr_Clear();
+        return -1;
+    }
+    outs->arrays[outs->made++] = a;
+    *out = (oneshot_tensor){PyArray_DATA((PyArrayObject *)a), descr, ndim, (const int64_t *)PyArray_DIMS((PyArrayObject *)a),
+                            (const int64_t *)PyArray_STRIDES((PyArrayObject *)a)};
+    return 0;
+}
+
+_Static_assert(sizeof(npy_intp) == sizeof(int64_t), "an ndarray's dims and strides are oneshot_api's int64_t");
+
+/* The numpy one-shot's hit through raw_call (the torch kernel's): the arrays' memory keyed and
+ * launched without the phase objects; its output(s), NotImplemented (not served, nothing ran),
+ * or NULL (an exception from the phases or the launch). */
+static PyObject *oneshot_raw(PyObject *cache, PyObject *op, PyObject *inputs, PyObject *attrs) {
+    Py_ssize_t n_in = PyTuple_GET_SIZE(inputs);
+    oneshot_tensor tensors[MAX_TENSORS];
+    if (n_in > MAX_TENSORS) Py_RETURN_NOTIMPLEMENTED;
+    for (Py_ssize_t i = 0; i < n_in; i++) {
+        PyArrayObject *a = (PyArrayObject *)PyTuple_GET_ITEM(inputs, i);
+        if (PyArray_NDIM(a) > ONESHOT_API_MAX_DIMS) Py_RETURN_NOTIMPLEMENTED;
+        tensors[i] = (oneshot_tensor){PyArray_DATA(a), (PyObject *)PyArray_DESCR(a), PyArray_NDIM(a),
+                                      (const int64_t *)PyArray_DIMS(a), (const int64_t *)PyArray_STRIDES(a)};
+    }
+    NumpyOutputs outs;
+    outs.made = 0;
+    int rc = raw_call(NULL, cache, op, (int)n_in, tensors, attrs, numpy_alloc, &outs);
+    PyObject *ret = NULL;
+    if (rc == 0) {
+        ret = Py_NewRef(Py_NotImplemented);
+    } else if (rc == 1 && outs.made == 1) {
+        ret = Py_NewRef(outs.arrays[0]);
+    } else if (rc == 1) {
+        ret = PyTuple_New(outs.made);
+        if (ret != NULL)
+            for (int i = 0; i < outs.made; i++) PyTuple_SET_ITEM(ret, i, Py_NewRef(outs.arrays[i]));
+    }
+    for (int i = 0; i < outs.made; i++) Py_DECREF(outs.arrays[i]);
+    return ret;
+}
 
 /* The capsule of oneshot_api (the module's `oneshot_api`). */
 PyObject *oneshot_api_capsule(void) {
