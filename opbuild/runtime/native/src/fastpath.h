@@ -157,6 +157,14 @@ int key_finish(opkey *key, int ok, Key *k);
 int build_key(Phase1 *self, PyObject *const *args, Key *k, long dp, opkey_env_cache *env);
 void memo_release(Phase1 *self);
 void memo_clear(Memo *m, Py_ssize_t n);
+/* One tensor of a call as the memo keeps it: its dtype descriptor, dims and byte strides. */
+typedef struct {
+    PyObject *descr;
+    int ndim;
+    const npy_intp *dims, *strides;
+} MemoTensor;
+void memo_store(Memo *m, Py_ssize_t ntensors, const MemoTensor *tensors, Py_ssize_t n_attr, PyObject *const *attrs,
+                PyObject *dpo, Table *t, Entry *e);
 int memo_same_attr(PyObject *a, PyObject *b);
 PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 PyObject *phase2_call(Phase2 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);

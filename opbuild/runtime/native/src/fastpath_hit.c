@@ -225,18 +225,16 @@ static inline Entry *memo_match(Phase1 *self, PyObject *const *args, PyObject *d
     return m->entry;
 }
 
-/* Remember a hit: `e`, found in `t` under the key of this call (built in this thread just now). */
-static void memo_set(Phase1 *self, PyObject *const *args, PyObject *dpo, Table *t, Entry *e) {
-    Memo *m = &self->memo;
-    Py_ssize_t n_in = self->n_in, n_attr = self->n_attr, ntensors = n_in + self->n_out;
+/* Fill memo `m` with a call (its tensors, then its attribute values) and the entry `e` found for
+ * it in `t` under the key built from them in this thread just now (both front ends: memo_set
+ * here, oneshot.c's raw hit). Left empty when memory is short: every hit then builds its key. */
+void memo_store(Memo *m, Py_ssize_t ntensors, const MemoTensor *tensors, Py_ssize_t n_attr, PyObject *const *attrs,
+                PyObject *dpo, Table *t, Entry *e) {
     Py_ssize_t nshape = 0;
-    for (Py_ssize_t i = 0; i < ntensors; i++)
-        nshape += 1 + 2 * PyArray_NDIM((PyArrayObject *)args[i < n_in ? i : i + n_attr]);
+    for (Py_ssize_t i = 0; i < ntensors; i++) nshape += 1 + 2 * tensors[i].ndim;
     memo_clear(m, ntensors + n_attr);
-    if (m->objs == NULL) {
-        m->objs = PyMem_Calloc((size_t)(ntensors + n_attr) + 1, sizeof(PyObject *));
-        if (m->objs == NULL) return; /* no memo: every hit builds its key */
-    }
+    if (m->objs == NULL && (m->objs = PyMem_Calloc((size_t)(ntensors + n_attr) + 1, sizeof(PyObject *))) == NULL)
+        return;
     if (nshape > m->cap) {
         npy_intp *shape = PyMem_Realloc(m->shape, (size_t)nshape * sizeof(npy_intp));
         if (shape == NULL) return;
@@ -245,23 +243,33 @@ static void memo_set(Phase1 *self, PyObject *const *args, PyObject *dpo, Table *
     }
     npy_intp *out = m->shape;
     for (Py_ssize_t i = 0; i < ntensors; i++) {
-        PyArrayObject *a = (PyArrayObject *)args[i < n_in ? i : i + n_attr];
-        int nd = PyArray_NDIM(a);
-        m->objs[i] = Py_NewRef((PyObject *)PyArray_DESCR(a));
+        int nd = tensors[i].ndim;
+        m->objs[i] = Py_NewRef(tensors[i].descr);
         *out++ = nd;
-        for (int d = 0; d < nd; d++) out[d] = PyArray_DIMS(a)[d];
-        for (int d = 0; d < nd; d++) out[nd + d] = PyArray_STRIDES(a)[d];
+        memcpy(out, tensors[i].dims, (size_t)nd * sizeof *out);
+        memcpy(out + nd, tensors[i].strides, (size_t)nd * sizeof *out);
         out += 2 * nd;
     }
-    for (Py_ssize_t i = 0; i < n_attr; i++) m->objs[ntensors + i] = Py_NewRef(args[n_in + i]);
+    for (Py_ssize_t i = 0; i < n_attr; i++) m->objs[ntensors + i] = Py_NewRef(attrs[i]);
     m->nshape = nshape;
     m->dp = Py_NewRef(dpo);
     m->ts = PyThreadState_Get();
     m->ts_id = m->ts->id;
     m->table = t;
     m->entry = e;
-    m->env_token = t->core->env.token; /* build_key just read it through the table's env */
+    m->env_token = t->core->env.token; /* the key was just built through the table's env */
     m->epoch = g_epoch;
+}
+
+/* Remember a hit of these arrays: `e`, found in `t` under the key of this call. */
+static void memo_set(Phase1 *self, PyObject *const *args, PyObject *dpo, Table *t, Entry *e) {
+    Py_ssize_t n_in = self->n_in, n_attr = self->n_attr, ntensors = n_in + self->n_out;
+    MemoTensor tensors[MAX_TENSORS];
+    for (Py_ssize_t i = 0; i < ntensors; i++) {
+        PyArrayObject *a = (PyArrayObject *)args[i < n_in ? i : i + n_attr];
+        tensors[i] = (MemoTensor){(PyObject *)PyArray_DESCR(a), PyArray_NDIM(a), PyArray_DIMS(a), PyArray_STRIDES(a)};
+    }
+    memo_store(&self->memo, ntensors, tensors, n_attr, args + n_in, dpo, t, e);
 }
 
 PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {

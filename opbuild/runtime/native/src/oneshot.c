@@ -403,39 +403,17 @@ static const npy_intp *raw_memo_output(Phase1 *p1, Py_ssize_t j, PyObject **desc
     return shape;
 }
 
+_Static_assert(sizeof(npy_intp) == sizeof(int64_t), "oneshot_api's int64_t dims and strides are an ndarray's npy_intp");
+
 /* Remember this call (all its tensors, attributes) and the plan `e` found for it in `t`. */
 static void raw_memo_set(Phase1 *p1, const oneshot_tensor *tensors, PyObject *const *attrs, PyObject *dpo, Table *t,
                          Entry *e) {
-    Memo *m = &p1->oneshot_memo;
-    Py_ssize_t ntensors = p1->n_in + p1->n_out, n_attr = p1->n_attr, nshape = 0;
-    for (Py_ssize_t i = 0; i < ntensors; i++) nshape += 1 + 2 * tensors[i].ndim;
-    memo_clear(m, ntensors + n_attr);
-    if (m->objs == NULL && (m->objs = PyMem_Calloc((size_t)(ntensors + n_attr) + 1, sizeof(PyObject *))) == NULL)
-        return;
-    if (nshape > m->cap) {
-        npy_intp *shape = PyMem_Realloc(m->shape, (size_t)nshape * sizeof(npy_intp));
-        if (shape == NULL) return;
-        m->shape = shape;
-        m->cap = nshape;
-    }
-    npy_intp *out = m->shape;
-    for (Py_ssize_t i = 0; i < ntensors; i++) {
-        int nd = tensors[i].ndim;
-        m->objs[i] = Py_NewRef(tensors[i].descr);
-        *out++ = nd;
-        for (int d = 0; d < nd; d++) out[d] = (npy_intp)tensors[i].dims[d];
-        for (int d = 0; d < nd; d++) out[nd + d] = (npy_intp)tensors[i].strides[d];
-        out += 2 * nd;
-    }
-    for (Py_ssize_t i = 0; i < n_attr; i++) m->objs[ntensors + i] = Py_NewRef(attrs[i]);
-    m->nshape = nshape;
-    m->dp = Py_NewRef(dpo);
-    m->ts = PyThreadState_Get();
-    m->ts_id = m->ts->id;
-    m->table = t;
-    m->entry = e;
-    m->env_token = t->core->env.token; /* the key was just built through the table's env */
-    m->epoch = g_epoch;
+    Py_ssize_t ntensors = p1->n_in + p1->n_out;
+    MemoTensor kept[MAX_TENSORS];
+    for (Py_ssize_t i = 0; i < ntensors; i++)
+        kept[i] = (MemoTensor){tensors[i].descr, tensors[i].ndim, (const npy_intp *)tensors[i].dims,
+                               (const npy_intp *)tensors[i].strides};
+    memo_store(&p1->oneshot_memo, ntensors, kept, p1->n_attr, attrs, dpo, t, e);
 }
 
 /* The plan of the thread's table for these tensors and attributes (raw_memo_set remembers it),
@@ -587,7 +565,6 @@ static int numpy_alloc(void *ctx, int index, PyObject *descr, int ndim, const in
     return 0;
 }
 
-_Static_assert(sizeof(npy_intp) == sizeof(int64_t), "an ndarray's dims and strides are oneshot_api's int64_t");
 
 /* The numpy one-shot's hit through raw_call (the torch kernel's): the arrays' memory keyed and
  * launched without the phase objects; its output(s), NotImplemented (not served, nothing ran),
