@@ -19,7 +19,7 @@ from typing import Any
 
 from opbuild import safefile
 from opbuild.abi.ge_types import dtype_name
-from opbuild.abi.kernel_launch import kernel_list_keys, tiling_argument_packer, tiling_data_size, tiling_key_offset
+from opbuild.abi.kernel_launch import kernel_list_keys, tiling_argument_packer, tiling_data_size
 from opbuild.abi.platform import platform
 from opbuild.codegen.op_proto import infer_shape_symbol
 from opbuild.runtime import device, fastpath_ext
@@ -326,7 +326,7 @@ class SignatureTiling:
         self.shape_fns = None if prepared.proto is None else prepared.proto.addresses(self.shape_symbols)
         # the tiling argument's layout for this kernel, and what its plans' records share: worked out once
         self.pack_argument = tiling_argument_packer(kernel.op_para_size)
-        self.argument_type = ctypes.c_uint8 * (tiling_key_offset(kernel.op_para_size) + 8)
+        self.argument_type = ctypes.c_uint8 * len(self.pack_argument(b"", 0))
         self.record_parts: tuple | None = None  # (made from its first plan: record_parts)
 
     def context(self, in_inst, out_inst) -> Any:
