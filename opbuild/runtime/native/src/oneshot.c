@@ -188,58 +188,11 @@ PyObject *fp_oneshot(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_
  * ran, an exception only from the phase functions (AclnnError: they raise nothing else). */
 static PyObject *oneshot_run(PyObject *cache, PyObject *op, PyObject *inputs, PyObject *attrs) {
     if (!PyTuple_CheckExact(inputs) || !PyDict_Check(cache)) Py_RETURN_NOTIMPLEMENTED;
-    Py_ssize_t n_in = PyTuple_GET_SIZE(inputs), n_attr;
+    Py_ssize_t n_in = PyTuple_GET_SIZE(inputs);
     if (!served(op, n_in, attrs)) Py_RETURN_NOTIMPLEMENTED;
-    n_attr = PyTuple_GET_SIZE(attrs);
     for (Py_ssize_t i = 0; i < n_in; i++)
         if (!PyArray_CheckExact(PyTuple_GET_ITEM(inputs, i))) Py_RETURN_NOTIMPLEMENTED;
-    PyObject *raw = oneshot_raw(cache, op, inputs, attrs);
-    if (raw != Py_NotImplemented) return raw;
-    Py_DECREF(raw); /* (not served there: the arrays' way below, e.g. more dims than oneshot_api takes) */
-    PyObject *key = key_begin(op, attrs, n_in);
-    if (key == NULL) Py_RETURN_NOTIMPLEMENTED;
-    for (Py_ssize_t i = 0; i < n_in; i++) {
-        PyArrayObject *a = (PyArrayObject *)PyTuple_GET_ITEM(inputs, i);
-        if (key_tensor(key, n_attr, i, (PyObject *)PyArray_DESCR(a), PyArray_NDIM(a), PyArray_DIMS(a)) < 0) {
-            Py_DECREF(key);
-            Py_RETURN_NOTIMPLEMENTED;
-        }
-    }
-    PyObject *specs = cached_specs(cache, key);
-    if (specs == NULL) Py_RETURN_NOTIMPLEMENTED;
-    Py_ssize_t n_out = PyTuple_GET_SIZE(specs);
-    if (n_in + n_attr + n_out > ONESHOT_MAX_ARGS) {
-        Py_DECREF(specs);
-        Py_RETURN_NOTIMPLEMENTED;
-    }
-
-    PyObject *ret = NULL;
-    PyObject *outputs[ONESHOT_MAX_ARGS];
-    Py_ssize_t made = 0;
-    for (; made < n_out; made++) {
-        npy_intp dims[NPY_MAXDIMS];
-        int nd;
-        PyArray_Descr *descr = spec_parts(PyTuple_GET_ITEM(specs, made), &nd, dims);
-        if (descr == NULL) break;
-        outputs[made] = PyArray_Empty(nd, dims, descr, 0); /* steals descr */
-        if (outputs[made] == NULL) { /* too large: api.call says which output */
-            PyErr_Clear();
-            break;
-        }
-    }
-    int rc = made < n_out ? 0 : run_phases(op, ((PyTupleObject *)inputs)->ob_item, n_in, attrs, outputs, n_out);
-    if (rc == 0) {
-        ret = Py_NewRef(Py_NotImplemented);
-    } else if (rc == 1 && n_out == 1) {
-        ret = Py_NewRef(outputs[0]);
-    } else if (rc == 1) {
-        ret = PyTuple_New(n_out);
-        if (ret != NULL)
-            for (Py_ssize_t i = 0; i < n_out; i++) PyTuple_SET_ITEM(ret, i, Py_NewRef(outputs[i]));
-    }
-    for (Py_ssize_t i = 0; i < made; i++) Py_DECREF(outputs[i]);
-    Py_DECREF(specs);
-    return ret;
+    return oneshot_raw(cache, op, inputs, attrs); /* (NotImplemented: the Python call does it) */
 }
 
 /* ---- the C entry of tensors given as raw memory (oneshot_api.h) ------------------------------ */
