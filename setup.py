@@ -179,10 +179,10 @@ fastpath = Extension(
     FASTPATH_NAME,
     sources=[f"{NATIVE}/src/fastpath.c", f"{NATIVE}/src/fastpath_hit.c", f"{NATIVE}/src/opkey.c",
              f"{NATIVE}/src/plancache.c",
-             f"{NATIVE}/src/fallback_exec.c", f"{NATIVE}/src/oneshot.c", f"{NATIVE}/src/tiling_fill.c",
+             f"{NATIVE}/src/fallback_exec.c", f"{NATIVE}/src/oneshot.c", f"{NATIVE}/src/tiling_fill.c", f"{NATIVE}/src/signature_miss.c",
              f"{NATIVE}/src/describe.c"],
     include_dirs=[*_numpy_include(), f"{NATIVE}/src", f"{NATIVE}/include"],
-    depends=[f"{NATIVE}/src/opkey.h", f"{NATIVE}/src/plancache.h", f"{NATIVE}/src/fastpath.h", f"{NATIVE}/src/oneshot_api.h", f"{NATIVE}/include/opbuild/vocabulary_gen.h", f"{NATIVE}/include/opbuild/tiling.h"],
+    depends=[f"{NATIVE}/src/opkey.h", f"{NATIVE}/src/plancache.h", f"{NATIVE}/src/fastpath.h", f"{NATIVE}/src/tiling_block.h", f"{NATIVE}/src/oneshot_api.h", f"{NATIVE}/include/opbuild/vocabulary_gen.h", f"{NATIVE}/include/opbuild/tiling.h"],
     extra_compile_args=["-std=gnu11", "-O2", "-fvisibility=hidden", *WARNINGS],
     language="c",
 )

@@ -28,6 +28,7 @@ from opbuild.runtime.binaries.package import (
     inside_package,
     search_roots,
 )
+from opbuild.runtime import fastpath_ext
 from opbuild.runtime.environ import decode, raw_reader
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
 from opbuild.runtime.settings import DEFAULT_P, FALLBACK_P
@@ -40,9 +41,13 @@ _KEY_IDS = itertools.count(1)
 
 
 def forget_selections() -> None:
-    """Forget every op's selections kept per call signature (OpRuntime.signature_memo)."""
+    """Forget every op's selections kept per call signature (OpRuntime.signature_memo), and with
+    them the native misses' programs made from them (native/src/signature_miss.c)."""
     for op in list(_OPS):
         op.signature_memo.clear()
+    ext = fastpath_ext.load()
+    if ext is not None:
+        ext.forget_programs()
 
 
 def _soc_reader() -> Callable[[], str]:

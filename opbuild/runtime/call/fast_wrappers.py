@@ -23,7 +23,7 @@ from opbuild.runtime.call import cache_key
 from opbuild.runtime.call.executor import Executor, execute, get_workspace_size
 from opbuild.runtime.call.launch import _FAST_POINTERS, LAUNCH_OBSERVERS, _launch_failed, _Native
 from opbuild.runtime.call.plan_cache import _fastpath
-from opbuild.runtime.call.plans import executor_record
+from opbuild.runtime.call.plans import PHASE_HOOKS, executor_record, signature_program
 from opbuild.runtime.errors import ACLNN_ERR_PARAM_INVALID, AclnnError, as_aclnn_error
 
 
@@ -189,6 +189,7 @@ def _fastpath_ready() -> bool:
                                     ctypes.cast(_Native.launch, ctypes.c_void_p).value, cache_key.numpy_dtype_codes(),
                                     ctypes.cast(_Native.isolated, ctypes.c_void_p).value, executor_record)
                 _fastpath.set_observed(len(LAUNCH_OBSERVERS))
+                _fastpath.set_signature_programs(signature_program, PHASE_HOOKS)
                 ready = True
             except (OSError, AttributeError, device.DeviceError, TypeError, ValueError, RuntimeError):
                 ready = False

@@ -19,14 +19,14 @@ from typing import Any
 
 from opbuild import safefile
 from opbuild.abi.ge_types import dtype_name
-from opbuild.abi.kernel_launch import kernel_list_keys, tiling_argument_packer, tiling_data_size
+from opbuild.abi.kernel_launch import kernel_list_keys, tiling_argument_packer, tiling_data_size, tiling_key_offset
 from opbuild.abi.platform import platform
 from opbuild.codegen.op_proto import infer_shape_symbol
 from opbuild.runtime import device, fastpath_ext
 from opbuild.runtime.binaries.package import STAMP_INTERVAL_NS, file_stamp
 from opbuild.runtime.binaries.selection import OpRuntime, Selection, current_soc
 from opbuild.runtime.call.arguments import _DTYPE_NAMES
-from opbuild.runtime.call.tiling_bounds import check_tiling_result
+from opbuild.runtime.call.tiling_bounds import check_tiling_result, tiling_limits
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
 from opbuild.runtime.host import c_callbacks as _c_callbacks
 from opbuild.runtime.host.c_callbacks import TilingResult
@@ -105,7 +105,7 @@ class Plan:
 
     __slots__ = ("op", "selection", "kernel", "block_dim", "tiling_key", "workspace_size", "tiling_buffer", "empty",
                  "contiguous", "nargs", "ws_index", "tiling_addr", "fn", "sync", "stamp_path", "stamp",
-                 "checked_ns", "attrs", "record", "record_parts")
+                 "checked_ns", "attrs", "record", "record_parts", "signature")
 
     def __init__(self, op: OpRuntime, selection: Selection | None, kernel: KernelInfo | None, block_dim: int,
                  tiling_key: int, workspace_size: int, tiling_buffer: Any, empty: bool, contiguous: bool,
@@ -132,6 +132,7 @@ class Plan:
         self.attrs: tuple = ()  # the normalized attribute values it was planned for (part of its key): the dump's index
         self.record: bytes | None = None  # its native_record, made at its first registration in C
         self.record_parts: tuple | None = None  # record_parts(self), when its call signature keeps them
+        self.signature: SignatureTiling | None = None  # its kept call signature's (signature_program)
 
     @property
     def selected(self) -> Selection:
@@ -299,14 +300,20 @@ class SignatureTiling:
     SoC's platform, the kernel, the tiling function and the op_proto shape function by address,
     and the tiling context's fixed fields (op, SoC, attributes, d, p, tiling data capacity).
     `context` fills a call's TilingBlock (None without the extension: then `infer` and
-    `run_tiling` take the ctypes path of the same functions)."""
+    `run_tiling` take the ctypes path of the same functions); `plan` makes its plans. Of a kept
+    signature (`kept`: its Prepared is in the op's signature memo), the same as numbers is what
+    its misses take in C (signature_program)."""
 
     __slots__ = ("op", "spec", "soc", "attrs", "d", "p", "info", "kernel", "package", "precomputed",
                  "fill_args", "tiling_fn", "symbol", "proto", "shape_fns", "shape_symbols", "pack_argument", "argument_type",
-                 "record_parts")
+                 "record_parts", "selection", "nargs", "kept", "instances")
 
     def __init__(self, op: OpRuntime, prepared: Prepared, soc: str, attrs: tuple, d: int) -> None:
         spec = op.spec
+        self.selection = prepared.selection
+        self.nargs = len(spec.inputs) + len(spec.outputs) + 2
+        self.kept = prepared.index is not None
+        self.instances: tuple | None = None  # the (in_inst, out_inst) of its first context
         try:
             info = platform(soc)
         except ValueError as exc:
@@ -332,7 +339,24 @@ class SignatureTiling:
     def context(self, in_inst, out_inst) -> Any:
         """The call's filled TilingBlock (tiling_context.fill_block), or None."""
         op_type, items, soc, core_num, ub_size, d, p, capacity = self.fill_args
+        if self.instances is None:
+            self.instances = (in_inst, out_inst)
         return fill_block(op_type, in_inst, out_inst, items, soc, core_num, ub_size, d, p, capacity)
+
+    def plan(self, block_dim: int, tiling_key: int, workspace_size: int, argument: bytes, contiguous: bool = True) -> Plan:
+        """The plan of a launching call of this signature from its tiling result (`argument`: the
+        packed tiling argument): how a Python miss makes its plan, and, called from C, a native
+        miss (signature_miss.c: C-contiguous arrays)."""
+        plan = Plan(self.op, self.selection, self.kernel, block_dim, tiling_key, workspace_size,
+                    self.argument_type.from_buffer_copy(argument), False, contiguous, self.nargs)
+        plan.attrs = self.attrs
+        parts = self.record_parts
+        if parts is None:
+            parts = self.record_parts = record_parts(plan)
+        plan.record_parts = parts
+        if self.kept:
+            plan.signature = self
+        return plan
 
     def infer(self, in_inst, block: Any) -> list | None:
         """The outputs' shapes (dtypes: None; the selection fixed them) by the op_proto library."""
@@ -472,9 +496,25 @@ def _build_plan(op: OpRuntime, inputs, outputs, attrs: tuple, d: int, p: int, fa
         argument = tiling.pack_argument(result.tiling_data, result.tiling_key)
     except ValueError as exc:
         raise AclnnError(ACLNN_ERR_INNER, f"{spec.op}: tiling function {tiling.symbol}: {exc}") from None
-    plan = Plan(op, selection, tiling.kernel, result.block_dim, result.tiling_key, result.workspace_size,
-                tiling.argument_type.from_buffer_copy(argument), False, contiguous, nargs)
-    parts = tiling.record_parts
-    plan.record_parts = parts if parts is not None else record_parts(plan)
-    tiling.record_parts = plan.record_parts
-    return plan
+    return tiling.plan(result.block_dim, result.tiling_key, result.workspace_size, argument, contiguous)
+
+
+def signature_program(plan: Plan) -> tuple | None:
+    """What the native miss of `plan`'s call signature takes (native/src/signature_miss.c), or
+    None when its misses must run here: (a TilingBlock filled for the signature, the shape
+    function's address, the tiling function's address, the tiling keys the kernel declares, the
+    most blocks and workspace bytes a result may set (tiling_limits), the tiling key's offset in
+    the tiling argument, the plan factory). Only a kept signature (its binary selected once) whose
+    shape rule and tiling run on a filled context (no package-precomputed tiling), while no phase
+    hooks time misses here; asked by the C Phase1 after a Python miss filed a launchable plan."""
+    tiling = plan.signature
+    if (tiling is None or PHASE_HOOKS or tiling.precomputed is not None or tiling.shape_fns is None
+            or tiling.tiling_fn is None or tiling.instances is None):
+        return None
+    block = tiling.context(*tiling.instances)  # (a fresh one: the program runs functions on it)
+    if block is None:
+        return None
+    kernel = tiling.kernel
+    max_blocks, max_workspace = tiling_limits(tiling.info, kernel.intercore_sync)
+    return (block, tuple(tiling.shape_fns), tiling.tiling_fn, kernel.tiling_keys, max_blocks, max_workspace,
+            tiling_key_offset(kernel.op_para_size), tiling.plan)

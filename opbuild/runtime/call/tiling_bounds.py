@@ -16,6 +16,13 @@ from opbuild.runtime.errors import ACLNN_ERR_INNER, AclnnError
 _INT64_LIMIT = 1 << 63
 
 
+def tiling_limits(info: PlatformInfo, intercore_sync: bool) -> tuple[int, int]:
+    """(most blocks, most workspace bytes) of a result check_tiling_result accepts, as numbers: the
+    native miss (native/src/signature_miss.c tiling_accepts) takes these; a test holds the two equal."""
+    max_blocks = min(info.max_block_dim, device.MAX_SYNC_BLOCKS) if intercore_sync else info.max_block_dim
+    return max_blocks, min(info.device_memory, _INT64_LIMIT - 1)
+
+
 def check_tiling_result(op: str, symbol: str, block_dim: int, workspace_size: int, info: PlatformInfo,
                         intercore_sync: bool, tiling_key: int, tiling_keys: tuple[int, ...]) -> None:
     """AclnnError 561000 naming the op, the tiling function and the value out of bounds

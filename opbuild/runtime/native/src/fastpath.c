@@ -137,7 +137,7 @@ Executor *executor_alloc(Py_ssize_t items) {
 
 /* File `plan` (the Python plan of `op`) in the calling thread's table under `words`: `e` is its
  * native plan (one reference, taken over), launchable unless `python_only`. 0, or -1 error. */
-static int file_entry(Entry *e, PyObject *op, PyObject *plan, int python_only) {
+int file_entry(Entry *e, PyObject *op, PyObject *plan, int python_only) {
     Table *t = thread_table(1);
     EntryFront *f = t != NULL ? PyMem_Calloc(1, sizeof(EntryFront)) : NULL;
     if (f == NULL) {
@@ -304,12 +304,18 @@ PyObject *phase1_slow(Phase1 *self, PyObject *const *args, size_t nargsf, PyObje
     Entry *e = NULL;
     int rc = direct ? register_plan(self, k, ex, plan, &e)
                     : plan == python_plan ? 0 : file_python_plan(k->words, (size_t)k->nwords, self->op, plan);
+    if (rc > 0) {
+        /* a launchable plan: the next miss of its call signature may run natively */
+        plancache_plan_ref(e);
+        make_fast((Executor *)ex, e, self, args);
+        if (signature_register(self, k, e, plan) < 0) rc = -1;
+        plancache_plan_unref(e);
+    }
     Py_DECREF(plan);
     if (rc < 0) {
         Py_DECREF(res);
         return NULL;
     }
-    if (rc > 0) make_fast((Executor *)ex, e, self, args);
     return res;
 }
 
@@ -383,11 +389,12 @@ static int phase1_traverse(Phase1 *self, visitproc visit, void *arg) {
     Py_VISIT(self->op);
     Py_VISIT(self->slow);
     Py_VISIT(self->dict);
-    return 0;
+    return signature_programs_traverse(self, visit, arg);
 }
 
 static int phase1_clear(Phase1 *self) {
     memo_release(self);
+    signature_programs_release(self);
     Py_CLEAR(self->op);
     Py_CLEAR(self->slow);
     Py_CLEAR(self->dict);
@@ -1050,7 +1057,8 @@ static PyObject *fp_parse_plan_record(PyObject *mod, PyObject *record) {
 static PyObject *fp_stats(PyObject *mod, PyObject *unused) {
     (void)mod;
     (void)unused;
-    return Py_BuildValue("{sKsKsKsKsKsK}", "phase1_hits", st_p1_hits, "phase1_misses", st_p1_misses,
+    return Py_BuildValue("{sKsKsKsKsKsKsK}", "phase1_hits", st_p1_hits, "phase1_misses", st_p1_misses,
+                         "phase1_native_misses", st_p1_native_misses,
                          "registered", st_p1_registered, "phase2_fast", st_p2_fast, "phase2_slow", st_p2_slow,
                          "oneshot_raw", st_raw_hits);
 }
@@ -1058,7 +1066,7 @@ static PyObject *fp_stats(PyObject *mod, PyObject *unused) {
 static PyObject *fp_reset_stats(PyObject *mod, PyObject *unused) {
     (void)mod;
     (void)unused;
-    st_p1_hits = st_p1_misses = st_p1_registered = st_p2_fast = st_p2_slow = st_raw_hits = 0;
+    st_p1_hits = st_p1_misses = st_p1_native_misses = st_p1_registered = st_p2_fast = st_p2_slow = st_raw_hits = 0;
     Py_RETURN_NONE;
 }
 
@@ -1070,6 +1078,10 @@ PyObject *fp_fill_tiling_context(PyObject *self, PyObject *const *args, Py_ssize
 PyObject *fp_describe_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs);       /* describe.c */
 PyObject *fp_pack_direct(PyObject *self, PyObject *const *args, Py_ssize_t nargs);         /* describe.c */
 extern PyTypeObject TilingBlockType;                                                      /* tiling_fill.c */
+PyObject *fp_set_signature_programs(PyObject *self, PyObject *const *args, Py_ssize_t nargs); /* signature_miss.c */
+PyObject *fp_forget_programs(PyObject *self, PyObject *unused);                               /* signature_miss.c */
+PyObject *fp_tiling_accepts(PyObject *self, PyObject *const *args, Py_ssize_t nargs);         /* signature_miss.c */
+PyObject *fp_signature_programs(PyObject *self, PyObject *arg);                               /* signature_miss.c */
 
 static PyMethodDef fp_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))fp_configure, METH_VARARGS | METH_KEYWORDS,
@@ -1110,6 +1122,16 @@ static PyMethodDef fp_methods[] = {
      "cache_capacity(n=0): the plans a thread's table holds at most (OPBUILD_PARAM_CACHE_SIZE); n > 0 sets it."},
     {"parse_plan_record", fp_parse_plan_record, METH_O,
      "parse_plan_record(record) -> its fields, as the one parser reads them (plancache.h), or ValueError."},
+    {"set_signature_programs", (PyCFunction)(void (*)(void))fp_set_signature_programs, METH_FASTCALL,
+     "set_signature_programs(signature_program, phase_hooks): bind the native miss of known call signatures "
+     "(signature_miss.c) to plans.signature_program and plans.PHASE_HOOKS."},
+    {"forget_programs", fp_forget_programs, METH_NOARGS,
+     "Void every Phase1's signature programs (selection.forget_selections)."},
+    {"tiling_accepts", (PyCFunction)(void (*)(void))fp_tiling_accepts, METH_FASTCALL,
+     "tiling_accepts(block_dim, workspace_size, tiling_key, keys, max_blocks, max_workspace) -> whether the "
+     "native miss accepts a tiling result (tiling_bounds.check_tiling_result's limits)."},
+    {"signature_programs", fp_signature_programs, METH_O,
+     "signature_programs(phase1) -> the number of call signatures it misses natively."},
     {"stats", fp_stats, METH_NOARGS, "Process-wide counters of the fast path (hits, misses, launches)."},
     {"reset_stats", fp_reset_stats, METH_NOARGS, "Zero the counters."},
     {NULL},

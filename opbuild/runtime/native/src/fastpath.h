@@ -80,6 +80,10 @@ typedef struct {
     Py_ssize_t nshape, cap;
 } Memo;
 
+/* What the native miss of one call signature takes (signature_miss.c). */
+typedef struct Program Program;
+#define PROGRAMS_MAX 16 /* programs a Phase1 keeps; then one is replaced */
+
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
@@ -92,6 +96,8 @@ typedef struct {
     Memo memo;
     Memo oneshot_memo; /* the last hit of oneshot.c's raw entry (tensors as memory): filled only
                         * there, from a call whose outputs were allocated by the one-shot specs */
+    Program *programs[PROGRAMS_MAX]; /* the signatures it misses natively (signature_miss.c) */
+    int nprograms, next_victim;
 } Phase1;
 
 typedef struct {
@@ -135,6 +141,7 @@ extern long g_observed;  /* launch observers registered (fastpath_hit.c) */
 extern uint64_t g_epoch; /* bumped when any table entry is freed or inserted */
 extern PyObject *s_opkey_kwnames, *s_opkey_plan_kwnames, *s_zero, *s_deterministic, *s_impl_mode;
 extern unsigned long long st_p1_hits, st_p1_misses, st_p1_registered, st_p2_fast, st_p2_slow;
+extern unsigned long long st_p1_native_misses; /* misses signature_miss.c planned (counted in p1 misses too) */
 extern unsigned long long st_raw_hits; /* launches of oneshot.c's raw hit (counted in p1 hits and p2 fast too) */
 extern PyTypeObject ExecutorType, Phase1Type, Phase2Type;
 
@@ -167,6 +174,15 @@ void memo_store(Memo *m, Py_ssize_t ntensors, const MemoTensor *tensors, Py_ssiz
                 PyObject *dpo, Table *t, Entry *e);
 int memo_same_attr(PyObject *a, PyObject *b);
 PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+int file_entry(Entry *e, PyObject *op, PyObject *plan, int python_only);
+/* signature_miss.c: the native miss of a known call signature. signature_miss: the plan it filed
+ * under `k` for these arguments (borrowed), or NULL -- an exception set on error, else the
+ * Python miss runs. signature_register: after the Python miss filed `first` (and `plan`) under
+ * `k`, keep its signature's program (1), or not (0), -1 error. */
+Entry *signature_miss(Phase1 *self, PyObject *const *args, const Key *k);
+int signature_register(Phase1 *self, const Key *k, Entry *first, PyObject *plan);
+void signature_programs_release(Phase1 *self);
+int signature_programs_traverse(Phase1 *self, visitproc visit, void *arg);
 PyObject *phase2_call(Phase2 *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
 #endif /* OPBUILD_FASTPATH_H */

@@ -4,8 +4,9 @@
  * deterministic / impl_mode is looked up in the calling thread's plan table by its key (opkey.h,
  * built by build_key; or found again through the Phase1's memo of its last hit): a hit with
  * writable outputs and 16-byte aligned data returns (workspace_size, Executor) with the launch
- * arguments packed. Anything else goes to phase1_slow (fastpath.c: the Python phase 1, and the
- * registration of the plan it makes).
+ * arguments packed. A miss of a known call signature may be planned in C (signature_miss.c)
+ * and then returns the same. Anything else goes to phase1_slow (fastpath.c: the Python phase
+ * 1, and the registration of the plan it makes).
  *
  * Phase2(workspace, workspaceSize, executor, stream=None): an executor this path may launch
  * (`fast`) of the same op, on the default stream, with no workspace buffer, is checked as
@@ -279,6 +280,7 @@ PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf, PyObje
         return phase1_slow(self, args, nargsf, kwnames, NULL, 0, NULL);
     PyObject *dpo = PyList_GET_ITEM(g_dp, 0);
     Entry *e = memo_match(self, args, dpo);
+    int hit = 1;
     if (e == NULL) {
         long dp = PyLong_AsLong(dpo);
         if (dp == -1 && PyErr_Occurred()) return NULL;
@@ -288,6 +290,14 @@ PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf, PyObje
         if (rc <= 0) return rc < 0 ? NULL : phase1_slow(self, args, nargsf, kwnames, NULL, 0, NULL);
         PyObject *python_plan = NULL;
         e = lookup(t, self, &k, &python_plan);
+        if (e == NULL && python_plan == NULL) { /* a miss: of a known call signature, planned in C? */
+            e = signature_miss(self, args, &k);
+            if (e == NULL && PyErr_Occurred()) return NULL;
+            if (e != NULL) {
+                st_p1_misses++;
+                hit = 0;
+            }
+        }
         if (e == NULL) {
             Py_XINCREF(python_plan); /* (the Python miss may drop its entry) */
             PyObject *res = phase1_slow(self, args, nargsf, kwnames, &k, dp, python_plan);
@@ -332,7 +342,7 @@ PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf, PyObje
     }
     launch_args[ntensors] = 0;
     launch_args[ntensors + 1] = (uint64_t)(uintptr_t)e->tiling;
-    st_p1_hits++;
+    st_p1_hits += (unsigned long long)hit;
     PyObject *res = PyTuple_New(2);
     if (res == NULL) {
         Py_DECREF(ex);

@@ -164,6 +164,33 @@ oom:
     return NULL;
 }
 
+plancache_plan *plancache_plan_like(const plancache_plan *proto, const uint64_t *words, size_t nwords,
+                                   uint32_t block_dim, uint64_t ws_size, void *tiling) {
+    plancache_plan *plan = plancache_plan_new(words, nwords);
+    if (plan == NULL) return NULL;
+    plan->fn = proto->fn;
+    plan->block_dim = block_dim;
+    plan->nargs = proto->nargs;
+    plan->ntensors = proto->ntensors;
+    plan->sync = proto->sync;
+    plan->empty = proto->empty;
+    plan->ws_size = ws_size;
+    plan->tiling = tiling;
+    plan->tiling_len = proto->tiling_len;
+    if (proto->itemsize != NULL && (plan->itemsize = (uint8_t *)dup_bytes((const char *)proto->itemsize, proto->ntensors)) == NULL)
+        goto oom;
+    if (proto->key_text != NULL && (plan->key_text = strdup(proto->key_text)) == NULL) goto oom;
+    if (proto->kernel != NULL && (plan->kernel = strdup(proto->kernel)) == NULL) goto oom;
+    if (proto->stamp_path != NULL) {
+        if (plancache_plan_stamp(plan, proto->stamp_path, proto->stamp) != 0) goto oom;
+        plan->checked_ns = proto->checked_ns;
+    }
+    return plan;
+oom:
+    plancache_plan_unref(plan);
+    return NULL;
+}
+
 /* ---- capacity -------------------------------------------------------------------------------- */
 
 static size_t g_capacity;

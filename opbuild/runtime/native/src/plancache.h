@@ -100,7 +100,7 @@ int plancache_plan_fresh(plancache_plan *p);
  *   tiling address (the Python plan's buffer), stamp mtime ns, size, inode,
  *   the lengths of: tiling bytes, item sizes (one byte per tensor), stamp path, key text, kernel
  * then those five byte strings in that order, nothing after them. A change to what a plan holds
- * is this layout, plancache_plan, the parser and native_record. */
+ * is this layout, plancache_plan, the parser (and plancache_plan_like beside it) and native_record. */
 #define PLANCACHE_RECORD_MAGIC 0x31304e414c50504full /* "OPPLAN01" */
 #define PLANCACHE_RECORD_WORDS 15
 enum { PLANCACHE_SYNC = 1, PLANCACHE_EMPTY = 2 };
@@ -111,6 +111,15 @@ enum { PLANCACHE_SYNC = 1, PLANCACHE_EMPTY = 2 };
  * `err` naming what is wrong for a malformed record (or out of memory). */
 plancache_plan *plancache_plan_from_record(const void *record, size_t len, const uint64_t *words, size_t nwords,
                                            int copy_tiling, char *err, size_t errlen);
+
+/* A new plan (one reference) filed under `words` that launches like `proto` (the same kernel,
+ * arguments, flags, item sizes, key text, kernel name and package stamp) with its own block_dim,
+ * workspace size and tiling argument (not owned: the caller keeps it alive, as for a record's
+ * address): the native miss of a known call signature (signature_miss.c), whose plans differ
+ * from its first one in these three only. NULL when out of memory. Beside the parser: a change
+ * to what a plan holds is made in both. */
+plancache_plan *plancache_plan_like(const plancache_plan *proto, const uint64_t *words, size_t nwords,
+                                   uint32_t block_dim, uint64_t ws_size, void *tiling);
 
 /* The plans a table holds at most (> 0 sets it for every table's next insert). */
 size_t plancache_capacity(size_t set);

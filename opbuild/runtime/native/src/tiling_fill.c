@@ -18,16 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "opbuild/tiling.h"
-
-typedef struct {
-    PyObject_HEAD
-    char *mem;
-    Py_ssize_t size;
-    Py_ssize_t guard; /* offset of the guard bytes after the tiling data (0: no tiling data) */
-    Py_ssize_t exports;
-    PyObject *guard_bytes; /* what the guard bytes were filled with (bytes), for run_tiling */
-} TilingBlock;
+#include "tiling_block.h"
 
 static void block_dealloc(TilingBlock *self) {
     PyMem_Free(self->mem);
@@ -46,6 +37,47 @@ static PyObject *block_guard(TilingBlock *self, void *unused) {
     return PyLong_FromSsize_t(self->guard);
 }
 
+uint32_t tiling_block_tile(TilingBlock *b, tiling_block_tiling_fn fn, long *overrun) {
+    TilingContext *ctx = (TilingContext *)b->mem;
+    uint32_t status;
+    Py_BEGIN_ALLOW_THREADS
+    status = fn(ctx);
+    Py_END_ALLOW_THREADS
+    *overrun = -1;
+    if (b->guard && b->guard_bytes) {
+        const char *g = b->mem + b->guard, *want = PyBytes_AS_STRING(b->guard_bytes);
+        for (Py_ssize_t i = 0; i < PyBytes_GET_SIZE(b->guard_bytes); i++)
+            if (g[i] != want[i]) {
+                *overrun = (long)i;
+                break;
+            }
+    }
+    ctx->error[OPBUILD_ERROR_LEN - 1] = 0;
+    return status;
+}
+
+uint32_t tiling_block_infer(TilingBlock *b, const tiling_block_infer_fn *fns, Py_ssize_t nfn, OpbuildTensorDesc *outs,
+                            Py_ssize_t *ran) {
+    TilingContext *ctx = (TilingContext *)b->mem;
+    uint32_t status = 0;
+    Py_ssize_t k = 0;
+    Py_BEGIN_ALLOW_THREADS
+    while (k < nfn && status == 0) status = fns[k++](ctx, outs);
+    Py_END_ALLOW_THREADS
+    ctx->error[OPBUILD_ERROR_LEN - 1] = 0;
+    *ran = k;
+    return status;
+}
+
+int tiling_desc_contiguous(OpbuildTensorDesc *d) {
+    int64_t acc = 1;
+    for (int r = (int)d->dim_num - 1; r >= 0; r--) {
+        d->strides[r] = acc;
+        if (r > 0 && __builtin_mul_overflow(acc, d->dims[r] > 0 ? d->dims[r] : 1, &acc)) return -1;
+    }
+    return 0;
+}
+
 /* block.run_tiling(fn) -> (status, block_dim, tiling_key, workspace_size, tiling_data_size, overrun, error)
  * Calls `uint32_t fn(TilingContext *)` (a tiling function, by address) on the block's context, the
  * GIL released as ctypes would, and reads what it wrote in one go: overrun is the offset of the
@@ -58,22 +90,9 @@ static PyObject *block_run_tiling(TilingBlock *self, PyObject *arg) {
         PyErr_SetString(PyExc_ValueError, "run_tiling: NULL function");
         return NULL;
     }
-    uint32_t (*fn)(TilingContext *) = (uint32_t (*)(TilingContext *))addr;
     TilingContext *ctx = (TilingContext *)self->mem;
-    uint32_t status;
-    Py_BEGIN_ALLOW_THREADS
-    status = fn(ctx);
-    Py_END_ALLOW_THREADS
-    long overrun = -1;
-    if (self->guard && self->guard_bytes) {
-        const char *g = self->mem + self->guard, *want = PyBytes_AS_STRING(self->guard_bytes);
-        for (Py_ssize_t i = 0; i < PyBytes_GET_SIZE(self->guard_bytes); i++)
-            if (g[i] != want[i]) {
-                overrun = (long)i;
-                break;
-            }
-    }
-    ctx->error[OPBUILD_ERROR_LEN - 1] = 0;
+    long overrun;
+    uint32_t status = tiling_block_tile(self, (tiling_block_tiling_fn)addr, &overrun);
     return Py_BuildValue("(IkKKKly)", status, (unsigned long)ctx->block_dim, (unsigned long long)ctx->tiling_key,
                          (unsigned long long)ctx->workspace_size, (unsigned long long)ctx->tiling_data_size, overrun,
                          ctx->error);
@@ -107,15 +126,14 @@ static PyObject *block_run_infer(TilingBlock *self, PyObject *const *args, Py_ss
         PyErr_SetString(PyExc_ValueError, "run_infer: bad output count");
         return NULL;
     }
-    typedef uint32_t (*infer_fn)(TilingContext *, OpbuildTensorDesc *);
     Py_ssize_t nfn = PyTuple_GET_SIZE(args[0]);
-    infer_fn fns[4];
+    tiling_block_infer_fn fns[4];
     if (nfn > 4) {
         PyErr_SetString(PyExc_ValueError, "run_infer: at most 4 functions");
         return NULL;
     }
     for (Py_ssize_t i = 0; i < nfn; i++) {
-        fns[i] = (infer_fn)(uintptr_t)PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(args[0], i));
+        fns[i] = (tiling_block_infer_fn)(uintptr_t)PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(args[0], i));
         if (PyErr_Occurred()) return NULL;
         if (fns[i] == NULL) {
             PyErr_SetString(PyExc_ValueError, "run_infer: NULL function");
@@ -127,12 +145,8 @@ static PyObject *block_run_infer(TilingBlock *self, PyObject *const *args, Py_ss
     OpbuildTensorDesc *outs = n <= 8 ? small : PyMem_Calloc((size_t)n, sizeof(OpbuildTensorDesc));
     if (outs == NULL) return PyErr_NoMemory();
     TilingContext *ctx = (TilingContext *)self->mem;
-    uint32_t status = 0;
-    Py_ssize_t ran = 0; /* the function that failed is fns[ran - 1] */
-    Py_BEGIN_ALLOW_THREADS
-    while (ran < nfn && status == 0) status = fns[ran++](ctx, outs);
-    Py_END_ALLOW_THREADS
-    ctx->error[OPBUILD_ERROR_LEN - 1] = 0;
+    Py_ssize_t ran; /* the function that failed is fns[ran - 1] */
+    uint32_t status = tiling_block_infer(self, fns, nfn, outs, &ran);
     PyObject *result = PyTuple_New(n);
     for (Py_ssize_t k = 0; result != NULL && k < n; k++) {
         uint32_t rank = outs[k].dim_num > OPBUILD_MAX_DIMS ? OPBUILD_MAX_DIMS : outs[k].dim_num;
@@ -238,13 +252,8 @@ static int fill_side(PyObject *side, PyObject *dtypes, PyObject *formats, uint32
             d->dim_num = (uint32_t)rank;
             for (Py_ssize_t r = 0; r < rank; r++)
                 if (as_i64(PyTuple_GET_ITEM(shape, r), &d->dims[r]) < 0) return -1;
-            if (strides == Py_None) { /* contiguous (tiling_context._contiguous) */
-                int64_t acc = 1;
-                for (Py_ssize_t r = rank - 1; r >= 0; r--) {
-                    d->strides[r] = acc;
-                    if (r > 0 && __builtin_mul_overflow(acc, d->dims[r] > 0 ? d->dims[r] : 1, &acc))
-                        return -1; /* out of int64: Python says so */
-                }
+            if (strides == Py_None) { /* contiguous; out of int64: Python says so */
+                if (tiling_desc_contiguous(d) < 0) return -1;
             } else {
                 for (Py_ssize_t r = 0; r < rank; r++)
                     if (as_i64(PyTuple_GET_ITEM(strides, r), &d->strides[r]) < 0) return -1;
