@@ -61,12 +61,12 @@ def test_hits_take_the_c_path_and_match_the_python_path(ops):
     x, y = rng.standard_normal((2, 1000), dtype=np.float32)
     z = np.empty_like(x)
     before = stats()
-    size, ex = p1(x, y, z)  # miss: the Python path builds and registers the plan
-    assert ex.fast  # ... and its executor launches from C, as a hit's
+    size, ex = p1(x, y, z)  # miss: the Python path builds and registers the plan (or, for a signature
+    assert ex.fast  # an earlier test planned, the native miss does) ... and its executor launches from C, as a hit's
     p2(None, size, ex)
     np.testing.assert_array_equal(z, x + y)
     d = delta(before)
-    assert (d["phase1_misses"], d["registered"], d["phase2_fast"], d["phase2_slow"]) == (1, 1, 1, 0)
+    assert (d["phase1_misses"], d["registered"] + d["phase1_native_misses"], d["phase2_fast"], d["phase2_slow"]) == (1, 1, 1, 0)
     assert fastpath.table_size() == 1
     for k in range(3):
         x2, y2 = rng.standard_normal((2, 1000), dtype=np.float32)  # new arrays, same signature

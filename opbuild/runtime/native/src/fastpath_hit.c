@@ -304,7 +304,7 @@ PyObject *phase1_call(Phase1 *self, PyObject *const *args, size_t nargsf, PyObje
             Py_XDECREF(python_plan);
             return res;
         }
-        memo_set(self, args, dpo, t, e);
+        if (hit) memo_set(self, args, dpo, t, e); /* (the memo is of hits: a miss's next call looks up) */
     }
     Py_ssize_t n_in = self->n_in, ntensors = n_in + self->n_out;
     uintptr_t or_addr = 0;
