@@ -241,8 +241,9 @@ def probe_builder():
     return build_probe_package
 
 
-def build_probe_package(where: Path) -> Path:
-    """Make and build the ProbeCustom project in `where` (a new directory); its package."""
+def build_probe_package(where: Path, tiling_edit=None) -> Path:
+    """Make and build the ProbeCustom project in `where` (a new directory); its package.
+    `tiling_edit(text) -> text`: a change to its tiling.c (after the PROBE_MODES hooks)."""
     from opbuild.codegen.scaffold import scaffold_op
 
     root = pkgbuild.new_project(where, ops=())
@@ -250,7 +251,8 @@ def build_probe_package(where: Path) -> Path:
     tiling = op_dir / "tiling.c"
     text = tiling.read_text()
     assert _PROBE_TILING_ANCHOR in text, "the scaffold's tiling.c changed; update _PROBE_TILING_ANCHOR"
-    tiling.write_text(text.replace(_PROBE_TILING_ANCHOR, _PROBE_TILING_MODES))
+    text = text.replace(_PROBE_TILING_ANCHOR, _PROBE_TILING_MODES)
+    tiling.write_text(tiling_edit(text) if tiling_edit is not None else text)
     kernel = op_dir / "kernel.c"
     text = kernel.read_text()
     assert _PROBE_KERNEL_ANCHOR in text, "the scaffold's kernel.c changed; update _PROBE_KERNEL_ANCHOR"

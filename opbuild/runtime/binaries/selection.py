@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 from opbuild.abi import package_layout as layout
 from opbuild.abi.vocabulary import ATTR_TYPE, DEFAULT_SOC
 from opbuild.keys import KeyContext, KeyRuleError, check_fragment, describe_call, full_key, make_fragment_fn
+from opbuild.runtime import fastpath_ext
 from opbuild.runtime.binaries.package import (
     BinaryEntry,
     BinaryIndex,
@@ -28,7 +29,6 @@ from opbuild.runtime.binaries.package import (
     inside_package,
     search_roots,
 )
-from opbuild.runtime import fastpath_ext
 from opbuild.runtime.environ import decode, raw_reader
 from opbuild.runtime.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
 from opbuild.runtime.settings import DEFAULT_P, FALLBACK_P

@@ -1029,6 +1029,17 @@ static PyObject *fp_cache_capacity(PyObject *mod, PyObject *const *args, Py_ssiz
 
 /* parse_plan_record(record: bytes) -> dict: the plan plancache_plan_from_record makes of a record
  * (its fields), or ValueError naming what is wrong: the one parser, for tests and tools. */
+/* A native plan's fields as a dict (for tests: what the one parser read, what a table holds). */
+static PyObject *plan_fields(const plancache_plan *p) {
+    return Py_BuildValue(
+        "{sKsIsIsIsisisKsy#sy#szsssssLsLsL}", "fn", (unsigned long long)(uintptr_t)p->fn, "block_dim", p->block_dim,
+        "nargs", p->nargs, "ntensors", p->ntensors, "sync", p->sync, "empty", p->empty, "workspace_size",
+        (unsigned long long)p->ws_size, "tiling", p->tiling ? (const char *)p->tiling : "",
+        (Py_ssize_t)(p->tiling ? p->tiling_len : 0), "itemsizes", (const char *)p->itemsize,
+        (Py_ssize_t)p->ntensors, "stamp_path", p->stamp_path, "key_text", p->key_text, "kernel", p->kernel,
+        "mtime_ns", (long long)p->stamp[0], "size", (long long)p->stamp[1], "inode", (long long)p->stamp[2]);
+}
+
 static PyObject *fp_parse_plan_record(PyObject *mod, PyObject *record) {
     (void)mod;
     if (!PyBytes_Check(record)) {
@@ -1043,15 +1054,26 @@ static PyObject *fp_parse_plan_record(PyObject *mod, PyObject *record) {
         PyErr_SetString(PyExc_ValueError, err);
         return NULL;
     }
-    PyObject *r = Py_BuildValue(
-        "{sKsIsIsIsisisKsy#sy#szsssssLsLsL}", "fn", (unsigned long long)(uintptr_t)p->fn, "block_dim", p->block_dim,
-        "nargs", p->nargs, "ntensors", p->ntensors, "sync", p->sync, "empty", p->empty, "workspace_size",
-        (unsigned long long)p->ws_size, "tiling", p->tiling ? (const char *)p->tiling : "",
-        (Py_ssize_t)(p->tiling ? p->tiling_len : 0), "itemsizes", (const char *)p->itemsize,
-        (Py_ssize_t)p->ntensors, "stamp_path", p->stamp_path, "key_text", p->key_text, "kernel", p->kernel,
-        "mtime_ns", (long long)p->stamp[0], "size", (long long)p->stamp[1], "inode", (long long)p->stamp[2]);
+    PyObject *r = plan_fields(p);
     plancache_plan_unref(p);
     return r;
+}
+
+/* plan_entry(key) -> the fields (plan_fields) of the native plan filed under the key in the
+ * calling thread's table, or None (a lookup: counted, and it makes the plan the most recent). */
+static PyObject *fp_plan_entry(PyObject *mod, PyObject *key) {
+    (void)mod;
+    const uint64_t *words;
+    Py_ssize_t n = key_of(key, &words);
+    if (n < 0) return NULL;
+    Table *t = thread_table(0);
+    if (t == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
+    Entry *e = plancache_find(t->core, words, (size_t)n, opkey_hash(words, (size_t)n));
+    if (e == NULL) Py_RETURN_NONE;
+    return plan_fields(e);
 }
 
 static PyObject *fp_stats(PyObject *mod, PyObject *unused) {
@@ -1120,6 +1142,8 @@ static PyMethodDef fp_methods[] = {
      "The calling thread's plan table counters: hits, misses, inserts, stale, size, evictions (plancache.h)."},
     {"cache_capacity", (PyCFunction)(void (*)(void))fp_cache_capacity, METH_FASTCALL,
      "cache_capacity(n=0): the plans a thread's table holds at most (OPBUILD_PARAM_CACHE_SIZE); n > 0 sets it."},
+    {"plan_entry", fp_plan_entry, METH_O,
+     "plan_entry(key) -> the fields of the native plan filed under the key in the calling thread's table, or None."},
     {"parse_plan_record", fp_parse_plan_record, METH_O,
      "parse_plan_record(record) -> its fields, as the one parser reads them (plancache.h), or ValueError."},
     {"set_signature_programs", (PyCFunction)(void (*)(void))fp_set_signature_programs, METH_FASTCALL,

@@ -264,7 +264,12 @@ static Entry *file_result(Phase1 *self, Program *p, const Key *k) {
     PyObject *plan = args[0] && args[1] && args[2] ? PyObject_Vectorcall(p->factory, args, 4, NULL) : NULL;
     for (int i = 0; i < 4; i++) Py_XDECREF(args[i]);
     if (plan == NULL) return NULL;
-    PyObject *addr = PyObject_GetAttrString(plan, "tiling_addr");
+    static PyObject *s_tiling_addr;
+    if (s_tiling_addr == NULL && (s_tiling_addr = PyUnicode_InternFromString("tiling_addr")) == NULL) {
+        Py_DECREF(plan);
+        return NULL;
+    }
+    PyObject *addr = PyObject_GetAttr(plan, s_tiling_addr);
     void *tiling = addr != NULL ? PyLong_AsVoidPtr(addr) : NULL;
     Py_XDECREF(addr);
     Entry *e = tiling != NULL ? plancache_plan_like(p->proto, k->words, (size_t)k->nwords, block_dim, ws_size, tiling)
@@ -358,12 +363,15 @@ PyObject *fp_tiling_accepts(PyObject *mod, PyObject *const *args, Py_ssize_t nar
     return PyBool_FromLong(tiling_accepts(v[0], v[1], v[2], keys, n, v[4], v[5]));
 }
 
-/* signature_programs(phase1) -> the number of programs it keeps (tests). */
+/* signature_programs(phase1) -> the number of its programs not voided by forget_programs() (tests). */
 PyObject *fp_signature_programs(PyObject *mod, PyObject *arg) {
     (void)mod;
     if (Py_TYPE(arg) != &Phase1Type) {
         PyErr_SetString(PyExc_TypeError, "signature_programs(phase1)");
         return NULL;
     }
-    return PyLong_FromLong(((Phase1 *)arg)->nprograms);
+    Phase1 *self = (Phase1 *)arg;
+    long n = 0;
+    for (int i = 0; i < self->nprograms; i++) n += self->programs[i]->gen == g_program_gen;
+    return PyLong_FromLong(n);
 }
