@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import ctypes
 import os
-import threading
 
 import numpy as np
 import pytest
+from concurrency import in_threads
 
 from opbuild.runtime import capi, device
 from opbuild.runtime.call import executor as rt_executor
@@ -313,29 +313,21 @@ def test_live_object_counters(acl):
 
 
 def test_python_threads(acl, opapi):
-    errors = []
 
     def work(k: int) -> None:
-        try:
-            for _ in range(10):
-                x = np.full(64, float(k), np.float32)
-                y = np.ones(64, np.float32)
-                z = np.zeros(64, np.float32)
-                ts = [make_tensor(acl, a) for a in (x, y, z)]
-                status, ws, ex = phase1(opapi, "AddCustomTemplate", *ts)
-                assert status == 0
-                assert opapi.aclnnAddCustomTemplate(None, ws, ex, None) == 0
-                assert (z == k + 1).all()
-                for t in ts:
-                    acl.aclDestroyTensor(t)
-        except BaseException as exc:  # noqa: BLE001
-            errors.append(exc)
+        for _ in range(10):
+            x = np.full(64, float(k), np.float32)
+            y = np.ones(64, np.float32)
+            z = np.zeros(64, np.float32)
+            ts = [make_tensor(acl, a) for a in (x, y, z)]
+            status, ws, ex = phase1(opapi, "AddCustomTemplate", *ts)
+            assert status == 0
+            assert opapi.aclnnAddCustomTemplate(None, ws, ex, None) == 0
+            assert (z == k + 1).all()
+            for t in ts:
+                acl.aclDestroyTensor(t)
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = in_threads(work, 4)
     assert not errors, errors
 
 

@@ -6,7 +6,6 @@ that follows opbuild/kernel.h's contract (what the build's generated shim does).
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import subprocess
 import threading
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from concurrency import in_threads
 
 from opbuild.runtime import device
 from opbuild.runtime.device import DeviceError
@@ -397,20 +397,12 @@ def test_many_streams_from_many_threads(kernels):
     tags = device.upload(np.arange(n, dtype=np.uint64))
     logs = [device.upload(np.zeros(n + 1, np.uint64)) for _ in range(n_streams)]
     streams = [device.Stream() for _ in range(n_streams)]
-    errors = []
 
     def work(k):
-        try:
-            for j in range(k, n_streams, 3):
-                record_launches(kernels, logs[j], tags, 0, n, streams[j])
-        except BaseException as e:  # pragma: no cover - reported below
-            errors.append(e)
+        for j in range(k, n_streams, 3):
+            record_launches(kernels, logs[j], tags, 0, n, streams[j])
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(3)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    errors = in_threads(work, 3)
     assert not errors, errors
     for s in streams:
         s.synchronize()

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from concurrency import in_threads
 
 import opbuild.runtime as rt
-from opbuild.runtime.host import c_callbacks
 from opbuild.runtime import AclnnError, api
 from opbuild.runtime.call import executor
 from opbuild.runtime.call.plan_cache import _fastpath
 from opbuild.runtime.call.plans import STAMP_INTERVAL_NS
+from opbuild.runtime.host import c_callbacks
 
 
 class Counter:
@@ -241,60 +242,52 @@ def test_eight_threads_thousand_mixed_calls_each(ops, builtin_ops):
     """Custom and built-in ops mixed on every thread."""
     import ml_dtypes
 
-    errors: list[BaseException] = []
     counts = [0] * 8
 
     def worker(seed: int) -> None:
         rng = random.Random(seed)
         nrng = np.random.default_rng(seed)
-        try:
-            for _ in range(1000):
-                kind = rng.randrange(7)
-                n = rng.choice((1, 3, 64, 1009, 5000))
-                if kind == 0:
-                    x, y = nrng.standard_normal((2, n), dtype=np.float32)
-                    z = np.empty_like(x)
-                    size, ex = ops.aclnnAddCustomTemplateGetWorkspaceSize(x, y, z)
-                    ops.aclnnAddCustomTemplate(None, size, ex)
-                    np.testing.assert_array_equal(z, x + y)
-                elif kind == 1:
-                    x, y = nrng.standard_normal((2, n)).astype(np.float16)
-                    np.testing.assert_array_equal(ops.add_custom_template(x, y), x + y)
-                elif kind == 2:
-                    x = nrng.integers(-100, 100, (n,), dtype=np.int32)
-                    y = nrng.integers(-100, 100, (1,), dtype=np.int32)
-                    np.testing.assert_array_equal(ops.mul_custom(x, y), x * y)
-                elif kind == 3:
-                    slope = rng.choice((0.0, 0.25))
-                    x = nrng.standard_normal(n).astype(ml_dtypes.bfloat16)
-                    want = np.where(x.astype(np.float32) >= 0, x.astype(np.float32), np.float32(slope) * x.astype(np.float32))
-                    np.testing.assert_array_equal(builtin_ops.leaky_relu_custom(x, negative_slope=slope),
-                                                  want.astype(ml_dtypes.bfloat16))
-                elif kind == 4:
-                    xs = [nrng.standard_normal(n, dtype=np.float32) for _ in range(rng.randrange(1, 4))]
-                    want = xs[0].copy()
-                    for x in xs[1:]:
-                        want = want + x
-                    np.testing.assert_array_equal(ops.add_n_custom(xs), want)
-                elif kind == 5:
-                    x = nrng.standard_normal((n, 3), dtype=np.float32)
-                    y = np.empty(3, np.float32)
-                    size, ex = builtin_ops.aclnnReduceSumCustomGetWorkspaceSize(x, [0], False, y, deterministic=True)
-                    ws = np.empty(size, np.uint8) if size else None
-                    builtin_ops.aclnnReduceSumCustom(ws, size, ex)
-                    np.testing.assert_allclose(y, x.astype(np.float64).sum(axis=0), rtol=1e-4, atol=1e-4)
-                else:
-                    x = nrng.standard_normal((n, 2), dtype=np.float32)
-                    np.testing.assert_array_equal(ops.add_custom_template(x.T, x.T), x.T + x.T)
-                counts[seed] += 1
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
+        for _ in range(1000):
+            kind = rng.randrange(7)
+            n = rng.choice((1, 3, 64, 1009, 5000))
+            if kind == 0:
+                x, y = nrng.standard_normal((2, n), dtype=np.float32)
+                z = np.empty_like(x)
+                size, ex = ops.aclnnAddCustomTemplateGetWorkspaceSize(x, y, z)
+                ops.aclnnAddCustomTemplate(None, size, ex)
+                np.testing.assert_array_equal(z, x + y)
+            elif kind == 1:
+                x, y = nrng.standard_normal((2, n)).astype(np.float16)
+                np.testing.assert_array_equal(ops.add_custom_template(x, y), x + y)
+            elif kind == 2:
+                x = nrng.integers(-100, 100, (n,), dtype=np.int32)
+                y = nrng.integers(-100, 100, (1,), dtype=np.int32)
+                np.testing.assert_array_equal(ops.mul_custom(x, y), x * y)
+            elif kind == 3:
+                slope = rng.choice((0.0, 0.25))
+                x = nrng.standard_normal(n).astype(ml_dtypes.bfloat16)
+                want = np.where(x.astype(np.float32) >= 0, x.astype(np.float32), np.float32(slope) * x.astype(np.float32))
+                np.testing.assert_array_equal(builtin_ops.leaky_relu_custom(x, negative_slope=slope),
+                                              want.astype(ml_dtypes.bfloat16))
+            elif kind == 4:
+                xs = [nrng.standard_normal(n, dtype=np.float32) for _ in range(rng.randrange(1, 4))]
+                want = xs[0].copy()
+                for x in xs[1:]:
+                    want = want + x
+                np.testing.assert_array_equal(ops.add_n_custom(xs), want)
+            elif kind == 5:
+                x = nrng.standard_normal((n, 3), dtype=np.float32)
+                y = np.empty(3, np.float32)
+                size, ex = builtin_ops.aclnnReduceSumCustomGetWorkspaceSize(x, [0], False, y, deterministic=True)
+                ws = np.empty(size, np.uint8) if size else None
+                builtin_ops.aclnnReduceSumCustom(ws, size, ex)
+                np.testing.assert_allclose(y, x.astype(np.float64).sum(axis=0), rtol=1e-4, atol=1e-4)
+            else:
+                x = nrng.standard_normal((n, 2), dtype=np.float32)
+                np.testing.assert_array_equal(ops.add_custom_template(x.T, x.T), x.T + x.T)
+            counts[seed] += 1
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    errors = in_threads(worker, 8, 120)
     assert not errors, errors[:3]
     assert counts == [1000] * 8
 

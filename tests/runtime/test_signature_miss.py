@@ -13,11 +13,11 @@ from __future__ import annotations
 import os
 import re
 import struct
-import threading
 import time
 
 import numpy as np
 import pytest
+from concurrency import in_threads
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -287,28 +287,19 @@ def test_threads_missing_one_signature_at_once_compute_right(ops):
     p1, p2 = ops.aclnnAddCustomTemplateGetWorkspaceSize, ops.aclnnAddCustomTemplate
     x = np.ones(10, np.float32)
     p1(x, x, np.empty_like(x))
-    errors = []
-
     def work(seed: int) -> None:
         rng = np.random.default_rng(seed)
-        try:
-            for _ in range(60):
-                n = int(rng.integers(1, 50_000))
-                a = rng.standard_normal(n).astype(np.float32)
-                z = np.empty_like(a)
-                rt.clear_op_cache()
-                size, ex = p1(a, a, z)
-                p2(None, size, ex)
-                np.testing.assert_array_equal(z, a + a)
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
+        for _ in range(60):
+            n = int(rng.integers(1, 50_000))
+            a = rng.standard_normal(n).astype(np.float32)
+            z = np.empty_like(a)
+            rt.clear_op_cache()
+            size, ex = p1(a, a, z)
+            p2(None, size, ex)
+            np.testing.assert_array_equal(z, a + a)
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    errors = in_threads(work, 4)
+    assert not errors, errors[:3]
 
 
 @settings(max_examples=300, deadline=None)

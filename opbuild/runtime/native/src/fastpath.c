@@ -956,21 +956,21 @@ static Py_ssize_t key_of(PyObject *key, const uint64_t **words) {
     return PyBytes_GET_SIZE(key) / (Py_ssize_t)sizeof(uint64_t);
 }
 
+/* The calling thread's plan filed under `key` (bytes of words), or NULL (none; or an error set). */
+static Entry *find_by_key(PyObject *key) {
+    const uint64_t *words;
+    Py_ssize_t n = key_of(key, &words);
+    Table *t = n < 0 ? NULL : thread_table(0);
+    return t == NULL ? NULL : plancache_find(t->core, words, (size_t)n, opkey_hash(words, (size_t)n));
+}
+
 /* plan_find(key) -> the Python plan filed under the key in the calling thread's table, or None.
  * The one lookup of the Python front end when the extension is built: the same table, eviction
  * and package-stamp check as the C hit (plancache_find; a stale plan is dropped). */
 static PyObject *fp_plan_find(PyObject *mod, PyObject *key) {
     (void)mod;
-    const uint64_t *words;
-    Py_ssize_t n = key_of(key, &words);
-    if (n < 0) return NULL;
-    Table *t = thread_table(0);
-    if (t == NULL) {
-        if (PyErr_Occurred()) return NULL;
-        Py_RETURN_NONE;
-    }
-    Entry *e = plancache_find(t->core, words, (size_t)n, opkey_hash(words, (size_t)n));
-    if (e == NULL) Py_RETURN_NONE;
+    Entry *e = find_by_key(key);
+    if (e == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     return Py_NewRef(ENTRY_FRONT(e)->plan);
 }
 
@@ -1063,16 +1063,8 @@ static PyObject *fp_parse_plan_record(PyObject *mod, PyObject *record) {
  * calling thread's table, or None (a lookup: counted, and it makes the plan the most recent). */
 static PyObject *fp_plan_entry(PyObject *mod, PyObject *key) {
     (void)mod;
-    const uint64_t *words;
-    Py_ssize_t n = key_of(key, &words);
-    if (n < 0) return NULL;
-    Table *t = thread_table(0);
-    if (t == NULL) {
-        if (PyErr_Occurred()) return NULL;
-        Py_RETURN_NONE;
-    }
-    Entry *e = plancache_find(t->core, words, (size_t)n, opkey_hash(words, (size_t)n));
-    if (e == NULL) Py_RETURN_NONE;
+    Entry *e = find_by_key(key);
+    if (e == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     return plan_fields(e);
 }
 
