@@ -1,7 +1,7 @@
 """Instructions per cache hit (callgrind), the machine-independent measure of the hit path.
 
     scons ops && python bench/hit_ir.py [--package out/opp/vendors/customize] [--n 10000]
-    python bench/hit_ir.py --miss [--n 1000]     # the Python cache miss instead (runtime_bench's row)
+    python bench/hit_ir.py --miss [--n 1000]     # the cache miss instead (runtime_bench's row)
 
 Counts, with valgrind's callgrind, the instructions (Ir) of one two-phase cache hit of the
 1-element fp32 AddCustomTemplate on the default stream:
@@ -12,7 +12,8 @@ Counts, with valgrind's callgrind, the instructions (Ir) of one two-phase cache 
           stream with a synchronize per 1,000 (capi_bench stream_hits; the stream's thread runs
           the kernels: its instructions count too; a wakeup's cost is mostly outside Ir)
 With --miss: `rt.clear_op_cache()` before each such Python call, the cache miss row of
-bench/runtime_bench.py (inference and tiling of a known call signature, the plan and its record).
+bench/runtime_bench.py (inference and tiling of a known call signature and the plan: in C since
+session 14, native/src/signature_miss.c).
 Each is run with N and 2N hits; (Ir(2N) - Ir(N)) / N is the cost of one hit, start-up and
 warm-up cancelled. Wall-clock times on a shared machine swing 2x; the Python count repeats to
 the instruction, the C one within ~1-2% (its process's other threads are counted too). Needs valgrind; OPENBLAS_NUM_THREADS=1 is set (numpy's BLAS threads would count).
@@ -86,7 +87,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--package", default=str(REPO / "out/opp/vendors/customize"), help="a built sample package")
     parser.add_argument("--n", type=int, default=10_000, help="hits of the shorter run (the longer one makes 2n)")
-    parser.add_argument("--miss", action="store_true", help="the Python cache miss only (use a smaller --n, e.g. 1000)")
+    parser.add_argument("--miss", action="store_true", help="the cache miss of a Python two-phase call only (use a smaller --n, e.g. 1000)")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
@@ -100,7 +101,7 @@ def main() -> int:
     python = per_hit(lambda k: [sys.executable, __file__, "--package", args.package, *miss, "--child", str(k)], args.n,
                      False, env)
     if args.miss:
-        print(f"Python cache miss:    {python:8.0f} Ir")
+        print(f"cache miss (Python call): {python:8.0f} Ir")
         return 0
     print(f"Python two-phase hit: {python:8.0f} Ir")
     sys.path.insert(0, str(REPO / "bench"))
