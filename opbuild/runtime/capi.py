@@ -245,8 +245,8 @@ def _make_tensor(what: str, dt: int, fmt_code: int, offset: int, data: int, dims
                                                   f"more than any buffer can hold")
     _check_in_buffer(what, data, nbytes, storage)
     buffer = memoryview((ctypes.c_char * nbytes).from_address(data))
-    array = np.ndarray(shape, dtype, buffer=buffer, offset=offset * itemsize,
-                       strides=tuple(s * itemsize for s in strides))
+    array: np.ndarray = np.ndarray(shape, dtype, buffer=buffer, offset=offset * itemsize,
+                                   strides=tuple(s * itemsize for s in strides))
     return Tensor(array, fmt), nbytes
 
 

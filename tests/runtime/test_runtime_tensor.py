@@ -12,6 +12,9 @@ import opbuild.runtime as rt
 from opbuild.runtime import AclnnError
 from opbuild.runtime.call import executor
 
+NUMPY_1 = np.lib.NumpyVersion(np.__version__) < "2.0.0"
+"""numpy 1.x (pyproject.toml allows numpy>=1.26): its DLPack import is read-only."""
+
 
 def test_tensor_is_a_zero_copy_view_of_numpy():
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
@@ -30,6 +33,11 @@ def test_tensor_dlpack_round_trip():
     a = np.arange(10, dtype=np.float16)
     t = rt.Tensor.from_dlpack(a)  # from any DLPack producer
     assert np.shares_memory(t.numpy(), a)
+    if NUMPY_1:  # numpy 1.x imports DLPack read-only (DLPack 0.x has no read-only flag) and exports no read-only array
+        assert not t.numpy().flags.writeable
+        with pytest.raises(BufferError):
+            np.from_dlpack(t)
+        t = rt.Tensor.from_numpy(a)
     back = np.from_dlpack(t)  # and to any DLPack consumer
     assert np.shares_memory(back, a) and back.dtype == np.float16
     a[3] = 42
