@@ -32,6 +32,10 @@
 #include "opbuild/vocabulary_gen.h" /* OPKEY_VERSION, the OPKEY_* tags, OPKEY_ENV_*, OPKEY_STAMP_INTERVAL_NS */
 
 #define OPKEY_INLINE 256
+/* The layout above, for readers of a key's words (signature_miss.c): the header's words, and the
+ * words of one tensor slot of `ndim` dims (tag, dtype, format, ndim, dims, strides, offset). */
+#define OPKEY_HEADER_WORDS 6
+#define OPKEY_TENSOR_WORDS(ndim) (4 + 2 * (ndim) + 1)
 
 typedef struct opkey {
     uint64_t *w;     /* the words: `inline_` or a malloc'ed buffer */

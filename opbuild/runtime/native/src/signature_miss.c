@@ -56,14 +56,14 @@ unsigned long long st_p1_native_misses;
  * another form. */
 static int signature_words(Phase1 *self, const Key *k, uint64_t *out, Py_ssize_t *nout) {
     const uint64_t *w = k->words;
-    Py_ssize_t n = k->nwords, i = 6, o = 6, ntensors = self->n_in + self->n_out;
-    if (n < 6) return 0;
-    memcpy(out, w, 6 * sizeof(uint64_t));
+    Py_ssize_t n = k->nwords, i = OPKEY_HEADER_WORDS, o = OPKEY_HEADER_WORDS, ntensors = self->n_in + self->n_out;
+    if (n < OPKEY_HEADER_WORDS) return 0;
+    memcpy(out, w, OPKEY_HEADER_WORDS * sizeof(uint64_t));
     for (Py_ssize_t t = 0; t < ntensors; t++) {
         if (i + 4 > n || w[i] != OPKEY_TENSOR || w[i + 3] > 64) return 0;
         out[o++] = w[i + 1];
         out[o++] = w[i + 2];
-        i += 4 + 2 * (Py_ssize_t)w[i + 3] + 1;
+        i += OPKEY_TENSOR_WORDS((Py_ssize_t)w[i + 3]);
     }
     if (i > n) return 0;
     memcpy(out + o, w + i, (size_t)(n - i) * sizeof(uint64_t));
